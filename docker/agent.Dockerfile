@@ -1,0 +1,51 @@
+# agent-hub agent image: tmux + a shell, user `agent`, and an entrypoint that
+# runs the command in the tmux session "agent" the hub attaches to.
+#
+#   docker build -f docker/agent.Dockerfile -t agent-hub/agent docker/
+#
+# BASE may be any Debian or Ubuntu image; one that already has tmux (>= 3.2)
+# skips the apt step, so this also builds offline on a debootstrapped base
+# (docker/build-offline.sh).
+ARG BASE=debian:bookworm-slim
+FROM ${BASE}
+
+ENV LANG=C.UTF-8 \
+    TERM=xterm-256color
+
+USER root
+
+RUN set -eu; \
+    if ! command -v tmux >/dev/null 2>&1 || ! command -v ps >/dev/null 2>&1; then \
+        apt-get update; \
+        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+            tmux procps bash ca-certificates; \
+        rm -rf /var/lib/apt/lists/*; \
+    fi; \
+    version=$(tmux -V | sed -n 's/^tmux \([0-9][0-9]*\)\.\([0-9][0-9]*\).*/\1 \2/p'); \
+    if [ -n "$version" ]; then \
+        set -- $version; \
+        if [ "$1" -lt 3 ] || { [ "$1" -eq 3 ] && [ "$2" -lt 2 ]; }; then \
+            echo "agent-hub needs tmux >= 3.2, the base has $(tmux -V)" >&2; exit 1; \
+        fi; \
+    fi; \
+    if ! id -u agent >/dev/null 2>&1; then \
+        existing=$(getent passwd 1000 | cut -d: -f1); \
+        if [ -n "$existing" ]; then \
+            group=$(id -gn "$existing"); \
+            usermod -l agent -d /home/agent -m -s /bin/bash "$existing"; \
+            getent group agent >/dev/null || groupmod -n agent "$group"; \
+        else \
+            getent group 1000 >/dev/null || groupadd -g 1000 agent; \
+            useradd -m -u 1000 -g 1000 -d /home/agent -s /bin/bash agent; \
+        fi; \
+    fi; \
+    mkdir -p /workspace; \
+    chown agent: /workspace
+
+COPY entrypoint.sh /usr/local/bin/agent-hub-entrypoint
+RUN chmod 0755 /usr/local/bin/agent-hub-entrypoint
+
+USER agent
+WORKDIR /workspace
+ENTRYPOINT ["/usr/local/bin/agent-hub-entrypoint"]
+CMD ["bash"]

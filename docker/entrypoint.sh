@@ -1,0 +1,55 @@
+#!/bin/sh
+# agent-hub entrypoint: runs the container's command ("$@", default bash) as the
+# only window of the tmux session "agent", configured the way the hub expects,
+# and lives exactly as long as that session.
+#
+# Environment:
+#   AGENT_HUB_HISTORY_LIMIT  scrollback lines kept by the pane   (default 50000)
+#   AGENT_HUB_COLS/ROWS      initial pane size                   (default 120x30)
+set -eu
+
+session=agent
+channel=agent-hub-session-closed
+history_limit=${AGENT_HUB_HISTORY_LIMIT:-50000}
+cols=${AGENT_HUB_COLS:-120}
+rows=${AGENT_HUB_ROWS:-30}
+
+export LANG="${LANG:-C.UTF-8}"
+export TERM="${TERM:-xterm-256color}"
+
+if [ "$#" -eq 0 ]; then
+    set -- bash
+fi
+
+# shellcheck disable=SC2317 # called by the trap
+stop() {
+    tmux kill-server 2>/dev/null || true
+    exit 0
+}
+trap stop TERM INT HUP
+
+# One tmux command list, so every option is set before the pane exists:
+# history-limit in particular applies only to panes created after it is set.
+# window-size manual is set on the new window only, after it exists: set
+# globally before `new-session -d -x -y`, it crashes the server (NULL window
+# in clients_calculate_size; tmux 3.3a here, tmux/tmux#4849).
+# The session-closed hook signals a wait-for channel; tmux latches the signal
+# when nobody waits yet, so the loop below cannot miss it.
+tmux start-server \; \
+    set-option -g history-limit "$history_limit" \; \
+    set-option -g status off \; \
+    set-option -s escape-time 10 \; \
+    set-option -g default-terminal xterm-256color \; \
+    set-option -g default-size "${cols}x${rows}" \; \
+    set-hook -g session-closed "wait-for -S $channel" \; \
+    new-session -d -s "$session" -x "$cols" -y "$rows" -- "$@" \; \
+    set-option -w -t "=$session:" window-size manual
+
+# Wait without polling: the waiter returns when the hook fires or when the
+# server exits (last session gone, kill-server). It runs in the background so
+# that SIGTERM is handled at once rather than after it returns.
+while tmux has-session -t "=$session" 2>/dev/null; do
+    tmux wait-for "$channel" &
+    wait "$!" || true
+done
+exit 0

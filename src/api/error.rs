@@ -1,0 +1,106 @@
+//! Turning [`HubError`] into HTTP responses, once: `{ok:false, error_code, message, ...}` with
+//! the error's status. Also JSON and query extractors whose rejections use the same shape, so a
+//! malformed request never gets a plain-text answer.
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use crate::error::HubError;
+
+/// A [`HubError`] on its way out as a response.
+#[derive(Debug)]
+pub struct ApiError(pub HubError);
+
+impl From<HubError> for ApiError {
+    fn from(e: HubError) -> Self {
+        ApiError(e)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let e = self.0;
+        let status =
+            StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut body = json!({ "ok": false, "error_code": e.code(), "message": e.to_string() });
+        match &e {
+            HubError::Timeout { output, .. } => body["output"] = json!(output),
+            HubError::ProcessExited { exit_code, output } => {
+                body["exit_code"] = json!(exit_code);
+                body["output"] = json!(output);
+            }
+            _ => {}
+        }
+        if status.is_server_error() {
+            tracing::warn!(code = e.code(), "{e}");
+        }
+        (status, axum::Json(body)).into_response()
+    }
+}
+
+/// Result type for handlers.
+pub type ApiResult<T> = Result<T, ApiError>;
+
+/// A JSON body whose rejections are [`HubError::BadRequest`] / [`HubError::PayloadTooLarge`].
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(v)) => Ok(ApiJson(v)),
+            Err(rejection) => Err(ApiError(json_rejection(rejection))),
+        }
+    }
+}
+
+fn json_rejection(rejection: JsonRejection) -> HubError {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return HubError::PayloadTooLarge {
+            limit_bytes: crate::api::body_limit(),
+        };
+    }
+    let message = match &rejection {
+        JsonRejection::MissingJsonContentType(_) => {
+            "expected a JSON body with 'Content-Type: application/json'".to_string()
+        }
+        JsonRejection::JsonSyntaxError(e) => format!("malformed JSON: {}", source_text(e)),
+        JsonRejection::JsonDataError(e) => format!("invalid request: {}", source_text(e)),
+        other => other.body_text(),
+    };
+    HubError::bad_request(message)
+}
+
+fn source_text(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text = s.to_string();
+        source = s.source();
+    }
+    text
+}
+
+/// Query parameters whose rejections are [`HubError::BadRequest`].
+pub struct ApiQuery<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(v)) => Ok(ApiQuery(v)),
+            Err(rejection) => Err(ApiError(query_rejection(rejection))),
+        }
+    }
+}
+
+fn query_rejection(rejection: QueryRejection) -> HubError {
+    HubError::bad_request(format!("invalid query string: {}", source_text(&rejection)))
+}

@@ -1,0 +1,84 @@
+//! HTTP and WebSocket API: translation only. Handlers parse requests, call the hub or a
+//! session, and shape JSON; rules live in `hub` and `session`, error mapping in `api::error`.
+
+pub mod error;
+mod sessions;
+mod stream;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{Method, Uri};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::HubError;
+use crate::hub::Hub;
+use error::ApiError;
+
+static BODY_LIMIT: AtomicUsize = AtomicUsize::new(1 << 20);
+
+/// The request body limit in force (for error messages).
+pub(crate) fn body_limit() -> usize {
+    BODY_LIMIT.load(Ordering::Relaxed)
+}
+
+/// The hub's routes, ready to serve or to call in tests without a socket.
+pub fn router(hub: Hub) -> Router {
+    BODY_LIMIT.store(hub.config().max_body_bytes, Ordering::Relaxed);
+    let limit = hub.config().max_body_bytes;
+    Router::new()
+        .route("/health", get(health))
+        .route(
+            "/v1/pty/sessions",
+            get(sessions::list_sessions).post(sessions::create_session),
+        )
+        .route(
+            "/v1/pty/sessions/{id}",
+            get(sessions::get_session).delete(sessions::kill_session),
+        )
+        .route("/v1/pty/sessions/{id}/send_line", post(sessions::send_line))
+        .route("/v1/pty/sessions/{id}/keys", post(sessions::send_keys))
+        .route("/v1/pty/sessions/{id}/signal", post(sessions::signal))
+        .route("/v1/pty/sessions/{id}/read", get(sessions::read))
+        .route("/v1/pty/sessions/{id}/talk", post(sessions::talk))
+        .route("/v1/pty/sessions/{id}/resize", post(sessions::resize))
+        .route("/v1/pty/sessions/{id}/stream", get(stream::stream))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(hub)
+}
+
+async fn health(State(hub): State<Hub>) -> Json<Value> {
+    Json(json!({
+        "ok": true,
+        "version": env!("CARGO_PKG_VERSION"),
+        "sessions": hub.list().len(),
+    }))
+}
+
+async fn not_found(method: Method, uri: Uri) -> ApiError {
+    ApiError(HubError::RouteNotFound {
+        method: method.to_string(),
+        path: uri.path().to_string(),
+    })
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError(HubError::MethodNotAllowed)
+}
+
+/// Serves the API on `listener` until `shutdown` is cancelled.
+pub async fn serve(
+    listener: TcpListener,
+    hub: Hub,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(hub))
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+}

@@ -1,0 +1,284 @@
+//! REST handlers for `/v1/pty/sessions`: create, list, get, kill, send_line, keys, signal,
+//! read, talk and resize.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::error::{ApiJson, ApiQuery, ApiResult};
+use crate::backend::TermSize;
+use crate::config::check_size;
+use crate::error::HubError;
+use crate::hub::{CreateSession, Hub};
+use crate::protocol::{
+    CreateSessionRequest, Encoding, KeysRequest, ReadQuery, ReadReply, ResizeRequest,
+    SendLineRequest, SignalRequest, TalkRequest,
+};
+use crate::session::Owner;
+
+/// Default and largest `max_bytes` for `read`.
+const READ_DEFAULT_BYTES: usize = 4096;
+const READ_MAX_BYTES: usize = 4 << 20;
+/// Default and largest long-poll wait for `read` with `since`.
+const READ_DEFAULT_TIMEOUT_MS: u64 = 5000;
+const READ_MAX_TIMEOUT_MS: u64 = 60_000;
+/// Largest talk timeout.
+const TALK_MAX_TIMEOUT_MS: u64 = 3_600_000;
+
+pub async fn list_sessions(State(hub): State<Hub>) -> Json<Value> {
+    let sessions: Vec<_> = hub.list().iter().map(|s| s.info()).collect();
+    let mut by_source: BTreeMap<&str, usize> = BTreeMap::new();
+    for s in &sessions {
+        *by_source.entry(s.spec.backend).or_default() += 1;
+    }
+    Json(
+        json!({ "ok": true, "count": sessions.len(), "by_source": by_source, "sessions": sessions }),
+    )
+}
+
+pub async fn create_session(
+    State(hub): State<Hub>,
+    ApiJson(req): ApiJson<CreateSessionRequest>,
+) -> ApiResult<Json<Value>> {
+    let session = hub
+        .create_session(CreateSession {
+            backend: req.backend,
+            shell: req.shell,
+            args: req.args,
+            cwd: req.cwd.map(Into::into),
+            cols: req.cols,
+            rows: req.rows,
+            env: req.env,
+            tmux_session: req.tmux_session,
+            owner: Owner {
+                owner_agent_id: req.owner_agent_id,
+                owner_session_id: req.owner_session_id,
+                owner_role: req.owner_role,
+                label: req.label,
+                cli_type: req.cli_type,
+            },
+        })
+        .await?;
+    let info = session.info();
+    Ok(Json(json!({
+        "ok": true,
+        "session_id": info.spec.id,
+        "shell": info.spec.shell,
+        "cwd": info.spec.cwd,
+        "cols": info.cols,
+        "rows": info.rows,
+        "backend": info.spec.backend,
+        "tmux_session": info.spec.tmux_session,
+        "pid": info.pid,
+    })))
+}
+
+pub async fn get_session(State(hub): State<Hub>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    let info = hub.get(&id)?.info();
+    Ok(Json(json!({ "ok": true, "session": info })))
+}
+
+pub async fn kill_session(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let exit = hub.kill(&id).await?;
+    Ok(Json(json!({
+        "ok": true,
+        "session_id": id,
+        "exit_code": exit.as_ref().and_then(|e| e.exit_code),
+        "exit_reason": exit.map(|e| e.reason),
+    })))
+}
+
+pub async fn send_line(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<SendLineRequest>,
+) -> ApiResult<Json<Value>> {
+    let n = hub.get(&id)?.send_line(&req.data).await?;
+    Ok(Json(
+        json!({ "ok": true, "session_id": id, "bytes_written": n }),
+    ))
+}
+
+pub async fn send_keys(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<KeysRequest>,
+) -> ApiResult<Json<Value>> {
+    if req.keys.is_empty() {
+        return Err(HubError::bad_request("keys must name at least one key").into());
+    }
+    let n = hub.get(&id)?.send_keys(&req.keys).await?;
+    Ok(Json(
+        json!({ "ok": true, "session_id": id, "bytes_written": n }),
+    ))
+}
+
+pub async fn signal(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<SignalRequest>,
+) -> ApiResult<Json<Value>> {
+    hub.get(&id)?.signal(&req.signal).await?;
+    Ok(Json(
+        json!({ "ok": true, "session_id": id, "signal": req.signal }),
+    ))
+}
+
+pub async fn resize(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<ResizeRequest>,
+) -> ApiResult<Json<Value>> {
+    check_size(req.cols, req.rows).map_err(HubError::bad_request)?;
+    let size = TermSize {
+        cols: req.cols,
+        rows: req.rows,
+    };
+    hub.get(&id)?.resize(size).await?;
+    Ok(Json(
+        json!({ "ok": true, "session_id": id, "cols": req.cols, "rows": req.rows }),
+    ))
+}
+
+pub async fn talk(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<TalkRequest>,
+) -> ApiResult<Json<Value>> {
+    let timeout_ms = req.timeout_ms.unwrap_or(hub.config().talk_timeout_ms);
+    if timeout_ms == 0 || timeout_ms > TALK_MAX_TIMEOUT_MS {
+        return Err(
+            HubError::bad_request(format!("timeout_ms must be 1-{TALK_MAX_TIMEOUT_MS}")).into(),
+        );
+    }
+    let session = hub.get(&id)?;
+    let result = session
+        .talk(
+            &req.command,
+            req.sentinel.as_deref(),
+            Duration::from_millis(timeout_ms),
+        )
+        .await?;
+    let mut body = serde_json::to_value(result).map_err(|e| HubError::Internal {
+        message: e.to_string(),
+    })?;
+    body["ok"] = json!(true);
+    Ok(Json(body))
+}
+
+pub async fn read(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<ReadQuery>,
+) -> ApiResult<Json<ReadReply>> {
+    let max_bytes = q.max_bytes.unwrap_or(READ_DEFAULT_BYTES);
+    if max_bytes == 0 || max_bytes > READ_MAX_BYTES {
+        return Err(HubError::bad_request(format!("max_bytes must be 1-{READ_MAX_BYTES}")).into());
+    }
+    let timeout_ms = q.timeout_ms.unwrap_or(READ_DEFAULT_TIMEOUT_MS);
+    if timeout_ms > READ_MAX_TIMEOUT_MS {
+        return Err(
+            HubError::bad_request(format!("timeout_ms must be 0-{READ_MAX_TIMEOUT_MS}")).into(),
+        );
+    }
+    let session = hub.get(&id)?;
+    let output = session.output();
+    let mut chunk = match q.since {
+        Some(since) => {
+            output
+                .read_wait(since, max_bytes, Duration::from_millis(timeout_ms))
+                .await
+        }
+        None => output.read(None, max_bytes),
+    };
+    let text = match q.encoding {
+        Encoding::Base64 => base64_encode(&chunk.bytes),
+        Encoding::Utf8 => {
+            // Leave a UTF-8 sequence cut at the end for the next read.
+            let keep = complete_utf8_prefix(&chunk.bytes);
+            chunk.end_offset -= (chunk.bytes.len() - keep) as u64;
+            String::from_utf8_lossy(&chunk.bytes[..keep]).into_owned()
+        }
+    };
+    Ok(Json(ReadReply {
+        ok: true,
+        output: text,
+        start_offset: chunk.start_offset,
+        end_offset: chunk.end_offset,
+        dropped_bytes: chunk.dropped_bytes,
+        alive: output.exit().is_none(),
+        encoding: q.encoding,
+    }))
+}
+
+/// Length of `bytes` without a trailing, incomplete UTF-8 sequence.
+fn complete_utf8_prefix(bytes: &[u8]) -> usize {
+    match std::str::from_utf8(bytes) {
+        Ok(_) => bytes.len(),
+        Err(e) if e.error_len().is_none() => e.valid_up_to(),
+        Err(_) => {
+            // Invalid bytes somewhere: only trim a cut sequence in the last 3 bytes.
+            let tail_start = bytes.len().saturating_sub(3);
+            (tail_start..bytes.len())
+                .find(|&i| {
+                    bytes[i] >= 0xC0
+                        && std::str::from_utf8(&bytes[i..]).is_err_and(|e| e.error_len().is_none())
+                })
+                .unwrap_or(bytes.len())
+        }
+    }
+}
+
+fn base64_encode(bytes: &[u8]) -> String {
+    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for group in bytes.chunks(3) {
+        let b = [
+            group[0],
+            *group.get(1).unwrap_or(&0),
+            *group.get(2).unwrap_or(&0),
+        ];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= group.len() {
+                out.push(TABLE[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_known_vectors() {
+        for (raw, enc) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64_encode(raw.as_bytes()), enc);
+        }
+    }
+
+    #[test]
+    fn utf8_cut_at_the_end_is_left_for_later() {
+        let s = "aé€".as_bytes();
+        assert_eq!(complete_utf8_prefix(s), s.len());
+        assert_eq!(complete_utf8_prefix(&s[..s.len() - 1]), 3);
+        assert_eq!(complete_utf8_prefix(&s[..2]), 1);
+        assert_eq!(complete_utf8_prefix(b"\xff\xfeab"), 4);
+    }
+}

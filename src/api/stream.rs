@@ -1,0 +1,149 @@
+//! `GET /v1/pty/sessions/{id}/stream`: a WebSocket carrying a session's output as binary frames
+//! and taking input and resizes back. With `since`, the retained output from that offset comes
+//! first; without it, a repaint of the current screen. Live output follows with no gap or
+//! duplicate. Sending and receiving run as two tasks that end together; a viewer that stops
+//! reading falls behind on its own (and is told what it lost), never slowing the session.
+
+use std::sync::Arc;
+
+use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, State};
+use axum::response::Response;
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+
+use super::error::{ApiQuery, ApiResult};
+use crate::backend::TermSize;
+use crate::config::check_size;
+use crate::hub::Hub;
+use crate::output::{CursorItem, OutputCursor};
+use crate::protocol::{ClientFrame, ServerFrame, StreamQuery};
+use crate::session::Session;
+
+/// Largest WebSocket message a client may send.
+const MAX_CLIENT_MESSAGE_BYTES: usize = 1 << 20;
+
+pub async fn stream(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<StreamQuery>,
+    ws: WebSocketUpgrade,
+) -> ApiResult<Response> {
+    let session = hub.get(&id)?;
+    Ok(ws
+        .max_message_size(MAX_CLIENT_MESSAGE_BYTES)
+        .on_upgrade(move |socket| run(socket, session, q.since, hub.closing())))
+}
+
+fn text(frame: &ServerFrame) -> Message {
+    let json = serde_json::to_string(frame).unwrap_or_else(|_| "{}".into());
+    Message::Text(Utf8Bytes::from(json))
+}
+
+async fn run(
+    socket: WebSocket,
+    session: Arc<Session>,
+    since: Option<u64>,
+    closing: tokio_util::sync::CancellationToken,
+) {
+    let (mut tx, mut rx) = socket.split();
+    let info = session.info();
+    let (first_bytes, mut cursor, mode) = match since {
+        Some(since) => (
+            None,
+            OutputCursor::new(session.output().clone(), since),
+            "replay",
+        ),
+        None => {
+            let (paint, offset) = session.with_screen(|s| (s.repaint(), s.fed_to()));
+            (
+                Some(paint),
+                OutputCursor::new(session.output().clone(), offset),
+                "screen",
+            )
+        }
+    };
+    let hello = ServerFrame::Hello {
+        session_id: info.spec.id.clone(),
+        offset: since.map_or(cursor.next_offset(), |s| s.min(cursor.next_offset())),
+        mode: mode.into(),
+        cols: info.cols,
+        rows: info.rows,
+    };
+    if tx.send(text(&hello)).await.is_err() {
+        return;
+    }
+    if let Some(paint) = first_bytes {
+        if tx.send(Message::Binary(Bytes::from(paint))).await.is_err() {
+            return;
+        }
+    }
+
+    let input_session = session.clone();
+    let (error_tx, mut error_rx) = tokio::sync::mpsc::unbounded_channel::<ServerFrame>();
+    let mut receiver = tokio::spawn(async move {
+        while let Some(Ok(message)) = rx.next().await {
+            let result = match message {
+                Message::Binary(bytes) => input_session.send_bytes(bytes.to_vec()).await,
+                Message::Text(t) => handle_text(&input_session, t.as_str()).await,
+                Message::Close(_) => break,
+                _ => Ok(()),
+            };
+            if let Err(e) = result {
+                let _ = error_tx.send(ServerFrame::Error {
+                    error_code: e.code().into(),
+                    message: e.to_string(),
+                });
+            }
+        }
+    });
+
+    loop {
+        let message = tokio::select! {
+            _ = &mut receiver => break,
+            _ = closing.cancelled() => {
+                let _ = tx.send(Message::Close(None)).await;
+                break;
+            }
+            Some(frame) = error_rx.recv() => text(&frame),
+            item = cursor.next() => match item {
+                Some(CursorItem::Data { bytes, dropped_bytes }) => {
+                    if dropped_bytes > 0 {
+                        let resync = ServerFrame::Resync {
+                            dropped_bytes,
+                            offset: cursor.next_offset() - bytes.len() as u64,
+                        };
+                        if tx.send(text(&resync)).await.is_err() {
+                            break;
+                        }
+                    }
+                    Message::Binary(bytes)
+                }
+                Some(CursorItem::Exited(exit)) => {
+                    let _ = tx
+                        .send(text(&ServerFrame::Exit { exit_code: exit.exit_code, reason: exit.reason }))
+                        .await;
+                    let _ = tx.send(Message::Close(None)).await;
+                    break;
+                }
+                None => break,
+            },
+        };
+        if tx.send(message).await.is_err() {
+            break;
+        }
+    }
+    receiver.abort();
+}
+
+async fn handle_text(session: &Session, text: &str) -> crate::error::HubResult<()> {
+    let frame: ClientFrame = serde_json::from_str(text)
+        .map_err(|e| crate::error::HubError::bad_request(format!("invalid frame: {e}")))?;
+    match frame {
+        ClientFrame::Input { data } => session.send_bytes(data.into_bytes()).await,
+        ClientFrame::Resize { cols, rows } => {
+            check_size(cols, rows).map_err(crate::error::HubError::bad_request)?;
+            session.resize(TermSize { cols, rows }).await
+        }
+    }
+}

@@ -1,0 +1,453 @@
+//! Host tmux backend: a tmux session the hub creates or adopts by name, streamed losslessly
+//! through a control-mode client (`tmux -C attach -f ignore-size`). Input goes in as
+//! `send-keys -H` commands on the client's stdin (one writer); every byte the pane prints
+//! comes back as `%output`. The monitor never changes the size a human attached to the same
+//! session sees; the hub sizes the window explicitly with `resize-window`.
+
+use std::collections::VecDeque;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::Utc;
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::{mpsc, oneshot};
+
+use super::tmux_control::{is_safe_name, send_bytes_commands, ControlMessage, ControlParser};
+use super::{Backend, SpawnSpec, TermSize};
+use crate::output::{ExitInfo, Output};
+use crate::session::input::TermSignal;
+
+/// Lines of pane history kept by tmux for sessions the hub creates.
+pub const TMUX_HISTORY_LIMIT: u32 = 50_000;
+/// Name of the subscription that reports the pane's death and exit status.
+const DEAD_SUBSCRIPTION: &str = "agent_hub_pane_dead";
+/// How long a tmux CLI call may take before it is considered hung.
+const TMUX_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Which tmux server to talk to: a socket name (`-L`), or the user's default server.
+#[derive(Debug, Clone, Default)]
+pub struct TmuxServer {
+    pub socket_name: Option<String>,
+}
+
+impl TmuxServer {
+    fn command(&self) -> Command {
+        let mut cmd = Command::new("tmux");
+        if let Some(name) = &self.socket_name {
+            cmd.arg("-L").arg(name);
+        }
+        // A hub started from inside tmux must not talk to that tmux by accident.
+        cmd.env_remove("TMUX");
+        cmd.env("LANG", "C.UTF-8");
+        cmd.kill_on_drop(true);
+        cmd
+    }
+
+    /// Runs one tmux CLI command; returns stdout, or stderr as the error.
+    pub async fn run(&self, args: &[&str]) -> Result<String, String> {
+        let mut cmd = self.command();
+        cmd.args(args).stdin(Stdio::null());
+        let out = tokio::time::timeout(TMUX_CALL_TIMEOUT, cmd.output())
+            .await
+            .map_err(|_| format!("tmux {} timed out", args.join(" ")))?
+            .map_err(|e| format!("cannot run tmux: {e}"))?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+        }
+    }
+
+    /// Whether a session with exactly this name exists.
+    pub async fn has_session(&self, name: &str) -> bool {
+        self.run(&["has-session", "-t", &format!("={name}")])
+            .await
+            .is_ok()
+    }
+}
+
+type Ack = oneshot::Sender<Result<(), String>>;
+
+/// Acks waiting for tmux's replies, in command order: (replies still expected, first error, ack).
+type PendingAcks = Arc<Mutex<VecDeque<(usize, Option<String>, Ack)>>>;
+
+/// A tmux pane streamed through a control-mode client.
+pub struct TmuxBackend {
+    server: TmuxServer,
+    session_name: String,
+    pane_id: String,
+    pane_pid: Option<u32>,
+    commands: mpsc::UnboundedSender<(Vec<String>, Ack)>,
+}
+
+fn invalid_name(name: &str) -> String {
+    format!(
+        "tmux session name '{name}' is not allowed: use 1-64 characters of letters, digits, '_', '-' and '.'"
+    )
+}
+
+impl TmuxBackend {
+    /// Adopts the tmux session `name` if it exists, else creates it running `spec`.
+    /// Returns the backend and whether the session was adopted.
+    pub async fn start(
+        server: TmuxServer,
+        name: &str,
+        spec: &SpawnSpec,
+        output: Arc<Output>,
+    ) -> Result<(Self, bool), String> {
+        if !is_safe_name(name) || name.starts_with(['%', '$', '@', '=']) {
+            return Err(invalid_name(name));
+        }
+        let adopted = server.has_session(name).await;
+        if !adopted {
+            create_session(&server, name, spec).await?;
+        }
+        let target = format!("={name}:");
+        let ids = server
+            .run(&[
+                "display-message",
+                "-p",
+                "-t",
+                &target,
+                "#{pane_id} #{pane_pid}",
+            ])
+            .await?;
+        let mut parts = ids.split_whitespace();
+        let pane_id = parts.next().unwrap_or_default().to_string();
+        let pane_pid = parts.next().and_then(|p| p.parse().ok());
+        if !pane_id.starts_with('%') {
+            return Err(format!("tmux did not report a pane for session '{name}'"));
+        }
+        if adopted {
+            // Show the pane's past output, so an adopted session does not start blank.
+            let history = server
+                .run(&["capture-pane", "-p", "-e", "-J", "-S", "-", "-t", &pane_id])
+                .await
+                .unwrap_or_default();
+            output.push(
+                history
+                    .trim_end_matches('\n')
+                    .replace('\n', "\r\n")
+                    .as_bytes(),
+            );
+        } else {
+            server
+                .run(&[
+                    "resize-window",
+                    "-t",
+                    &pane_id,
+                    "-x",
+                    &spec.size.cols.to_string(),
+                    "-y",
+                    &spec.size.rows.to_string(),
+                ])
+                .await?;
+        }
+        let commands = start_control_client(&server, name, &pane_id, output).await?;
+        Ok((
+            TmuxBackend {
+                server,
+                session_name: name.to_string(),
+                pane_id,
+                pane_pid,
+                commands,
+            },
+            adopted,
+        ))
+    }
+
+    async fn send_commands(&self, lines: Vec<String>) -> Result<(), String> {
+        let (ack, done) = oneshot::channel();
+        self.commands
+            .send((lines, ack))
+            .map_err(|_| "the tmux control client has exited".to_string())?;
+        done.await
+            .map_err(|_| "the tmux control client has exited".to_string())?
+    }
+}
+
+async fn create_session(server: &TmuxServer, name: &str, spec: &SpawnSpec) -> Result<(), String> {
+    if !spec.cwd.is_dir() {
+        return Err(format!(
+            "working directory '{}' does not exist or is not a directory",
+            spec.cwd.display()
+        ));
+    }
+    let mut cmd = server.command();
+    // The server (if this call starts it) gets exactly the session's environment.
+    cmd.env_clear();
+    cmd.envs(&spec.env);
+    let history = TMUX_HISTORY_LIMIT.to_string();
+    let cols = spec.size.cols.to_string();
+    let rows = spec.size.rows.to_string();
+    let cwd = spec.cwd.to_string_lossy().into_owned();
+    // Options that must hold before the pane exists (history-limit applies to new panes only).
+    let mut args: Vec<&str> = vec![
+        "start-server",
+        ";",
+        "set-option",
+        "-g",
+        "history-limit",
+        &history,
+        ";",
+        "set-option",
+        "-s",
+        "escape-time",
+        "10",
+        ";",
+        "new-session",
+        "-d",
+        "-s",
+        name,
+        "-x",
+        &cols,
+        "-y",
+        &rows,
+        "-c",
+        &cwd,
+    ];
+    let env_pairs: Vec<String> = spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    for pair in &env_pairs {
+        args.extend(["-e", pair]);
+    }
+    args.push("--");
+    args.push(&spec.program);
+    args.extend(spec.args.iter().map(String::as_str));
+    args.extend([
+        ";",
+        "set-option",
+        "-t",
+        name,
+        "status",
+        "off",
+        ";",
+        "set-option",
+        "-w",
+        "-t",
+        name,
+        "remain-on-exit",
+        "on",
+    ]);
+    cmd.args(&args).stdin(Stdio::null());
+    let out = tokio::time::timeout(TMUX_CALL_TIMEOUT, cmd.output())
+        .await
+        .map_err(|_| "tmux new-session timed out".to_string())?
+        .map_err(|e| format!("cannot run tmux: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "tmux new-session failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+/// Starts `tmux -C attach` and the tasks that read its output and write its commands.
+async fn start_control_client(
+    server: &TmuxServer,
+    name: &str,
+    pane_id: &str,
+    output: Arc<Output>,
+) -> Result<mpsc::UnboundedSender<(Vec<String>, Ack)>, String> {
+    let mut cmd = server.command();
+    cmd.args([
+        "-u",
+        "-C",
+        "attach-session",
+        "-f",
+        "ignore-size",
+        "-t",
+        &format!("={name}"),
+    ])
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start the tmux control client: {e}"))?;
+    let mut stdin = child
+        .stdin
+        .take()
+        .ok_or("tmux control client has no stdin")?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or("tmux control client has no stdout")?;
+
+    // The pane's death and exit status, for sessions with remain-on-exit.
+    let subscribe = format!(
+        "refresh-client -B '{DEAD_SUBSCRIPTION}:{pane_id}:#{{pane_dead}} #{{pane_dead_status}}'\n"
+    );
+    stdin
+        .write_all(subscribe.as_bytes())
+        .await
+        .map_err(|e| format!("cannot write to the tmux control client: {e}"))?;
+
+    let pending: PendingAcks = Arc::new(Mutex::new(VecDeque::new()));
+    // The subscription's reply: nobody waits for it.
+    let (ack, _) = oneshot::channel();
+    pending
+        .lock()
+        .map_err(|_| "lock poisoned")?
+        .push_back((1, None, ack));
+
+    tokio::spawn(read_control_output(
+        stdout,
+        child,
+        server.clone(),
+        name.to_string(),
+        pane_id.to_string(),
+        output,
+        pending.clone(),
+    ));
+    let (commands, requests) = mpsc::unbounded_channel();
+    tokio::spawn(write_commands(stdin, requests, pending));
+    Ok(commands)
+}
+
+async fn write_commands(
+    mut stdin: ChildStdin,
+    mut requests: mpsc::UnboundedReceiver<(Vec<String>, Ack)>,
+    pending: PendingAcks,
+) {
+    while let Some((lines, ack)) = requests.recv().await {
+        let mut text = lines.join("\n");
+        text.push('\n');
+        let count = lines.len();
+        // Register before writing: the reply may arrive before write_all returns.
+        if let Ok(mut p) = pending.lock() {
+            p.push_back((count, None, ack));
+        }
+        if let Err(e) = stdin.write_all(text.as_bytes()).await {
+            if let Some((_, _, ack)) = pending.lock().ok().and_then(|mut p| p.pop_back()) {
+                let _ = ack.send(Err(format!("cannot write to tmux: {e}")));
+            }
+            return;
+        }
+    }
+    // The session is gone: detach the control client cleanly.
+    let _ = stdin.write_all(b"detach-client\n").await;
+}
+
+fn settle_reply(pending: &PendingAcks, success: bool, lines: &[Vec<u8>]) {
+    let Ok(mut p) = pending.lock() else { return };
+    let Some(front) = p.front_mut() else { return };
+    if !success && front.1.is_none() {
+        let text: Vec<String> = lines
+            .iter()
+            .map(|l| String::from_utf8_lossy(l).into_owned())
+            .collect();
+        front.1 = Some(format!("tmux: {}", text.join(" ")));
+    }
+    front.0 = front.0.saturating_sub(1);
+    if front.0 == 0 {
+        if let Some((_, error, ack)) = p.pop_front() {
+            let _ = ack.send(error.map_or(Ok(()), Err));
+        }
+    }
+}
+
+async fn read_control_output(
+    mut stdout: tokio::process::ChildStdout,
+    mut child: Child,
+    server: TmuxServer,
+    name: String,
+    pane_id: String,
+    output: Arc<Output>,
+    pending: PendingAcks,
+) {
+    let mut parser = ControlParser::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut exit: Option<ExitInfo> = None;
+    loop {
+        let n = match stdout.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        for message in parser.feed(&buf[..n]) {
+            match message {
+                ControlMessage::Output { pane_id: p, data } if p == pane_id => output.push(&data),
+                // Replies to our own stdin commands, in order (not the attach's, nor hooks').
+                ControlMessage::Reply {
+                    from_stdin: true,
+                    success,
+                    lines,
+                    ..
+                } => settle_reply(&pending, success, &lines),
+                ControlMessage::SubscriptionChanged { name: sub, value }
+                    if sub == DEAD_SUBSCRIPTION =>
+                {
+                    let mut fields = value.split_whitespace();
+                    if fields.next() == Some("1") && exit.is_none() {
+                        exit = Some(ExitInfo {
+                            exit_code: fields.next().and_then(|c| c.parse().ok()),
+                            reason: "exited".into(),
+                            exited_at: Utc::now(),
+                        });
+                        // The pane stayed for its status (remain-on-exit); now it can go.
+                        let _ = server
+                            .run(&["kill-session", "-t", &format!("={name}")])
+                            .await;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let _ = child.wait().await;
+    if let Ok(mut p) = pending.lock() {
+        for (_, _, ack) in p.drain(..) {
+            let _ = ack.send(Err("the tmux session has ended".into()));
+        }
+    }
+    output.finish(exit.unwrap_or_else(|| ExitInfo {
+        exit_code: None,
+        reason: "tmux session closed".into(),
+        exited_at: Utc::now(),
+    }));
+}
+
+impl Backend for TmuxBackend {
+    fn write(&self, bytes: Vec<u8>) -> BoxFuture<'_, Result<(), String>> {
+        async move {
+            self.send_commands(send_bytes_commands(&self.pane_id, &bytes))
+                .await
+        }
+        .boxed()
+    }
+
+    fn resize(&self, size: TermSize) -> BoxFuture<'_, Result<(), String>> {
+        let line = format!(
+            "resize-window -t {} -x {} -y {}",
+            self.pane_id, size.cols, size.rows
+        );
+        async move { self.send_commands(vec![line]).await }.boxed()
+    }
+
+    fn terminate(&self, first: TermSignal) -> BoxFuture<'_, Result<(), String>> {
+        async move {
+            let left = match self.pane_pid {
+                Some(pid) => crate::process::terminate_session(pid, first).await,
+                None => Vec::new(),
+            };
+            let _ = self
+                .server
+                .run(&["kill-session", "-t", &format!("={}", self.session_name)])
+                .await;
+            if left.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("processes still alive after SIGKILL: {left:?}"))
+            }
+        }
+        .boxed()
+    }
+
+    fn pid(&self) -> Option<u32> {
+        self.pane_pid
+    }
+}

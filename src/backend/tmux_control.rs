@@ -1,0 +1,1073 @@
+//! tmux control-mode protocol, pure and I/O-free: a streaming parser for what a
+//! `tmux -C attach` client prints on stdout ([`ControlParser`] → [`ControlMessage`]),
+//! and builders for command lines written to its stdin ([`send_bytes_commands`],
+//! [`is_safe_name`]). Spawning tmux and owning its pipes belong to the caller.
+//!
+//! Protocol facts this module relies on (checked against the tmux 3.3a source and a
+//! live tmux 3.3a over pipes):
+//!
+//! * Every line ends with a bare `\n`; over a pipe tmux adds no `\r`, so none is
+//!   stripped. Use `-C`, not `-CC` (`-CC` wraps the stream in a DCS for a TTY).
+//! * `%output %<pane> <data>` (and, with `refresh-client -f pause-after=N`,
+//!   `%extended-output %<pane> <age> ... : <data>`) carry raw pane bytes: every
+//!   byte `< 0x20` and `\` is written as `\ooo` (3 octal digits); every other byte,
+//!   0x7f and 0x80..=0xff included, is written as is, whatever the client's locale.
+//!   A raw `\n` or `\r` therefore never occurs inside the data.
+//! * Each command line sent on stdin yields one `%begin <time> <number> <flags>` ...
+//!   `%end`/`%error` block carrying the same three arguments (an `a ; b` line yields
+//!   one block per command, and none for `b` if `a` fails). `flags` is 1 for commands read from this client's
+//!   stdin and 0 otherwise: the attach command's own (empty) block, which opens
+//!   every session, and commands run by hooks. Notifications and `%output` are
+//!   queued behind a block, never inside it (tmux(1): "A notification will never
+//!   occur inside an output block"); the one 3.3a exception is `refresh-client -A
+//!   '%N:pause'`/`':continue'`, which writes `%pause %N`/`%continue %N` inside its
+//!   own reply block, so those arrive as reply lines. Reply lines may start with
+//!   `%` (e.g. `display-message -p '#{pane_id}'` replies `%0`) and are kept whole.
+//! * Commands that wait (`run-shell`, `if-shell`) print `%end` when they start, not
+//!   when they finish. Reply text (not `%output`) has non-ASCII replaced by `_`
+//!   unless the client runs in a UTF-8 locale or with `tmux -u`.
+//! * `%exit [reason]` is printed by the client process itself as its last line.
+//! * An empty line on stdin detaches the client, so no builder here returns one.
+
+/// Bytes of payload per `send-keys -H` command. tmux 3.3a's command parser fails
+/// with "yacc stack overflow" on a line of about 10 000 words (5 000 worked, 9 990
+/// failed), so a payload must be split; 256 bytes make lines of at most ~850 bytes,
+/// below `PIPE_BUF` (4096), so each line is written atomically, and cost one small
+/// reply block per 256 bytes.
+pub const SEND_CHUNK: usize = 256;
+
+/// Longest name [`is_safe_name`] accepts.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// One complete message from a control-mode client's stdout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ControlMessage {
+    /// `%output %<pane> <escaped data>` and `%extended-output %<pane> <age> ... : <data>`:
+    /// decoded raw pane bytes.
+    Output { pane_id: String, data: Vec<u8> },
+    /// A `%begin <time> <number> <flags>` ... `%end`/`%error` block: the reply to one
+    /// command. `from_stdin` is tmux's flags field: true for a command this client
+    /// wrote on stdin, false for the attach command's own block and hook commands.
+    /// `lines` are raw bytes, unescaped, without the `\n`.
+    Reply {
+        number: u64,
+        from_stdin: bool,
+        success: bool,
+        lines: Vec<Vec<u8>>,
+    },
+    /// `%exit [reason]`: the client is detaching / the session ended.
+    Exit { reason: Option<String> },
+    /// `%pause %<pane>` (flow control, tmux >= 3.2).
+    Pause { pane_id: String },
+    /// `%subscription-changed <name> $<session> @<window> <index> %<pane> : <value>`
+    /// (from `refresh-client -B`). The name may contain spaces but never `:`.
+    SubscriptionChanged { name: String, value: String },
+    /// Any other line outside a reply block, kept whole (e.g. `%window-add @1`,
+    /// `%session-changed $0 name`, or a line not starting with `%`).
+    Notification { line: String },
+}
+
+/// Streaming parser for a control-mode client's stdout. Feed it bytes in any
+/// chunking; it never panics and its output does not depend on the chunking.
+#[derive(Debug, Default)]
+pub struct ControlParser {
+    /// Bytes of the current, not yet terminated line.
+    partial: Vec<u8>,
+    /// The `%begin` block being collected, if any.
+    block: Option<OpenBlock>,
+}
+
+#[derive(Debug)]
+struct OpenBlock {
+    /// `<time> <number> <flags>` exactly as on the `%begin` line; the closing
+    /// `%end`/`%error` repeats them, so a reply line that merely looks like `%end`
+    /// does not close the block.
+    guard: Vec<u8>,
+    number: u64,
+    from_stdin: bool,
+    lines: Vec<Vec<u8>>,
+}
+
+impl ControlParser {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feed raw bytes (any chunking, lines may be split anywhere, including inside an
+    /// octal escape or a UTF-8 char); returns the complete messages.
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<ControlMessage> {
+        let mut out = Vec::new();
+        let mut rest = bytes;
+        while let Some(pos) = rest.iter().position(|&b| b == b'\n') {
+            let (line, tail) = rest.split_at(pos);
+            self.partial.extend_from_slice(line);
+            rest = tail.get(1..).unwrap_or_default();
+            let line = std::mem::take(&mut self.partial);
+            self.handle_line(&line, &mut out);
+            self.partial = line;
+            self.partial.clear();
+        }
+        self.partial.extend_from_slice(rest);
+        out
+    }
+
+    fn handle_line(&mut self, line: &[u8], out: &mut Vec<ControlMessage>) {
+        if let Some(block) = &mut self.block {
+            match closes(line, &block.guard) {
+                Some(success) => {
+                    if let Some(block) = self.block.take() {
+                        out.push(ControlMessage::Reply {
+                            number: block.number,
+                            from_stdin: block.from_stdin,
+                            success,
+                            lines: block.lines,
+                        });
+                    }
+                }
+                None => block.lines.push(line.to_vec()),
+            }
+            return;
+        }
+        let (keyword, rest) = split_word(line);
+        let rest = rest.unwrap_or_default();
+        let parsed = match keyword {
+            b"%output" => parse_output(rest),
+            b"%extended-output" => parse_extended_output(rest),
+            b"%begin" => {
+                if let Some(block) = parse_begin(rest) {
+                    self.block = Some(block);
+                    return;
+                }
+                None
+            }
+            b"%exit" => Some(ControlMessage::Exit {
+                reason: (!rest.is_empty()).then(|| lossy(rest)),
+            }),
+            b"%pause" => {
+                parse_pane_id(split_word(rest).0).map(|pane_id| ControlMessage::Pause { pane_id })
+            }
+            b"%subscription-changed" => parse_subscription(rest),
+            _ => None,
+        };
+        out.push(parsed.unwrap_or_else(|| ControlMessage::Notification { line: lossy(line) }));
+    }
+}
+
+/// `Some(success)` if `line` is the `%end`/`%error` matching a `%begin` with `guard`.
+fn closes(line: &[u8], guard: &[u8]) -> Option<bool> {
+    if line.strip_prefix(b"%end ") == Some(guard) {
+        Some(true)
+    } else if line.strip_prefix(b"%error ") == Some(guard) {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// Splits at the first space: the word before it and, if there was a space, the rest.
+fn split_word(s: &[u8]) -> (&[u8], Option<&[u8]>) {
+    match s.iter().position(|&b| b == b' ') {
+        Some(i) => (&s[..i], s.get(i + 1..)),
+        None => (s, None),
+    }
+}
+
+fn lossy(s: &[u8]) -> String {
+    String::from_utf8_lossy(s).into_owned()
+}
+
+/// A pane id is `%` followed by digits.
+fn parse_pane_id(word: &[u8]) -> Option<String> {
+    let digits = word.strip_prefix(b"%")?;
+    (!digits.is_empty() && digits.iter().all(u8::is_ascii_digit)).then(|| lossy(word))
+}
+
+/// `%<pane> <data>`
+fn parse_output(rest: &[u8]) -> Option<ControlMessage> {
+    let (pane, data) = split_word(rest);
+    Some(ControlMessage::Output {
+        pane_id: parse_pane_id(pane)?,
+        data: unescape(data.unwrap_or_default()),
+    })
+}
+
+/// `%<pane> <age> [future args...] : <data>`
+fn parse_extended_output(rest: &[u8]) -> Option<ControlMessage> {
+    let (pane, mut args) = split_word(rest);
+    let pane_id = parse_pane_id(pane)?;
+    loop {
+        let (word, tail) = split_word(args?);
+        if word == b":" {
+            return Some(ControlMessage::Output {
+                pane_id,
+                data: unescape(tail.unwrap_or_default()),
+            });
+        }
+        args = tail;
+    }
+}
+
+/// `<time> <number> <flags>`
+fn parse_begin(rest: &[u8]) -> Option<OpenBlock> {
+    let text = std::str::from_utf8(rest).ok()?;
+    let mut fields = text.split(' ');
+    let (_time, number, flags) = (fields.next()?, fields.next()?, fields.next()?);
+    let number = number.parse().ok()?;
+    let flags: u32 = flags.parse().ok()?;
+    Some(OpenBlock {
+        guard: rest.to_vec(),
+        number,
+        from_stdin: flags & 1 != 0,
+        lines: Vec::new(),
+    })
+}
+
+/// `<name> $<session> @<window> <index> %<pane> : <value>`; tmux writes `-` for the
+/// fields that do not apply. The name cannot contain `:`, so the first ` : ` ends the
+/// head; the value may contain anything.
+fn parse_subscription(rest: &[u8]) -> Option<ControlMessage> {
+    let sep = rest.windows(3).position(|w| w == b" : ")?;
+    let (head, value) = (&rest[..sep], rest.get(sep + 3..).unwrap_or_default());
+    let mut fields = head.rsplitn(5, |&b| b == b' ');
+    let ids_present = fields.by_ref().take(4).count() == 4;
+    let name = fields
+        .next()
+        .filter(|name| ids_present && !name.is_empty())?;
+    Some(ControlMessage::SubscriptionChanged {
+        name: lossy(name),
+        value: lossy(value),
+    })
+}
+
+/// Decodes `%output` data: `\ooo` → one byte, everything else as is. A backslash not
+/// followed by three octal digits of value <= 0o377 (which tmux never sends) is kept
+/// literally.
+fn unescape(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len());
+    let mut i = 0;
+    while let Some(&b) = data.get(i) {
+        if b == b'\\' {
+            if let Some(byte) = data.get(i + 1..i + 4).and_then(octal_byte) {
+                out.push(byte);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(b);
+        i += 1;
+    }
+    out
+}
+
+fn octal_byte(digits: &[u8]) -> Option<u8> {
+    let mut value: u16 = 0;
+    for &d in digits {
+        if !(b'0'..=b'7').contains(&d) {
+            return None;
+        }
+        value = value * 8 + u16::from(d - b'0');
+    }
+    u8::try_from(value).ok()
+}
+
+/// `send-keys -t <target> -H <hex> <hex> ...` lines, chunked to [`SEND_CHUNK`] bytes
+/// of payload per command, that deliver exactly `bytes` to the pane with no key-name
+/// interpretation (tmux 3.3a injects each `-H` byte as a literal key, written to the
+/// pane as that one byte; 0x00..=0xff all verified). Write each line followed by
+/// `\n`; each yields one reply block. Returns no lines for empty `bytes`, and none
+/// if `target` fails [`is_safe_name`] (so nothing can be injected into the command
+/// line). tmux caveat: if the pane is in a mode (copy-mode, view-mode) the keys go
+/// to the mode, not to the program.
+pub fn send_bytes_commands(target: &str, bytes: &[u8]) -> Vec<String> {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    if !is_safe_name(target) {
+        return Vec::new();
+    }
+    bytes
+        .chunks(SEND_CHUNK)
+        .map(|chunk| {
+            let mut line = String::with_capacity(20 + target.len() + 3 * chunk.len());
+            line.push_str("send-keys -t ");
+            line.push_str(target);
+            line.push_str(" -H");
+            for &b in chunk {
+                line.push(' ');
+                line.push(char::from(HEX[usize::from(b >> 4)]));
+                line.push(char::from(HEX[usize::from(b & 0xf)]));
+            }
+            line
+        })
+        .collect()
+}
+
+/// Whether a tmux target/session name is safe to put on a control-mode command line
+/// unquoted: 1..=64 chars of ASCII letters, digits, `_`, `-`, `.`, optionally after a
+/// leading `=` (exact match); or an id: `%`, `$` or `@` followed by digits only.
+/// The id rule is stricter than "any name after the sigil" on purpose: tmux's parser
+/// treats a word starting with `%` as a `%if`-style directive unless it is all digits
+/// (`%0:` is a syntax error), and expands `$name` as an environment variable
+/// (`$1` stays literal).
+pub fn is_safe_name(name: &str) -> bool {
+    fn plain(b: &u8) -> bool {
+        b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
+    }
+    if name.len() > MAX_NAME_LEN {
+        return false;
+    }
+    match name.as_bytes().split_first() {
+        Some((b'%' | b'$' | b'@', id)) => !id.is_empty() && id.iter().all(u8::is_ascii_digit),
+        Some((b'=', rest)) => !rest.is_empty() && rest.iter().all(plain),
+        Some(_) => name.as_bytes().iter().all(plain),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ControlMessage::*;
+
+    /// tmux's encoder (control.c, `control_append_data`).
+    fn tmux_escape(data: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for &b in data {
+            if b < b' ' || b == b'\\' {
+                out.extend_from_slice(format!("\\{b:03o}").as_bytes());
+            } else {
+                out.push(b);
+            }
+        }
+        out
+    }
+
+    fn output_line(pane: &str, data: &[u8]) -> Vec<u8> {
+        let mut line = format!("%output {pane} ").into_bytes();
+        line.extend(tmux_escape(data));
+        line.push(b'\n');
+        line
+    }
+
+    fn parse_all(bytes: &[u8]) -> Vec<ControlMessage> {
+        ControlParser::new().feed(bytes)
+    }
+
+    fn reply(number: u64, success: bool, lines: &[&str]) -> ControlMessage {
+        Reply {
+            number,
+            from_stdin: true,
+            success,
+            lines: lines.iter().map(|l| l.as_bytes().to_vec()).collect(),
+        }
+    }
+
+    fn note(line: &str) -> ControlMessage {
+        Notification { line: line.into() }
+    }
+
+    #[test]
+    fn every_byte_round_trips_through_tmux_escaping() {
+        for b in 0..=255u8 {
+            let msgs = parse_all(&output_line("%3", &[b]));
+            assert_eq!(
+                msgs,
+                vec![Output {
+                    pane_id: "%3".into(),
+                    data: vec![b]
+                }],
+                "byte {b:#04x}"
+            );
+        }
+        let all: Vec<u8> = (0..=255).chain((0..=255).rev()).collect();
+        let msgs = parse_all(&output_line("%0", &all));
+        assert_eq!(
+            msgs,
+            vec![Output {
+                pane_id: "%0".into(),
+                data: all
+            }]
+        );
+    }
+
+    #[test]
+    fn escaping_matches_tmux_and_passes_high_bytes_raw() {
+        assert_eq!(
+            tmux_escape(b"a\\b\x1b\n\x7f\xff"),
+            b"a\\134b\\033\\012\x7f\xff"
+        );
+        // Real line captured from tmux 3.3a.
+        let msgs = parse_all(b"%output %0 \\033[1mbold\\033[0m \xc3\xa9\\015\\012# \n");
+        assert_eq!(
+            msgs,
+            vec![Output {
+                pane_id: "%0".into(),
+                data: b"\x1b[1mbold\x1b[0m \xc3\xa9\r\n# ".to_vec()
+            }]
+        );
+    }
+
+    #[test]
+    fn malformed_escapes_are_kept_literally() {
+        assert_eq!(unescape(b"\\"), b"\\");
+        assert_eq!(unescape(b"\\01"), b"\\01");
+        assert_eq!(unescape(b"\\018"), b"\\018");
+        assert_eq!(unescape(b"\\400x"), b"\\400x");
+        assert_eq!(unescape(b"\\377\\000"), b"\xff\x00");
+    }
+
+    #[test]
+    fn output_edge_cases() {
+        assert_eq!(
+            parse_all(b"%output %0 \n"),
+            vec![Output {
+                pane_id: "%0".into(),
+                data: vec![]
+            }]
+        );
+        assert_eq!(
+            parse_all(b"%output %0\n"),
+            vec![Output {
+                pane_id: "%0".into(),
+                data: vec![]
+            }]
+        );
+        // Spaces in data are data.
+        assert_eq!(
+            parse_all(b"%output %12  a  \n"),
+            vec![Output {
+                pane_id: "%12".into(),
+                data: b" a  ".to_vec()
+            }]
+        );
+        // Malformed pane ids become notifications instead of being dropped.
+        assert_eq!(parse_all(b"%output x y\n"), vec![note("%output x y")]);
+        assert_eq!(parse_all(b"%output\n"), vec![note("%output")]);
+    }
+
+    #[test]
+    fn extended_output() {
+        assert_eq!(
+            parse_all(b"%extended-output %0 0 : hi\\015\\012\n"),
+            vec![Output {
+                pane_id: "%0".into(),
+                data: b"hi\r\n".to_vec()
+            }]
+        );
+        // Future arguments before ':' are ignored; ' : ' in data is data.
+        assert_eq!(
+            parse_all(b"%extended-output %7 1234 future x : a : b\n"),
+            vec![Output {
+                pane_id: "%7".into(),
+                data: b"a : b".to_vec()
+            }]
+        );
+        assert_eq!(
+            parse_all(b"%extended-output %1 5 : \n"),
+            vec![Output {
+                pane_id: "%1".into(),
+                data: vec![]
+            }]
+        );
+        assert_eq!(
+            parse_all(b"%extended-output %1 5 x\n"),
+            vec![note("%extended-output %1 5 x")]
+        );
+    }
+
+    #[test]
+    fn reply_block_keeps_percent_lines_and_needs_matching_end() {
+        let stream = b"%begin 1795316507 273 1\n%0\n%output %0 abc\n%end 1795316507 273 0\n%end 1 273 1\n\n%exit\n%end 1795316507 273 1\n%window-add @1\n";
+        assert_eq!(
+            parse_all(stream),
+            vec![
+                reply(
+                    273,
+                    true,
+                    &[
+                        "%0",
+                        "%output %0 abc",
+                        "%end 1795316507 273 0",
+                        "%end 1 273 1",
+                        "",
+                        "%exit"
+                    ]
+                ),
+                note("%window-add @1"),
+            ]
+        );
+    }
+
+    #[test]
+    fn error_block_and_attach_block() {
+        let stream = b"%begin 1795319463 266 0\n%end 1795319463 266 0\n%session-changed $0 t1\n%begin 1795319463 276 1\nparse error: unknown command: bogus\n%error 1795319463 276 1\n";
+        assert_eq!(
+            parse_all(stream),
+            vec![
+                Reply {
+                    number: 266,
+                    from_stdin: false,
+                    success: true,
+                    lines: vec![]
+                },
+                note("%session-changed $0 t1"),
+                reply(276, false, &["parse error: unknown command: bogus"]),
+            ]
+        );
+    }
+
+    #[test]
+    fn reply_lines_are_raw_bytes() {
+        let msgs = parse_all(b"%begin 1 2 1\n\xff\xfe \\033\r\n%end 1 2 1\n");
+        assert_eq!(
+            msgs,
+            vec![Reply {
+                number: 2,
+                from_stdin: true,
+                success: true,
+                lines: vec![b"\xff\xfe \\033\r".to_vec()]
+            }]
+        );
+    }
+
+    #[test]
+    fn exit_pause_subscription_and_other_lines() {
+        assert_eq!(parse_all(b"%exit\n"), vec![Exit { reason: None }]);
+        assert_eq!(
+            parse_all(b"%exit detached (from session t1)\n"),
+            vec![Exit {
+                reason: Some("detached (from session t1)".into())
+            }]
+        );
+        assert_eq!(parse_all(b"%exited\n"), vec![note("%exited")]);
+        assert_eq!(
+            parse_all(b"%pause %4\n"),
+            vec![Pause {
+                pane_id: "%4".into()
+            }]
+        );
+        assert_eq!(parse_all(b"%pause\n"), vec![note("%pause")]);
+        // Captured from tmux 3.3a: name with a space, value containing " : ".
+        assert_eq!(
+            parse_all(b"%subscription-changed my sub $0 @0 0 %0 : %0 : x\n"),
+            vec![SubscriptionChanged {
+                name: "my sub".into(),
+                value: "%0 : x".into()
+            }]
+        );
+        assert_eq!(
+            parse_all(b"%subscription-changed s1 $2 - - - : \n"),
+            vec![SubscriptionChanged {
+                name: "s1".into(),
+                value: String::new()
+            }]
+        );
+        assert_eq!(
+            parse_all(b"%subscription-changed $0 @0 0 %0 : v\n"),
+            vec![note("%subscription-changed $0 @0 0 %0 : v")]
+        );
+        assert_eq!(
+            parse_all(b"%subscription-changed x\n"),
+            vec![note("%subscription-changed x")]
+        );
+        for line in [
+            "%window-add @1",
+            "%session-changed $0 name",
+            "%continue %0",
+            "%end 1 2 1",
+            "%begin x y z",
+            "hello",
+            "",
+            "\r",
+        ] {
+            assert_eq!(parse_all(format!("{line}\n").as_bytes()), vec![note(line)]);
+        }
+        assert_eq!(parse_all(b"\xff%x\n"), vec![note("\u{fffd}%x")]);
+    }
+
+    #[test]
+    fn incomplete_line_waits_for_newline() {
+        let mut p = ControlParser::new();
+        assert_eq!(p.feed(b"%output %0 a\\03"), vec![]);
+        assert_eq!(p.feed(b"3"), vec![]);
+        assert_eq!(
+            p.feed(b"\n%ex"),
+            vec![Output {
+                pane_id: "%0".into(),
+                data: b"a\x1b".to_vec()
+            }]
+        );
+        assert_eq!(p.feed(b"it\n"), vec![Exit { reason: None }]);
+    }
+
+    fn sample_stream() -> Vec<u8> {
+        let mut s =
+            b"%begin 1795319441 264 0\n%end 1795319441 264 0\n%session-changed $0 t1\n".to_vec();
+        s.extend(output_line(
+            "%0",
+            "héllo \u{1F600}\x1b[0m\\\r\n\x00".as_bytes(),
+        ));
+        s.extend(output_line("%0", b"\xff\xfe\x80"));
+        s.extend(b"%begin 1795319442 272 1\n%pause %0\n%output %0 x\n%end 1795319442 272 1\n");
+        s.extend(b"%extended-output %1 12 : \\134\xe2\x82\xac\\012\n");
+        s.extend(b"%begin 1795319443 276 1\nparse error: syntax error\n%error 1795319443 276 1\n");
+        s.extend(b"%subscription-changed sub $0 @0 0 %0 : 80x24\n");
+        s.extend(b"%pause %1\n%exit server exited\n");
+        s
+    }
+
+    #[test]
+    fn every_split_point_gives_the_same_messages() {
+        let stream = sample_stream();
+        let whole = parse_all(&stream);
+        assert_eq!(whole.len(), 10);
+        for i in 0..=stream.len() {
+            let mut p = ControlParser::new();
+            let mut msgs = p.feed(&stream[..i]);
+            msgs.extend(p.feed(&stream[i..]));
+            assert_eq!(msgs, whole, "split at {i}");
+        }
+        let mut p = ControlParser::new();
+        let bytewise: Vec<_> = stream.iter().flat_map(|b| p.feed(&[*b])).collect();
+        assert_eq!(bytewise, whole);
+    }
+
+    /// xorshift64: deterministic randomness without dependencies.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    #[test]
+    fn random_input_never_panics_and_chunking_does_not_matter() {
+        const PIECES: &[&[u8]] = &[
+            b"%begin 1 2 1\n",
+            b"%end 1 2 1\n",
+            b"%error 1 2 1\n",
+            b"%begin 9 99 0\n",
+            b"%end 9 99 0\n",
+            b"%output %0 ",
+            b"%extended-output %1 3 : ",
+            b"%exit",
+            b"%pause %",
+            b"%subscription-changed a ",
+            b" : ",
+            b"\\",
+            b"\\0",
+            b"\\377",
+            b"\\777",
+            b"\n",
+            b"\r\n",
+            b"%",
+            b" ",
+            b"\xff\xc3",
+        ];
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..500 {
+            let mut stream = Vec::new();
+            for _ in 0..rng.below(60) {
+                if rng.below(3) == 0 {
+                    stream.push(rng.next() as u8);
+                } else {
+                    stream.extend_from_slice(PIECES[rng.below(PIECES.len())]);
+                }
+            }
+            let whole = parse_all(&stream);
+            for _ in 0..4 {
+                let mut p = ControlParser::new();
+                let mut msgs = Vec::new();
+                let mut rest = stream.as_slice();
+                while !rest.is_empty() {
+                    let (chunk, tail) = rest.split_at(1 + rng.below(rest.len().min(16)));
+                    msgs.extend(p.feed(chunk));
+                    rest = tail;
+                }
+                assert_eq!(msgs, whole, "stream {:?}", String::from_utf8_lossy(&stream));
+            }
+        }
+    }
+
+    #[test]
+    fn send_bytes_commands_chunks_and_formats() {
+        assert!(send_bytes_commands("%0", b"").is_empty());
+        assert_eq!(
+            send_bytes_commands("%0", b"\x00\x03\x1b\xff"),
+            vec!["send-keys -t %0 -H 00 03 1b ff"]
+        );
+        let bytes: Vec<u8> = (0..=255).cycle().take(2 * SEND_CHUNK + 1).collect();
+        let lines = send_bytes_commands("=agent-1", &bytes);
+        assert_eq!(lines.len(), 3);
+        let mut decoded = Vec::new();
+        for line in &lines {
+            assert!(line.len() <= 20 + MAX_NAME_LEN + 3 * SEND_CHUNK && !line.contains('\n'));
+            let hex = line
+                .strip_prefix("send-keys -t =agent-1 -H ")
+                .expect("prefix");
+            decoded.extend(
+                hex.split(' ')
+                    .map(|h| u8::from_str_radix(h, 16).expect("hex")),
+            );
+        }
+        assert_eq!(decoded, bytes);
+        assert!(send_bytes_commands("a;kill-server", b"x").is_empty());
+        assert!(send_bytes_commands("", b"x").is_empty());
+    }
+
+    #[test]
+    fn safe_names() {
+        for ok in [
+            "agent",
+            "agent-1.x_Y",
+            "%0",
+            "%123",
+            "$1",
+            "@7",
+            "=agent",
+            "-x",
+            &"a".repeat(64),
+        ] {
+            assert!(is_safe_name(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "%",
+            "$",
+            "@",
+            "=",
+            "%a",
+            "%0:",
+            "%0.1",
+            "$HOME",
+            "@x",
+            "==a",
+            "a:b",
+            "a b",
+            "a;b",
+            "a\nb",
+            "'a'",
+            "\"a\"",
+            "#{x}",
+            "~a",
+            "a$b",
+            "é",
+            &"a".repeat(65),
+        ] {
+            assert!(!is_safe_name(bad), "{bad:?}");
+        }
+    }
+
+    // ---------------------------------------------------------------- real tmux
+
+    use std::io::{Read, Write};
+    use std::process::{Child, ChildStdin, Command, Output as ProcOutput, Stdio};
+    use std::sync::mpsc::{self, Receiver};
+    use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+    const TIMEOUT: Duration = Duration::from_secs(15);
+
+    /// A tmux server on its own socket, killed on drop (also when a test fails).
+    struct TmuxServer {
+        socket: String,
+        /// The socket file, which kill-server leaves behind.
+        socket_path: Option<String>,
+    }
+
+    impl TmuxServer {
+        /// `None` (after saying so) if tmux is not on PATH.
+        fn start(tag: &str, session: &str, pane_command: &str) -> Option<Self> {
+            if Command::new("tmux").arg("-V").output().is_err() {
+                println!("SKIPPED: tmux not on PATH");
+                return None;
+            }
+            let nanos = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+            let mut server = TmuxServer {
+                socket: format!("agent-hub-test-{tag}-{}-{nanos}", std::process::id()),
+                socket_path: None,
+            };
+            let out = server.run(&[
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-s",
+                session,
+                "-x",
+                "80",
+                "-y",
+                "24",
+                pane_command,
+            ]);
+            assert!(
+                out.status.success(),
+                "new-session: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let path = server
+                .run(&["display-message", "-p", "#{socket_path}"])
+                .stdout;
+            server.socket_path = Some(String::from_utf8_lossy(&path).trim().to_string());
+            Some(server)
+        }
+
+        fn command(&self) -> Command {
+            let mut cmd = Command::new("tmux");
+            cmd.env_remove("TMUX").arg("-L").arg(&self.socket);
+            cmd
+        }
+
+        fn run(&self, args: &[&str]) -> ProcOutput {
+            self.command()
+                .args(args)
+                .stdin(Stdio::null())
+                .output()
+                .expect("run tmux")
+        }
+
+        fn wait_for_screen(&self, target: &str, text: &str) {
+            let deadline = Instant::now() + TIMEOUT;
+            loop {
+                let out = self.run(&["capture-pane", "-p", "-t", target]);
+                if String::from_utf8_lossy(&out.stdout).contains(text) {
+                    return;
+                }
+                assert!(Instant::now() < deadline, "pane never showed {text:?}");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+
+    impl Drop for TmuxServer {
+        fn drop(&mut self) {
+            let _ = self.run(&["kill-server"]);
+            if let Some(path) = &self.socket_path {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
+
+    /// A `tmux -C attach` client, killed on drop. Runs with LC_ALL=C to show that
+    /// `%output` bytes do not depend on the client's locale.
+    struct ControlClient {
+        child: Child,
+        stdin: ChildStdin,
+        chunks: Receiver<Vec<u8>>,
+        parser: ControlParser,
+    }
+
+    impl ControlClient {
+        fn attach(server: &TmuxServer, session: &str) -> Self {
+            let mut child = server
+                .command()
+                .args(["-C", "attach", "-f", "ignore-size", "-t", session])
+                .env("LC_ALL", "C")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn tmux -C");
+            let stdin = child.stdin.take().expect("stdin");
+            let mut stdout = child.stdout.take().expect("stdout");
+            let (tx, chunks) = mpsc::channel();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n @ 1..) = stdout.read(&mut buf) {
+                    if tx.send(buf[..n].to_vec()).is_err() {
+                        break;
+                    }
+                }
+            });
+            ControlClient {
+                child,
+                stdin,
+                chunks,
+                parser: ControlParser::new(),
+            }
+        }
+
+        fn send(&mut self, line: &str) {
+            writeln!(self.stdin, "{line}").expect("write command");
+        }
+
+        /// Parsed messages until `done` says so (it sees all messages so far).
+        fn read_until(
+            &mut self,
+            mut done: impl FnMut(&[ControlMessage]) -> bool,
+        ) -> Vec<ControlMessage> {
+            let deadline = Instant::now() + TIMEOUT;
+            let mut msgs = Vec::new();
+            while !done(&msgs) {
+                let left = deadline.saturating_duration_since(Instant::now());
+                let chunk = self
+                    .chunks
+                    .recv_timeout(left)
+                    .unwrap_or_else(|e| panic!("{e}; got {msgs:?}"));
+                msgs.extend(self.parser.feed(&chunk));
+            }
+            msgs
+        }
+    }
+
+    impl Drop for ControlClient {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    fn pane_output(msgs: &[ControlMessage], pane: &str) -> Vec<u8> {
+        msgs.iter()
+            .filter_map(|m| match m {
+                Output { pane_id, data } if pane_id == pane => Some(data.as_slice()),
+                _ => None,
+            })
+            .flatten()
+            .copied()
+            .collect()
+    }
+
+    fn replies_from_stdin(msgs: &[ControlMessage]) -> Vec<&ControlMessage> {
+        msgs.iter()
+            .filter(|m| {
+                matches!(
+                    m,
+                    Reply {
+                        from_stdin: true,
+                        ..
+                    }
+                )
+            })
+            .collect()
+    }
+
+    /// Every byte value, twice (512 bytes: two `send-keys` commands, a multiple of
+    /// od's 16-byte lines so od prints everything without needing EOF).
+    fn every_byte_twice() -> Vec<u8> {
+        (0..=255).chain((0..=255).rev()).collect()
+    }
+
+    /// The pane sets its tty raw (no ICRNL/ISIG/IXON/ICANON/ISTRIP/OPOST) and without
+    /// IEXTEN (VLNEXT/VDISCARD) and echo, so the line discipline passes all 256 byte
+    /// values unchanged; od then prints in hex exactly what the pane received.
+    #[test]
+    fn real_tmux_send_keys_delivers_every_byte() {
+        let Some(server) = TmuxServer::start(
+            "od",
+            "od",
+            "stty raw -echo -iexten; printf READY; exec od -An -tx1 -v",
+        ) else {
+            return;
+        };
+        server.wait_for_screen("od", "READY");
+        let mut client = ControlClient::attach(&server, "od");
+        let pane = String::from_utf8_lossy(
+            &server
+                .run(&["display-message", "-p", "-t", "od", "#{pane_id}"])
+                .stdout,
+        )
+        .trim()
+        .to_string();
+        let bytes = every_byte_twice();
+        let commands = send_bytes_commands(&pane, &bytes);
+        assert_eq!(commands.len(), 2);
+        for line in &commands {
+            client.send(line);
+        }
+        let msgs = client.read_until(|msgs| {
+            String::from_utf8_lossy(&pane_output(msgs, &pane))
+                .split_ascii_whitespace()
+                .count()
+                >= bytes.len()
+        });
+        let received: Vec<u8> = String::from_utf8_lossy(&pane_output(&msgs, &pane))
+            .split_ascii_whitespace()
+            .map(|h| u8::from_str_radix(h, 16).expect("od hex"))
+            .collect();
+        assert_eq!(received, bytes);
+        let replies = replies_from_stdin(&msgs);
+        assert_eq!(replies.len(), 2, "{msgs:?}");
+        assert!(replies
+            .iter()
+            .all(|r| matches!(r, Reply { success: true, lines, .. } if lines.is_empty())));
+    }
+
+    /// `cat` on a raw tty echoes the bytes back unchanged: send-keys in, `%output`
+    /// out, including invalid UTF-8, NUL and ESC; plus replies, in order.
+    #[test]
+    fn real_tmux_output_round_trip_and_replies() {
+        let Some(server) = TmuxServer::start(
+            "cat",
+            "cat",
+            "stty raw -echo -iexten; printf READY; exec cat",
+        ) else {
+            return;
+        };
+        server.wait_for_screen("cat", "READY");
+        let mut client = ControlClient::attach(&server, "cat");
+        // The attach command's own block comes first and is not a reply to stdin.
+        let first = client.read_until(|msgs| !msgs.is_empty());
+        assert!(
+            matches!(
+                first[0],
+                Reply {
+                    from_stdin: false,
+                    success: true,
+                    ..
+                }
+            ),
+            "{first:?}"
+        );
+
+        client.send("display-message -p -t cat '#{pane_id}'");
+        let msgs = client.read_until(|msgs| !replies_from_stdin(msgs).is_empty());
+        let Reply {
+            success: true,
+            lines,
+            ..
+        } = replies_from_stdin(&msgs)[0]
+        else {
+            panic!("{msgs:?}");
+        };
+        let pane = String::from_utf8_lossy(&lines[0]).into_owned();
+        assert!(pane.starts_with('%') && is_safe_name(&pane), "{lines:?}");
+
+        let bytes = every_byte_twice();
+        for line in send_bytes_commands(&pane, &bytes) {
+            client.send(&line);
+        }
+        client.send("bogus-command");
+        let msgs = client.read_until(|msgs| {
+            pane_output(msgs, &pane).len() >= bytes.len() && replies_from_stdin(msgs).len() >= 3
+        });
+        assert_eq!(pane_output(&msgs, &pane), bytes);
+        let replies = replies_from_stdin(&msgs);
+        assert!(matches!(replies[0], Reply { success: true, .. }));
+        assert!(matches!(replies[1], Reply { success: true, .. }));
+        assert!(
+            matches!(replies[2], Reply { success: false, lines, .. } if lines == &[b"parse error: unknown command: bogus-command".to_vec()])
+        );
+        let numbers: Vec<u64> = replies
+            .iter()
+            .filter_map(|r| {
+                if let Reply { number, .. } = r {
+                    Some(*number)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        assert!(numbers.windows(2).all(|w| w[0] < w[1]), "{numbers:?}");
+
+        // Detaching ends the stream with %exit.
+        client.send("detach-client");
+        let msgs = client.read_until(|msgs| msgs.iter().any(|m| matches!(m, Exit { .. })));
+        assert!(matches!(msgs.last(), Some(Exit { .. })));
+    }
+}

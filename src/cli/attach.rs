@@ -1,0 +1,219 @@
+//! `agent-hub attach ID`: your terminal, in raw mode, wired to a session through the hub's
+//! WebSocket. The current screen is painted at once, window resizes are forwarded, and the
+//! detach key returns you to your shell with the session still running. The terminal is
+//! restored on every way out (detach, session exit, error, panic).
+
+use std::io::{Read, Write};
+
+use clap::Args;
+use futures_util::{SinkExt, StreamExt};
+use tokio_tungstenite::tungstenite::Message;
+
+use super::ClientOpts;
+use crate::client::HubClient;
+use crate::protocol::{ClientFrame, ServerFrame};
+
+#[derive(Debug, Args)]
+pub struct AttachArgs {
+    /// Session id.
+    pub id: String,
+    /// Key that detaches: ctrl-<letter> or ctrl-] / ctrl-\ / ctrl-^ / ctrl-_.
+    #[arg(long, env = "AGENT_HUB_DETACH_KEY", default_value = "ctrl-]")]
+    pub detach_key: String,
+    /// Do not resize the session to this terminal.
+    #[arg(long)]
+    pub no_resize: bool,
+    #[command(flatten)]
+    pub opts: ClientOpts,
+}
+
+/// The byte a `ctrl-X` detach key sends.
+pub fn parse_detach_key(spec: &str) -> Result<u8, String> {
+    let lower = spec.to_ascii_lowercase();
+    let key = lower
+        .strip_prefix("ctrl-")
+        .or_else(|| lower.strip_prefix("c-"))
+        .or_else(|| lower.strip_prefix('^'))
+        .ok_or_else(|| format!("detach key '{spec}' must look like ctrl-] or ctrl-a"))?;
+    match key.as_bytes() {
+        [c @ b'a'..=b'z'] => Ok(c - b'a' + 1),
+        [b'@'] => Ok(0),
+        [b'['] => Err("ctrl-[ is Escape and cannot be the detach key".into()),
+        [b'\\'] => Ok(0x1c),
+        [b']'] => Ok(0x1d),
+        [b'^'] => Ok(0x1e),
+        [b'_'] => Ok(0x1f),
+        _ => Err(format!(
+            "detach key '{spec}' must look like ctrl-] or ctrl-a"
+        )),
+    }
+}
+
+/// Puts the terminal in raw mode and restores it when dropped (and on panic).
+struct RawMode;
+
+impl RawMode {
+    fn enable() -> Result<Self, String> {
+        crossterm::terminal::enable_raw_mode()
+            .map_err(|e| format!("attach needs an interactive terminal: {e}"))?;
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let _ = crossterm::terminal::disable_raw_mode();
+            previous(info);
+        }));
+        Ok(RawMode)
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        let _ = crossterm::terminal::disable_raw_mode();
+    }
+}
+
+enum Ending {
+    Detached,
+    Exited(Option<i32>, String),
+    Closed,
+}
+
+pub async fn run(args: AttachArgs) -> i32 {
+    let detach = match parse_detach_key(&args.detach_key) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("agent-hub: {e}");
+            return 2;
+        }
+    };
+    let client = HubClient::new(&args.opts.hub);
+    // Check the session first so a typo gives a clear error, not a failed upgrade.
+    if let Err(e) = client.session(&args.id).await {
+        eprintln!("agent-hub: {e}");
+        return 1;
+    }
+    let url = client.stream_url(&args.id, None);
+    let (socket, _) = match tokio_tungstenite::connect_async(&url).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("agent-hub: cannot open {url}: {e}");
+            return 1;
+        }
+    };
+    let raw = match RawMode::enable() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("agent-hub: {e}");
+            return 1;
+        }
+    };
+    let ending = pump(socket, detach, !args.no_resize).await;
+    drop(raw);
+    match ending {
+        Ok(Ending::Detached) => {
+            eprintln!("\r\n[detached from {}]", args.id);
+            0
+        }
+        Ok(Ending::Exited(code, reason)) => {
+            eprintln!("\r\n[session {} {reason}, exit code {code:?}]", args.id);
+            0
+        }
+        Ok(Ending::Closed) => {
+            eprintln!("\r\n[connection to the hub closed]");
+            1
+        }
+        Err(e) => {
+            eprintln!("\r\nagent-hub: {e}");
+            1
+        }
+    }
+}
+
+fn resize_frame() -> Option<Message> {
+    let (cols, rows) = crossterm::terminal::size().ok()?;
+    let frame = ClientFrame::Resize { cols, rows };
+    Some(Message::Text(serde_json::to_string(&frame).ok()?.into()))
+}
+
+async fn pump(
+    socket: tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
+    detach: u8,
+    follow_size: bool,
+) -> Result<Ending, String> {
+    let (mut ws_tx, mut ws_rx) = socket.split();
+    // Stdin is read on a plain thread: a blocking read cannot be cancelled, and the process
+    // exits right after attach returns anyway.
+    let (keys_tx, mut keys) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdin.read(&mut buf) {
+            if n == 0 || keys_tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    #[cfg(unix)]
+    let mut winch = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::window_change())
+        .map_err(|e| e.to_string())?;
+    if follow_size {
+        if let Some(frame) = resize_frame() {
+            ws_tx.send(frame).await.map_err(|e| e.to_string())?;
+        }
+    }
+    let mut stdout = std::io::stdout();
+    loop {
+        #[cfg(unix)]
+        let resized = winch.recv();
+        #[cfg(not(unix))]
+        let resized = std::future::pending::<Option<()>>();
+        tokio::select! {
+            message = ws_rx.next() => match message {
+                Some(Ok(Message::Binary(bytes))) => {
+                    stdout.write_all(&bytes).and_then(|_| stdout.flush()).map_err(|e| e.to_string())?;
+                }
+                Some(Ok(Message::Text(text))) => {
+                    if let Ok(ServerFrame::Exit { exit_code, reason }) = serde_json::from_str(text.as_str()) {
+                        return Ok(Ending::Exited(exit_code, reason));
+                    }
+                }
+                Some(Ok(Message::Close(_))) | None => return Ok(Ending::Closed),
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(format!("connection error: {e}")),
+            },
+            Some(bytes) = keys.recv() => {
+                let (before, detached) = match bytes.iter().position(|&b| b == detach) {
+                    Some(i) => (&bytes[..i], true),
+                    None => (&bytes[..], false),
+                };
+                if !before.is_empty() {
+                    ws_tx.send(Message::Binary(before.to_vec().into())).await.map_err(|e| e.to_string())?;
+                }
+                if detached {
+                    let _ = ws_tx.send(Message::Close(None)).await;
+                    return Ok(Ending::Detached);
+                }
+            }
+            Some(()) = resized, if follow_size => {
+                if let Some(frame) = resize_frame() {
+                    ws_tx.send(frame).await.map_err(|e| e.to_string())?;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_detach_key;
+
+    #[test]
+    fn detach_keys_parse() {
+        assert_eq!(parse_detach_key("ctrl-]"), Ok(0x1d));
+        assert_eq!(parse_detach_key("Ctrl-A"), Ok(1));
+        assert_eq!(parse_detach_key("^q"), Ok(17));
+        assert!(parse_detach_key("ctrl-[").is_err());
+        assert!(parse_detach_key("x").is_err());
+    }
+}

@@ -1,0 +1,86 @@
+//! The command line: one module per command. Every command that talks to a hub takes
+//! `--hub URL` (or `AGENT_HUB_URL`) and `--json`.
+
+mod attach;
+mod ops;
+mod serve;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Default hub URL for client commands.
+pub const DEFAULT_HUB_URL: &str = "http://127.0.0.1:8100";
+
+/// agent-hub: run CLI coding agents and steer their terminals.
+#[derive(Debug, Parser)]
+#[command(name = "agent-hub", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options shared by every client command.
+#[derive(Debug, Clone, Args)]
+pub struct ClientOpts {
+    /// URL of the hub to talk to.
+    #[arg(long, env = "AGENT_HUB_URL", default_value = DEFAULT_HUB_URL)]
+    pub hub: String,
+    /// Print machine-readable JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the hub daemon (REST + WebSocket API).
+    Serve(serve::ServeArgs),
+    /// List sessions.
+    #[command(alias = "list")]
+    Ls(ops::LsArgs),
+    /// Start a new session (a host PTY, or a tmux session with --tmux).
+    New(ops::NewArgs),
+    /// Print a session's recent output; with --follow, keep printing new output.
+    Read(ops::ReadArgs),
+    /// Type one line into a session and press Enter.
+    Send(ops::SendArgs),
+    /// Press named keys in a session (Enter, Escape, Up, C-c, F5, y, ...).
+    Keys(ops::KeysArgs),
+    /// Run a shell command in a session; prints its output and exits with its exit code.
+    Talk(ops::TalkArgs),
+    /// Send a signal (SIGINT writes Ctrl-C, SIGQUIT Ctrl-\, SIGTERM/SIGKILL/SIGHUP terminate).
+    Signal(ops::SignalArgs),
+    /// Resize a session's terminal.
+    Resize(ops::ResizeArgs),
+    /// Kill a session: hang-up, then SIGKILL of everything left after a grace period.
+    Kill(ops::KillArgs),
+    /// Attach your terminal to a session; the detach key (default Ctrl-]) returns.
+    Attach(attach::AttachArgs),
+}
+
+/// Runs a parsed command line; returns the process exit code.
+pub fn run(cli: Cli) -> i32 {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("agent-hub: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    runtime.block_on(async move {
+        match cli.command {
+            Command::Serve(args) => serve::run(args).await,
+            Command::Ls(args) => ops::ls(args).await,
+            Command::New(args) => ops::new(args).await,
+            Command::Read(args) => ops::read(args).await,
+            Command::Send(args) => ops::send(args).await,
+            Command::Keys(args) => ops::keys(args).await,
+            Command::Talk(args) => ops::talk(args).await,
+            Command::Signal(args) => ops::signal(args).await,
+            Command::Resize(args) => ops::resize(args).await,
+            Command::Kill(args) => ops::kill(args).await,
+            Command::Attach(args) => attach::run(args).await,
+        }
+    })
+}

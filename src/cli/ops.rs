@@ -1,0 +1,346 @@
+//! The one-shot client commands: ls, new, read, send, keys, talk, signal, resize, kill.
+//! Each prints text by default and the hub's JSON reply with `--json`.
+
+use std::io::Write;
+
+use clap::Args;
+use serde_json::Value;
+
+use super::ClientOpts;
+use crate::client::{ClientError, HubClient};
+use crate::hub::BackendKind;
+use crate::protocol::{CreateSessionRequest, Encoding, ReadQuery};
+
+/// Prints a reply (JSON or text) and returns the exit code.
+fn finish(
+    opts: &ClientOpts,
+    result: Result<Value, ClientError>,
+    text: impl FnOnce(&Value) -> String,
+) -> i32 {
+    match result {
+        Ok(v) => {
+            if opts.json {
+                println!("{v}");
+            } else {
+                let t = text(&v);
+                if !t.is_empty() {
+                    println!("{t}");
+                }
+            }
+            0
+        }
+        Err(e) => fail(opts, &e),
+    }
+}
+
+fn fail(opts: &ClientOpts, e: &ClientError) -> i32 {
+    if opts.json {
+        println!("{}", e.body);
+    } else {
+        eprintln!("agent-hub: {e}");
+    }
+    1
+}
+
+fn client(opts: &ClientOpts) -> HubClient {
+    HubClient::new(&opts.hub)
+}
+
+#[derive(Debug, Args)]
+pub struct LsArgs {
+    #[command(flatten)]
+    pub opts: ClientOpts,
+}
+
+pub async fn ls(args: LsArgs) -> i32 {
+    let result = client(&args.opts).list().await;
+    finish(&args.opts, result, |v| {
+        let mut out = format!(
+            "{:<16} {:<6} {:<6} {:<9} {:<12} {}",
+            "ID", "KIND", "ALIVE", "SIZE", "LABEL", "COMMAND"
+        );
+        for s in v["sessions"].as_array().into_iter().flatten() {
+            let alive = if s["alive"].as_bool() == Some(true) {
+                "yes".to_string()
+            } else {
+                format!(
+                    "exit {}",
+                    s["exit_code"]
+                        .as_i64()
+                        .map_or("?".into(), |c| c.to_string())
+                )
+            };
+            out.push_str(&format!(
+                "\n{:<16} {:<6} {:<6} {:<9} {:<12} {}",
+                s["id"].as_str().unwrap_or(""),
+                s["backend"].as_str().unwrap_or(""),
+                alive,
+                format!("{}x{}", s["cols"], s["rows"]),
+                s["label"].as_str().unwrap_or("-"),
+                s["shell"].as_str().unwrap_or(""),
+            ));
+        }
+        out
+    })
+}
+
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// Run in the tmux session NAME (adopted if it exists, created if not).
+    #[arg(long, value_name = "NAME")]
+    pub tmux: Option<String>,
+    /// Use a tmux session named after the new session id.
+    #[arg(long, conflicts_with = "tmux")]
+    pub tmux_new: bool,
+    /// A label for routing and listing ("Worker A").
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Working directory (default: the hub's home directory).
+    #[arg(long)]
+    pub cwd: Option<String>,
+    #[arg(long)]
+    pub cols: Option<u16>,
+    #[arg(long)]
+    pub rows: Option<u16>,
+    /// Extra environment variables, KEY=VALUE (repeatable).
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// The program and its arguments (default: the hub's shell).
+    #[arg(last = true)]
+    pub command: Vec<String>,
+    #[command(flatten)]
+    pub opts: ClientOpts,
+}
+
+pub async fn new(args: NewArgs) -> i32 {
+    let mut env = std::collections::BTreeMap::new();
+    for pair in &args.env {
+        let Some((k, v)) = pair.split_once('=') else {
+            eprintln!("agent-hub: --env takes KEY=VALUE, got '{pair}'");
+            return 2;
+        };
+        env.insert(k.to_string(), v.to_string());
+    }
+    let mut command = args.command.into_iter();
+    let req = CreateSessionRequest {
+        backend: if args.tmux.is_some() || args.tmux_new {
+            BackendKind::Tmux
+        } else {
+            BackendKind::Pty
+        },
+        shell: command.next(),
+        args: command.collect(),
+        cwd: args.cwd,
+        cols: args.cols,
+        rows: args.rows,
+        env,
+        tmux_session: args.tmux,
+        label: args.label,
+        ..CreateSessionRequest::default()
+    };
+    let result = client(&args.opts).create(&req).await;
+    finish(&args.opts, result, |v| {
+        v["session_id"].as_str().unwrap_or("").to_string()
+    })
+}
+
+#[derive(Debug, Args)]
+pub struct ReadArgs {
+    pub id: String,
+    /// Keep printing new output until the session ends (Ctrl-C stops).
+    #[arg(long, short)]
+    pub follow: bool,
+    /// Start at this absolute output offset instead of the most recent bytes.
+    #[arg(long)]
+    pub since: Option<u64>,
+    /// How many recent bytes to print first.
+    #[arg(long, default_value_t = 4096)]
+    pub max_bytes: usize,
+    #[command(flatten)]
+    pub opts: ClientOpts,
+}
+
+pub async fn read(args: ReadArgs) -> i32 {
+    let c = client(&args.opts);
+    let mut query = ReadQuery {
+        max_bytes: Some(args.max_bytes),
+        since: args.since,
+        timeout_ms: Some(0),
+        encoding: if args.opts.json {
+            Encoding::Utf8
+        } else {
+            Encoding::Base64
+        },
+    };
+    let mut stdout = std::io::stdout();
+    loop {
+        let reply = match c.read(&args.id, &query).await {
+            Ok(r) => r,
+            Err(e) => return fail(&args.opts, &e),
+        };
+        if args.opts.json {
+            println!("{}", serde_json::to_string(&reply).unwrap_or_default());
+        } else {
+            let bytes = base64_decode(&reply.output);
+            let _ = stdout.write_all(&bytes);
+            let _ = stdout.flush();
+        }
+        if !args.follow || (!reply.alive && reply.end_offset == query.since.unwrap_or(0)) {
+            return 0;
+        }
+        query.since = Some(reply.end_offset);
+        query.max_bytes = Some(1 << 20);
+        query.timeout_ms = Some(30_000);
+    }
+}
+
+fn base64_decode(text: &str) -> Vec<u8> {
+    let value = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    for group in text.as_bytes().chunks(4) {
+        let vals: Vec<u32> = group.iter().filter_map(|&c| value(c)).collect();
+        let n = vals.iter().fold(0u32, |acc, v| acc << 6 | v) << (6 * (4 - vals.len() as u32));
+        for i in 0..vals.len().saturating_sub(1) {
+            out.push((n >> (16 - 8 * i)) as u8);
+        }
+    }
+    out
+}
+
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    pub id: String,
+    /// The line to type; `\t`, `\xNN` and similar escapes are decoded, Enter is added.
+    pub text: String,
+    #[command(flatten)]
+    pub opts: ClientOpts,
+}
+
+pub async fn send(args: SendArgs) -> i32 {
+    let result = client(&args.opts).send_line(&args.id, &args.text).await;
+    finish(&args.opts, result, |_| String::new())
+}
+
+#[derive(Debug, Args)]
+pub struct KeysArgs {
+    pub id: String,
+    /// Key names: Enter, Escape, Tab, Up, Down, C-c, M-x, F5, or single characters.
+    #[arg(required = true)]
+    pub keys: Vec<String>,
+    #[command(flatten)]
+    pub opts: ClientOpts,
+}
+
+pub async fn keys(args: KeysArgs) -> i32 {
+    let result = client(&args.opts).keys(&args.id, &args.keys).await;
+    finish(&args.opts, result, |_| String::new())
+}
+
+#[derive(Debug, Args)]
+pub struct TalkArgs {
+    pub id: String,
+    /// One shell command line.
+    pub command: String,
+    /// Give up after this many milliseconds (default: the hub's talk timeout).
+    #[arg(long)]
+    pub timeout_ms: Option<u64>,
+    #[command(flatten)]
+    pub opts: ClientOpts,
+}
+
+pub async fn talk(args: TalkArgs) -> i32 {
+    match client(&args.opts)
+        .talk(&args.id, &args.command, args.timeout_ms)
+        .await
+    {
+        Ok(v) => {
+            if args.opts.json {
+                println!("{v}");
+            } else {
+                print!("{}", v["output"].as_str().unwrap_or(""));
+                let _ = std::io::stdout().flush();
+            }
+            v["exit_code"].as_i64().map_or(1, |c| c as i32)
+        }
+        Err(e) => {
+            if !args.opts.json {
+                if let Some(out) = e.body["output"].as_str() {
+                    print!("{out}");
+                }
+            }
+            fail(&args.opts, &e)
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct SignalArgs {
+    pub id: String,
+    /// SIGINT, SIGQUIT, SIGTERM, SIGKILL or SIGHUP.
+    pub signal: String,
+    #[command(flatten)]
+    pub opts: ClientOpts,
+}
+
+pub async fn signal(args: SignalArgs) -> i32 {
+    let result = client(&args.opts).signal(&args.id, &args.signal).await;
+    finish(&args.opts, result, |_| String::new())
+}
+
+#[derive(Debug, Args)]
+pub struct ResizeArgs {
+    pub id: String,
+    pub cols: u16,
+    pub rows: u16,
+    #[command(flatten)]
+    pub opts: ClientOpts,
+}
+
+pub async fn resize(args: ResizeArgs) -> i32 {
+    let result = client(&args.opts)
+        .resize(&args.id, args.cols, args.rows)
+        .await;
+    finish(&args.opts, result, |_| String::new())
+}
+
+#[derive(Debug, Args)]
+pub struct KillArgs {
+    pub id: String,
+    #[command(flatten)]
+    pub opts: ClientOpts,
+}
+
+pub async fn kill(args: KillArgs) -> i32 {
+    let result = client(&args.opts).kill(&args.id).await;
+    finish(&args.opts, result, |v| {
+        format!(
+            "killed {} ({})",
+            v["session_id"].as_str().unwrap_or(""),
+            v["exit_reason"].as_str().unwrap_or("gone")
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn base64_decodes_what_the_api_encodes() {
+        for (enc, raw) in [
+            ("", ""),
+            ("Zg==", "f"),
+            ("Zm8=", "fo"),
+            ("Zm9vYmFy", "foobar"),
+        ] {
+            assert_eq!(super::base64_decode(enc), raw.as_bytes());
+        }
+    }
+}

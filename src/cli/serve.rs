@@ -1,0 +1,154 @@
+//! `agent-hub serve`: load the config, start the API, stop cleanly on SIGINT/SIGTERM.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::HubConfig;
+use crate::hub::{CreateSession, Hub};
+use crate::session::Owner;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Config file (hub.toml).
+    #[arg(long, env = "AGENT_HUB_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Address to listen on (default 127.0.0.1:8100; loopback only).
+    #[arg(long, env = "AGENT_HUB_LISTEN")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// Directory for the hub's state.
+    #[arg(long, env = "AGENT_HUB_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Program for new sessions that name none.
+    #[arg(long, env = "AGENT_HUB_SHELL")]
+    pub shell: Option<String>,
+    /// Scrollback kept per session, in bytes.
+    #[arg(long, env = "AGENT_HUB_SCROLLBACK_BYTES")]
+    pub scrollback_bytes: Option<usize>,
+    /// Default talk timeout in milliseconds.
+    #[arg(long, env = "AGENT_HUB_TALK_TIMEOUT_MS")]
+    pub talk_timeout_ms: Option<u64>,
+    /// tmux socket name for tmux sessions ("" = your default tmux server).
+    #[arg(long, env = "AGENT_HUB_TMUX_SOCKET")]
+    pub tmux_socket: Option<String>,
+    /// Open one host shell session labelled "main" at start-up.
+    #[arg(long)]
+    pub open_shell: bool,
+}
+
+fn build_config(args: &ServeArgs) -> Result<HubConfig, String> {
+    let mut config = match &args.config {
+        Some(path) => HubConfig::load(path)?,
+        None => HubConfig::default(),
+    };
+    if let Some(v) = args.listen {
+        config.listen = v;
+    }
+    if let Some(v) = &args.data_dir {
+        config.data_dir = v.clone();
+    }
+    if let Some(v) = &args.shell {
+        config.default_shell = Some(v.clone());
+    }
+    if let Some(v) = args.scrollback_bytes {
+        config.scrollback_bytes = v;
+    }
+    if let Some(v) = args.talk_timeout_ms {
+        config.talk_timeout_ms = v;
+    }
+    if let Some(v) = &args.tmux_socket {
+        config.tmux_socket = v.clone();
+    }
+    config.validate()?;
+    if !config.listen.ip().is_loopback() {
+        return Err(format!(
+            "refusing to listen on {}: the API has no authentication yet, so it only listens on loopback (e.g. 127.0.0.1:8100)",
+            config.listen
+        ));
+    }
+    Ok(config)
+}
+
+pub async fn run(args: ServeArgs) -> i32 {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("AGENT_HUB_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let config = match build_config(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("agent-hub: {e}");
+            return 2;
+        }
+    };
+    if let Err(e) = std::fs::create_dir_all(&config.data_dir) {
+        eprintln!(
+            "agent-hub: cannot create data dir {}: {e}",
+            config.data_dir.display()
+        );
+        return 2;
+    }
+    let listener = match tokio::net::TcpListener::bind(config.listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("agent-hub: cannot listen on {}: {e}", config.listen);
+            return 2;
+        }
+    };
+    let addr = listener.local_addr().map_or(config.listen, |a| a);
+    let hub = Hub::new(config);
+    if args.open_shell {
+        let req = CreateSession {
+            owner: Owner {
+                label: Some("main".into()),
+                ..Owner::default()
+            },
+            ..CreateSession::default()
+        };
+        match hub.create_session(req).await {
+            Ok(s) => eprintln!(
+                "agent-hub: opened shell session {} (label \"main\")",
+                s.id()
+            ),
+            Err(e) => eprintln!("agent-hub: could not open a shell session: {e}"),
+        }
+    }
+    eprintln!("agent-hub: listening on http://{addr}");
+    let shutdown = hub.closing();
+    tokio::spawn(signal_shutdown(shutdown.clone()));
+    let result = crate::api::serve(listener, hub.clone(), shutdown).await;
+    hub.shutdown().await;
+    match result {
+        Ok(()) => {
+            eprintln!("agent-hub: stopped");
+            0
+        }
+        Err(e) => {
+            eprintln!("agent-hub: server error: {e}");
+            1
+        }
+    }
+}
+
+async fn signal_shutdown(token: CancellationToken) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let Ok(mut term) = signal(SignalKind::terminate()) else {
+            let _ = tokio::signal::ctrl_c().await;
+            token.cancel();
+            return;
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+    token.cancel();
+}

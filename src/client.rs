@@ -1,0 +1,215 @@
+//! A typed client for the hub's REST and WebSocket API, used by the CLI (and usable by tests and
+//! other programs). It knows *how* to talk to the hub, not what to print.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::protocol::{CreateSessionRequest, ReadQuery, ReadReply};
+
+/// An error reply from the hub, or a failure to reach it.
+#[derive(Debug, thiserror::Error)]
+#[error("{error_code}: {message}")]
+pub struct ClientError {
+    /// The hub's machine code (`PTY_SESSION_NOT_FOUND`, ...), or `HUB_UNREACHABLE`.
+    pub error_code: String,
+    pub message: String,
+    /// The hub's whole JSON error body (for `--json` output).
+    pub body: Value,
+}
+
+impl ClientError {
+    fn unreachable(base: &str, e: impl std::fmt::Display) -> Self {
+        let message = format!("cannot reach the hub at {base}: {e} (is `agent-hub serve` running? set --hub or AGENT_HUB_URL)");
+        ClientError {
+            body: json!({"ok": false, "error_code": "HUB_UNREACHABLE", "message": message}),
+            error_code: "HUB_UNREACHABLE".into(),
+            message,
+        }
+    }
+}
+
+/// Client for one hub.
+#[derive(Clone)]
+pub struct HubClient {
+    base: String,
+    http: reqwest::Client,
+}
+
+fn encode(component: &str) -> String {
+    component
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+impl HubClient {
+    /// A client for the hub at `base` (e.g. `http://127.0.0.1:8100`).
+    pub fn new(base: &str) -> Self {
+        HubClient {
+            base: base.trim_end_matches('/').to_string(),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    /// The hub's base URL.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// One request; a non-2xx reply becomes a [`ClientError`] with the hub's code.
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&(impl Serialize + ?Sized)>,
+    ) -> Result<Value, ClientError> {
+        let mut req = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(body) = body {
+            req = req.json(body);
+        }
+        let resp = req
+            .send()
+            .await
+            .map_err(|e| ClientError::unreachable(&self.base, e))?;
+        let status = resp.status();
+        let value: Value = resp
+            .json()
+            .await
+            .map_err(|e| ClientError::unreachable(&self.base, e))?;
+        if status.is_success() {
+            return Ok(value);
+        }
+        Err(ClientError {
+            error_code: value["error_code"]
+                .as_str()
+                .unwrap_or("HTTP_ERROR")
+                .to_string(),
+            message: value["message"]
+                .as_str()
+                .map(String::from)
+                .unwrap_or_else(|| format!("HTTP {status}")),
+            body: value,
+        })
+    }
+
+    async fn get(&self, path: &str) -> Result<Value, ClientError> {
+        self.call(reqwest::Method::GET, path, None::<&Value>).await
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Result<Value, ClientError> {
+        self.call(reqwest::Method::POST, path, Some(&body)).await
+    }
+
+    fn session_path(id: &str, op: &str) -> String {
+        format!("/v1/pty/sessions/{}{op}", encode(id))
+    }
+
+    pub async fn health(&self) -> Result<Value, ClientError> {
+        self.get("/health").await
+    }
+
+    pub async fn list(&self) -> Result<Value, ClientError> {
+        self.get("/v1/pty/sessions").await
+    }
+
+    pub async fn create(&self, req: &CreateSessionRequest) -> Result<Value, ClientError> {
+        self.call(reqwest::Method::POST, "/v1/pty/sessions", Some(req))
+            .await
+    }
+
+    pub async fn session(&self, id: &str) -> Result<Value, ClientError> {
+        self.get(&Self::session_path(id, "")).await
+    }
+
+    pub async fn kill(&self, id: &str) -> Result<Value, ClientError> {
+        self.call(
+            reqwest::Method::DELETE,
+            &Self::session_path(id, ""),
+            None::<&Value>,
+        )
+        .await
+    }
+
+    pub async fn send_line(&self, id: &str, data: &str) -> Result<Value, ClientError> {
+        self.post(
+            &Self::session_path(id, "/send_line"),
+            json!({ "data": data }),
+        )
+        .await
+    }
+
+    pub async fn keys(&self, id: &str, keys: &[String]) -> Result<Value, ClientError> {
+        self.post(&Self::session_path(id, "/keys"), json!({ "keys": keys }))
+            .await
+    }
+
+    pub async fn signal(&self, id: &str, signal: &str) -> Result<Value, ClientError> {
+        self.post(
+            &Self::session_path(id, "/signal"),
+            json!({ "signal": signal }),
+        )
+        .await
+    }
+
+    pub async fn resize(&self, id: &str, cols: u16, rows: u16) -> Result<Value, ClientError> {
+        self.post(
+            &Self::session_path(id, "/resize"),
+            json!({ "cols": cols, "rows": rows }),
+        )
+        .await
+    }
+
+    pub async fn talk(
+        &self,
+        id: &str,
+        command: &str,
+        timeout_ms: Option<u64>,
+    ) -> Result<Value, ClientError> {
+        self.post(
+            &Self::session_path(id, "/talk"),
+            json!({ "command": command, "timeout_ms": timeout_ms }),
+        )
+        .await
+    }
+
+    pub async fn read(&self, id: &str, q: &ReadQuery) -> Result<ReadReply, ClientError> {
+        let mut params = Vec::new();
+        if let Some(v) = q.max_bytes {
+            params.push(format!("max_bytes={v}"));
+        }
+        if let Some(v) = q.since {
+            params.push(format!("since={v}"));
+        }
+        if let Some(v) = q.timeout_ms {
+            params.push(format!("timeout_ms={v}"));
+        }
+        if q.encoding == crate::protocol::Encoding::Base64 {
+            params.push("encoding=base64".into());
+        }
+        let path = format!("{}?{}", Self::session_path(id, "/read"), params.join("&"));
+        let value = self.get(&path).await?;
+        serde_json::from_value(value.clone()).map_err(|e| ClientError {
+            error_code: "BAD_REPLY".into(),
+            message: format!("unexpected reply from the hub: {e}"),
+            body: value,
+        })
+    }
+
+    /// The WebSocket URL of a session's stream.
+    pub fn stream_url(&self, id: &str, since: Option<u64>) -> String {
+        let ws_base = if let Some(rest) = self.base.strip_prefix("https://") {
+            format!("wss://{rest}")
+        } else if let Some(rest) = self.base.strip_prefix("http://") {
+            format!("ws://{rest}")
+        } else {
+            self.base.clone()
+        };
+        let since = since.map(|s| format!("?since={s}")).unwrap_or_default();
+        format!("{ws_base}{}{since}", Self::session_path(id, "/stream"))
+    }
+}

@@ -1,0 +1,169 @@
+//! `hub.toml`: the hub's settings. Every field has a default; flags and `AGENT_HUB_*`
+//! environment variables override the file (see `cli::serve`). A bad file is reported with its
+//! path, line, column and key.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Default listen address: loopback only.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8100";
+
+/// The hub's settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HubConfig {
+    /// Address the REST/WebSocket API listens on.
+    pub listen: SocketAddr,
+    /// Where the hub keeps its state.
+    pub data_dir: PathBuf,
+    /// Program for new sessions when the request names none (default: `$SHELL`, else /bin/bash).
+    pub default_shell: Option<String>,
+    /// Default terminal width for new sessions.
+    pub cols: u16,
+    /// Default terminal height for new sessions.
+    pub rows: u16,
+    /// Scrollback kept per session, in bytes.
+    pub scrollback_bytes: usize,
+    /// Default `talk` timeout.
+    pub talk_timeout_ms: u64,
+    /// tmux socket name (`tmux -L`) for tmux sessions; empty string = the user's default server.
+    pub tmux_socket: String,
+    /// Variables of the hub's own environment that sessions inherit; nothing else leaks in.
+    pub env_passthrough: Vec<String>,
+    /// Largest accepted request body.
+    pub max_body_bytes: usize,
+}
+
+impl Default for HubConfig {
+    fn default() -> Self {
+        HubConfig {
+            listen: DEFAULT_LISTEN
+                .parse()
+                .expect("the default listen address parses"),
+            data_dir: default_data_dir(),
+            default_shell: None,
+            cols: 120,
+            rows: 30,
+            scrollback_bytes: 256 * 1024,
+            talk_timeout_ms: 30_000,
+            tmux_socket: "agent-hub".into(),
+            env_passthrough: [
+                "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
+                "TMPDIR",
+            ]
+            .map(String::from)
+            .to_vec(),
+            max_body_bytes: 1 << 20,
+        }
+    }
+}
+
+fn default_data_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("XDG_DATA_HOME") {
+        return PathBuf::from(dir).join("agent-hub");
+    }
+    match std::env::var_os("HOME") {
+        Some(home) => PathBuf::from(home).join(".local/share/agent-hub"),
+        None => PathBuf::from(".agent-hub"),
+    }
+}
+
+impl HubConfig {
+    /// Reads and validates a config file.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read config file: {e}", path.display()))?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses config text; `origin` names the source in error messages.
+    pub fn parse(text: &str, origin: &str) -> Result<Self, String> {
+        let config: HubConfig = toml::from_str(text).map_err(|e| {
+            let (line, col, key) = locate(text, e.span());
+            let key = key.map(|k| format!(" (key `{k}`)")).unwrap_or_default();
+            format!("{origin}:{line}:{col}: {}{key}", e.message().trim())
+        })?;
+        config.validate().map_err(|e| format!("{origin}: {e}"))?;
+        Ok(config)
+    }
+
+    /// Checks values serde cannot.
+    pub fn validate(&self) -> Result<(), String> {
+        check_size(self.cols, self.rows)?;
+        if self.scrollback_bytes < 1024 {
+            return Err("scrollback_bytes must be at least 1024".into());
+        }
+        if self.talk_timeout_ms == 0 {
+            return Err("talk_timeout_ms must be positive".into());
+        }
+        Ok(())
+    }
+
+    /// The tmux socket name, if a dedicated one is configured.
+    pub fn tmux_socket_name(&self) -> Option<String> {
+        (!self.tmux_socket.is_empty()).then(|| self.tmux_socket.clone())
+    }
+}
+
+/// Largest accepted terminal width.
+pub const MAX_COLS: u16 = 1000;
+/// Largest accepted terminal height.
+pub const MAX_ROWS: u16 = 500;
+
+/// Validates a terminal size.
+pub fn check_size(cols: u16, rows: u16) -> Result<(), String> {
+    if cols == 0 || rows == 0 || cols > MAX_COLS || rows > MAX_ROWS {
+        return Err(format!(
+            "terminal size {cols}x{rows} is out of range: cols must be 1-{MAX_COLS}, rows 1-{MAX_ROWS}"
+        ));
+    }
+    Ok(())
+}
+
+/// 1-based line and column of a byte span's start, and the key on that line, if any.
+fn locate(text: &str, span: Option<std::ops::Range<usize>>) -> (usize, usize, Option<String>) {
+    let at = span.map(|s| s.start).unwrap_or(0).min(text.len());
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let col = before[line_start..].chars().count() + 1;
+    let line_text = text[line_start..].lines().next().unwrap_or("");
+    let key = line_text
+        .split_once('=')
+        .map(|(k, _)| k.trim().trim_matches('"').to_string())
+        .filter(|k| !k.is_empty() && !k.starts_with('['));
+    (line, col, key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_gives_defaults() {
+        let c = HubConfig::parse("", "hub.toml").unwrap();
+        assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
+        assert_eq!((c.cols, c.rows, c.scrollback_bytes), (120, 30, 262144));
+    }
+
+    #[test]
+    fn errors_name_file_line_column_and_key() {
+        let e = HubConfig::parse("cols = 100\nrows = \"tall\"\n", "hub.toml").unwrap_err();
+        assert!(e.starts_with("hub.toml:2:8:"), "{e}");
+        assert!(e.contains("key `rows`"), "{e}");
+
+        let e = HubConfig::parse("\n\ncolour = 3\n", "x.toml").unwrap_err();
+        assert!(e.starts_with("x.toml:3:1:"), "{e}");
+        assert!(e.contains("colour"), "{e}");
+    }
+
+    #[test]
+    fn values_are_validated() {
+        let e = HubConfig::parse("cols = 0\n", "hub.toml").unwrap_err();
+        assert!(e.contains("out of range"), "{e}");
+        assert!(HubConfig::parse("scrollback_bytes = 10\n", "h").is_err());
+        assert!(HubConfig::parse("listen = \"nope\"\n", "h").is_err());
+    }
+}

@@ -1,0 +1,91 @@
+//! The hub's error type. Every failure a client can see has a stable machine code
+//! (`error_code` in the JSON body) and an HTTP status; `api::error` turns it into a response once.
+
+use thiserror::Error;
+
+/// A failure of a hub operation, with the stable code clients match on.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum HubError {
+    /// No session has this id (it never existed, or it was killed and removed).
+    #[error("no session with id '{id}'")]
+    SessionNotFound { id: String },
+    /// The terminal program could not be started.
+    #[error("could not start the session: {reason}")]
+    SpawnFailed { reason: String },
+    /// The operation did not finish in time; `output` holds what was seen so far.
+    #[error("timed out after {timeout_ms} ms")]
+    Timeout { timeout_ms: u64, output: String },
+    /// The session's program has exited, so it takes no more input.
+    #[error("the session's process has exited (exit code {exit_code:?})")]
+    ProcessExited {
+        exit_code: Option<i32>,
+        output: String,
+    },
+    /// Writing to the terminal failed.
+    #[error("could not write to the session: {reason}")]
+    WriteFailed { reason: String },
+    /// Reading from the session failed.
+    #[error("could not read from the session: {reason}")]
+    ReadFailed { reason: String },
+    /// The request itself is wrong; the message says what to change.
+    #[error("{message}")]
+    BadRequest { message: String },
+    /// The request body is larger than the hub accepts.
+    #[error("request body too large (limit {limit_bytes} bytes)")]
+    PayloadTooLarge { limit_bytes: usize },
+    /// No route matches the request.
+    #[error("no such endpoint: {method} {path}")]
+    RouteNotFound { method: String, path: String },
+    /// The route exists but not with this method.
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    /// Something inside the hub failed; the message says what.
+    #[error("internal error: {message}")]
+    Internal { message: String },
+}
+
+impl HubError {
+    /// The stable machine code for this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            HubError::SessionNotFound { .. } => "PTY_SESSION_NOT_FOUND",
+            HubError::SpawnFailed { .. } => "PTY_SPAWN_FAILED",
+            HubError::Timeout { .. } => "PTY_TIMEOUT",
+            HubError::ProcessExited { .. } => "PTY_PROCESS_EXITED",
+            HubError::WriteFailed { .. } => "PTY_WRITE_FAILED",
+            HubError::ReadFailed { .. } => "PTY_READ_FAILED",
+            HubError::BadRequest { .. } => "BAD_REQUEST",
+            HubError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
+            HubError::RouteNotFound { .. } => "NOT_FOUND",
+            HubError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            HubError::Internal { .. } => "INTERNAL",
+        }
+    }
+
+    /// The HTTP status that goes with the code.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            HubError::SessionNotFound { .. } | HubError::RouteNotFound { .. } => 404,
+            HubError::BadRequest { .. } => 400,
+            HubError::PayloadTooLarge { .. } => 413,
+            HubError::MethodNotAllowed => 405,
+            HubError::Timeout { .. } => 504,
+            HubError::ProcessExited { .. } => 409,
+            HubError::SpawnFailed { .. }
+            | HubError::WriteFailed { .. }
+            | HubError::ReadFailed { .. }
+            | HubError::Internal { .. } => 500,
+        }
+    }
+
+    /// Shorthand for a [`HubError::BadRequest`].
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        HubError::BadRequest {
+            message: message.into(),
+        }
+    }
+}
+
+/// Result of a hub operation.
+pub type HubResult<T> = Result<T, HubError>;

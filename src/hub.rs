@@ -1,0 +1,252 @@
+//! The hub: the registry of sessions and the one place they are created and removed.
+//! Cheap to clone; the API, the CLI's `serve` and tests all hold a `Hub`.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+
+use chrono::Utc;
+use rand::Rng;
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::pty::PtyBackend;
+use crate::backend::tmux::{TmuxBackend, TmuxServer};
+use crate::backend::{Backend, SpawnSpec, TermSize};
+use crate::config::{check_size, HubConfig};
+use crate::error::{HubError, HubResult};
+use crate::output::{ExitInfo, Output};
+use crate::session::input::TermSignal;
+use crate::session::{Owner, Session, SessionSpec};
+
+/// Which backend a new session runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    #[default]
+    Pty,
+    Tmux,
+}
+
+/// What a new session should run.
+#[derive(Debug, Clone, Default)]
+pub struct CreateSession {
+    pub backend: BackendKind,
+    pub shell: Option<String>,
+    pub args: Vec<String>,
+    pub cwd: Option<PathBuf>,
+    pub cols: Option<u16>,
+    pub rows: Option<u16>,
+    pub env: BTreeMap<String, String>,
+    pub tmux_session: Option<String>,
+    pub owner: Owner,
+}
+
+/// The session registry.
+#[derive(Clone)]
+pub struct Hub {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: HubConfig,
+    sessions: RwLock<BTreeMap<String, Arc<Session>>>,
+    /// Every id ever handed out, so none is reused.
+    issued_ids: Mutex<HashSet<String>>,
+    /// Cancelled when the hub begins to shut down; long-lived streams watch it.
+    closing: CancellationToken,
+}
+
+impl Hub {
+    /// A hub with no sessions.
+    pub fn new(config: HubConfig) -> Self {
+        Hub {
+            inner: Arc::new(Inner {
+                config,
+                sessions: RwLock::new(BTreeMap::new()),
+                issued_ids: Mutex::new(HashSet::new()),
+                closing: CancellationToken::new(),
+            }),
+        }
+    }
+
+    /// Cancelled when the hub begins to shut down.
+    pub fn closing(&self) -> CancellationToken {
+        self.inner.closing.clone()
+    }
+
+    /// The hub's settings.
+    pub fn config(&self) -> &HubConfig {
+        &self.inner.config
+    }
+
+    fn new_id(&self, prefix: &str) -> String {
+        let mut issued = self
+            .inner
+            .issued_ids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        loop {
+            let id = format!("{prefix}_{:08x}", rand::rng().random::<u32>());
+            if issued.insert(id.clone()) {
+                return id;
+            }
+        }
+    }
+
+    /// The environment a session's program gets: the configured pass-through variables of the
+    /// hub's own environment, terminal defaults, then the request's variables.
+    fn child_env(&self, id: &str, extra: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+        let mut env = BTreeMap::new();
+        for key in &self.inner.config.env_passthrough {
+            if let Ok(value) = std::env::var(key) {
+                env.insert(key.clone(), value);
+            }
+        }
+        env.insert("TERM".into(), "xterm-256color".into());
+        env.entry("LANG".into()).or_insert_with(|| "C.UTF-8".into());
+        env.insert("AGENT_HUB_SESSION_ID".into(), id.into());
+        env.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+        env
+    }
+
+    fn default_shell(&self) -> String {
+        self.inner
+            .config
+            .default_shell
+            .clone()
+            .or_else(|| std::env::var("SHELL").ok().filter(|s| !s.is_empty()))
+            .unwrap_or_else(|| "/bin/bash".into())
+    }
+
+    /// Starts a session and registers it.
+    pub async fn create_session(&self, req: CreateSession) -> HubResult<Arc<Session>> {
+        let cfg = &self.inner.config;
+        let size = TermSize {
+            cols: req.cols.unwrap_or(cfg.cols),
+            rows: req.rows.unwrap_or(cfg.rows),
+        };
+        check_size(size.cols, size.rows).map_err(HubError::bad_request)?;
+        if let Some(bad) = req
+            .env
+            .keys()
+            .find(|k| k.is_empty() || k.contains(['=', '\0']))
+        {
+            return Err(HubError::bad_request(format!(
+                "invalid environment variable name '{bad}'"
+            )));
+        }
+        let prefix = match req.backend {
+            BackendKind::Pty => "pty",
+            BackendKind::Tmux => "tmux",
+        };
+        let id = self.new_id(prefix);
+        let cwd = match req.cwd {
+            Some(cwd) => cwd,
+            None => std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/")),
+        };
+        let spawn = SpawnSpec {
+            program: req.shell.unwrap_or_else(|| self.default_shell()),
+            args: req.args,
+            env: self.child_env(&id, &req.env),
+            cwd,
+            size,
+        };
+        let output = Arc::new(Output::new(cfg.scrollback_bytes));
+        let (backend, tmux_session): (Box<dyn Backend>, _) = match req.backend {
+            BackendKind::Pty => {
+                let b = PtyBackend::spawn(&spawn, output.clone())
+                    .map_err(|reason| HubError::SpawnFailed { reason })?;
+                (Box::new(b), None)
+            }
+            BackendKind::Tmux => {
+                let name = req.tmux_session.unwrap_or_else(|| id.clone());
+                let server = TmuxServer {
+                    socket_name: cfg.tmux_socket_name(),
+                };
+                let (b, _adopted) = TmuxBackend::start(server, &name, &spawn, output.clone())
+                    .await
+                    .map_err(|reason| HubError::SpawnFailed { reason })?;
+                (Box::new(b), Some(name))
+            }
+        };
+        let spec = SessionSpec {
+            id: id.clone(),
+            backend: prefix,
+            source: "host",
+            shell: spawn.program,
+            args: spawn.args,
+            cwd: spawn.cwd.display().to_string(),
+            tmux_session,
+            created_at: Utc::now(),
+        };
+        let session = Session::new(spec, size, req.owner, output, backend);
+        self.inner
+            .sessions
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, session.clone());
+        Ok(session)
+    }
+
+    /// The session with this id.
+    pub fn get(&self, id: &str) -> HubResult<Arc<Session>> {
+        self.inner
+            .sessions
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .cloned()
+            .ok_or_else(|| HubError::SessionNotFound { id: id.to_string() })
+    }
+
+    /// All sessions, ordered by id.
+    pub fn list(&self) -> Vec<Arc<Session>> {
+        self.inner
+            .sessions
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// Kills a session's processes (hang-up, then SIGKILL after a grace period) and removes it.
+    pub async fn kill(&self, id: &str) -> HubResult<Option<ExitInfo>> {
+        let session = self.get(id)?;
+        let result = session.terminate(TermSignal::Hup).await;
+        self.inner
+            .sessions
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+        session.close();
+        result?;
+        // Give the waiter a moment to record how the program ended.
+        let mut progress = session.output().watch_progress();
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(500), async {
+            while session.output().exit().is_none() {
+                if progress.changed().await.is_err() {
+                    break;
+                }
+            }
+        })
+        .await;
+        Ok(session.output().exit())
+    }
+
+    /// Stops every host PTY session (they cannot outlive the hub); tmux sessions keep running.
+    pub async fn shutdown(&self) {
+        self.inner.closing.cancel();
+        let ids: Vec<String> = self
+            .list()
+            .iter()
+            .filter(|s| s.spec().backend == "pty" && s.output().exit().is_none())
+            .map(|s| s.id().to_string())
+            .collect();
+        for id in ids {
+            let _ = self.kill(&id).await;
+        }
+    }
+}

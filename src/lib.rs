@@ -1,0 +1,28 @@
+//! agent-hub: runs fleets of CLI coding agents and gives people and leader agents a live,
+//! lossless, routed view and control of every agent's terminal.
+//!
+//! # Layout
+//! - [`hub`]: the session registry; the one place sessions are created and removed.
+//! - [`session`]: one terminal and the operations on it (send_line, keys, talk, resize, kill);
+//!   `session::input` turns lines and key names into bytes, `session::talk` finds a command's end.
+//! - [`output`]: the per-session output pipeline (scrollback, activity, fan-out), written once
+//!   above all backends. [`scrollback`] is its pure byte ring; [`screen`] the rendered screen.
+//! - [`backend`]: backends only move bytes: host PTY (`pty`) and tmux control mode (`tmux`).
+//! - [`process`]: stopping every process of a terminal.
+//! - [`api`]: REST + WebSocket translation; [`protocol`]: the wire types; [`error`]: stable codes.
+//! - [`client`]: the typed HTTP/WebSocket client the CLI uses; [`cli`]: one module per command.
+//! - [`config`]: the `hub.toml` settings.
+
+pub mod api;
+pub mod backend;
+pub mod cli;
+pub mod client;
+pub mod config;
+pub mod error;
+pub mod hub;
+pub mod output;
+pub mod process;
+pub mod protocol;
+pub mod screen;
+pub mod scrollback;
+pub mod session;

@@ -1,0 +1,86 @@
+//! Stopping every process of a terminal, not just its leader. A terminal's programs share the
+//! session id of the shell the PTY started (interactive shells put each job in its own process
+//! group, so killing one group is not enough). On Linux they are found through `/proc`.
+
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use crate::session::input::TermSignal;
+
+/// How long processes get to exit after the first signal before SIGKILL.
+pub const KILL_GRACE_PERIOD: Duration = Duration::from_millis(1500);
+const POLL_INTERVAL: Duration = Duration::from_millis(20);
+
+fn nix_signal(sig: TermSignal) -> Signal {
+    match sig {
+        TermSignal::Term => Signal::SIGTERM,
+        TermSignal::Kill => Signal::SIGKILL,
+        TermSignal::Hup => Signal::SIGHUP,
+    }
+}
+
+/// Live (non-zombie) processes whose session id is `sid`, the leader included.
+#[cfg(target_os = "linux")]
+pub fn session_processes(sid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // Fields after the parenthesised command name: state ppid pgrp session ...
+            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+                return false;
+            };
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            fields.first() != Some(&"Z") && fields.get(3) == Some(&sid.to_string().as_str())
+        })
+        .collect()
+}
+
+/// Without `/proc`, the leader's process group is the best available approximation.
+#[cfg(not(target_os = "linux"))]
+pub fn session_processes(sid: u32) -> Vec<u32> {
+    if kill(Pid::from_raw(sid as i32), None).is_ok() {
+        vec![sid]
+    } else {
+        Vec::new()
+    }
+}
+
+fn signal_all(sid: u32, sig: Signal) {
+    for pid in session_processes(sid) {
+        let _ = kill(Pid::from_raw(pid as i32), sig);
+    }
+    // Also the group, for platforms where the scan above sees only the leader.
+    let _ = nix::sys::signal::killpg(Pid::from_raw(sid as i32), sig);
+}
+
+/// Sends `first` to every process of session `sid`, waits up to [`KILL_GRACE_PERIOD`], then
+/// SIGKILLs the rest. Returns the pids still alive at the end (empty on success).
+pub async fn terminate_session(sid: u32, first: TermSignal) -> Vec<u32> {
+    signal_all(sid, nix_signal(first));
+    if wait_until_gone(sid, KILL_GRACE_PERIOD).await {
+        return Vec::new();
+    }
+    signal_all(sid, Signal::SIGKILL);
+    wait_until_gone(sid, KILL_GRACE_PERIOD).await;
+    session_processes(sid)
+}
+
+async fn wait_until_gone(sid: u32, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if session_processes(sid).is_empty() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
+}

@@ -1,0 +1,146 @@
+//! Wire types of the REST and WebSocket API, shared by the server (`api`) and the client
+//! (`client`, the CLI). Only data, no logic.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::hub::BackendKind;
+
+/// `POST /v1/pty/sessions`
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSessionRequest {
+    #[serde(default)]
+    pub backend: BackendKind,
+    pub shell: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    pub cwd: Option<String>,
+    pub cols: Option<u16>,
+    pub rows: Option<u16>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub tmux_session: Option<String>,
+    pub label: Option<String>,
+    pub owner_agent_id: Option<String>,
+    pub owner_session_id: Option<String>,
+    pub owner_role: Option<String>,
+    pub cli_type: Option<String>,
+}
+
+/// `POST .../send_line`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SendLineRequest {
+    pub data: String,
+}
+
+/// `POST .../keys`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeysRequest {
+    pub keys: Vec<String>,
+}
+
+/// `POST .../signal`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignalRequest {
+    pub signal: String,
+}
+
+/// `POST .../talk`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TalkRequest {
+    pub command: String,
+    pub sentinel: Option<String>,
+    pub timeout_ms: Option<u64>,
+}
+
+/// `POST .../resize`
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResizeRequest {
+    pub cols: u16,
+    pub rows: u16,
+}
+
+/// How `read` returns bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Encoding {
+    /// Text; an incomplete UTF-8 sequence at the end is left for the next read, invalid bytes
+    /// become U+FFFD.
+    #[default]
+    Utf8,
+    /// Exact bytes, base64-encoded.
+    Base64,
+}
+
+/// `GET .../read`
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadQuery {
+    pub max_bytes: Option<usize>,
+    pub since: Option<u64>,
+    pub timeout_ms: Option<u64>,
+    #[serde(default)]
+    pub encoding: Encoding,
+}
+
+/// `GET .../read` reply.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReadReply {
+    pub ok: bool,
+    pub output: String,
+    pub start_offset: u64,
+    pub end_offset: u64,
+    pub dropped_bytes: u64,
+    pub alive: bool,
+    pub encoding: Encoding,
+}
+
+/// `GET .../stream` query.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamQuery {
+    pub since: Option<u64>,
+}
+
+/// Text frames a WebSocket client sends (binary frames are raw input bytes).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ClientFrame {
+    /// Raw input, written as is (no escape decoding, no Enter added).
+    Input { data: String },
+    /// Resize the terminal.
+    Resize { cols: u16, rows: u16 },
+}
+
+/// Text frames the server sends (binary frames are output bytes, in order).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerFrame {
+    /// First frame. `offset` is the absolute offset the binary stream continues from;
+    /// `mode` is `replay` (retained output from `since`) or `screen` (a repaint of the current
+    /// screen comes first).
+    Hello {
+        session_id: String,
+        offset: u64,
+        mode: String,
+        cols: u16,
+        rows: u16,
+    },
+    /// Bytes were lost between the previous frame and the next one (evicted before this
+    /// viewer could receive them).
+    Resync { dropped_bytes: u64, offset: u64 },
+    /// The program ended; the server closes the socket after this frame.
+    Exit {
+        exit_code: Option<i32>,
+        reason: String,
+    },
+    /// A client frame was rejected; the stream goes on.
+    Error { error_code: String, message: String },
+}

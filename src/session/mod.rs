@@ -1,0 +1,335 @@
+//! A session is one terminal: identity, metadata, the output pipeline, the rendered screen and a
+//! backend. The operations people and agents use (send_line, keys, signal, talk, resize, kill)
+//! are written here once, whatever the backend.
+
+pub mod input;
+pub mod talk;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::{Backend, TermSize};
+use crate::error::{HubError, HubResult};
+use crate::output::{CursorItem, ExitInfo, Output, OutputCursor};
+use crate::screen::Screen;
+use input::{SignalAction, TermSignal};
+
+/// How often the background screen follower catches up with new output at most. Readers of
+/// the screen always catch up first, so this only bounds how far behind it may drift.
+const SCREEN_FOLLOW_INTERVAL: Duration = Duration::from_millis(20);
+
+/// Who a session belongs to: the routing keys leaders use instead of session ids.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Owner {
+    pub owner_agent_id: Option<String>,
+    pub owner_session_id: Option<String>,
+    pub owner_role: Option<String>,
+    pub label: Option<String>,
+    pub cli_type: Option<String>,
+}
+
+/// The fixed facts about a session, set when it starts.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionSpec {
+    pub id: String,
+    /// `pty` or `tmux` (later also `docker`).
+    pub backend: &'static str,
+    /// Where the terminal lives: `host` for host PTYs and tmux.
+    pub source: &'static str,
+    pub shell: String,
+    pub args: Vec<String>,
+    pub cwd: String,
+    /// The tmux session name, for tmux-backed sessions.
+    pub tmux_session: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Everything a client sees about a session (`GET /v1/pty/sessions/{id}`).
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionInfo {
+    #[serde(flatten)]
+    pub spec: SessionSpec,
+    #[serde(flatten)]
+    pub owner: Owner,
+    pub cols: u16,
+    pub rows: u16,
+    pub pid: Option<u32>,
+    pub alive: bool,
+    pub exit_code: Option<i32>,
+    pub exit_reason: Option<String>,
+    pub last_activity_at: DateTime<Utc>,
+    pub last_output_at: Option<DateTime<Utc>>,
+    pub last_input_at: Option<DateTime<Utc>>,
+    /// Absolute offset just past the newest output byte.
+    pub output_offset: u64,
+}
+
+/// The result of a talk.
+#[derive(Debug, Clone, Serialize)]
+pub struct TalkResult {
+    pub output: String,
+    pub exit_code: Option<i32>,
+    pub sentinel: String,
+    pub raw_output: String,
+    pub duration_ms: u64,
+    pub truncated: bool,
+}
+
+struct Mutable {
+    size: TermSize,
+    owner: Owner,
+    last_input_at: Option<DateTime<Utc>>,
+}
+
+/// One terminal session.
+pub struct Session {
+    spec: SessionSpec,
+    mutable: Mutex<Mutable>,
+    output: Arc<Output>,
+    screen: Mutex<Screen>,
+    backend: Box<dyn Backend>,
+    /// Serialises talks so two never interleave on one terminal.
+    talk_lock: tokio::sync::Mutex<()>,
+    /// Stops the session's background tasks when it is removed.
+    cancel: CancellationToken,
+}
+
+impl Session {
+    /// Wraps a started backend. `output` must be the pipeline the backend pushes into.
+    pub fn new(
+        spec: SessionSpec,
+        size: TermSize,
+        owner: Owner,
+        output: Arc<Output>,
+        backend: Box<dyn Backend>,
+    ) -> Arc<Self> {
+        let session = Arc::new(Session {
+            spec,
+            mutable: Mutex::new(Mutable {
+                size,
+                owner,
+                last_input_at: None,
+            }),
+            output,
+            screen: Mutex::new(Screen::new(size)),
+            backend,
+            talk_lock: tokio::sync::Mutex::new(()),
+            cancel: CancellationToken::new(),
+        });
+        tokio::spawn(follow_screen(
+            Arc::downgrade(&session),
+            session.cancel.clone(),
+        ));
+        session
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Mutable> {
+        self.mutable.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.spec.id
+    }
+
+    /// The fixed facts about the session.
+    pub fn spec(&self) -> &SessionSpec {
+        &self.spec
+    }
+
+    /// The output pipeline (scrollback, subscribers).
+    pub fn output(&self) -> &Arc<Output> {
+        &self.output
+    }
+
+    /// A snapshot of everything a client sees about the session.
+    pub fn info(&self) -> SessionInfo {
+        let m = self.lock();
+        let exit = self.output.exit();
+        let last_output_at = self.output.last_output_at();
+        let last_activity_at = [Some(self.spec.created_at), last_output_at, m.last_input_at]
+            .into_iter()
+            .flatten()
+            .max()
+            .unwrap_or(self.spec.created_at);
+        SessionInfo {
+            spec: self.spec.clone(),
+            owner: m.owner.clone(),
+            cols: m.size.cols,
+            rows: m.size.rows,
+            pid: self.backend.pid(),
+            alive: exit.is_none(),
+            exit_code: exit.as_ref().and_then(|e| e.exit_code),
+            exit_reason: exit.map(|e| e.reason),
+            last_activity_at,
+            last_output_at,
+            last_input_at: m.last_input_at,
+            output_offset: self.output.end_offset(),
+        }
+    }
+
+    /// The owner identity.
+    pub fn owner(&self) -> Owner {
+        self.lock().owner.clone()
+    }
+
+    fn exited_error(&self, exit: ExitInfo, output: String) -> HubError {
+        HubError::ProcessExited {
+            exit_code: exit.exit_code,
+            output,
+        }
+    }
+
+    /// Writes raw bytes through the session's single writer.
+    pub async fn send_bytes(&self, bytes: Vec<u8>) -> HubResult<()> {
+        if let Some(exit) = self.output.exit() {
+            return Err(self.exited_error(exit, String::new()));
+        }
+        self.backend
+            .write(bytes)
+            .await
+            .map_err(|reason| HubError::WriteFailed { reason })?;
+        self.lock().last_input_at = Some(Utc::now());
+        Ok(())
+    }
+
+    /// Types one line and presses Enter (see [`input::line_bytes`]).
+    pub async fn send_line(&self, text: &str) -> HubResult<usize> {
+        let bytes = input::line_bytes(text);
+        let n = bytes.len();
+        self.send_bytes(bytes).await?;
+        Ok(n)
+    }
+
+    /// Presses named keys.
+    pub async fn send_keys(&self, names: &[String]) -> HubResult<usize> {
+        let bytes = input::keys_bytes(names).map_err(|e| HubError::bad_request(e.to_string()))?;
+        let n = bytes.len();
+        self.send_bytes(bytes).await?;
+        Ok(n)
+    }
+
+    /// Delivers a signal: SIGINT and SIGQUIT as their control characters, the others by
+    /// terminating the terminal's processes.
+    pub async fn signal(&self, name: &str) -> HubResult<()> {
+        match input::signal_action(name).map_err(HubError::bad_request)? {
+            SignalAction::Write(bytes) => self.send_bytes(bytes.to_vec()).await,
+            SignalAction::Terminate(sig) => self.terminate(sig).await,
+        }
+    }
+
+    /// Resizes the terminal; the program sees the new size.
+    pub async fn resize(&self, size: TermSize) -> HubResult<()> {
+        if let Some(exit) = self.output.exit() {
+            return Err(self.exited_error(exit, String::new()));
+        }
+        self.backend
+            .resize(size)
+            .await
+            .map_err(|reason| HubError::WriteFailed { reason })?;
+        self.lock().size = size;
+        self.with_screen(|s| s.resize(size));
+        Ok(())
+    }
+
+    /// Stops every process of the terminal (`first`, then SIGKILL after a grace period).
+    pub async fn terminate(&self, first: TermSignal) -> HubResult<()> {
+        self.backend
+            .terminate(first)
+            .await
+            .map_err(|message| HubError::Internal { message })
+    }
+
+    /// Stops the background tasks; called when the session leaves the registry.
+    pub fn close(&self) {
+        self.cancel.cancel();
+    }
+
+    /// Runs `f` on the screen after catching it up with all output so far.
+    pub fn with_screen<T>(&self, f: impl FnOnce(&mut Screen) -> T) -> T {
+        let mut screen = self.screen.lock().unwrap_or_else(|e| e.into_inner());
+        let chunk = self.output.read(Some(screen.fed_to()), usize::MAX);
+        screen.feed(chunk.start_offset, &chunk.bytes);
+        f(&mut screen)
+    }
+
+    /// Runs one shell command and returns its output and exit code. Talks on one session
+    /// queue behind each other; other readers are not disturbed.
+    pub async fn talk(
+        &self,
+        command: &str,
+        sentinel: Option<&str>,
+        timeout: Duration,
+    ) -> HubResult<TalkResult> {
+        let plan = talk::plan(command, sentinel).map_err(HubError::bad_request)?;
+        let _turn = self.talk_lock.lock().await;
+        let started = Instant::now();
+        let mut scanner = talk::TalkScanner::new(&plan.sentinel);
+        let mut cursor = OutputCursor::new(self.output.clone(), self.output.end_offset());
+        let mut line = plan.line.clone().into_bytes();
+        line.push(b'\r');
+        self.send_bytes(line).await?;
+
+        let partial = |s: &talk::TalkScanner| input::plain_text(s.partial());
+        let deadline = tokio::time::Instant::now() + timeout;
+        let capture = loop {
+            match tokio::time::timeout_at(deadline, cursor.next()).await {
+                Err(_) => {
+                    return Err(HubError::Timeout {
+                        timeout_ms: timeout.as_millis() as u64,
+                        output: partial(&scanner),
+                    })
+                }
+                Ok(Some(CursorItem::Data {
+                    bytes,
+                    dropped_bytes,
+                })) => {
+                    if dropped_bytes > 0 {
+                        scanner.mark_truncated();
+                    }
+                    if let Some(c) = scanner.feed(&bytes) {
+                        break c;
+                    }
+                }
+                Ok(Some(CursorItem::Exited(exit))) => {
+                    return Err(self.exited_error(exit, partial(&scanner)));
+                }
+                Ok(None) => {
+                    return Err(HubError::ReadFailed {
+                        reason: "the session's output stream closed".into(),
+                    })
+                }
+            }
+        };
+        Ok(TalkResult {
+            output: input::plain_text(&capture.body),
+            exit_code: capture.exit_code,
+            sentinel: plan.sentinel,
+            raw_output: String::from_utf8_lossy(&capture.raw).into_owned(),
+            duration_ms: started.elapsed().as_millis() as u64,
+            truncated: capture.truncated,
+        })
+    }
+}
+
+/// Keeps the emulator close to the output so screen reads rarely have much to catch up on.
+async fn follow_screen(session: std::sync::Weak<Session>, cancel: CancellationToken) {
+    let Some(mut progress) = session.upgrade().map(|s| s.output.watch_progress()) else {
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            changed = progress.changed() => if changed.is_err() { return },
+        }
+        match session.upgrade() {
+            Some(s) => s.with_screen(|_| ()),
+            None => return,
+        }
+        tokio::time::sleep(SCREEN_FOLLOW_INTERVAL).await;
+    }
+}

@@ -1,0 +1,237 @@
+//! `talk`: run one shell command in a session and return only its output and exit code.
+//!
+//! The typed line is `printf '__AH_%s_B\n' N; COMMAND; printf '\n__AH_%s_E%d\n' N "$?"`. The
+//! shell echoes that line back, but the echo never contains the markers themselves
+//! (`__AH_<N>_B`, `__AH_<N>_E<code>`), which only exist once `printf` has run, so the echo
+//! cannot end a talk early, and a random nonce keeps the command's own output from doing so.
+//! The scanner never touches the shared scrollback: it reads its own copy of the stream.
+
+use rand::Rng;
+
+/// Most bytes of a talk's output kept; beyond this the oldest are dropped and the
+/// result says `truncated`.
+pub const MAX_TALK_CAPTURE_BYTES: usize = 4 << 20;
+
+/// What to type for a talk, and how to recognise its end.
+#[derive(Debug, Clone)]
+pub struct TalkPlan {
+    /// The command line to type (without the final Enter).
+    pub line: String,
+    /// The nonce in the markers (the caller's sentinel, or a random one).
+    pub sentinel: String,
+}
+
+/// Builds the plan for `command`. A caller-supplied sentinel must be 1-64 characters of
+/// `[A-Za-z0-9_]` so it can sit in the command line unquoted.
+pub fn plan(command: &str, sentinel: Option<&str>) -> Result<TalkPlan, String> {
+    if command.contains(['\r', '\n']) {
+        return Err("talk runs one line: the command must not contain CR or LF".into());
+    }
+    if command.trim().is_empty() {
+        return Err("command must not be empty".into());
+    }
+    let sentinel = match sentinel {
+        Some(s) => {
+            let valid = !s.is_empty()
+                && s.len() <= 64
+                && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !valid {
+                return Err("sentinel must be 1-64 characters of A-Z, a-z, 0-9 and _".into());
+            }
+            s.to_string()
+        }
+        None => format!("{:016x}", rand::rng().random::<u64>()),
+    };
+    let line = format!(
+        "printf '__AH_%s_B\\n' {sentinel}; {command}; printf '\\n__AH_%s_E%d\\n' {sentinel} \"$?\""
+    );
+    Ok(TalkPlan { line, sentinel })
+}
+
+/// Incremental recogniser of a talk's markers in the session's output stream.
+pub struct TalkScanner {
+    begin: Vec<u8>,
+    end: Vec<u8>,
+    raw: Vec<u8>,
+    /// Index in `raw` where the command's own output starts (after the begin marker line).
+    body_start: Option<usize>,
+    /// Everything before this index has been searched for the marker being looked for.
+    scanned_to: usize,
+    truncated: bool,
+}
+
+/// A finished talk, as found in the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TalkCapture {
+    /// The command's output bytes (terminal line endings and escapes included).
+    pub body: Vec<u8>,
+    pub exit_code: Option<i32>,
+    /// Everything seen since the line was typed (echo and markers included).
+    pub raw: Vec<u8>,
+    pub truncated: bool,
+}
+
+fn find(haystack: &[u8], needle: &[u8], from: usize) -> Option<usize> {
+    haystack
+        .get(from..)?
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .map(|i| i + from)
+}
+
+impl TalkScanner {
+    /// A scanner for the markers of `sentinel`.
+    pub fn new(sentinel: &str) -> Self {
+        TalkScanner {
+            begin: format!("__AH_{sentinel}_B").into_bytes(),
+            end: format!("__AH_{sentinel}_E").into_bytes(),
+            raw: Vec::new(),
+            body_start: None,
+            scanned_to: 0,
+            truncated: false,
+        }
+    }
+
+    /// Adds output; returns the capture once the end marker line is complete.
+    pub fn feed(&mut self, bytes: &[u8]) -> Option<TalkCapture> {
+        self.raw.extend_from_slice(bytes);
+        if self.body_start.is_none() {
+            if let Some(at) = find(&self.raw, &self.begin, self.scanned_to) {
+                // The marker line ends with LF (the PTY turns it into CRLF).
+                match find(&self.raw, b"\n", at) {
+                    Some(nl) => {
+                        self.body_start = Some(nl + 1);
+                        self.scanned_to = nl + 1;
+                    }
+                    None => return None,
+                }
+            } else {
+                self.scanned_to = self.raw.len().saturating_sub(self.begin.len());
+            }
+        }
+        let body_start = self.body_start?;
+        let found = find(&self.raw, &self.end, self.scanned_to.max(body_start));
+        let Some(at) = found else {
+            self.scanned_to = self
+                .raw
+                .len()
+                .saturating_sub(self.end.len())
+                .max(body_start);
+            self.cap();
+            return None;
+        };
+        let digits_from = at + self.end.len();
+        let nl = find(&self.raw, b"\n", digits_from)?;
+        let code_text = String::from_utf8_lossy(&self.raw[digits_from..nl]);
+        let exit_code = code_text.trim_end_matches('\r').parse::<i32>().ok();
+        let mut body = self.raw[body_start..at].to_vec();
+        // The end marker's own leading newline is ours, not the command's.
+        if body.ends_with(b"\r\n") {
+            body.truncate(body.len() - 2);
+        } else if body.ends_with(b"\n") {
+            body.truncate(body.len() - 1);
+        }
+        Some(TalkCapture {
+            body,
+            exit_code,
+            raw: self.raw[..=nl].to_vec(),
+            truncated: self.truncated,
+        })
+    }
+
+    /// Output seen so far after the begin marker (or everything, before it is seen).
+    pub fn partial(&self) -> &[u8] {
+        &self.raw[self.body_start.unwrap_or(0).min(self.raw.len())..]
+    }
+
+    /// Notes that bytes were lost before the scanner saw them.
+    pub fn mark_truncated(&mut self) {
+        self.truncated = true;
+    }
+
+    /// Keeps memory bounded for commands with huge output: drops the oldest half of the body.
+    fn cap(&mut self) {
+        if self.raw.len() <= MAX_TALK_CAPTURE_BYTES {
+            return;
+        }
+        let drop = self.raw.len() / 2;
+        self.raw.drain(..drop);
+        self.body_start = self.body_start.map(|s| s.saturating_sub(drop));
+        self.scanned_to = self.scanned_to.saturating_sub(drop);
+        self.truncated = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn typed_echo(plan: &TalkPlan) -> Vec<u8> {
+        format!("{}\r\n", plan.line).into_bytes()
+    }
+
+    #[test]
+    fn echo_of_the_typed_line_never_ends_the_talk() {
+        let p = plan("echo hi", Some("abc")).unwrap();
+        let mut s = TalkScanner::new(&p.sentinel);
+        assert!(s.feed(&typed_echo(&p)).is_none());
+        assert!(s.feed(b"__AH_abc_B\r\nhi\r\n").is_none());
+        let c = s.feed(b"\r\n__AH_abc_E0\r\n$ ").unwrap();
+        assert_eq!(c.body, b"hi\r\n");
+        assert_eq!(c.exit_code, Some(0));
+        assert!(!c.truncated);
+    }
+
+    #[test]
+    fn end_marker_split_anywhere_and_multi_digit_codes() {
+        let p = plan("false", Some("n1")).unwrap();
+        let stream = [
+            typed_echo(&p),
+            b"__AH_n1_B\r\nout\r\n__AH_n1_E127\r\n".to_vec(),
+        ]
+        .concat();
+        for split in 0..stream.len() {
+            let mut s = TalkScanner::new("n1");
+            let first = s.feed(&stream[..split]);
+            let c = first.or_else(|| s.feed(&stream[split..])).unwrap();
+            assert_eq!(c.exit_code, Some(127), "split at {split}");
+            assert_eq!(c.body, b"out");
+        }
+    }
+
+    #[test]
+    fn output_that_looks_like_a_marker_of_another_nonce_is_output() {
+        let mut s = TalkScanner::new("real");
+        s.feed(b"__AH_real_B\r\n");
+        assert!(s.feed(b"__AH_fake_E0\r\n__AH_real_B\r\n").is_none());
+        let c = s.feed(b"\r\n__AH_real_E3\r\n").unwrap();
+        assert_eq!(c.body, b"__AH_fake_E0\r\n__AH_real_B\r\n");
+        assert_eq!(c.exit_code, Some(3));
+    }
+
+    #[test]
+    fn plan_rejects_newlines_empty_commands_and_unsafe_sentinels() {
+        assert!(plan("a\nb", None).is_err());
+        assert!(plan("  ", None).is_err());
+        assert!(plan("ls", Some("a b")).is_err());
+        assert!(plan("ls", Some("x'; rm")).is_err());
+        let p = plan("ls", None).unwrap();
+        assert_eq!(p.sentinel.len(), 16);
+        assert!(!p.line.contains(&format!("__AH_{}_B", p.sentinel)));
+        assert!(!p.line.contains(&format!("__AH_{}_E", p.sentinel)));
+    }
+
+    #[test]
+    fn huge_output_is_capped_and_flagged() {
+        let mut s = TalkScanner::new("z");
+        s.feed(b"__AH_z_B\n");
+        let block = vec![b'x'; 1 << 20];
+        for _ in 0..10 {
+            assert!(s.feed(&block).is_none());
+        }
+        let c = s.feed(b"\n__AH_z_E0\n").unwrap();
+        assert!(c.truncated);
+        assert!(c.body.len() <= MAX_TALK_CAPTURE_BYTES + (1 << 20));
+        assert_eq!(c.exit_code, Some(0));
+    }
+}
