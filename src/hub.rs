@@ -135,6 +135,15 @@ impl Hub {
                 "invalid environment variable name '{bad}'"
             )));
         }
+        if let Some(name) = &req.tmux_session {
+            let ok = crate::backend::tmux_control::is_safe_name(name)
+                && !name.starts_with(['%', '$', '@', '=']);
+            if !ok {
+                return Err(HubError::bad_request(format!(
+                    "tmux session name '{name}' is not allowed: use 1-64 characters of letters, digits, '_', '-' and '.'"
+                )));
+            }
+        }
         let prefix = match req.backend {
             BackendKind::Pty => "pty",
             BackendKind::Tmux => "tmux",

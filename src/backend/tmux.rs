@@ -25,6 +25,17 @@ use crate::session::input::TermSignal;
 pub const TMUX_HISTORY_LIMIT: u32 = 50_000;
 /// Name of the subscription that reports the pane's death and exit status.
 const DEAD_SUBSCRIPTION: &str = "agent_hub_pane_dead";
+/// `sh -c` script a hub-created pane runs: the program, a pause for tmux to deliver its
+/// last output, then the program's exit status.
+/// It also records the status in the pane option `@agent_hub_exit`, because tmux itself
+/// does not always learn a dead pane's status.
+const PANE_WRAPPER: &str = "\"$@\"; rc=$?; tmux set-option -p -t \"$TMUX_PANE\" @agent_hub_exit \"$rc\" 2>/dev/null; sleep 0.3; exit $rc";
+/// What the hub watches about its pane (see [`pane_exit`]).
+const PANE_STATE_FORMAT: &str = "#{pane_id}|#{pane_dead}|#{pane_dead_status}|#{@agent_hub_exit}";
+/// While a pane is dead but its exit status not yet known, how often to ask tmux again.
+const DEAD_STATUS_POLL: Duration = Duration::from_millis(100);
+/// After a pane is reported dead, how long output tmux still holds for it may arrive.
+const DEAD_PANE_DRAIN: Duration = Duration::from_millis(250);
 /// How long a tmux CLI call may take before it is considered hung.
 const TMUX_CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -214,8 +225,17 @@ async fn create_session(server: &TmuxServer, name: &str, spec: &SpawnSpec) -> Re
     for pair in &env_pairs {
         args.extend(["-e", pair]);
     }
-    args.push("--");
-    args.push(&spec.program);
+    // The program runs under a small sh that keeps the pane open briefly after it exits:
+    // tmux's control mode reads pane output lazily and drops what it has not yet sent when
+    // the pane dies, which would lose a program's last words. The exit status is kept.
+    args.extend([
+        "--",
+        "sh",
+        "-c",
+        PANE_WRAPPER,
+        "agent-hub-pane",
+        &spec.program,
+    ]);
     args.extend(spec.args.iter().map(String::as_str));
     args.extend([
         ";",
@@ -269,7 +289,7 @@ async fn start_control_client(
     let mut child = cmd
         .spawn()
         .map_err(|e| format!("cannot start the tmux control client: {e}"))?;
-    let mut stdin = child
+    let stdin = child
         .stdin
         .take()
         .ok_or("tmux control client has no stdin")?;
@@ -278,22 +298,11 @@ async fn start_control_client(
         .take()
         .ok_or("tmux control client has no stdout")?;
 
-    // The pane's death and exit status, for sessions with remain-on-exit.
-    let subscribe = format!(
-        "refresh-client -B '{DEAD_SUBSCRIPTION}:{pane_id}:#{{pane_dead}} #{{pane_dead_status}}'\n"
-    );
-    stdin
-        .write_all(subscribe.as_bytes())
-        .await
-        .map_err(|e| format!("cannot write to the tmux control client: {e}"))?;
-
+    // The pane's death and exit status, for sessions with remain-on-exit. Session-scoped:
+    // tmux 3.3 stops evaluating pane-scoped subscriptions once the pane is dead.
+    let subscribe = format!("refresh-client -B '{DEAD_SUBSCRIPTION}::{PANE_STATE_FORMAT}'");
     let pending: PendingAcks = Arc::new(Mutex::new(VecDeque::new()));
-    // The subscription's reply: nobody waits for it.
-    let (ack, _) = oneshot::channel();
-    pending
-        .lock()
-        .map_err(|_| "lock poisoned")?
-        .push_back((1, None, ack));
+    let (attached_tx, attached) = oneshot::channel();
 
     tokio::spawn(read_control_output(
         stdout,
@@ -303,34 +312,58 @@ async fn start_control_client(
         pane_id.to_string(),
         output,
         pending.clone(),
+        attached_tx,
     ));
     let (commands, requests) = mpsc::unbounded_channel();
-    tokio::spawn(write_commands(stdin, requests, pending));
+    tokio::spawn(write_commands(
+        stdin, requests, pending, attached, subscribe,
+    ));
     Ok(commands)
 }
 
+/// The control client's single writer. Waits for the attach to complete (commands sent
+/// before it fail with "no current client"), subscribes to the pane's death, then writes
+/// queued commands in order.
 async fn write_commands(
     mut stdin: ChildStdin,
     mut requests: mpsc::UnboundedReceiver<(Vec<String>, Ack)>,
     pending: PendingAcks,
+    attached: oneshot::Receiver<()>,
+    subscribe: String,
 ) {
-    while let Some((lines, ack)) = requests.recv().await {
-        let mut text = lines.join("\n");
-        text.push('\n');
-        let count = lines.len();
-        // Register before writing: the reply may arrive before write_all returns.
-        if let Ok(mut p) = pending.lock() {
-            p.push_back((count, None, ack));
-        }
-        if let Err(e) = stdin.write_all(text.as_bytes()).await {
-            if let Some((_, _, ack)) = pending.lock().ok().and_then(|mut p| p.pop_back()) {
-                let _ = ack.send(Err(format!("cannot write to tmux: {e}")));
+    let _ = tokio::time::timeout(TMUX_CALL_TIMEOUT, attached).await;
+    let (nobody_waits, _) = oneshot::channel();
+    if write_lines(&mut stdin, vec![subscribe], nobody_waits, &pending).await {
+        while let Some((lines, ack)) = requests.recv().await {
+            if !write_lines(&mut stdin, lines, ack, &pending).await {
+                return;
             }
-            return;
         }
     }
-    // The session is gone: detach the control client cleanly.
+    // The session is gone from the hub: detach the control client cleanly.
     let _ = stdin.write_all(b"detach-client\n").await;
+}
+
+/// Writes command lines; `ack` is settled when tmux has answered all of them.
+async fn write_lines(
+    stdin: &mut ChildStdin,
+    lines: Vec<String>,
+    ack: Ack,
+    pending: &PendingAcks,
+) -> bool {
+    let mut text = lines.join("\n");
+    text.push('\n');
+    // Register before writing: the reply may arrive before write_all returns.
+    if let Ok(mut p) = pending.lock() {
+        p.push_back((lines.len(), None, ack));
+    }
+    if let Err(e) = stdin.write_all(text.as_bytes()).await {
+        if let Some((_, _, ack)) = pending.lock().ok().and_then(|mut p| p.pop_back()) {
+            let _ = ack.send(Err(format!("cannot write to tmux: {e}")));
+        }
+        return false;
+    }
+    true
 }
 
 fn settle_reply(pending: &PendingAcks, success: bool, lines: &[Vec<u8>]) {
@@ -351,6 +384,11 @@ fn settle_reply(pending: &PendingAcks, success: bool, lines: &[Vec<u8>]) {
     }
 }
 
+/// The control client's reader: pane output into the pipeline, replies to the writer's acks,
+/// and the pane's death. A dead pane (remain-on-exit) is kept until the session is removed,
+/// so output tmux has not flushed yet is not thrown away with it; the exit is recorded after a
+/// short drain.
+#[allow(clippy::too_many_arguments)]
 async fn read_control_output(
     mut stdout: tokio::process::ChildStdout,
     mut child: Child,
@@ -359,16 +397,61 @@ async fn read_control_output(
     pane_id: String,
     output: Arc<Output>,
     pending: PendingAcks,
+    attached: oneshot::Sender<()>,
 ) {
+    let mut attached = Some(attached);
     let mut parser = ControlParser::new();
     let mut buf = vec![0u8; 64 * 1024];
     let mut exit: Option<ExitInfo> = None;
+    let mut finish_at: Option<tokio::time::Instant> = None;
+    // Set while the pane is known dead but its status is not: when to ask tmux again.
+    let mut recheck_at: Option<(tokio::time::Instant, u32)> = None;
     loop {
-        let n = match stdout.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
+        let drained = async {
+            match finish_at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        let recheck = async {
+            match recheck_at {
+                Some((at, _)) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        let n = tokio::select! {
+            read = stdout.read(&mut buf) => match read {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            },
+            _ = drained => {
+                finish_at = None;
+                if let Some(exit) = &exit {
+                    output.finish(exit.clone());
+                }
+                continue;
+            }
+            _ = recheck => {
+                let attempts = recheck_at.map_or(0, |(_, n)| n);
+                recheck_at = None;
+                exit = query_dead_pane(&server, &pane_id).await.ok().flatten();
+                match exit {
+                    Some(_) => finish_at = Some(tokio::time::Instant::now() + DEAD_PANE_DRAIN),
+                    None if attempts < 20 => {
+                        recheck_at = Some((tokio::time::Instant::now() + DEAD_STATUS_POLL, attempts + 1));
+                    }
+                    // The status never came: record the exit without a code.
+                    None => {
+                        output.finish(ExitInfo { exit_code: None, reason: "exited".into(), exited_at: Utc::now() });
+                    }
+                }
+                continue;
+            }
         };
         for message in parser.feed(&buf[..n]) {
+            if !matches!(message, ControlMessage::Output { .. }) {
+                tracing::debug!(session = %name, ?message, "tmux control message");
+            }
             match message {
                 ControlMessage::Output { pane_id: p, data } if p == pane_id => output.push(&data),
                 // Replies to our own stdin commands, in order (not the attach's, nor hooks').
@@ -378,20 +461,22 @@ async fn read_control_output(
                     lines,
                     ..
                 } => settle_reply(&pending, success, &lines),
+                // The attach command's own reply: the client is ready for commands.
+                ControlMessage::Reply {
+                    from_stdin: false, ..
+                } => {
+                    if let Some(tx) = attached.take() {
+                        let _ = tx.send(());
+                    }
+                }
                 ControlMessage::SubscriptionChanged { name: sub, value }
-                    if sub == DEAD_SUBSCRIPTION =>
+                    if sub == DEAD_SUBSCRIPTION && exit.is_none() =>
                 {
-                    let mut fields = value.split_whitespace();
-                    if fields.next() == Some("1") && exit.is_none() {
-                        exit = Some(ExitInfo {
-                            exit_code: fields.next().and_then(|c| c.parse().ok()),
-                            reason: "exited".into(),
-                            exited_at: Utc::now(),
-                        });
-                        // The pane stayed for its status (remain-on-exit); now it can go.
-                        let _ = server
-                            .run(&["kill-session", "-t", &format!("={name}")])
-                            .await;
+                    exit = pane_exit(&value, &pane_id);
+                    if exit.is_some() {
+                        finish_at = Some(tokio::time::Instant::now() + DEAD_PANE_DRAIN);
+                    } else if pane_is_dead(&value, &pane_id) && recheck_at.is_none() {
+                        recheck_at = Some((tokio::time::Instant::now() + DEAD_STATUS_POLL, 0));
                     }
                 }
                 _ => {}
@@ -399,6 +484,10 @@ async fn read_control_output(
         }
     }
     let _ = child.wait().await;
+    if exit.is_none() {
+        // The client may have gone before the subscription reported a dead pane.
+        exit = query_dead_pane(&server, &pane_id).await.ok().flatten();
+    }
     if let Ok(mut p) = pending.lock() {
         for (_, _, ack) in p.drain(..) {
             let _ = ack.send(Err("the tmux session has ended".into()));
@@ -409,6 +498,46 @@ async fn read_control_output(
         reason: "tmux session closed".into(),
         exited_at: Utc::now(),
     }));
+}
+
+/// Asks tmux whether `pane_id` has ended, and with which status.
+async fn query_dead_pane(server: &TmuxServer, pane_id: &str) -> Result<Option<ExitInfo>, String> {
+    let value = server
+        .run(&["display-message", "-p", "-t", pane_id, PANE_STATE_FORMAT])
+        .await?;
+    Ok(pane_exit(&value, pane_id))
+}
+
+/// Splits a [`PANE_STATE_FORMAT`] value for `pane_id`: (dead, tmux's status, the wrapper's).
+fn pane_state(value: &str, pane_id: &str) -> Option<(bool, Option<i32>, Option<i32>)> {
+    let mut fields = value.trim().split('|');
+    if fields.next() != Some(pane_id) {
+        return None;
+    }
+    let dead = fields.next() == Some("1");
+    let status = fields.next().and_then(|f| f.parse().ok());
+    let reported = fields.next().and_then(|f| f.parse().ok());
+    Some((dead, status, reported))
+}
+
+/// Whether the value says `pane_id` is dead (status known or not).
+fn pane_is_dead(value: &str, pane_id: &str) -> bool {
+    pane_state(value, pane_id).is_some_and(|(dead, _, _)| dead)
+}
+
+/// The exit of `pane_id`, once its status is known: from the pane wrapper (the program has
+/// exited; the pane closes a moment later) or from tmux for a dead pane.
+fn pane_exit(value: &str, pane_id: &str) -> Option<ExitInfo> {
+    let exit_code = match pane_state(value, pane_id)? {
+        (_, _, Some(reported)) => reported,
+        (true, Some(status), None) => status,
+        _ => return None,
+    };
+    Some(ExitInfo {
+        exit_code: Some(exit_code),
+        reason: "exited".into(),
+        exited_at: Utc::now(),
+    })
 }
 
 impl Backend for TmuxBackend {
@@ -449,5 +578,27 @@ impl Backend for TmuxBackend {
 
     fn pid(&self) -> Option<u32> {
         self.pane_pid
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pane_exit;
+
+    #[test]
+    fn pane_states_are_matched_to_our_pane() {
+        let code = |v: &str| pane_exit(v, "%3").and_then(|e| e.exit_code);
+        assert_eq!(code("%3|1|7|"), Some(7), "tmux knows the status");
+        assert_eq!(
+            code("%3|0||4"),
+            Some(4),
+            "the wrapper reported before the pane closed"
+        );
+        assert_eq!(code("%3|1||4"), Some(4));
+        assert_eq!(code("%3|0||"), None, "alive");
+        assert_eq!(code("%3|1||"), None, "dead, status not known yet");
+        assert_eq!(code("%4|1|7|"), None, "another pane");
+        assert_eq!(code(""), None);
+        assert!(super::pane_is_dead("%3|1||", "%3") && !super::pane_is_dead("%3|0||", "%3"));
     }
 }

@@ -1,0 +1,223 @@
+//! A hub started in-process on 127.0.0.1:0 with its own tmux server and data dir, plus
+//! helpers that wait on conditions with deadlines (never bare sleeps). Dropping a `TestHub`
+//! kills every process its sessions started and its tmux server, even when a test fails.
+
+use std::time::{Duration, Instant};
+
+use agent_hub::config::HubConfig;
+use agent_hub::hub::Hub;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+pub struct TestHub {
+    pub base: String,
+    pub hub: Hub,
+    pub http: reqwest::Client,
+    pub tmux_socket: String,
+    token: CancellationToken,
+    _data_dir: tempfile::TempDir,
+}
+
+static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+impl TestHub {
+    pub async fn start() -> Self {
+        Self::start_with(|_| {}).await
+    }
+
+    pub async fn start_with(adjust: impl FnOnce(&mut HubConfig)) -> Self {
+        let data_dir = tempfile::tempdir().expect("temp dir");
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmux_socket = format!("ah-test-{}-{n}", std::process::id());
+        let mut config = HubConfig {
+            data_dir: data_dir.path().to_path_buf(),
+            tmux_socket: tmux_socket.clone(),
+            ..HubConfig::default()
+        };
+        adjust(&mut config);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        let hub = Hub::new(config);
+        let token = hub.closing();
+        tokio::spawn(agent_hub::api::serve(listener, hub.clone(), token.clone()));
+        TestHub {
+            base,
+            hub,
+            http: reqwest::Client::new(),
+            tmux_socket,
+            token,
+            _data_dir: data_dir,
+        }
+    }
+
+    pub async fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut req = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.expect("request");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.expect("body");
+        let value = serde_json::from_str(&text)
+            .unwrap_or_else(|_| panic!("non-JSON reply {status}: {text}"));
+        (status, value)
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        self.request(reqwest::Method::GET, path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        self.request(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    pub async fn delete(&self, path: &str) -> (u16, Value) {
+        self.request(reqwest::Method::DELETE, path, None).await
+    }
+
+    /// A bash session with no rc files and a `$ ` prompt.
+    pub async fn create(&self, backend: &str) -> String {
+        self.create_with(json!({ "backend": backend })).await
+    }
+
+    pub async fn create_with(&self, mut body: Value) -> String {
+        if body.get("shell").is_none() {
+            body["shell"] = json!("bash");
+            body["args"] = json!(["--norc", "--noprofile"]);
+        }
+        body["env"]["PS1"] = json!("$ ");
+        let (status, v) = self.post("/v1/pty/sessions", body).await;
+        assert_eq!(status, 200, "create failed: {v}");
+        v["session_id"].as_str().expect("session_id").to_string()
+    }
+
+    pub async fn talk(&self, id: &str, command: &str) -> Value {
+        let (status, v) = self
+            .post(
+                &format!("/v1/pty/sessions/{id}/talk"),
+                json!({ "command": command, "timeout_ms": 15000 }),
+            )
+            .await;
+        assert_eq!(status, 200, "talk '{command}' failed: {v}");
+        v
+    }
+
+    pub async fn session(&self, id: &str) -> Value {
+        let (status, v) = self.get(&format!("/v1/pty/sessions/{id}")).await;
+        assert_eq!(status, 200, "{v}");
+        v["session"].clone()
+    }
+
+    /// Reads output from offset 0 (long-polling) until `needle` appears; returns all text seen.
+    pub async fn wait_output(&self, id: &str, needle: &str, within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        let mut since = 0u64;
+        let mut seen = String::new();
+        while Instant::now() < deadline {
+            let (status, v) = self
+                .get(&format!(
+                    "/v1/pty/sessions/{id}/read?since={since}&timeout_ms=500&max_bytes=1048576"
+                ))
+                .await;
+            assert_eq!(status, 200, "{v}");
+            seen.push_str(v["output"].as_str().unwrap_or(""));
+            since = v["end_offset"].as_u64().expect("end_offset");
+            if seen.contains(needle) {
+                return seen;
+            }
+        }
+        panic!("'{needle}' not seen within {within:?}; output so far:\n{seen}");
+    }
+
+    /// Waits until the session reports `alive: false`; returns the session object.
+    pub async fn wait_exited(&self, id: &str, within: Duration) -> Value {
+        let ok = wait_until(within, || async {
+            self.session(id).await["alive"] == json!(false)
+        })
+        .await;
+        assert!(ok, "session {id} did not exit within {within:?}");
+        self.session(id).await
+    }
+}
+
+impl Drop for TestHub {
+    fn drop(&mut self) {
+        self.token.cancel();
+        for session in self.hub.list() {
+            if let Some(pid) = session.info().pid {
+                for p in agent_hub::process::session_processes(pid) {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(p as i32),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
+            }
+        }
+        let _ = std::process::Command::new("tmux")
+            .args(["-L", &self.tmux_socket, "kill-server"])
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+}
+
+/// Polls `cond` every 20 ms until it holds or `within` passes.
+pub async fn wait_until<F, Fut>(within: Duration, mut cond: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + within;
+    loop {
+        if cond().await {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Whether a process exists and is not a zombie.
+pub fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rfind(')')
+            .map(|i| !stat[i + 1..].trim_start().starts_with('Z'))
+            .unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
+/// Whether a process named `name` runs in the terminal session led by `sid`.
+pub fn session_runs(sid: u32, name: &str) -> bool {
+    agent_hub::process::session_processes(sid)
+        .iter()
+        .any(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == name)
+        })
+}
+
+/// Runs the test body once per backend.
+#[macro_export]
+macro_rules! both_backends {
+    ($name:ident) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn pty() {
+                super::$name("pty").await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn tmux() {
+                super::$name("tmux").await
+            }
+        }
+    };
+}
