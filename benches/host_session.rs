@@ -47,6 +47,8 @@ const ECHO_OVERHEAD_TARGET_MS: f64 = 0.5;
 const TALK_P50_TARGET_MS: f64 = 2.0;
 /// Hub throughput must be at least this share of the bare PTY's.
 const THROUGHPUT_RATIO_TARGET: f64 = 0.8;
+/// Name of the tokio runtime's threads (the hub's async tasks), for CPU accounting.
+const WORKER_THREAD_NAME: &str = "bench-rt";
 /// Test file: lines of 99 printable characters and '\n' (text, as agents print).
 const LINE_CHARS: usize = 99;
 /// Waits for one line on stdin, then becomes `cat FILE`: the trigger lets the clock start when
@@ -798,7 +800,7 @@ impl CpuTimes {
             .into_iter()
             .flatten()
             .flatten()
-            .filter(|t| comm(&t.path()).starts_with("tokio-runtime-w"))
+            .filter(|t| comm(&t.path()).starts_with(WORKER_THREAD_NAME))
             .filter_map(|t| read(&t.path().join("stat").display().to_string()))
             .map(|f| f[0] + f[1])
             .sum();
@@ -1152,6 +1154,7 @@ fn run(plan: &Plan) -> Result<()> {
     print_header(plan);
     let dirs = Dirs::new()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
+        .thread_name(WORKER_THREAD_NAME)
         .enable_all()
         .build()?;
     let hut = rt.block_on(HubUnderTest::start(

@@ -146,6 +146,7 @@ pub async fn new(args: NewArgs) -> i32 {
 
 #[derive(Debug, Args)]
 pub struct ReadArgs {
+    /// Session id (see `agent-hub ls`).
     pub id: String,
     /// Keep printing new output until the session ends (Ctrl-C stops).
     #[arg(long, short)]
@@ -218,6 +219,7 @@ fn base64_decode(text: &str) -> Vec<u8> {
 
 #[derive(Debug, Args)]
 pub struct SendArgs {
+    /// Session id (see `agent-hub ls`).
     pub id: String,
     /// The line to type; `\t`, `\xNN` and similar escapes are decoded, Enter is added.
     pub text: String,
@@ -232,6 +234,7 @@ pub async fn send(args: SendArgs) -> i32 {
 
 #[derive(Debug, Args)]
 pub struct KeysArgs {
+    /// Session id (see `agent-hub ls`).
     pub id: String,
     /// Key names: Enter, Escape, Tab, Up, Down, C-c, M-x, F5, or single characters.
     #[arg(required = true)]
@@ -247,6 +250,7 @@ pub async fn keys(args: KeysArgs) -> i32 {
 
 #[derive(Debug, Args)]
 pub struct TalkArgs {
+    /// Session id (see `agent-hub ls`).
     pub id: String,
     /// One shell command line.
     pub command: String,
@@ -284,6 +288,7 @@ pub async fn talk(args: TalkArgs) -> i32 {
 
 #[derive(Debug, Args)]
 pub struct SignalArgs {
+    /// Session id (see `agent-hub ls`).
     pub id: String,
     /// SIGINT, SIGQUIT, SIGTERM, SIGKILL or SIGHUP.
     pub signal: String,
@@ -298,6 +303,7 @@ pub async fn signal(args: SignalArgs) -> i32 {
 
 #[derive(Debug, Args)]
 pub struct ResizeArgs {
+    /// Session id (see `agent-hub ls`).
     pub id: String,
     pub cols: u16,
     pub rows: u16,
@@ -314,6 +320,7 @@ pub async fn resize(args: ResizeArgs) -> i32 {
 
 #[derive(Debug, Args)]
 pub struct KillArgs {
+    /// Session id (see `agent-hub ls`).
     pub id: String,
     #[command(flatten)]
     pub opts: ClientOpts,

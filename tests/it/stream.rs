@@ -148,19 +148,8 @@ async fn a_subscriber_that_stops_reading_does_not_slow_the_session() {
         end - start
     );
     // The stalled viewer, once it reads, is told it missed output (resync), not left hanging.
-    let mut saw_resync = false;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while let Ok(Some(Ok(m))) = tokio::time::timeout_at(deadline, stalled.next()).await {
-        if let Message::Text(t) = m {
-            let v: Value = serde_json::from_str(t.as_str()).unwrap();
-            if v["type"] == "resync" {
-                assert!(v["dropped_bytes"].as_u64().unwrap() > 0);
-                saw_resync = true;
-                break;
-            }
-        }
-    }
-    assert!(saw_resync, "the stalled viewer was never resynchronised");
+    let resync = next_text_frame(&mut stalled, "resync").await;
+    assert!(resync["dropped_bytes"].as_u64().unwrap() > 0, "{resync}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -197,31 +186,12 @@ async fn input_and_resize_frames_reach_the_session_and_exit_is_reported() {
     ws.send(Message::Text("{\"type\":\"bogus\"}".into()))
         .await
         .unwrap();
-    let mut got_error = false;
-    while let Ok(Some(Ok(m))) = tokio::time::timeout(Duration::from_secs(5), ws.next()).await {
-        if let Message::Text(t) = m {
-            let v: Value = serde_json::from_str(t.as_str()).unwrap();
-            assert_eq!(v["type"], "error");
-            assert_eq!(v["error_code"], "BAD_REQUEST");
-            got_error = true;
-            break;
-        }
-    }
-    assert!(got_error);
+    let error = next_text_frame(&mut ws, "error").await;
+    assert_eq!(error["error_code"], "BAD_REQUEST", "{error}");
     ws.send(Message::Binary(b"exit 3\r".to_vec().into()))
         .await
         .unwrap();
-    let mut exit = None;
-    while let Ok(Some(Ok(m))) = tokio::time::timeout(Duration::from_secs(10), ws.next()).await {
-        if let Message::Text(t) = m {
-            let v: Value = serde_json::from_str(t.as_str()).unwrap();
-            if v["type"] == "exit" {
-                exit = Some(v);
-                break;
-            }
-        }
-    }
-    let exit = exit.expect("exit frame");
+    let exit = next_text_frame(&mut ws, "exit").await;
     assert_eq!(exit["exit_code"], 3, "{exit}");
 }
 
@@ -250,6 +220,20 @@ async fn a_new_viewer_is_painted_from_the_current_screen() {
         "a paint, not a replay: {} bytes",
         paint.len()
     );
+}
+
+/// The next text frame of type `kind` (binary frames in between are skipped).
+async fn next_text_frame(ws: &mut Ws, kind: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while let Ok(Some(Ok(m))) = tokio::time::timeout_at(deadline, ws.next()).await {
+        if let Message::Text(t) = m {
+            let v: Value = serde_json::from_str(t.as_str()).unwrap();
+            if v["type"] == kind {
+                return v;
+            }
+        }
+    }
+    panic!("no '{kind}' frame within 10 s");
 }
 
 fn decode_base64(text: &str) -> Vec<u8> {
