@@ -42,6 +42,8 @@ const SKIPPED: &str = "host_session benchmark: skipped (run with cargo bench --b
 const SAMPLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest one throughput run may take.
 const CAT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Idle time between lines in the "typing pace" echo rows (a fast typist: 50 keys/s).
+const TYPING_GAP: Duration = Duration::from_millis(20);
 /// The hub may add at most this much to the bare PTY's echo p50.
 const ECHO_OVERHEAD_TARGET_MS: f64 = 0.5;
 const TALK_P50_TARGET_MS: f64 = 2.0;
@@ -65,6 +67,8 @@ struct Plan {
     server_nodelay: bool,
     warmup: usize,
     echo_samples: usize,
+    /// Echo samples per row at typing pace.
+    paced_samples: usize,
     /// Echo samples per row between switching rows (interleaving against noise).
     echo_block: usize,
     poll_samples: usize,
@@ -80,6 +84,7 @@ impl Plan {
             server_nodelay,
             warmup: if quick { 10 } else { 30 },
             echo_samples: if quick { 100 } else { 300 },
+            paced_samples: if quick { 50 } else { 150 },
             echo_block: 50,
             poll_samples: if quick { 20 } else { 50 },
             talk_samples: if quick { 60 } else { 200 },
@@ -157,43 +162,82 @@ fn latency_row(name: &str, s: Stats, target: &str, result: &str) {
     );
 }
 
+/// The echo rows measured against each other, in `EchoRow` order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EchoRow {
+    Bare,
+    HubWs,
+    HubRest,
+    HubTmux,
+}
+
+impl EchoRow {
+    const ALL: [EchoRow; 4] = [
+        EchoRow::Bare,
+        EchoRow::HubWs,
+        EchoRow::HubRest,
+        EchoRow::HubTmux,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            EchoRow::Bare => "bare portable-pty (bash), write -> read",
+            EchoRow::HubWs => "hub PTY, WS input frame -> WS output",
+            EchoRow::HubRest => "hub PTY, REST send_line -> WS output",
+            EchoRow::HubTmux => "hub tmux session, WS input frame -> WS output",
+        }
+    }
+
+    /// Whether the hub-overhead target applies (host PTY sessions only).
+    fn has_target(self) -> bool {
+        matches!(self, EchoRow::HubWs | EchoRow::HubRest)
+    }
+}
+
+/// Samples of one echo row at one pace.
+struct EchoSeries {
+    row: EchoRow,
+    samples: Vec<Duration>,
+}
+
 struct EchoResults {
-    raw: Vec<Duration>,
-    hub_ws: Vec<Duration>,
-    hub_rest: Vec<Duration>,
-    hub_tmux: Vec<Duration>,
+    back_to_back: Vec<EchoSeries>,
+    paced: Vec<EchoSeries>,
     poll: Vec<Duration>,
 }
 
+fn print_echo_rows(pace: &str, series: &[EchoSeries]) {
+    let bare = series
+        .iter()
+        .find(|s| s.row == EchoRow::Bare)
+        .map(|s| stats(&s.samples));
+    for s in series {
+        let st = stats(&s.samples);
+        let name = format!("echo, {pace}: {}", s.row.label());
+        match (s.row, bare) {
+            (EchoRow::Bare, _) => latency_row(&name, st, "baseline", "-"),
+            (row, Some(bare)) if row.has_target() => {
+                let added = st.p50_ms - bare.p50_ms;
+                latency_row(
+                    &name,
+                    st,
+                    &format!("p50 <= bare + {ECHO_OVERHEAD_TARGET_MS} ms (adds {added:+.3})"),
+                    verdict(added <= ECHO_OVERHEAD_TARGET_MS),
+                );
+            }
+            _ => latency_row(&name, st, "none", "-"),
+        }
+    }
+}
+
 fn print_latency_table(echo: &EchoResults, talk: &[Duration]) {
-    let raw = stats(&echo.raw);
     println!("\n### Latency (ms)\n");
     println!("| measurement | n | p50 | p99 | min | max | target | result |");
     println!("|---|---|---|---|---|---|---|---|");
-    latency_row(
-        "echo: bare portable-pty (bash), write -> read",
-        raw,
-        "baseline",
-        "-",
-    );
-    for (name, samples) in [
-        ("echo: hub PTY, WS input frame -> WS output", &echo.hub_ws),
-        ("echo: hub PTY, REST send_line -> WS output", &echo.hub_rest),
-    ] {
-        let s = stats(samples);
-        let added = s.p50_ms - raw.p50_ms;
-        latency_row(
-            name,
-            s,
-            &format!("p50 <= bare + {ECHO_OVERHEAD_TARGET_MS} ms (adds {added:+.3})"),
-            verdict(added <= ECHO_OVERHEAD_TARGET_MS),
-        );
-    }
-    latency_row(
-        "echo: hub tmux session, WS input frame -> WS output",
-        stats(&echo.hub_tmux),
-        "none",
-        "-",
+    print_echo_rows("back-to-back", &echo.back_to_back);
+    print_echo_rows(
+        &format!("typing pace ({} ms idle)", TYPING_GAP.as_millis()),
+        &echo.paced,
     );
     latency_row(
         "echo: tmux send-keys + capture-pane polling (old design)",
@@ -203,7 +247,7 @@ fn print_latency_table(echo: &EchoResults, talk: &[Duration]) {
     );
     let t = stats(talk);
     latency_row(
-        "talk `true`: REST POST .../talk round trip",
+        "talk `true`: REST POST .../talk round trip, no viewer",
         t,
         &format!("p50 <= {TALK_P50_TARGET_MS} ms"),
         verdict(t.p50_ms <= TALK_P50_TARGET_MS),
@@ -635,31 +679,66 @@ struct EchoTargets {
     tmux_view: WsView,
 }
 
-/// The interleaved echo rows, in `EchoResults` order.
-const ECHO_ROWS: usize = 4;
-
 impl EchoTargets {
-    /// One sample of row `row` (0 bare, 1 hub WS, 2 hub REST, 3 hub tmux).
     fn sample(
         &mut self,
         rt: &tokio::runtime::Runtime,
         client: &HubClient,
-        row: usize,
+        row: EchoRow,
     ) -> Result<Duration> {
         match row {
-            0 => bare_echo(&mut self.bare),
-            1 => rt.block_on(timed_out(hub_ws_echo(&mut self.pty_view), "WS echo")),
-            2 => rt.block_on(timed_out(
+            EchoRow::Bare => bare_echo(&mut self.bare),
+            EchoRow::HubWs => rt.block_on(timed_out(hub_ws_echo(&mut self.pty_view), "WS echo")),
+            EchoRow::HubRest => rt.block_on(timed_out(
                 hub_rest_echo(client, &self.pty_id, &mut self.pty_view),
                 "REST echo",
             )),
-            _ => rt.block_on(timed_out(hub_ws_echo(&mut self.tmux_view), "tmux WS echo")),
+            EchoRow::HubTmux => {
+                rt.block_on(timed_out(hub_ws_echo(&mut self.tmux_view), "tmux WS echo"))
+            }
         }
+    }
+
+    /// `samples` samples of every row after `warmup` discarded ones, interleaved in blocks
+    /// whose order rotates every round, so drifting machine load (and whatever the previous
+    /// block left warm or cold) hits every row alike. `gap` is idle time after each sample.
+    fn interleave(
+        &mut self,
+        rt: &tokio::runtime::Runtime,
+        client: &HubClient,
+        rows: &[EchoRow],
+        (warmup, samples, block): (usize, usize, usize),
+        gap: Duration,
+    ) -> Result<Vec<EchoSeries>> {
+        let mut taken: Vec<Vec<Duration>> = vec![Vec::new(); rows.len()];
+        let mut left = warmup + samples;
+        let mut round = 0;
+        while left > 0 {
+            let n = left.min(block);
+            for k in 0..rows.len() {
+                let i = (round + k) % rows.len();
+                for _ in 0..n {
+                    taken[i].push(self.sample(rt, client, rows[i])?);
+                    std::thread::sleep(gap);
+                }
+            }
+            round += 1;
+            left -= n;
+        }
+        Ok(rows
+            .iter()
+            .zip(taken)
+            .map(|(&row, mut samples)| EchoSeries {
+                row,
+                samples: samples.split_off(warmup),
+            })
+            .collect())
     }
 }
 
-/// The echo rows, interleaved in blocks whose order rotates every round, so drifting machine
-/// load, and whatever the previous block left warm or cold, hits every row alike.
+/// All echo rows: back-to-back (the next line is typed as soon as the prompt is back) and at
+/// typing pace (idle between lines, so every sample pays the wake-ups of idle threads and
+/// CPUs, as a real keystroke does), then the older polling design.
 fn measure_echo(
     rt: &tokio::runtime::Runtime,
     hut: &HubUnderTest,
@@ -676,42 +755,32 @@ fn measure_echo(
         pty_view,
         tmux_view,
     };
-    let mut rows: [Vec<Duration>; ECHO_ROWS] = Default::default();
-    let mut round = 0;
-    let mut left = plan.echo_samples + plan.warmup;
-    while left > 0 {
-        let n = left.min(plan.echo_block);
-        for k in 0..ECHO_ROWS {
-            let row = (round + k) % ECHO_ROWS;
-            for _ in 0..n {
-                rows[row].push(targets.sample(rt, &hut.client, row)?);
-            }
-        }
-        round += 1;
-        left -= n;
-    }
-    // The warm-up is the first samples of every row.
-    let [raw, hub_ws, hub_rest, hub_tmux] = rows.map(|mut v| v.split_off(plan.warmup));
+    let counts = (plan.warmup, plan.echo_samples, plan.echo_block);
+    let back_to_back = targets.interleave(rt, &hut.client, &EchoRow::ALL, counts, Duration::ZERO);
+    let paced = back_to_back.and_then(|b2b| {
+        let counts = (plan.warmup / 3, plan.paced_samples, plan.echo_block / 2);
+        let rows = [EchoRow::Bare, EchoRow::HubWs, EchoRow::HubRest];
+        Ok((
+            b2b,
+            targets.interleave(rt, &hut.client, &rows, counts, TYPING_GAP)?,
+        ))
+    });
     drop(targets.bare);
     rt.block_on(async {
         let _ = hut.client.kill(&targets.pty_id).await;
         let _ = hut.client.kill(&tmux_id).await;
     });
+    let (back_to_back, paced) = paced?;
 
     start_poll_server(&dirs.poll_socket, &dirs.work)?;
-    for _ in 0..3 {
-        poll_echo(&dirs.poll_socket)?;
-    }
-    let poll = (0..plan.poll_samples)
+    let poll = (0..3 + plan.poll_samples)
         .map(|_| poll_echo(&dirs.poll_socket))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>>>();
     let _ = tmux(&dirs.poll_socket, &["kill-server"]);
     Ok(EchoResults {
-        raw,
-        hub_ws,
-        hub_rest,
-        hub_tmux,
-        poll,
+        back_to_back,
+        paced,
+        poll: poll?.split_off(3),
     })
 }
 
@@ -719,7 +788,9 @@ fn measure_echo(
 // 2. Talk
 
 async fn measure_talk(hut: &HubUnderTest, plan: &Plan, cwd: &Path) -> Result<Vec<Duration>> {
-    let (id, _view) = hut.bash_session(BackendKind::Pty, cwd).await?;
+    let (id, view) = hut.bash_session(BackendKind::Pty, cwd).await?;
+    // A talk is measured with no viewer attached (a viewer only adds its own fan-out work).
+    drop(view);
     let mut samples = Vec::new();
     let result = async {
         for i in 0..plan.warmup + plan.talk_samples {
@@ -1145,8 +1216,15 @@ fn print_header(plan: &Plan) {
         HubConfig::default().scrollback_bytes
     );
     println!(
-        "- samples: echo {} per row after {} warm-up (interleaved in blocks of {}), poll {}, talk {}, cat {} run(s) each",
-        plan.echo_samples, plan.warmup, plan.echo_block, plan.poll_samples, plan.talk_samples, plan.cat_runs
+        "- samples: echo {} per row back-to-back after {} warm-up (interleaved in blocks of {}), \
+         {} per row at typing pace, poll {}, talk {}, cat {} run(s) each",
+        plan.echo_samples,
+        plan.warmup,
+        plan.echo_block,
+        plan.paced_samples,
+        plan.poll_samples,
+        plan.talk_samples,
+        plan.cat_runs
     );
 }
 

@@ -10,7 +10,7 @@ use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::pty::PtyBackend;
-use crate::backend::tmux::{TmuxBackend, TmuxServer};
+use crate::backend::tmux::{TmuxBackend, TmuxPlace};
 use crate::backend::{Backend, SpawnSpec, TermSize};
 use crate::config::{check_size, HubConfig};
 use crate::error::{HubError, HubResult};
@@ -171,7 +171,7 @@ impl Hub {
             }
             BackendKind::Tmux => {
                 let name = req.tmux_session.unwrap_or_else(|| id.clone());
-                let server = TmuxServer {
+                let server = TmuxPlace::Host {
                     socket_name: cfg.tmux_socket_name(),
                 };
                 let (b, _adopted) = TmuxBackend::start(server, &name, &spawn, output.clone())

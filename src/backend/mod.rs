@@ -5,6 +5,7 @@
 pub mod pty;
 pub mod tmux;
 pub mod tmux_control;
+pub mod tmux_place;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -1,20 +1,23 @@
-//! Host tmux backend: a tmux session the hub creates or adopts by name, streamed losslessly
-//! through a control-mode client (`tmux -C attach -f ignore-size`). Input goes in as
+//! tmux backend: a tmux session the hub creates or adopts by name, on the host or inside a
+//! container ([`TmuxPlace`]), streamed losslessly through a control-mode client
+//! (`tmux -C attach -f ignore-size`). Input goes in as
 //! `send-keys -H` commands on the client's stdin (one writer); every byte the pane prints
 //! comes back as `%output`. The monitor never changes the size a human attached to the same
 //! session sees; the hub sizes the window explicitly with `resize-window`.
 
 use std::collections::VecDeque;
-use std::process::Stdio;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::Utc;
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
+
+pub use super::tmux_place::TmuxPlace;
+use super::tmux_place::TMUX_CALL_TIMEOUT;
 
 use super::tmux_control::{is_safe_name, send_bytes_commands, ControlMessage, ControlParser};
 use super::{Backend, SpawnSpec, TermSize};
@@ -36,50 +39,6 @@ const PANE_STATE_FORMAT: &str = "#{pane_id}|#{pane_dead}|#{pane_dead_status}|#{@
 const DEAD_STATUS_POLL: Duration = Duration::from_millis(100);
 /// After a pane is reported dead, how long output tmux still holds for it may arrive.
 const DEAD_PANE_DRAIN: Duration = Duration::from_millis(250);
-/// How long a tmux CLI call may take before it is considered hung.
-const TMUX_CALL_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Which tmux server to talk to: a socket name (`-L`), or the user's default server.
-#[derive(Debug, Clone, Default)]
-pub struct TmuxServer {
-    pub socket_name: Option<String>,
-}
-
-impl TmuxServer {
-    fn command(&self) -> Command {
-        let mut cmd = Command::new("tmux");
-        if let Some(name) = &self.socket_name {
-            cmd.arg("-L").arg(name);
-        }
-        // A hub started from inside tmux must not talk to that tmux by accident.
-        cmd.env_remove("TMUX");
-        cmd.env("LANG", "C.UTF-8");
-        cmd.kill_on_drop(true);
-        cmd
-    }
-
-    /// Runs one tmux CLI command; returns stdout, or stderr as the error.
-    pub async fn run(&self, args: &[&str]) -> Result<String, String> {
-        let mut cmd = self.command();
-        cmd.args(args).stdin(Stdio::null());
-        let out = tokio::time::timeout(TMUX_CALL_TIMEOUT, cmd.output())
-            .await
-            .map_err(|_| format!("tmux {} timed out", args.join(" ")))?
-            .map_err(|e| format!("cannot run tmux: {e}"))?;
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        } else {
-            Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
-        }
-    }
-
-    /// Whether a session with exactly this name exists.
-    pub async fn has_session(&self, name: &str) -> bool {
-        self.run(&["has-session", "-t", &format!("={name}")])
-            .await
-            .is_ok()
-    }
-}
 
 type Ack = oneshot::Sender<Result<(), String>>;
 
@@ -88,7 +47,7 @@ type PendingAcks = Arc<Mutex<VecDeque<(usize, Option<String>, Ack)>>>;
 
 /// A tmux pane streamed through a control-mode client.
 pub struct TmuxBackend {
-    server: TmuxServer,
+    place: TmuxPlace,
     session_name: String,
     pane_id: String,
     pane_pid: Option<u32>,
@@ -103,9 +62,10 @@ fn invalid_name(name: &str) -> String {
 
 impl TmuxBackend {
     /// Adopts the tmux session `name` if it exists, else creates it running `spec`.
-    /// Returns the backend and whether the session was adopted.
+    /// Returns the backend and whether the session was adopted. An adopted pane's history
+    /// (and cursor) seed the output, so it does not start blank.
     pub async fn start(
-        server: TmuxServer,
+        server: TmuxPlace,
         name: &str,
         spec: &SpawnSpec,
         output: Arc<Output>,
@@ -139,12 +99,24 @@ impl TmuxBackend {
                 .run(&["capture-pane", "-p", "-e", "-J", "-S", "-", "-t", &pane_id])
                 .await
                 .unwrap_or_default();
-            output.push(
-                history
-                    .trim_end_matches('\n')
-                    .replace('\n', "\r\n")
-                    .as_bytes(),
-            );
+            let mut seed = history.trim_end_matches('\n').replace('\n', "\r\n");
+            let cursor = server
+                .run(&[
+                    "display-message",
+                    "-p",
+                    "-t",
+                    &pane_id,
+                    "#{cursor_y} #{cursor_x}",
+                ])
+                .await
+                .unwrap_or_default();
+            let mut yx = cursor
+                .split_whitespace()
+                .filter_map(|n| n.parse::<u32>().ok());
+            if let (Some(y), Some(x)) = (yx.next(), yx.next()) {
+                seed.push_str(&format!("\x1b[{};{}H", y + 1, x + 1));
+            }
+            output.push(seed.as_bytes());
         } else {
             server
                 .run(&[
@@ -161,7 +133,7 @@ impl TmuxBackend {
         let commands = start_control_client(&server, name, &pane_id, output).await?;
         Ok((
             TmuxBackend {
-                server,
+                place: server,
                 session_name: name.to_string(),
                 pane_id,
                 pane_pid,
@@ -181,17 +153,13 @@ impl TmuxBackend {
     }
 }
 
-async fn create_session(server: &TmuxServer, name: &str, spec: &SpawnSpec) -> Result<(), String> {
-    if !spec.cwd.is_dir() {
+async fn create_session(server: &TmuxPlace, name: &str, spec: &SpawnSpec) -> Result<(), String> {
+    if server.is_host() && !spec.cwd.is_dir() {
         return Err(format!(
             "working directory '{}' does not exist or is not a directory",
             spec.cwd.display()
         ));
     }
-    let mut cmd = server.command();
-    // The server (if this call starts it) gets exactly the session's environment.
-    cmd.env_clear();
-    cmd.envs(&spec.env);
     let history = TMUX_HISTORY_LIMIT.to_string();
     let cols = spec.size.cols.to_string();
     let rows = spec.size.rows.to_string();
@@ -252,51 +220,31 @@ async fn create_session(server: &TmuxServer, name: &str, spec: &SpawnSpec) -> Re
         "remain-on-exit",
         "on",
     ]);
-    cmd.args(&args).stdin(Stdio::null());
-    let out = tokio::time::timeout(TMUX_CALL_TIMEOUT, cmd.output())
+    // On the host, the server (if this call starts it) gets exactly the session's environment.
+    let env = server.is_host().then_some(&spec.env);
+    server
+        .run_with_env(&args, env)
         .await
-        .map_err(|_| "tmux new-session timed out".to_string())?
-        .map_err(|e| format!("cannot run tmux: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "tmux new-session failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
+        .map_err(|e| format!("tmux new-session failed: {e}"))?;
     Ok(())
 }
 
 /// Starts `tmux -C attach` and the tasks that read its output and write its commands.
 async fn start_control_client(
-    server: &TmuxServer,
+    server: &TmuxPlace,
     name: &str,
     pane_id: &str,
     output: Arc<Output>,
 ) -> Result<mpsc::UnboundedSender<(Vec<String>, Ack)>, String> {
-    let mut cmd = server.command();
-    cmd.args([
-        "-u",
-        "-C",
-        "attach-session",
-        "-f",
-        "ignore-size",
-        "-t",
-        &format!("={name}"),
-    ])
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null());
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start the tmux control client: {e}"))?;
-    let stdin = child
-        .stdin
-        .take()
-        .ok_or("tmux control client has no stdin")?;
-    let stdout = child
-        .stdout
-        .take()
-        .ok_or("tmux control client has no stdout")?;
+    let io = server
+        .open_control(&[
+            "attach-session",
+            "-f",
+            "ignore-size",
+            "-t",
+            &format!("={name}"),
+        ])
+        .await?;
 
     // The pane's death and exit status, for sessions with remain-on-exit. Session-scoped:
     // tmux 3.3 stops evaluating pane-scoped subscriptions once the pane is dead.
@@ -305,8 +253,8 @@ async fn start_control_client(
     let (attached_tx, attached) = oneshot::channel();
 
     tokio::spawn(read_control_output(
-        stdout,
-        child,
+        io.reader,
+        io.ended,
         server.clone(),
         name.to_string(),
         pane_id.to_string(),
@@ -316,7 +264,7 @@ async fn start_control_client(
     ));
     let (commands, requests) = mpsc::unbounded_channel();
     tokio::spawn(write_commands(
-        stdin, requests, pending, attached, subscribe,
+        io.writer, requests, pending, attached, subscribe,
     ));
     Ok(commands)
 }
@@ -325,7 +273,7 @@ async fn start_control_client(
 /// before it fail with "no current client"), subscribes to the pane's death, then writes
 /// queued commands in order.
 async fn write_commands(
-    mut stdin: ChildStdin,
+    mut stdin: Pin<Box<dyn AsyncWrite + Send>>,
     mut requests: mpsc::UnboundedReceiver<(Vec<String>, Ack)>,
     pending: PendingAcks,
     attached: oneshot::Receiver<()>,
@@ -346,7 +294,7 @@ async fn write_commands(
 
 /// Writes command lines; `ack` is settled when tmux has answered all of them.
 async fn write_lines(
-    stdin: &mut ChildStdin,
+    stdin: &mut Pin<Box<dyn AsyncWrite + Send>>,
     lines: Vec<String>,
     ack: Ack,
     pending: &PendingAcks,
@@ -390,9 +338,9 @@ fn settle_reply(pending: &PendingAcks, success: bool, lines: &[Vec<u8>]) {
 /// short drain.
 #[allow(clippy::too_many_arguments)]
 async fn read_control_output(
-    mut stdout: tokio::process::ChildStdout,
-    mut child: Child,
-    server: TmuxServer,
+    mut stdout: Pin<Box<dyn AsyncRead + Send>>,
+    ended: BoxFuture<'static, ()>,
+    server: TmuxPlace,
     name: String,
     pane_id: String,
     output: Arc<Output>,
@@ -483,7 +431,7 @@ async fn read_control_output(
             }
         }
     }
-    let _ = child.wait().await;
+    ended.await;
     if exit.is_none() {
         // The client may have gone before the subscription reported a dead pane.
         exit = query_dead_pane(&server, &pane_id).await.ok().flatten();
@@ -501,7 +449,7 @@ async fn read_control_output(
 }
 
 /// Asks tmux whether `pane_id` has ended, and with which status.
-async fn query_dead_pane(server: &TmuxServer, pane_id: &str) -> Result<Option<ExitInfo>, String> {
+async fn query_dead_pane(server: &TmuxPlace, pane_id: &str) -> Result<Option<ExitInfo>, String> {
     let value = server
         .run(&["display-message", "-p", "-t", pane_id, PANE_STATE_FORMAT])
         .await?;
@@ -559,12 +507,16 @@ impl Backend for TmuxBackend {
 
     fn terminate(&self, first: TermSignal) -> BoxFuture<'_, Result<(), String>> {
         async move {
+            // Host panes: every process of the pane's terminal. In a container, killing the
+            // session hangs the pane up and the container's own lifecycle does the rest.
             let left = match self.pane_pid {
-                Some(pid) => crate::process::terminate_session(pid, first).await,
-                None => Vec::new(),
+                Some(pid) if self.place.is_host() => {
+                    crate::process::terminate_session(pid, first).await
+                }
+                _ => Vec::new(),
             };
             let _ = self
-                .server
+                .place
                 .run(&["kill-session", "-t", &format!("={}", self.session_name)])
                 .await;
             if left.is_empty() {
@@ -577,7 +529,8 @@ impl Backend for TmuxBackend {
     }
 
     fn pid(&self) -> Option<u32> {
-        self.pane_pid
+        // A container's pids mean nothing on the host.
+        self.pane_pid.filter(|_| self.place.is_host())
     }
 }
 

@@ -1,0 +1,225 @@
+//! Where a tmux server runs and how the hub reaches it: on the host (a `tmux` process, with
+//! an optional `-L` socket name) or inside a Docker container (the same argv through
+//! `docker exec`). The tmux backend is written once over this; it never knows which it has.
+
+use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::process::Stdio;
+use std::time::Duration;
+
+use bollard::exec::{StartExecOptions, StartExecResults};
+use bollard::models::ExecConfig;
+use bollard::Docker;
+use futures_util::future::BoxFuture;
+use futures_util::{FutureExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::process::Command;
+
+/// How long a single tmux command may take before it is considered hung.
+pub const TMUX_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A tmux server the hub talks to.
+#[derive(Clone)]
+pub enum TmuxPlace {
+    /// On the host; `socket_name` is tmux's `-L` (None = the user's default server).
+    Host { socket_name: Option<String> },
+    /// Inside a container, as the container's user (whose tmux server the image started).
+    Container {
+        docker: Docker,
+        container_id: String,
+    },
+}
+
+/// The byte streams of a running `tmux -C` client.
+pub struct ControlIo {
+    pub reader: Pin<Box<dyn AsyncRead + Send>>,
+    pub writer: Pin<Box<dyn AsyncWrite + Send>>,
+    /// Completes once the client process is gone (reaped on the host; at once in a container,
+    /// where the exec ends with its stream).
+    pub ended: BoxFuture<'static, ()>,
+}
+
+impl TmuxPlace {
+    /// Whether processes in this tmux are host processes (their pids mean something here).
+    pub fn is_host(&self) -> bool {
+        matches!(self, TmuxPlace::Host { .. })
+    }
+
+    fn host_command(socket_name: &Option<String>) -> Command {
+        let mut cmd = Command::new("tmux");
+        if let Some(name) = socket_name {
+            cmd.arg("-L").arg(name);
+        }
+        // A hub started from inside tmux must not talk to that tmux by accident.
+        cmd.env_remove("TMUX");
+        cmd.env("LANG", "C.UTF-8");
+        cmd.kill_on_drop(true);
+        cmd
+    }
+
+    /// Runs one tmux command; returns stdout, or stderr as the error.
+    pub async fn run(&self, args: &[&str]) -> Result<String, String> {
+        self.run_with_env(args, None).await
+    }
+
+    /// Runs one tmux command. On the host, `env` (when given) is the command's whole
+    /// environment, so a server it starts gets exactly that environment.
+    pub async fn run_with_env(
+        &self,
+        args: &[&str],
+        env: Option<&BTreeMap<String, String>>,
+    ) -> Result<String, String> {
+        let what = || format!("tmux {}", args.first().copied().unwrap_or(""));
+        let run = async {
+            match self {
+                TmuxPlace::Host { socket_name } => {
+                    let mut cmd = Self::host_command(socket_name);
+                    if let Some(env) = env {
+                        cmd.env_clear().envs(env).env("LANG", "C.UTF-8");
+                    }
+                    let out = cmd
+                        .args(args)
+                        .stdin(Stdio::null())
+                        .output()
+                        .await
+                        .map_err(|e| format!("cannot run tmux: {e}"))?;
+                    if out.status.success() {
+                        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+                    } else {
+                        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+                    }
+                }
+                TmuxPlace::Container {
+                    docker,
+                    container_id,
+                } => exec_capture(docker, container_id, args).await,
+            }
+        };
+        tokio::time::timeout(TMUX_CALL_TIMEOUT, run)
+            .await
+            .map_err(|_| format!("{} timed out", what()))?
+    }
+
+    /// Whether a session with exactly this name exists.
+    pub async fn has_session(&self, name: &str) -> bool {
+        self.run(&["has-session", "-t", &format!("={name}")])
+            .await
+            .is_ok()
+    }
+
+    /// Starts a control-mode client (`tmux -u -C <args>`).
+    pub async fn open_control(&self, args: &[&str]) -> Result<ControlIo, String> {
+        match self {
+            TmuxPlace::Host { socket_name } => {
+                let mut cmd = Self::host_command(socket_name);
+                cmd.args(["-u", "-C"])
+                    .args(args)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null());
+                let mut child = cmd
+                    .spawn()
+                    .map_err(|e| format!("cannot start the tmux control client: {e}"))?;
+                let writer = child
+                    .stdin
+                    .take()
+                    .ok_or("tmux control client has no stdin")?;
+                let reader = child
+                    .stdout
+                    .take()
+                    .ok_or("tmux control client has no stdout")?;
+                Ok(ControlIo {
+                    reader: Box::pin(reader),
+                    writer: Box::pin(writer),
+                    ended: async move {
+                        let _ = child.wait().await;
+                    }
+                    .boxed(),
+                })
+            }
+            TmuxPlace::Container {
+                docker,
+                container_id,
+            } => {
+                let mut cmd = vec!["tmux", "-u", "-C"];
+                cmd.extend_from_slice(args);
+                let exec = create_exec(docker, container_id, &cmd, true).await?;
+                // `None`: the daemon frames the stream, so every byte arrives exactly.
+                let started = docker
+                    .start_exec(&exec, None::<StartExecOptions>)
+                    .await
+                    .map_err(|e| format!("cannot start the tmux control client: {e}"))?;
+                let StartExecResults::Attached { output, input } = started else {
+                    return Err("docker exec started detached".into());
+                };
+                let bytes = output.map(|item| {
+                    item.map(|log| log.into_bytes())
+                        .map_err(std::io::Error::other)
+                });
+                Ok(ControlIo {
+                    reader: Box::pin(tokio_util::io::StreamReader::new(bytes)),
+                    writer: input,
+                    ended: async {}.boxed(),
+                })
+            }
+        }
+    }
+}
+
+async fn create_exec(
+    docker: &Docker,
+    container_id: &str,
+    cmd: &[&str],
+    stdin: bool,
+) -> Result<String, String> {
+    let config = ExecConfig {
+        cmd: Some(cmd.iter().map(|s| s.to_string()).collect()),
+        attach_stdin: Some(stdin),
+        attach_stdout: Some(true),
+        attach_stderr: Some(!stdin),
+        tty: Some(false),
+        env: Some(vec!["LANG=C.UTF-8".into()]),
+        ..Default::default()
+    };
+    docker
+        .create_exec(container_id, config)
+        .await
+        .map(|r| r.id)
+        .map_err(|e| format!("docker exec in {container_id} failed: {e}"))
+}
+
+/// Runs `tmux ARGS` in a container and collects its output (non-TTY exec, framed streams).
+async fn exec_capture(
+    docker: &Docker,
+    container_id: &str,
+    args: &[&str],
+) -> Result<String, String> {
+    let mut cmd = vec!["tmux"];
+    cmd.extend_from_slice(args);
+    let exec = create_exec(docker, container_id, &cmd, false).await?;
+    let started = docker
+        .start_exec(&exec, None::<StartExecOptions>)
+        .await
+        .map_err(|e| format!("docker exec in {container_id} failed: {e}"))?;
+    let StartExecResults::Attached { mut output, .. } = started else {
+        return Err("docker exec started detached".into());
+    };
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    while let Some(item) = output.next().await {
+        match item.map_err(|e| format!("docker exec output failed: {e}"))? {
+            bollard::container::LogOutput::StdErr { message } => stderr.extend_from_slice(&message),
+            other => stdout.extend_from_slice(&other.into_bytes()),
+        }
+    }
+    let code = docker
+        .inspect_exec(&exec)
+        .await
+        .map_err(|e| format!("docker exec inspect failed: {e}"))?
+        .exit_code
+        .unwrap_or(0);
+    if code == 0 {
+        Ok(String::from_utf8_lossy(&stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&stderr).trim().to_string())
+    }
+}
