@@ -7,6 +7,8 @@
 //! 1. keystroke -> echo round trip: through the hub (WebSocket input frame, and REST
 //!    `send_line`, both seen on the session's WebSocket), on a bare portable-pty, through a hub
 //!    tmux session, and with the older design (`tmux send-keys` + `capture-pane` polling);
+//!    once back-to-back and once at typing pace (20 ms idle between lines, so each sample pays
+//!    for waking idle threads and CPUs, as a real keystroke does);
 //! 2. `talk` latency for `true`;
 //! 3. ingest throughput of `cat` of a 100 MB text file, hub (seen by a WebSocket subscriber,
 //!    byte-exact) against a bare portable-pty, interleaved.

@@ -28,6 +28,14 @@ stop() {
 }
 trap stop TERM INT HUP
 
+# The command runs under a small wrapper that records its exit status (in the
+# pane option @agent_hub_exit, which the hub watches, and in $exit_file, which
+# becomes the container's exit code) and keeps the pane open a moment so tmux
+# delivers the last output to the hub before the pane goes away.
+exit_file=${TMPDIR:-/tmp}/agent-hub-exit-code
+rm -f "$exit_file"
+wrapper='"$@"; rc=$?; tmux set-option -p -t "$TMUX_PANE" @agent_hub_exit "$rc" 2>/dev/null; echo "$rc" >'"$exit_file"'; sleep 0.3; exit $rc'
+
 # One tmux command list, so every option is set before the pane exists:
 # history-limit in particular applies only to panes created after it is set.
 # window-size manual is set on the new window only, after it exists: set
@@ -42,7 +50,7 @@ tmux start-server \; \
     set-option -g default-terminal xterm-256color \; \
     set-option -g default-size "${cols}x${rows}" \; \
     set-hook -g session-closed "wait-for -S $channel" \; \
-    new-session -d -s "$session" -x "$cols" -y "$rows" -- "$@" \; \
+    new-session -d -s "$session" -x "$cols" -y "$rows" -- sh -c "$wrapper" agent "$@" \; \
     set-option -w -t "=$session:" window-size manual
 
 # Wait without polling: the waiter returns when the hook fires or when the
@@ -52,4 +60,5 @@ while tmux has-session -t "=$session" 2>/dev/null; do
     tmux wait-for "$channel" &
     wait "$!" || true
 done
-exit 0
+code=$(cat "$exit_file" 2>/dev/null || echo 0)
+exit "$code"

@@ -6,6 +6,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use toml::Spanned;
+
+use crate::agents::definition::AgentDef;
 
 /// Default listen address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8100";
@@ -34,6 +37,11 @@ pub struct HubConfig {
     pub env_passthrough: Vec<String>,
     /// Largest accepted request body.
     pub max_body_bytes: usize,
+    /// This hub's id, put on every container it creates (`agent-hub.hub`); default: a random
+    /// id kept in the data dir.
+    pub hub_id: Option<String>,
+    /// Container agents.
+    pub agents: Vec<Spanned<AgentDef>>,
 }
 
 impl Default for HubConfig {
@@ -56,6 +64,8 @@ impl Default for HubConfig {
             .map(String::from)
             .to_vec(),
             max_body_bytes: 1 << 20,
+            hub_id: None,
+            agents: Vec::new(),
         }
     }
 }
@@ -80,13 +90,41 @@ impl HubConfig {
 
     /// Parses config text; `origin` names the source in error messages.
     pub fn parse(text: &str, origin: &str) -> Result<Self, String> {
-        let config: HubConfig = toml::from_str(text).map_err(|e| {
+        let mut config: HubConfig = toml::from_str(text).map_err(|e| {
             let (line, col, key) = locate(text, e.span());
             let key = key.map(|k| format!(" (key `{k}`)")).unwrap_or_default();
             format!("{origin}:{line}:{col}: {}{key}", e.message().trim())
         })?;
         config.validate().map_err(|e| format!("{origin}: {e}"))?;
+        let mut ids = std::collections::HashSet::new();
+        for agent in &config.agents {
+            let table = agent.span();
+            let def = agent.get_ref();
+            let fail = |field: &str, span: Option<std::ops::Range<usize>>, message: String| {
+                let at = span.unwrap_or_else(|| field_span(text, table.clone(), field));
+                let (line, col, _) = locate(text, Some(at));
+                format!(
+                    "{origin}:{line}:{col}: agent '{}': {field}: {message}",
+                    def.id
+                )
+            };
+            if let Err(e) = def.validate() {
+                return Err(fail(e.field, e.span, e.message));
+            }
+            if !ids.insert(def.id.clone()) {
+                return Err(fail("id", None, "duplicate agent id".into()));
+            }
+        }
+        for agent in &mut config.agents {
+            let (line, col, _) = locate(text, Some(agent.get_ref().image.span()));
+            agent.get_mut().image_location = format!("{origin}:{line}:{col}");
+        }
         Ok(config)
+    }
+
+    /// The agent definitions.
+    pub fn agent_defs(&self) -> impl Iterator<Item = &AgentDef> {
+        self.agents.iter().map(|a| a.get_ref())
     }
 
     /// Checks values serde cannot.
@@ -98,12 +136,31 @@ impl HubConfig {
         if self.talk_timeout_ms == 0 {
             return Err("talk_timeout_ms must be positive".into());
         }
+        if let Some(id) = &self.hub_id {
+            check_hub_id(id)?;
+        }
         Ok(())
     }
 
     /// The tmux socket name, if a dedicated one is configured.
     pub fn tmux_socket_name(&self) -> Option<String> {
         (!self.tmux_socket.is_empty()).then(|| self.tmux_socket.clone())
+    }
+}
+
+/// Validates a hub id (it becomes part of container names and labels).
+pub fn check_hub_id(id: &str) -> Result<(), String> {
+    let ok = !id.is_empty()
+        && id.len() <= 32
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "hub_id '{id}' must be 1-32 characters of letters, digits, '-' and '_'"
+        ))
     }
 }
 
@@ -120,6 +177,20 @@ pub fn check_size(cols: u16, rows: u16) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The span of the line assigning `field` inside `table` (or the table itself).
+fn field_span(text: &str, table: std::ops::Range<usize>, field: &str) -> std::ops::Range<usize> {
+    let body = &text[table.start.min(text.len())..table.end.min(text.len())];
+    let mut offset = table.start;
+    for line in body.split_inclusive('\n') {
+        let key = line.split('=').next().unwrap_or("").trim();
+        if key == field {
+            return offset..offset + line.len();
+        }
+        offset += line.len();
+    }
+    table
 }
 
 /// 1-based line and column of a byte span's start, and the key on that line, if any.
@@ -157,6 +228,37 @@ mod tests {
         let e = HubConfig::parse("\n\ncolour = 3\n", "x.toml").unwrap_err();
         assert!(e.starts_with("x.toml:3:1:"), "{e}");
         assert!(e.contains("colour"), "{e}");
+    }
+
+    #[test]
+    fn agent_errors_name_file_line_and_field() {
+        let text = "cols = 100\n\n[[agents]]\nid = \"a\"\nimage = \"img\"\nready_pattern = \"(\"\n";
+        let e = HubConfig::parse(text, "hub.toml").unwrap_err();
+        assert!(
+            e.starts_with("hub.toml:6:") && e.contains("ready_pattern"),
+            "{e}"
+        );
+        let text = "[[agents]]\nid = \"a\"\nimage = \"img\"\nmemory = \"lots\"\n";
+        let e = HubConfig::parse(text, "hub.toml").unwrap_err();
+        assert!(
+            e.starts_with("hub.toml:4:1:") && e.contains("memory"),
+            "{e}"
+        );
+        let text = "[[agents]]\nid = \"a\"\nimage = \"i\"\n[[agents]]\nid = \"a\"\nimage = \"i\"\n";
+        let e = HubConfig::parse(text, "hub.toml").unwrap_err();
+        assert!(
+            e.starts_with("hub.toml:5:1:") && e.contains("duplicate"),
+            "{e}"
+        );
+        let text = "[[agents]]\nid = \"a\"\nimage = \"i\"\nnetwork = 3\n";
+        let e = HubConfig::parse(text, "hub.toml").unwrap_err();
+        assert!(e.starts_with("hub.toml:4:") && e.contains("network"), "{e}");
+        let ok = HubConfig::parse(
+            "[[agents]]\nid = \"a\"\nimage = \"i\"\ncommand = [\"bash\"]\n",
+            "h",
+        )
+        .unwrap();
+        assert_eq!(ok.agent_defs().next().unwrap().command, vec!["bash"]);
     }
 
     #[test]

@@ -40,6 +40,25 @@ pub enum HubError {
     /// The route exists but not with this method.
     #[error("method not allowed")]
     MethodNotAllowed,
+    /// No agent has this id.
+    #[error("no agent with id '{id}'")]
+    AgentNotFound { id: String },
+    /// The agent is not running, so it has no terminal to use.
+    #[error("agent '{id}' is not running (status {status})")]
+    AgentNotRunning { id: String, status: String },
+    /// Starting an agent failed; `screen` holds the last screen seen, if any.
+    #[error("agent '{id}' failed to start: {reason}")]
+    AgentStartFailed {
+        id: String,
+        reason: String,
+        screen: Option<String>,
+    },
+    /// The Docker engine at `endpoint` cannot be reached.
+    #[error("the Docker engine at {endpoint} is unavailable: {reason}")]
+    DockerUnavailable { endpoint: String, reason: String },
+    /// A Docker operation failed.
+    #[error("docker: {message}")]
+    Docker { message: String },
     /// Something inside the hub failed; the message says what.
     #[error("internal error: {message}")]
     Internal { message: String },
@@ -59,6 +78,11 @@ impl HubError {
             HubError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
             HubError::RouteNotFound { .. } => "NOT_FOUND",
             HubError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            HubError::AgentNotFound { .. } => "AGENT_NOT_FOUND",
+            HubError::AgentNotRunning { .. } => "AGENT_NOT_RUNNING",
+            HubError::AgentStartFailed { .. } => "AGENT_START_FAILED",
+            HubError::DockerUnavailable { .. } => "DOCKER_UNAVAILABLE",
+            HubError::Docker { .. } => "DOCKER_ERROR",
             HubError::Internal { .. } => "INTERNAL",
         }
     }
@@ -66,7 +90,12 @@ impl HubError {
     /// The HTTP status that goes with the code.
     pub fn http_status(&self) -> u16 {
         match self {
-            HubError::SessionNotFound { .. } | HubError::RouteNotFound { .. } => 404,
+            HubError::SessionNotFound { .. }
+            | HubError::RouteNotFound { .. }
+            | HubError::AgentNotFound { .. } => 404,
+            HubError::AgentNotRunning { .. } => 409,
+            HubError::DockerUnavailable { .. } => 503,
+            HubError::AgentStartFailed { .. } | HubError::Docker { .. } => 500,
             HubError::BadRequest { .. } => 400,
             HubError::PayloadTooLarge { .. } => 413,
             HubError::MethodNotAllowed => 405,

@@ -9,6 +9,7 @@ use chrono::Utc;
 use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
+use crate::agents::Agents;
 use crate::backend::pty::PtyBackend;
 use crate::backend::tmux::{TmuxBackend, TmuxPlace};
 use crate::backend::{Backend, SpawnSpec, TermSize};
@@ -54,6 +55,7 @@ struct Inner {
     issued_ids: Mutex<HashSet<String>>,
     /// Cancelled when the hub begins to shut down; long-lived streams watch it.
     closing: CancellationToken,
+    agents: Agents,
 }
 
 impl Hub {
@@ -61,10 +63,11 @@ impl Hub {
     pub fn new(config: HubConfig) -> Self {
         Hub {
             inner: Arc::new(Inner {
-                config,
                 sessions: RwLock::new(BTreeMap::new()),
                 issued_ids: Mutex::new(HashSet::new()),
                 closing: CancellationToken::new(),
+                agents: Agents::new(&config),
+                config,
             }),
         }
     }
@@ -79,7 +82,8 @@ impl Hub {
         &self.inner.config
     }
 
-    fn new_id(&self, prefix: &str) -> String {
+    /// A new session id, never handed out before.
+    pub fn new_id(&self, prefix: &str) -> String {
         let mut issued = self
             .inner
             .issued_ids
@@ -188,15 +192,49 @@ impl Hub {
             args: spawn.args,
             cwd: spawn.cwd.display().to_string(),
             tmux_session,
+            agent_id: None,
+            container_id: None,
             created_at: Utc::now(),
         };
-        let session = Session::new(spec, size, req.owner, output, backend);
+        Ok(self.insert_session(spec, size, req.owner, output, backend))
+    }
+
+    /// Registers a session whose backend was started elsewhere (container agents).
+    pub fn insert_session(
+        &self,
+        spec: SessionSpec,
+        size: TermSize,
+        owner: Owner,
+        output: Arc<Output>,
+        backend: Box<dyn Backend>,
+    ) -> Arc<Session> {
+        let id = spec.id.clone();
+        let session = Session::new(spec, size, owner, output, backend);
         self.inner
             .sessions
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .insert(id, session.clone());
-        Ok(session)
+        session
+    }
+
+    /// Removes a session from the registry without touching its program.
+    pub fn remove_session(&self, id: &str) -> Option<Arc<Session>> {
+        let removed = self
+            .inner
+            .sessions
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+        if let Some(s) = &removed {
+            s.close();
+        }
+        removed
+    }
+
+    /// The container agents.
+    pub fn agents(&self) -> &Agents {
+        &self.inner.agents
     }
 
     /// The session with this id.
@@ -245,7 +283,8 @@ impl Hub {
         Ok(session.output().exit())
     }
 
-    /// Stops every host PTY session (they cannot outlive the hub); tmux sessions keep running.
+    /// Stops every host PTY session (they cannot outlive the hub); tmux sessions and container
+    /// agents keep running, and their tmux clients detach cleanly.
     pub async fn shutdown(&self) {
         self.inner.closing.cancel();
         let ids: Vec<String> = self
@@ -256,6 +295,11 @@ impl Hub {
             .collect();
         for id in ids {
             let _ = self.kill(&id).await;
+        }
+        for session in self.list() {
+            if session.spec().backend != "pty" {
+                session.detach().await;
+            }
         }
     }
 }

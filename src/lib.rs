@@ -13,11 +13,13 @@
 //! - [`client`]: the typed HTTP/WebSocket client the CLI uses; [`cli`]: one module per command.
 //! - [`config`]: the `hub.toml` settings.
 
+pub mod agents;
 pub mod api;
 pub mod backend;
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod docker;
 pub mod error;
 pub mod hub;
 pub mod output;

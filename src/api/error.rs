@@ -34,6 +34,8 @@ impl IntoResponse for ApiError {
                 body["exit_code"] = json!(exit_code);
                 body["output"] = json!(output);
             }
+            HubError::AgentStartFailed { screen, .. } => body["screen"] = json!(screen),
+            HubError::DockerUnavailable { endpoint, .. } => body["endpoint"] = json!(endpoint),
             _ => {}
         }
         if status.is_server_error() {

@@ -1,6 +1,7 @@
 //! HTTP and WebSocket API: translation only. Handlers parse requests, call the hub or a
 //! session, and shape JSON; rules live in `hub` and `session`, error mapping in `api::error`.
 
+mod agents;
 pub mod error;
 mod sessions;
 mod stream;
@@ -47,6 +48,11 @@ pub fn router(hub: Hub) -> Router {
         .route("/v1/pty/sessions/{id}/talk", post(sessions::talk))
         .route("/v1/pty/sessions/{id}/resize", post(sessions::resize))
         .route("/v1/pty/sessions/{id}/stream", get(stream::stream))
+        .route("/v1/agents", get(agents::list_agents))
+        .route("/v1/agents/{id}", get(agents::get_agent))
+        .route("/v1/agents/{id}/start", post(agents::start_agent))
+        .route("/v1/agents/{id}/stop", post(agents::stop_agent))
+        .route("/v1/agents/{id}/restart", post(agents::restart_agent))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))
@@ -58,6 +64,8 @@ async fn health(State(hub): State<Hub>) -> Json<Value> {
         "ok": true,
         "version": env!("CARGO_PKG_VERSION"),
         "sessions": hub.list().len(),
+        "agents": hub.agents().defs().count(),
+        "hub_id": hub.agents().hub_id(),
     }))
 }
 

@@ -43,4 +43,9 @@ pub trait Backend: Send + Sync {
     fn terminate(&self, first: TermSignal) -> BoxFuture<'_, Result<(), String>>;
     /// Host process id of the program, when there is one.
     fn pid(&self) -> Option<u32>;
+    /// Stops streaming without stopping the program (a tmux client detaches cleanly, leaving
+    /// no client behind). The default does nothing: a PTY cannot outlive its reader.
+    fn detach(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }

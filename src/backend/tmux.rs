@@ -283,6 +283,12 @@ async fn write_commands(
     let (nobody_waits, _) = oneshot::channel();
     if write_lines(&mut stdin, vec![subscribe], nobody_waits, &pending).await {
         while let Some((lines, ack)) = requests.recv().await {
+            if lines.is_empty() {
+                // A detach request: settled once the client has been told to go.
+                let _ = stdin.write_all(b"detach-client\n").await;
+                let _ = ack.send(Ok(()));
+                return;
+            }
             if !write_lines(&mut stdin, lines, ack, &pending).await {
                 return;
             }
@@ -523,6 +529,17 @@ impl Backend for TmuxBackend {
                 Ok(())
             } else {
                 Err(format!("processes still alive after SIGKILL: {left:?}"))
+            }
+        }
+        .boxed()
+    }
+
+    fn detach(&self) -> BoxFuture<'_, ()> {
+        async move {
+            // An empty batch tells the writer to detach the client and stop.
+            let (ack, done) = oneshot::channel();
+            if self.commands.send((Vec::new(), ack)).is_ok() {
+                let _ = tokio::time::timeout(TMUX_CALL_TIMEOUT, done).await;
             }
         }
         .boxed()

@@ -100,7 +100,17 @@ pub async fn run(args: ServeArgs) -> i32 {
         }
     };
     let addr = listener.local_addr().map_or(config.listen, |a| a);
+    let mut config = config;
+    if let Err(e) = resolve_hub_id(&mut config) {
+        eprintln!("agent-hub: {e}");
+        return 2;
+    }
     let hub = Hub::new(config);
+    if let Err(e) = check_images(&hub).await {
+        eprintln!("agent-hub: {e}");
+        return 2;
+    }
+    crate::agents::sync::spawn(&hub);
     if args.open_shell {
         let req = CreateSession {
             owner: Owner {
@@ -132,6 +142,54 @@ pub async fn run(args: ServeArgs) -> i32 {
             1
         }
     }
+}
+
+/// The hub's id: from the config, else kept in the data dir (created once).
+fn resolve_hub_id(config: &mut HubConfig) -> Result<(), String> {
+    if config.hub_id.is_some() {
+        return Ok(());
+    }
+    let path = config.data_dir.join("hub_id");
+    let id = match std::fs::read_to_string(&path) {
+        Ok(text) => text.trim().to_string(),
+        Err(_) => {
+            let id = format!("{:08x}", rand::random::<u32>());
+            std::fs::write(&path, format!("{id}\n"))
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            id
+        }
+    };
+    crate::config::check_hub_id(&id).map_err(|e| format!("{}: {e}", path.display()))?;
+    config.hub_id = Some(id);
+    Ok(())
+}
+
+/// Rejects agent definitions whose image is missing on a reachable engine. An engine that
+/// cannot be reached is not an error here: host sessions keep working and the agent's start
+/// says DOCKER_UNAVAILABLE.
+async fn check_images(hub: &Hub) -> Result<(), String> {
+    for def in hub.agents().defs() {
+        let docker = match hub.agents().endpoints().client(def.endpoint()).await {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::warn!(agent = %def.id, "{e}");
+                continue;
+            }
+        };
+        if let Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) = docker.inspect_image(def.image.get_ref()).await
+        {
+            return Err(format!(
+                "{}: agent '{}': image: image '{}' not found on {} (build or pull it first)",
+                def.image_location,
+                def.id,
+                def.image.get_ref(),
+                crate::docker::endpoint_name(def.endpoint())
+            ));
+        }
+    }
+    Ok(())
 }
 
 async fn signal_shutdown(token: CancellationToken) {

@@ -36,15 +36,19 @@ pub struct Owner {
 #[derive(Debug, Clone, Serialize)]
 pub struct SessionSpec {
     pub id: String,
-    /// `pty` or `tmux` (later also `docker`).
+    /// `pty`, `tmux` or `docker`.
     pub backend: &'static str,
-    /// Where the terminal lives: `host` for host PTYs and tmux.
+    /// Where the terminal lives: `host` (host PTYs and tmux) or `docker`.
     pub source: &'static str,
     pub shell: String,
     pub args: Vec<String>,
     pub cwd: String,
     /// The tmux session name, for tmux-backed sessions.
     pub tmux_session: Option<String>,
+    /// The container agent this terminal belongs to.
+    pub agent_id: Option<String>,
+    /// The container, for docker sessions.
+    pub container_id: Option<String>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -247,6 +251,11 @@ impl Session {
     /// Stops the background tasks; called when the session leaves the registry.
     pub fn close(&self) {
         self.cancel.cancel();
+    }
+
+    /// Stops streaming without stopping the program (detaches a tmux client cleanly).
+    pub async fn detach(&self) {
+        self.backend.detach().await;
     }
 
     /// Runs `f` on the screen after catching it up with all output so far.

@@ -1,0 +1,260 @@
+//! `[[agents]]` in `hub.toml`: what each container agent runs and how. Parsed with the rest of
+//! the config; [`AgentDef::validate`] checks what serde cannot, naming the field.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// How the tmux session `agent` comes to exist in the container.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StartTmux {
+    /// The image's entrypoint starts it (the shipped agent image does); if it does not appear
+    /// within a few seconds while the container runs, the hub starts it.
+    #[default]
+    Auto,
+    /// The image's entrypoint starts it.
+    Image,
+    /// The hub keeps the container alive with a tiny init script and starts tmux itself:
+    /// for images whose entrypoint knows nothing of tmux.
+    Hub,
+}
+
+/// One container agent.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentDef {
+    /// Unique id: 1-64 characters of `a-z`, `0-9`, `_`, `-`, `.`.
+    pub id: String,
+    /// Image to run; must exist on the agent's engine.
+    pub image: Spanned<String>,
+    /// Program and arguments run in the tmux session (default: the image's default command).
+    #[serde(default)]
+    pub command: Vec<String>,
+    /// Environment of the container.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Working directory in the container.
+    pub workdir: Option<String>,
+    /// Bind mounts in Docker's `SOURCE:TARGET[:ro]` form.
+    #[serde(default)]
+    pub mounts: Vec<String>,
+    /// Extra container labels.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Docker network mode (`none`, `host`, `bridge`, a network name); default: the engine's.
+    pub network: Option<String>,
+    /// Memory limit: bytes, or a number with `k`, `m` or `g`.
+    pub memory: Option<String>,
+    /// CPU limit, in CPUs (e.g. 1.5).
+    pub cpus: Option<f64>,
+    pub owner_agent_id: Option<String>,
+    pub owner_role: Option<String>,
+    pub label: Option<String>,
+    pub cli_type: Option<String>,
+    /// Regex on the rendered screen that means "ready for input".
+    pub ready_pattern: Option<Spanned<String>>,
+    /// Seconds to wait for the tmux session and `ready_pattern`.
+    #[serde(default = "default_ready_timeout")]
+    pub ready_timeout: u64,
+    /// Policy name (see `policies/`).
+    pub policy: Option<String>,
+    /// Docker endpoint (unix://, tcp://, https:// or ssh://); default: the local engine.
+    pub docker_host: Option<String>,
+    /// Remove the container when the agent stops (default: keep it, so a restart keeps its files).
+    #[serde(default)]
+    pub remove_on_stop: bool,
+    /// Seconds between SIGTERM and SIGKILL when stopping.
+    #[serde(default = "default_stop_grace")]
+    pub stop_grace: u64,
+    #[serde(default)]
+    pub start_tmux: StartTmux,
+    pub cols: Option<u16>,
+    pub rows: Option<u16>,
+    /// Where `image` is written (`hub.toml:LINE:COL`), for errors found after loading.
+    #[serde(skip)]
+    pub image_location: String,
+}
+
+fn default_ready_timeout() -> u64 {
+    30
+}
+
+fn default_stop_grace() -> u64 {
+    10
+}
+
+/// A problem in a definition: which field, where in the file, and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DefError {
+    pub field: &'static str,
+    pub span: Option<std::ops::Range<usize>>,
+    pub message: String,
+}
+
+impl AgentDef {
+    /// Checks ids, regexes and limits.
+    pub fn validate(&self) -> Result<(), DefError> {
+        let err = |field, span, message: String| {
+            Err(DefError {
+                field,
+                span,
+                message,
+            })
+        };
+        let id_ok = !self.id.is_empty()
+            && self.id.len() <= 64
+            && self
+                .id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_-.".contains(c));
+        if !id_ok {
+            return err(
+                "id",
+                None,
+                format!(
+                    "agent id '{}' must be 1-64 characters of a-z, 0-9, '_', '-', '.'",
+                    self.id
+                ),
+            );
+        }
+        if self.image.get_ref().trim().is_empty() {
+            return err(
+                "image",
+                Some(self.image.span()),
+                "image must not be empty".into(),
+            );
+        }
+        if let Some(p) = &self.ready_pattern {
+            if let Err(e) = regex::Regex::new(p.get_ref()) {
+                return err(
+                    "ready_pattern",
+                    Some(p.span()),
+                    format!("invalid regex: {e}"),
+                );
+            }
+        }
+        if let Some(m) = &self.memory {
+            if parse_bytes(m).is_none() {
+                return err(
+                    "memory",
+                    None,
+                    format!("memory '{m}' must be bytes or a number with k, m or g"),
+                );
+            }
+        }
+        if let Some(c) = self.cpus {
+            if !(c > 0.0 && c <= 1024.0) {
+                return err("cpus", None, format!("cpus {c} must be above 0"));
+            }
+        }
+        for m in &self.mounts {
+            let parts: Vec<&str> = m.split(':').collect();
+            let ok = matches!(parts.len(), 2 | 3)
+                && parts[..2].iter().all(|p| !p.is_empty())
+                && parts.get(2).is_none_or(|o| matches!(*o, "ro" | "rw"));
+            if !ok {
+                return err(
+                    "mounts",
+                    None,
+                    format!("mount '{m}' must be SOURCE:TARGET or SOURCE:TARGET:ro"),
+                );
+            }
+        }
+        crate::config::check_size(self.cols.unwrap_or(120), self.rows.unwrap_or(30))
+            .or_else(|m| err("cols", None, m))?;
+        if self.ready_timeout == 0 {
+            return err(
+                "ready_timeout",
+                None,
+                "ready_timeout must be at least 1 second".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The compiled ready pattern.
+    pub fn ready_regex(&self) -> Option<regex::Regex> {
+        self.ready_pattern
+            .as_ref()
+            .and_then(|p| regex::Regex::new(p.get_ref()).ok())
+    }
+
+    /// How long to wait for readiness.
+    pub fn ready_timeout(&self) -> Duration {
+        Duration::from_secs(self.ready_timeout)
+    }
+
+    /// The endpoint key ("" = the local default engine).
+    pub fn endpoint(&self) -> &str {
+        self.docker_host.as_deref().unwrap_or("")
+    }
+
+    /// Memory limit in bytes.
+    pub fn memory_bytes(&self) -> Option<i64> {
+        self.memory.as_deref().and_then(parse_bytes)
+    }
+}
+
+/// `512`, `64k`, `256m`, `2g` (case-insensitive) to bytes.
+pub fn parse_bytes(text: &str) -> Option<i64> {
+    let t = text.trim().to_ascii_lowercase();
+    let (num, mult) = match t.chars().last()? {
+        'k' => (&t[..t.len() - 1], 1i64 << 10),
+        'm' => (&t[..t.len() - 1], 1 << 20),
+        'g' => (&t[..t.len() - 1], 1 << 30),
+        _ => (t.as_str(), 1),
+    };
+    let n: f64 = num.trim().parse().ok()?;
+    (n > 0.0).then(|| (n * mult as f64) as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(extra: &str) -> Result<AgentDef, String> {
+        let text = format!("id = \"a1\"\nimage = \"img\"\n{extra}");
+        toml::from_str::<AgentDef>(&text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn valid_definitions_pass_and_bad_fields_are_named() {
+        assert!(def("").unwrap().validate().is_ok());
+        assert!(def(
+            "ready_pattern = '\\$ $'\nmemory = \"2g\"\ncpus = 1.5\nmounts = [\"/a:/b:ro\"]"
+        )
+        .unwrap()
+        .validate()
+        .is_ok());
+        for (extra, field) in [
+            ("ready_pattern = \"(\"", "ready_pattern"),
+            ("memory = \"lots\"", "memory"),
+            ("cpus = 0.0", "cpus"),
+            ("mounts = [\"/only\"]", "mounts"),
+            ("cols = 0", "cols"),
+            ("ready_timeout = 0", "ready_timeout"),
+        ] {
+            assert_eq!(
+                def(extra).unwrap().validate().unwrap_err().field,
+                field,
+                "{extra}"
+            );
+        }
+        let bad_id = toml::from_str::<AgentDef>("id = \"Bad Id\"\nimage = \"x\"").unwrap();
+        assert_eq!(bad_id.validate().unwrap_err().field, "id");
+        assert!(def("colour = 1").is_err(), "unknown fields are rejected");
+    }
+
+    #[test]
+    fn byte_sizes_parse() {
+        assert_eq!(parse_bytes("512"), Some(512));
+        assert_eq!(parse_bytes("64k"), Some(65536));
+        assert_eq!(parse_bytes("2G"), Some(2 << 30));
+        assert_eq!(parse_bytes("1.5m"), Some(1572864));
+        assert_eq!(parse_bytes("x"), None);
+        assert_eq!(parse_bytes("-1"), None);
+    }
+}

@@ -1,0 +1,217 @@
+//! Docker engines: one client per endpoint (connected lazily, so one engine being down never
+//! affects agents on another), and the container operations the agents module needs. Every
+//! container the hub creates carries the labels below; the hub finds its containers by label,
+//! never by name (the name filter is a prefix match).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
+    StopContainerOptionsBuilder,
+};
+use bollard::Docker;
+use tokio::sync::Mutex;
+
+use crate::agents::definition::{AgentDef, StartTmux};
+use crate::error::{HubError, HubResult};
+
+/// Set on every container the hub manages.
+pub const LABEL_MANAGED: &str = "agent-hub.managed";
+/// The agent id.
+pub const LABEL_AGENT: &str = "agent-hub.agent";
+/// The id of the hub that created the container.
+pub const LABEL_HUB: &str = "agent-hub.hub";
+/// How long connecting to an engine may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Keeps a container alive when the hub starts tmux itself (`start_tmux = "hub"`).
+const KEEPALIVE_SCRIPT: &str = "trap 'exit 0' TERM INT; while :; do sleep 86400 & wait $!; done";
+
+/// Docker clients by endpoint ("" = the local default engine).
+#[derive(Default)]
+pub struct Endpoints {
+    clients: Mutex<HashMap<String, Docker>>,
+}
+
+/// A readable name for an endpoint key.
+pub fn endpoint_name(endpoint: &str) -> String {
+    if endpoint.is_empty() {
+        std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".into())
+    } else {
+        endpoint.to_string()
+    }
+}
+
+/// Maps a bollard error: the engine answered (a Docker error) or could not be reached.
+pub fn docker_error(endpoint: &str, e: bollard::errors::Error) -> HubError {
+    match e {
+        bollard::errors::Error::DockerResponseServerError { message, .. } => {
+            HubError::Docker { message }
+        }
+        other => HubError::DockerUnavailable {
+            endpoint: endpoint_name(endpoint),
+            reason: other.to_string(),
+        },
+    }
+}
+
+impl Endpoints {
+    /// A connected client for `endpoint`; `DOCKER_UNAVAILABLE` when it cannot be reached.
+    pub async fn client(&self, endpoint: &str) -> HubResult<Docker> {
+        if let Some(d) = self.clients.lock().await.get(endpoint) {
+            return Ok(d.clone());
+        }
+        let unavailable = |reason: String| HubError::DockerUnavailable {
+            endpoint: endpoint_name(endpoint),
+            reason,
+        };
+        let docker = if endpoint.is_empty() {
+            Docker::connect_with_defaults()
+        } else {
+            Docker::connect_with_host(endpoint)
+        }
+        .map_err(|e| unavailable(e.to_string()))?;
+        let docker = tokio::time::timeout(CONNECT_TIMEOUT, docker.negotiate_version())
+            .await
+            .map_err(|_| unavailable("no answer within 5 s".into()))?
+            .map_err(|e| unavailable(e.to_string()))?;
+        self.clients
+            .lock()
+            .await
+            .insert(endpoint.to_string(), docker.clone());
+        Ok(docker)
+    }
+
+    /// Drops a client after a connection failure, so the next call reconnects.
+    pub async fn forget(&self, endpoint: &str) {
+        self.clients.lock().await.remove(endpoint);
+    }
+}
+
+/// The container name of an agent (unique per hub).
+pub fn container_name(hub_id: &str, agent_id: &str) -> String {
+    format!("agent-hub-{hub_id}-{agent_id}")
+}
+
+/// What `docker create` gets for an agent.
+pub fn container_body(
+    def: &AgentDef,
+    hub_id: &str,
+    start_tmux_in_image: bool,
+) -> ContainerCreateBody {
+    let mut labels = def.labels.clone().into_iter().collect::<HashMap<_, _>>();
+    labels.insert(LABEL_MANAGED.into(), "true".into());
+    labels.insert(LABEL_AGENT.into(), def.id.clone());
+    labels.insert(LABEL_HUB.into(), hub_id.into());
+    let mut env: Vec<String> = def.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    env.push("LANG=C.UTF-8".into());
+    env.push("TERM=xterm-256color".into());
+    env.push(format!("AGENT_HUB_AGENT_ID={}", def.id));
+    env.push(format!("AGENT_HUB_COLS={}", def.cols.unwrap_or(120)));
+    env.push(format!("AGENT_HUB_ROWS={}", def.rows.unwrap_or(30)));
+    let (entrypoint, cmd) = if start_tmux_in_image {
+        (None, (!def.command.is_empty()).then(|| def.command.clone()))
+    } else {
+        let script = vec!["sh".into(), "-c".into(), KEEPALIVE_SCRIPT.into()];
+        (Some(script), Some(Vec::new()))
+    };
+    ContainerCreateBody {
+        image: Some(def.image.get_ref().clone()),
+        entrypoint,
+        cmd,
+        env: Some(env),
+        working_dir: def.workdir.clone(),
+        labels: Some(labels),
+        tty: Some(false),
+        host_config: Some(HostConfig {
+            init: Some(true),
+            binds: (!def.mounts.is_empty()).then(|| def.mounts.clone()),
+            network_mode: def.network.clone(),
+            memory: def.memory_bytes(),
+            nano_cpus: def.cpus.map(|c| (c * 1e9) as i64),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// Whether the image's entrypoint starts the tmux session (vs. the hub doing it).
+pub fn image_starts_tmux(def: &AgentDef) -> bool {
+    def.start_tmux != StartTmux::Hub
+}
+
+/// Creates the agent's container (removing a stopped one of the same name first) and
+/// returns its id.
+pub async fn create_container(
+    docker: &Docker,
+    endpoint: &str,
+    def: &AgentDef,
+    hub_id: &str,
+) -> HubResult<String> {
+    let name = container_name(hub_id, &def.id);
+    let options = CreateContainerOptionsBuilder::default().name(&name).build();
+    let body = container_body(def, hub_id, image_starts_tmux(def));
+    docker
+        .create_container(Some(options), body)
+        .await
+        .map(|r| r.id)
+        .map_err(|e| docker_error(endpoint, e))
+}
+
+/// Managed containers of this hub on an engine (running or not).
+pub async fn list_managed(
+    docker: &Docker,
+    endpoint: &str,
+    hub_id: &str,
+) -> HubResult<Vec<bollard::models::ContainerSummary>> {
+    let mut filters = HashMap::new();
+    filters.insert(
+        "label",
+        vec![
+            format!("{LABEL_MANAGED}=true"),
+            format!("{LABEL_HUB}={hub_id}"),
+        ],
+    );
+    let options = ListContainersOptionsBuilder::default()
+        .all(true)
+        .filters(&filters)
+        .build();
+    docker
+        .list_containers(Some(options))
+        .await
+        .map_err(|e| docker_error(endpoint, e))
+}
+
+/// Stops a container (SIGTERM, then SIGKILL after `grace_s`); a container already gone or
+/// stopped is fine.
+pub async fn stop_container(
+    docker: &Docker,
+    endpoint: &str,
+    id: &str,
+    grace_s: u64,
+) -> HubResult<()> {
+    let options = StopContainerOptionsBuilder::default()
+        .t(grace_s.min(i32::MAX as u64) as i32)
+        .build();
+    match docker.stop_container(id, Some(options)).await {
+        Ok(()) => Ok(()),
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 304 | 404,
+            ..
+        }) => Ok(()),
+        Err(e) => Err(docker_error(endpoint, e)),
+    }
+}
+
+/// Removes a container; one already gone is fine.
+pub async fn remove_container(docker: &Docker, endpoint: &str, id: &str) -> HubResult<()> {
+    let options = RemoveContainerOptionsBuilder::default().force(true).build();
+    match docker.remove_container(id, Some(options)).await {
+        Ok(()) => Ok(()),
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) => Ok(()),
+        Err(e) => Err(docker_error(endpoint, e)),
+    }
+}
