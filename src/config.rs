@@ -179,11 +179,15 @@ pub fn check_size(cols: u16, rows: u16) -> Result<(), String> {
     Ok(())
 }
 
-/// The span of the line assigning `field` inside `table` (or the table itself).
+/// The span of the line assigning `field` in the table starting at `table` (up to the next
+/// table header), or the table itself.
 fn field_span(text: &str, table: std::ops::Range<usize>, field: &str) -> std::ops::Range<usize> {
-    let body = &text[table.start.min(text.len())..table.end.min(text.len())];
-    let mut offset = table.start;
-    for line in body.split_inclusive('\n') {
+    let start = table.start.min(text.len());
+    let mut offset = start;
+    for (n, line) in text[start..].split_inclusive('\n').enumerate() {
+        if n > 0 && line.trim_start().starts_with('[') {
+            break;
+        }
         let key = line.split('=').next().unwrap_or("").trim();
         if key == field {
             return offset..offset + line.len();

@@ -208,7 +208,7 @@ pub fn parse_bytes(text: &str) -> Option<i64> {
         _ => (t.as_str(), 1),
     };
     let n: f64 = num.trim().parse().ok()?;
-    (n > 0.0).then(|| (n * mult as f64) as i64)
+    (n > 0.0).then_some((n * mult as f64) as i64)
 }
 
 #[cfg(test)]
