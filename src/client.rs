@@ -200,6 +200,66 @@ impl HubClient {
         })
     }
 
+    pub async fn agents(&self) -> Result<Value, ClientError> {
+        self.get("/v1/agents").await
+    }
+
+    pub async fn agent(&self, id: &str) -> Result<Value, ClientError> {
+        self.get(&format!("/v1/agents/{}", encode(id))).await
+    }
+
+    /// `op` is `start`, `stop` or `restart`.
+    pub async fn agent_op(&self, id: &str, op: &str) -> Result<Value, ClientError> {
+        self.post(&format!("/v1/agents/{}/{op}", encode(id)), json!({}))
+            .await
+    }
+
+    /// The session a user means by `target`: a session id, an agent id (its current session)
+    /// or a session label (which must match exactly one session).
+    pub async fn resolve_target(&self, target: &str) -> Result<String, ClientError> {
+        if self.session(target).await.is_ok() {
+            return Ok(target.to_string());
+        }
+        if let Ok(v) = self.agent(target).await {
+            return match v["agent"]["session_id"].as_str() {
+                Some(sid) if v["agent"]["pty_attached"] == true => Ok(sid.to_string()),
+                _ => Err(ClientError {
+                    error_code: "AGENT_NOT_RUNNING".into(),
+                    message: format!(
+                        "agent '{target}' is {}; start it with `agent-hub start {target}`",
+                        v["agent"]["status"].as_str().unwrap_or("not running")
+                    ),
+                    body: v,
+                }),
+            };
+        }
+        let list = self.list().await?;
+        let matches: Vec<String> = list["sessions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|s| s["label"].as_str() == Some(target))
+            .filter_map(|s| s["id"].as_str().map(String::from))
+            .collect();
+        match matches.as_slice() {
+            [one] => Ok(one.clone()),
+            [] => Err(ClientError {
+                error_code: "NOT_FOUND".into(),
+                message: format!("no session, agent or label '{target}'"),
+                body: json!({"ok": false, "error_code": "NOT_FOUND"}),
+            }),
+            many => Err(ClientError {
+                error_code: "AMBIGUOUS".into(),
+                message: format!(
+                    "label '{target}' matches {} sessions: {}",
+                    many.len(),
+                    many.join(", ")
+                ),
+                body: json!({"ok": false, "error_code": "AMBIGUOUS", "matches": many}),
+            }),
+        }
+    }
+
     /// The WebSocket URL of a session's stream.
     pub fn stream_url(&self, id: &str, since: Option<u64>) -> String {
         let ws_base = if let Some(rest) = self.base.strip_prefix("https://") {

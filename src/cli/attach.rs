@@ -15,8 +15,12 @@ use crate::protocol::{ClientFrame, ServerFrame};
 
 #[derive(Debug, Args)]
 pub struct AttachArgs {
-    /// Session id.
+    /// Session id, agent id, or session label.
     pub id: String,
+    /// Run a native tmux client instead (`docker exec -it <container> tmux attach -t agent`);
+    /// needs the docker CLI on this machine. Container agents only.
+    #[arg(long)]
+    pub direct: bool,
     /// Key that detaches: ctrl-<letter> or ctrl-] / ctrl-\ / ctrl-^ / ctrl-_.
     #[arg(long, env = "AGENT_HUB_DETACH_KEY", default_value = "ctrl-]")]
     pub detach_key: String,
@@ -86,12 +90,18 @@ pub async fn run(args: AttachArgs) -> i32 {
         }
     };
     let client = HubClient::new(&args.opts.hub);
-    // Check the session first so a typo gives a clear error, not a failed upgrade.
-    if let Err(e) = client.session(&args.id).await {
-        eprintln!("agent-hub: {e}");
-        return 1;
+    if args.direct {
+        return attach_direct(&client, &args.id).await;
     }
-    let url = client.stream_url(&args.id, None);
+    // Resolve first so a typo gives a clear error, not a failed upgrade.
+    let session_id = match client.resolve_target(&args.id).await {
+        Ok(id) => id,
+        Err(e) => {
+            eprintln!("agent-hub: {e}");
+            return 1;
+        }
+    };
+    let url = client.stream_url(&session_id, None);
     let (socket, _) = match tokio_tungstenite::connect_async(&url).await {
         Ok(s) => s,
         Err(e) => {
@@ -110,11 +120,11 @@ pub async fn run(args: AttachArgs) -> i32 {
     drop(raw);
     match ending {
         Ok(Ending::Detached) => {
-            eprintln!("\r\n[detached from {}]", args.id);
+            eprintln!("\r\n[detached from {session_id}]");
             0
         }
         Ok(Ending::Exited(code, reason)) => {
-            eprintln!("\r\n[session {} {reason}, exit code {code:?}]", args.id);
+            eprintln!("\r\n[session {session_id} {reason}, exit code {code:?}]");
             0
         }
         Ok(Ending::Closed) => {
@@ -123,6 +133,46 @@ pub async fn run(args: AttachArgs) -> i32 {
         }
         Err(e) => {
             eprintln!("\r\nagent-hub: {e}");
+            1
+        }
+    }
+}
+
+/// `docker exec -it <container> tmux attach -t agent`, for a native tmux client.
+async fn attach_direct(client: &HubClient, id: &str) -> i32 {
+    let agent = match client.agent(id).await {
+        Ok(v) => v["agent"].clone(),
+        Err(e) => {
+            eprintln!("agent-hub: {e} (--direct takes an agent id)");
+            return 1;
+        }
+    };
+    let Some(container) = agent["container_id"]
+        .as_str()
+        .filter(|_| agent["status"] == "running")
+    else {
+        eprintln!("agent-hub: agent '{id}' is not running");
+        return 1;
+    };
+    let mut cmd = std::process::Command::new("docker");
+    if let Some(host) = agent["docker_host"].as_str() {
+        cmd.env("DOCKER_HOST", host);
+    }
+    cmd.args([
+        "exec",
+        "-it",
+        "-e",
+        "LANG=C.UTF-8",
+        container,
+        "tmux",
+        "attach",
+        "-t",
+        crate::agents::AGENT_TMUX_SESSION,
+    ]);
+    match cmd.status() {
+        Ok(status) => status.code().unwrap_or(1),
+        Err(e) => {
+            eprintln!("agent-hub: cannot run docker: {e}");
             1
         }
     }

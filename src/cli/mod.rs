@@ -1,6 +1,7 @@
 //! The command line: one module per command. Every command that talks to a hub takes
 //! `--hub URL` (or `AGENT_HUB_URL`) and `--json`.
 
+mod agents;
 mod attach;
 mod ops;
 mod serve;
@@ -52,8 +53,17 @@ pub enum Command {
     Resize(ops::ResizeArgs),
     /// Kill a session: hang-up, then SIGKILL of everything left after a grace period.
     Kill(ops::KillArgs),
-    /// Attach your terminal to a session; the detach key (default Ctrl-]) returns.
+    /// Attach your terminal to a session (by session id, agent id or label); the detach key
+    /// (default Ctrl-]) returns and leaves it running.
     Attach(attach::AttachArgs),
+    /// List container agents and their status.
+    Agents(agents::AgentsArgs),
+    /// Start container agents (several start at once) and wait until each is ready.
+    Start(agents::AgentOpArgs),
+    /// Stop container agents: detach cleanly, then stop their containers.
+    Stop(agents::AgentOpArgs),
+    /// Restart container agents.
+    Restart(agents::AgentOpArgs),
 }
 
 /// Runs a parsed command line; returns the process exit code.
@@ -81,6 +91,10 @@ pub fn run(cli: Cli) -> i32 {
             Command::Resize(args) => ops::resize(args).await,
             Command::Kill(args) => ops::kill(args).await,
             Command::Attach(args) => attach::run(args).await,
+            Command::Agents(args) => agents::list(args).await,
+            Command::Start(args) => agents::run_op(args, "start").await,
+            Command::Stop(args) => agents::run_op(args, "stop").await,
+            Command::Restart(args) => agents::run_op(args, "restart").await,
         }
     })
 }

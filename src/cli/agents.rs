@@ -1,0 +1,137 @@
+//! `agent-hub agents | start | stop | restart`: container agents from the command line.
+//! Several agents start (or stop) concurrently, with a line per agent as each finishes.
+
+use std::io::IsTerminal;
+use std::time::Instant;
+
+use super::ClientOpts;
+use crate::client::HubClient;
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct AgentsArgs {
+    #[command(flatten)]
+    pub opts: ClientOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct AgentOpArgs {
+    /// Agent ids.
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+    #[command(flatten)]
+    pub opts: ClientOpts,
+}
+
+pub async fn list(args: AgentsArgs) -> i32 {
+    match HubClient::new(&args.opts.hub).agents().await {
+        Ok(v) if args.opts.json => {
+            println!("{v}");
+            0
+        }
+        Ok(v) => {
+            println!(
+                "{:<16} {:<9} {:<16} {:<14} {}",
+                "AGENT", "STATUS", "SESSION", "LABEL", "IMAGE"
+            );
+            for a in v["agents"].as_array().into_iter().flatten() {
+                let mut status = a["status"].as_str().unwrap_or("?").to_string();
+                if let Some(code) = a["exit_code"].as_i64().filter(|_| status == "exited") {
+                    status = format!("exited({code})");
+                }
+                println!(
+                    "{:<16} {:<9} {:<16} {:<14} {}",
+                    a["id"].as_str().unwrap_or(""),
+                    status,
+                    a["session_id"].as_str().unwrap_or("-"),
+                    a["label"].as_str().unwrap_or("-"),
+                    a["image"].as_str().unwrap_or(""),
+                );
+                if let Some(err) = a["error"].as_str() {
+                    println!("  error: {err}");
+                }
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("agent-hub: {e}");
+            1
+        }
+    }
+}
+
+/// Runs `op` (start, stop, restart) on every agent at once and reports each as it finishes.
+pub async fn run_op(args: AgentOpArgs, op: &'static str) -> i32 {
+    let client = HubClient::new(&args.opts.hub);
+    let total = args.ids.len();
+    let progress = !args.opts.json && std::io::stderr().is_terminal();
+    if !args.opts.json && total > 1 {
+        eprintln!("{op}ing {total} agents: {}", args.ids.join(", "));
+    }
+    let began = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for id in args.ids.clone() {
+        let client = client.clone();
+        tasks.spawn(async move {
+            let started = Instant::now();
+            let result = client.agent_op(&id, op).await;
+            (id, started.elapsed(), result)
+        });
+    }
+    let (mut done, mut failed) = (0, 0);
+    while let Some(joined) = tasks.join_next().await {
+        let Ok((id, took, result)) = joined else {
+            continue;
+        };
+        done += 1;
+        if progress {
+            eprint!("\r\x1b[K");
+        }
+        match result {
+            Ok(v) if args.opts.json => println!("{v}"),
+            Ok(v) => {
+                let note = if v["already_running"] == true {
+                    " (already running)"
+                } else {
+                    ""
+                };
+                let status = v["agent"]["status"].as_str().unwrap_or("?");
+                println!(
+                    "ok   {id:<16} {status}{note} in {:.1} s",
+                    took.as_secs_f64()
+                );
+            }
+            Err(e) => {
+                failed += 1;
+                if args.opts.json {
+                    println!("{}", e.body);
+                } else {
+                    println!("FAIL {id:<16} {e}");
+                    if let Some(screen) = e.body["screen"].as_str() {
+                        println!("     last screen:\n{}", indent(screen));
+                    }
+                }
+            }
+        }
+        if progress && done < total {
+            eprint!(
+                "[{done}/{total} done, {:.1} s]",
+                began.elapsed().as_secs_f64()
+            );
+        }
+    }
+    if !args.opts.json && total > 1 {
+        eprintln!(
+            "{done} agents, {failed} failed, {:.1} s",
+            began.elapsed().as_secs_f64()
+        );
+    }
+    i32::from(failed > 0)
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("     | {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
