@@ -34,6 +34,8 @@ pub const AGENT_TMUX_SESSION: &str = "agent";
 /// In `start_tmux = "auto"`, how long to wait for the image to start tmux before the hub does.
 const IMAGE_TMUX_GRACE: Duration = Duration::from_secs(3);
 const POLL_INTERVAL: Duration = Duration::from_millis(100);
+/// After an attach step fails, how long to wait for the container to finish exiting.
+const EXIT_SETTLE: Duration = Duration::from_secs(1);
 
 /// Where an agent is in its life.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -358,22 +360,25 @@ pub(crate) async fn attach(
         if place.has_session(AGENT_TMUX_SESSION).await {
             break;
         }
-        let state = docker
+        let running = docker
             .inspect_container(container_id, None)
             .await
             .map_err(|e| docker_error(endpoint, e))?
             .state
-            .unwrap_or_default();
-        if state.running != Some(true) {
-            return Err(failed(format!(
-                "the container exited at once (exit code {}){}",
-                state.exit_code.unwrap_or(-1),
-                if def.start_tmux == StartTmux::Auto {
-                    "; if its image does not start tmux itself, set start_tmux = \"hub\""
-                } else {
-                    ""
-                }
-            )));
+            .and_then(|s| s.running)
+            .unwrap_or(false);
+        let exited = if running {
+            None
+        } else {
+            exited_reason(docker, container_id).await
+        };
+        if let Some(reason) = exited {
+            let hint = if def.start_tmux == StartTmux::Auto {
+                "; if its image does not start tmux itself, set start_tmux = \"hub\""
+            } else {
+                ""
+            };
+            return Err(failed(format!("{reason}{hint}")));
         }
         let hub_starts = match def.start_tmux {
             StartTmux::Hub => true,
@@ -407,9 +412,16 @@ pub(crate) async fn attach(
         size,
     };
     let output = Arc::new(Output::new(hub.agents().scrollback_bytes));
-    let (backend, _adopted) = TmuxBackend::start(place, AGENT_TMUX_SESSION, &spec, output.clone())
-        .await
-        .map_err(failed)?;
+    let started = TmuxBackend::start(place, AGENT_TMUX_SESSION, &spec, output.clone()).await;
+    let (backend, _adopted) = match started {
+        Ok(b) => b,
+        // The container may have died under the attach: say that, not the exec error.
+        Err(reason) => {
+            return Err(failed(
+                exited_reason(docker, container_id).await.unwrap_or(reason),
+            ))
+        }
+    };
     let session_id = hub.new_id("docker");
     let spec = SessionSpec {
         id: session_id.clone(),
@@ -440,8 +452,34 @@ pub(crate) async fn attach(
     if let Some(prev) = previous {
         hub.remove_session(&prev);
     }
-    session.resize(size).await?;
+    if let Err(e) = session.resize(size).await {
+        let reason = exited_reason(docker, container_id).await;
+        return Err(failed(reason.unwrap_or_else(|| e.to_string())));
+    }
     Ok(session_id)
+}
+
+/// "the container exited at once (exit code N)" when the container is not running, or stops
+/// within [`EXIT_SETTLE`] (a failure under the attach is usually a container on its way out).
+async fn exited_reason(docker: &Docker, container_id: &str) -> Option<String> {
+    let deadline = tokio::time::Instant::now() + EXIT_SETTLE;
+    loop {
+        let state = docker
+            .inspect_container(container_id, None)
+            .await
+            .ok()?
+            .state?;
+        if state.running != Some(true) {
+            return Some(format!(
+                "the container exited at once (exit code {})",
+                state.exit_code.unwrap_or(-1)
+            ));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
 }
 
 async fn detach_session(hub: &Hub, id: &str) {

@@ -15,8 +15,9 @@ use super::{attach, emit, AgentStatus};
 use crate::docker::{self, LABEL_AGENT, LABEL_HUB, LABEL_MANAGED};
 use crate::hub::Hub;
 
-/// Wait before reconnecting to an engine that went away.
+/// Wait before reconnecting to an engine that went away; doubles up to the maximum.
 const RECONNECT_DELAY: Duration = Duration::from_secs(1);
+const RECONNECT_DELAY_MAX: Duration = Duration::from_secs(30);
 
 /// Starts one sync loop per endpoint used by a defined agent; they end when the hub closes.
 pub fn spawn(hub: &Hub) {
@@ -39,15 +40,26 @@ pub fn spawn(hub: &Hub) {
 
 async fn run(hub: Hub, endpoint: String) {
     let mut since: Option<i64> = None;
+    let mut delay = RECONNECT_DELAY;
+    let mut reported_down = false;
     loop {
         let docker = match hub.agents().endpoints().client(&endpoint).await {
             Ok(d) => d,
             Err(e) => {
-                tracing::warn!(endpoint = %docker::endpoint_name(&endpoint), "{e}");
-                tokio::time::sleep(RECONNECT_DELAY).await;
+                if !reported_down {
+                    tracing::warn!(endpoint = %docker::endpoint_name(&endpoint), "{e}; retrying with backoff");
+                    reported_down = true;
+                }
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(RECONNECT_DELAY_MAX);
                 continue;
             }
         };
+        if reported_down {
+            tracing::info!(endpoint = %docker::endpoint_name(&endpoint), "Docker engine reachable again");
+            reported_down = false;
+        }
+        delay = RECONNECT_DELAY;
         // Subscribe first, then reconcile: nothing that happens in between is missed.
         let mut filters = HashMap::new();
         filters.insert("type", vec!["container".to_string()]);

@@ -28,11 +28,13 @@ use crate::session::input::TermSignal;
 pub const TMUX_HISTORY_LIMIT: u32 = 50_000;
 /// Name of the subscription that reports the pane's death and exit status.
 const DEAD_SUBSCRIPTION: &str = "agent_hub_pane_dead";
-/// `sh -c` script a hub-created pane runs: the program, a pause for tmux to deliver its
-/// last output, then the program's exit status.
-/// It also records the status in the pane option `@agent_hub_exit`, because tmux itself
-/// does not always learn a dead pane's status.
-const PANE_WRAPPER: &str = "\"$@\"; rc=$?; tmux set-option -p -t \"$TMUX_PANE\" @agent_hub_exit \"$rc\" 2>/dev/null; sleep 0.3; exit $rc";
+/// `sh -c` script a hub-created pane runs. It waits until the hub's control client is
+/// attached (tmux latches the `wait-for` signal, so the order does not matter), so not even
+/// the program's first output is missed; runs the program; records its exit status in the
+/// pane option `@agent_hub_exit` (tmux itself does not always learn a dead pane's status);
+/// and keeps the pane open a moment, because tmux's control mode reads pane output lazily
+/// and drops what it has not sent yet when the pane dies. The exit status is kept.
+const PANE_WRAPPER: &str = "tmux wait-for \"agent-hub-go-${TMUX_PANE#%}\" 2>/dev/null; \"$@\"; rc=$?; tmux set-option -p -t \"$TMUX_PANE\" @agent_hub_exit \"$rc\" 2>/dev/null; sleep 0.3; exit $rc";
 /// What the hub watches about its pane (see [`pane_exit`]).
 const PANE_STATE_FORMAT: &str = "#{pane_id}|#{pane_dead}|#{pane_dead_status}|#{@agent_hub_exit}";
 /// While a pane is dead but its exit status not yet known, how often to ask tmux again.
@@ -148,7 +150,14 @@ impl TmuxBackend {
         self.commands
             .send((lines, ack))
             .map_err(|_| "the tmux control client has exited".to_string())?;
-        done.await
+        tokio::time::timeout(TMUX_CALL_TIMEOUT, done)
+            .await
+            .map_err(|_| {
+                format!(
+                    "tmux did not answer within {} s",
+                    TMUX_CALL_TIMEOUT.as_secs()
+                )
+            })?
             .map_err(|_| "the tmux control client has exited".to_string())?
     }
 }
@@ -193,9 +202,7 @@ async fn create_session(server: &TmuxPlace, name: &str, spec: &SpawnSpec) -> Res
     for pair in &env_pairs {
         args.extend(["-e", pair]);
     }
-    // The program runs under a small sh that keeps the pane open briefly after it exits:
-    // tmux's control mode reads pane output lazily and drops what it has not yet sent when
-    // the pane dies, which would lose a program's last words. The exit status is kept.
+    // The program runs under a small sh wrapper: see PANE_WRAPPER.
     args.extend([
         "--",
         "sh",
@@ -249,10 +256,15 @@ async fn start_control_client(
     // The pane's death and exit status, for sessions with remain-on-exit. Session-scoped:
     // tmux 3.3 stops evaluating pane-scoped subscriptions once the pane is dead.
     let subscribe = format!("refresh-client -B '{DEAD_SUBSCRIPTION}::{PANE_STATE_FORMAT}'");
+    // Lets a hub-created pane start its program now that nothing it prints can be missed.
+    let release = format!(
+        "wait-for -S agent-hub-go-{}",
+        pane_id.trim_start_matches('%')
+    );
     let pending: PendingAcks = Arc::new(Mutex::new(VecDeque::new()));
     let (attached_tx, attached) = oneshot::channel();
 
-    tokio::spawn(read_control_output(
+    let reader = tokio::spawn(read_control_output(
         io.reader,
         io.ended,
         server.clone(),
@@ -262,26 +274,40 @@ async fn start_control_client(
         pending.clone(),
         attached_tx,
     ));
+    // Only a client tmux has confirmed is usable: a `docker exec` into a dying container can
+    // print an error and then keep its stream open without ever attaching.
+    match tokio::time::timeout(TMUX_CALL_TIMEOUT, attached).await {
+        Ok(Ok(())) => {}
+        Ok(Err(_)) => return Err("the tmux control client ended before attaching".into()),
+        Err(_) => {
+            reader.abort();
+            return Err(format!(
+                "the tmux control client did not attach within {} s",
+                TMUX_CALL_TIMEOUT.as_secs()
+            ));
+        }
+    }
     let (commands, requests) = mpsc::unbounded_channel();
     tokio::spawn(write_commands(
-        io.writer, requests, pending, attached, subscribe,
+        io.writer,
+        requests,
+        pending,
+        vec![subscribe, release],
     ));
     Ok(commands)
 }
 
-/// The control client's single writer. Waits for the attach to complete (commands sent
-/// before it fail with "no current client"), subscribes to the pane's death, then writes
-/// queued commands in order.
+/// The control client's single writer, started once the attach is confirmed (commands sent
+/// before it fail with "no current client"). Sends `first` (the subscription to the pane's
+/// state, the release of a new pane), then writes queued commands in order.
 async fn write_commands(
     mut stdin: Pin<Box<dyn AsyncWrite + Send>>,
     mut requests: mpsc::UnboundedReceiver<(Vec<String>, Ack)>,
     pending: PendingAcks,
-    attached: oneshot::Receiver<()>,
-    subscribe: String,
+    first: Vec<String>,
 ) {
-    let _ = tokio::time::timeout(TMUX_CALL_TIMEOUT, attached).await;
     let (nobody_waits, _) = oneshot::channel();
-    if write_lines(&mut stdin, vec![subscribe], nobody_waits, &pending).await {
+    if write_lines(&mut stdin, first, nobody_waits, &pending).await {
         while let Some((lines, ack)) = requests.recv().await {
             if lines.is_empty() {
                 // A detach request: settled once the client has been told to go.

@@ -30,10 +30,7 @@ pub async fn list(args: AgentsArgs) -> i32 {
             0
         }
         Ok(v) => {
-            println!(
-                "{:<16} {:<9} {:<16} {:<14} {}",
-                "AGENT", "STATUS", "SESSION", "LABEL", "IMAGE"
-            );
+            println!("AGENT            STATUS    SESSION          LABEL          IMAGE");
             for a in v["agents"].as_array().into_iter().flatten() {
                 let mut status = a["status"].as_str().unwrap_or("?").to_string();
                 if let Some(code) = a["exit_code"].as_i64().filter(|_| status == "exited") {

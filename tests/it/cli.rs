@@ -333,5 +333,9 @@ async fn attach_ends_when_the_session_exits_and_restores_the_terminal() {
     // Attaching to a session that does not exist fails clearly, before touching the terminal.
     let o = cli(&hub, &["attach", "pty_00000000"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("PTY_SESSION_NOT_FOUND"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("NOT_FOUND") && err.contains("no session, agent or label 'pty_00000000'"),
+        "{err}"
+    );
 }

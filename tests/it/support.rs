@@ -26,6 +26,13 @@ impl TestHub {
     }
 
     pub async fn start_with(adjust: impl FnOnce(&mut HubConfig)) -> Self {
+        // AGENT_HUB_TEST_LOG=debug shows the hub's own log in a failing test's output.
+        if let Ok(filter) = std::env::var("AGENT_HUB_TEST_LOG") {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+                .with_test_writer()
+                .try_init();
+        }
         let data_dir = tempfile::tempdir().expect("temp dir");
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tmux_socket = format!("ah-test-{}-{n}", std::process::id());

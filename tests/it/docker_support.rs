@@ -1,0 +1,195 @@
+//! Support for tests against a real Docker engine: gating (skip on a laptop without an
+//! engine, fail in CI where `AGENT_HUB_DOCKER_TESTS=required`), hubs with container agents
+//! and their own hub id, cleanup of every container by label even when a test fails, and a
+//! proxy to the engine that a test can cut to make the engine vanish mid-stream.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::support::TestHub;
+
+/// The image the agent tests run (built by `docker/build-offline.sh`).
+pub fn test_image() -> String {
+    std::env::var("AGENT_HUB_TEST_IMAGE").unwrap_or_else(|_| "agent-hub/agent:test".into())
+}
+
+/// Whether Docker tests can run. Panics when they are required and cannot.
+pub fn docker_ready() -> bool {
+    let required = std::env::var("AGENT_HUB_DOCKER_TESTS").is_ok_and(|v| v == "required");
+    let engine = Command::new("docker")
+        .arg("info")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let image = engine
+        && Command::new("docker")
+            .args(["image", "inspect", &test_image()])
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if engine && image {
+        return true;
+    }
+    let why = if !engine {
+        "no Docker engine answers `docker info`"
+    } else {
+        "the test image is missing (run docker/build-offline.sh)"
+    };
+    if required {
+        panic!("Docker tests are required (AGENT_HUB_DOCKER_TESTS=required) but {why}");
+    }
+    eprintln!("SKIPPED: Docker test skipped: {why}");
+    false
+}
+
+/// Skips the test (returns) when Docker tests cannot run here.
+#[macro_export]
+macro_rules! require_docker {
+    () => {
+        if !$crate::docker_support::docker_ready() {
+            return;
+        }
+    };
+}
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+/// A unique hub id for one test, so parallel tests never see each other's containers.
+pub fn unique_hub_id() -> String {
+    format!(
+        "t{}x{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// An `[[agents]]` entry running bash in the test image.
+pub fn agent_toml(id: &str, extra: &str) -> String {
+    format!(
+        "[[agents]]\nid = \"{id}\"\nimage = \"{}\"\ncommand = [\"bash\", \"--norc\", \"--noprofile\"]\nnetwork = \"none\"\nready_pattern = '[$#] *$'\nready_timeout = 20\nstop_grace = 2\n{extra}\n",
+        test_image()
+    )
+}
+
+/// Removes every container of a hub id, even when the test failed.
+pub struct ContainerGuard(pub String);
+
+impl Drop for ContainerGuard {
+    fn drop(&mut self) {
+        let out = Command::new("docker")
+            .args([
+                "ps",
+                "-aq",
+                "--filter",
+                &format!("label=agent-hub.hub={}", self.0),
+            ])
+            .output();
+        if let Ok(out) = out {
+            let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .map(String::from)
+                .collect();
+            if !ids.is_empty() {
+                let _ = Command::new("docker")
+                    .arg("rm")
+                    .arg("-f")
+                    .args(&ids)
+                    .output();
+            }
+        }
+    }
+}
+
+/// A hub with container agents (`agents_toml` is `[[agents]]` text) and its sync loop running.
+pub async fn hub_with_agents(agents_toml: &str) -> (TestHub, ContainerGuard) {
+    let hub_id = unique_hub_id();
+    let guard = ContainerGuard(hub_id.clone());
+    let parsed = agent_hub::config::HubConfig::parse(
+        &format!("hub_id = \"{hub_id}\"\n{agents_toml}"),
+        "test.toml",
+    )
+    .expect("test config parses");
+    let hub = TestHub::start_with(|c| {
+        c.hub_id = parsed.hub_id.clone();
+        c.agents = parsed.agents.clone();
+    })
+    .await;
+    agent_hub::agents::sync::spawn(&hub.hub);
+    (hub, guard)
+}
+
+/// Runs `docker ARGS` and returns stdout (panics on failure).
+pub fn docker(args: &[&str]) -> String {
+    let out = Command::new("docker")
+        .args(args)
+        .output()
+        .expect("docker CLI");
+    assert!(
+        out.status.success(),
+        "docker {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// tmux clients attached to the agent session in a container.
+pub fn tmux_clients(container: &str) -> usize {
+    let out = Command::new("docker")
+        .args(["exec", container, "tmux", "list-clients", "-t", "agent"])
+        .output()
+        .expect("docker exec");
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+/// Processes in a container whose command starts with `tmux` and that are clients, not the
+/// server (the server runs as `tmux start-server ...`).
+pub fn tmux_client_processes(container: &str) -> usize {
+    let out = docker(&["exec", container, "ps", "-eo", "args"]);
+    out.lines()
+        .filter(|l| l.starts_with("tmux") && (l.contains(" attach") || l.contains("-C")))
+        .count()
+}
+
+/// A TCP proxy to the local engine's unix socket; `cut()` makes the engine vanish for every
+/// client that goes through it, mid-stream included.
+pub struct EngineProxy {
+    pub url: String,
+    tasks: tokio::task::JoinSet<()>,
+    conns: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl EngineProxy {
+    pub async fn start() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("tcp://{}", listener.local_addr().unwrap());
+        let conns: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>> =
+            Default::default();
+        let c2 = conns.clone();
+        let mut tasks = tokio::task::JoinSet::new();
+        tasks.spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let handle = tokio::spawn(async move {
+                    if let Ok(mut engine) =
+                        tokio::net::UnixStream::connect("/var/run/docker.sock").await
+                    {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut engine).await;
+                    }
+                });
+                c2.lock().unwrap().push(handle.abort_handle());
+            }
+        });
+        EngineProxy { url, tasks, conns }
+    }
+
+    /// Stops accepting and drops every open connection.
+    pub fn cut(&mut self) {
+        self.tasks.abort_all();
+        for c in self.conns.lock().unwrap().drain(..) {
+            c.abort();
+        }
+    }
+}
+
+impl Drop for EngineProxy {
+    fn drop(&mut self) {
+        self.cut();
+    }
+}
