@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::support::{wait_until, TestHub};
 
-const BIN: &str = env!("CARGO_BIN_EXE_agent-hub");
+pub const BIN: &str = env!("CARGO_BIN_EXE_agent-hub");
 
 fn cli(hub: &TestHub, args: &[&str]) -> std::process::Output {
     Command::new(BIN)
@@ -141,7 +141,7 @@ fn an_unreachable_hub_and_a_bad_config_give_clear_errors() {
 }
 
 /// A terminal for the CLI: a real PTY whose output is rendered by vt100.
-struct Terminal {
+pub struct Terminal {
     writer: Box<dyn Write + Send>,
     master: Box<dyn portable_pty::MasterPty + Send>,
     screen: Arc<Mutex<vt100::Parser>>,
@@ -150,7 +150,7 @@ struct Terminal {
 }
 
 impl Terminal {
-    fn spawn(script: &str, env: &[(&str, &str)]) -> Self {
+    pub fn spawn(script: &str, env: &[(&str, &str)]) -> Self {
         let pair = native_pty_system()
             .openpty(PtySize {
                 rows: 24,
@@ -194,15 +194,15 @@ impl Terminal {
         }
     }
 
-    fn text(&self) -> String {
+    pub fn text(&self) -> String {
         self.screen.lock().unwrap().screen().contents()
     }
 
-    fn raw_text(&self) -> String {
+    pub fn raw_text(&self) -> String {
         String::from_utf8_lossy(&self.raw.lock().unwrap()).into_owned()
     }
 
-    fn type_bytes(&mut self, bytes: &[u8]) {
+    pub fn type_bytes(&mut self, bytes: &[u8]) {
         self.writer.write_all(bytes).unwrap();
         self.writer.flush().unwrap();
     }

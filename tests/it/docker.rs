@@ -426,3 +426,245 @@ async fn an_image_without_tmux_startup_gets_its_session_from_the_hub() {
         "{v}"
     );
 }
+
+/// A hub run as its own process (`agent-hub serve`), so a test can SIGKILL it.
+struct HubProcess {
+    child: std::process::Child,
+    base: String,
+}
+
+impl HubProcess {
+    async fn spawn(config: &std::path::Path, base: &str) -> Self {
+        let child = std::process::Command::new(crate::cli::BIN)
+            .args(["serve", "--config", config.to_str().unwrap()])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let url = format!("{base}/health");
+        let up = wait_until(T, || async { reqwest::get(&url).await.is_ok() }).await;
+        assert!(up, "hub did not come up");
+        HubProcess {
+            child,
+            base: base.to_string(),
+        }
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
+        let resp = reqwest::Client::new()
+            .request(method, format!("{}{path}", self.base))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        resp.json().await.unwrap()
+    }
+}
+
+impl Drop for HubProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hub_killed_with_sigkill_reattaches_with_scrollback_from_before_the_crash() {
+    require_docker!();
+    let dir = tempfile::tempdir().unwrap();
+    let hub_id = crate::docker_support::unique_hub_id();
+    let _guard = crate::docker_support::ContainerGuard(hub_id.clone());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = dir.path().join("hub.toml");
+    let toml = format!(
+        "listen = \"127.0.0.1:{port}\"\ndata_dir = \"{}\"\nhub_id = \"{hub_id}\"\ntmux_socket = \"ah-{hub_id}\"\n{}{}",
+        dir.path().join("data").display(),
+        agent_toml("keep1", ""),
+        agent_toml("keep2", "")
+    );
+    std::fs::write(&config, toml).unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut hub = HubProcess::spawn(&config, &base).await;
+    let mut containers = Vec::new();
+    for id in ["keep1", "keep2"] {
+        let v = hub
+            .call(
+                reqwest::Method::POST,
+                &format!("/v1/agents/{id}/start"),
+                json!({}),
+            )
+            .await;
+        assert_eq!(v["agent"]["status"], "running", "{v}");
+        let sid = v["agent"]["session_id"].as_str().unwrap().to_string();
+        hub.call(
+            reqwest::Method::POST,
+            &format!("/v1/pty/sessions/{sid}/send_line"),
+            json!({"data": format!("echo before-crash-{id}")}),
+        )
+        .await;
+        containers.push(v["agent"]["container_id"].as_str().unwrap().to_string());
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    hub.child.kill().unwrap(); // SIGKILL
+    hub.child.wait().unwrap();
+    // Output produced while the hub is down.
+    for c in &containers {
+        docker(&[
+            "exec",
+            c,
+            "tmux",
+            "send-keys",
+            "-t",
+            "agent",
+            "echo while-down",
+            "Enter",
+        ]);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    hub = HubProcess::spawn(&config, &base).await;
+    for (id, container) in ["keep1", "keep2"].iter().zip(&containers) {
+        let path = format!("/v1/agents/{id}");
+        let ok = wait_until(T, || async {
+            hub.call(reqwest::Method::GET, &path, json!({})).await["agent"]["status"] == "running"
+        })
+        .await;
+        assert!(ok, "{id} not re-attached");
+        let a = hub.call(reqwest::Method::GET, &path, json!({})).await["agent"].clone();
+        let sid = a["session_id"].as_str().unwrap();
+        let read = hub
+            .call(
+                reqwest::Method::GET,
+                &format!("/v1/pty/sessions/{sid}/read?since=0&max_bytes=1000000&timeout_ms=0"),
+                json!({}),
+            )
+            .await;
+        let out = read["output"].as_str().unwrap();
+        assert!(
+            out.contains(&format!("before-crash-{id}")) && out.contains("while-down"),
+            "scrollback after restart: {out}"
+        );
+        // Exactly one control client: the dead hub's client went with its connection.
+        assert!(
+            wait_until(T, || async { tmux_clients(container) == 1 }).await,
+            "stale tmux clients in {container}"
+        );
+        let v = hub
+            .call(
+                reqwest::Method::POST,
+                &format!("/v1/pty/sessions/{sid}/talk"),
+                json!({"command": "echo alive-again"}),
+            )
+            .await;
+        assert_eq!(v["output"], "alive-again\n", "{v}");
+    }
+    // Nothing duplicated: one agent entry and one live session per agent.
+    let sessions = hub
+        .call(reqwest::Method::GET, "/v1/pty/sessions", json!({}))
+        .await;
+    assert_eq!(sessions["count"], 2, "{sessions}");
+    for id in ["keep1", "keep2"] {
+        hub.call(
+            reqwest::Method::POST,
+            &format!("/v1/agents/{id}/stop"),
+            json!({}),
+        )
+        .await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_starts_stops_and_attaches_to_container_agents() {
+    require_docker!();
+    let (hub, _guard) = hub_with_agents(
+        &[
+            agent_toml("cli1", "label = \"Cli One\""),
+            agent_toml("cli2", ""),
+        ]
+        .concat(),
+    )
+    .await;
+    let base = hub.base.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(crate::cli::BIN)
+            .args(["start", "cli1", "cli2", "--hub", &base])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("ok   cli1") && text.contains("ok   cli2") && text.contains("running"),
+        "{text}"
+    );
+    let a = agent(&hub, "cli1").await;
+    let (sid, container) = (
+        a["session_id"].as_str().unwrap().to_string(),
+        a["container_id"].as_str().unwrap().to_string(),
+    );
+    hub.talk(&sid, "echo SHOWN_ON_ATTACH").await;
+
+    // attach by label, through the hub's WebSocket, driven through a real PTY.
+    let script = format!(
+        "'{}' attach 'Cli One'; echo \"ATTACH_EXIT=$?\"",
+        crate::cli::BIN
+    );
+    let mut term = crate::cli::Terminal::spawn(&script, &[("AGENT_HUB_URL", &hub.base)]);
+    assert!(
+        wait_until(T, || async { term.text().contains("SHOWN_ON_ATTACH") }).await,
+        "screen:\n{}",
+        term.text()
+    );
+    term.type_bytes(b"echo typed-into-container\r");
+    hub.wait_output(&sid, "\rtyped-into-container", T).await;
+    assert!(wait_until(T, || async { term.text().contains("typed-into-container") }).await);
+    assert!(
+        wait_until(T, || async { hub.session(&sid).await["cols"] == 80 }).await,
+        "follows the terminal size"
+    );
+    term.type_bytes(&[0x1d]);
+    assert!(
+        wait_until(T, || async { term.raw_text().contains("ATTACH_EXIT=0") }).await,
+        "{}",
+        term.raw_text()
+    );
+    assert_eq!(agent(&hub, "cli1").await["status"], "running");
+    assert_eq!(
+        tmux_clients(&container),
+        1,
+        "attach left no tmux client behind"
+    );
+
+    let base = hub.base.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        let stop = std::process::Command::new(crate::cli::BIN)
+            .args(["stop", "cli1", "cli2", "--hub", &base])
+            .output()
+            .unwrap();
+        let list = std::process::Command::new(crate::cli::BIN)
+            .args(["agents", "--json", "--hub", &base])
+            .output()
+            .unwrap();
+        (stop, list)
+    })
+    .await
+    .unwrap();
+    assert!(out.0.status.success());
+    let list: Value = serde_json::from_slice(&out.1.stdout).unwrap();
+    assert!(
+        list["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["status"] == "stopped"),
+        "{list}"
+    );
+}
