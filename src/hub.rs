@@ -19,6 +19,9 @@ use crate::output::{ExitInfo, Output};
 use crate::session::input::TermSignal;
 use crate::session::{Owner, Session, SessionSpec};
 
+/// How many lifecycle events a slow `/v1/events` subscriber may fall behind.
+const EVENTS_CHANNEL_CAPACITY: usize = 4096;
+
 /// Which backend a new session runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -56,6 +59,9 @@ struct Inner {
     /// Cancelled when the hub begins to shut down; long-lived streams watch it.
     closing: CancellationToken,
     agents: Agents,
+    /// Lifecycle events for `/v1/events` (task, agent and session events), as JSON objects
+    /// with a `type` field.
+    events: tokio::sync::broadcast::Sender<serde_json::Value>,
 }
 
 impl Hub {
@@ -67,9 +73,25 @@ impl Hub {
                 issued_ids: Mutex::new(HashSet::new()),
                 closing: CancellationToken::new(),
                 agents: Agents::new(&config),
+                events: tokio::sync::broadcast::channel(EVENTS_CHANNEL_CAPACITY).0,
                 config,
             }),
         }
+    }
+
+    /// Publishes a lifecycle event (a JSON object with `type`); `at` is added. Never blocks:
+    /// a subscriber that falls behind misses events and is told so.
+    pub fn emit(&self, mut event: serde_json::Value) {
+        if let Some(obj) = event.as_object_mut() {
+            obj.entry("at")
+                .or_insert_with(|| serde_json::json!(Utc::now()));
+        }
+        let _ = self.inner.events.send(event);
+    }
+
+    /// Subscribes to lifecycle events.
+    pub fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<serde_json::Value> {
+        self.inner.events.subscribe()
     }
 
     /// Cancelled when the hub begins to shut down.

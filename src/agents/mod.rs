@@ -167,8 +167,11 @@ impl Agents {
     }
 }
 
-fn emit(agent: &str, event: &str, detail: &str) {
+/// Logs an agent lifecycle event and publishes it on the hub's event bus: a start, a stop or a
+/// failure is never silent.
+fn emit(hub: &Hub, agent: &str, event: &str, detail: &str) {
     tracing::info!(agent, event, "{detail}");
+    hub.emit(serde_json::json!({ "type": event, "agentId": agent, "detail": detail }));
 }
 
 /// An agent as clients see it.
@@ -229,10 +232,10 @@ pub async fn start(hub: &Hub, id: &str) -> HubResult<(AgentInfo, bool)> {
         rt.error = None;
         rt.exit_code = None;
     });
-    emit(id, "agent_starting", "starting");
+    emit(hub, id, "agent_starting", "starting");
     match start_locked(hub, id).await {
         Ok(()) => {
-            emit(id, "agent_started", "running");
+            emit(hub, id, "agent_started", "running");
             Ok((info(hub, id)?, false))
         }
         Err(e) => {
@@ -240,7 +243,7 @@ pub async fn start(hub: &Hub, id: &str) -> HubResult<(AgentInfo, bool)> {
                 rt.status = AgentStatus::Failed;
                 rt.error = Some(e.to_string());
             });
-            emit(id, "agent_start_failed", &e.to_string());
+            emit(hub, id, "agent_start_failed", &e.to_string());
             Err(e)
         }
     }
@@ -509,7 +512,7 @@ async fn stop_locked(hub: &Hub, id: &str) -> HubResult<()> {
     let docker = agents.endpoints.client(&endpoint).await?;
     let name = docker::container_name(agents.hub_id(), id);
     agents.update(id, |rt| rt.status = AgentStatus::Stopping);
-    emit(id, "agent_stopping", "stopping");
+    emit(hub, id, "agent_stopping", "stopping");
     detach_session(hub, id).await;
     let result = async {
         docker::stop_container(&docker, &endpoint, &name, def.stop_grace).await?;
@@ -533,7 +536,7 @@ async fn stop_locked(hub: &Hub, id: &str) -> HubResult<()> {
                     rt.container_id = None;
                 }
             });
-            emit(id, "agent_stopped", "stopped");
+            emit(hub, id, "agent_stopped", "stopped");
             Ok(())
         }
         Err(e) => {

@@ -122,6 +122,7 @@ fn container_died(hub: &Hub, agent: &str, exit_code: Option<i64>) {
     });
     if changed {
         emit(
+            hub,
             agent,
             "agent_exited",
             &format!("container exited (exit code {exit_code:?})"),
@@ -240,6 +241,7 @@ async fn reconcile_agent(hub: &Hub, docker: &Docker, agent: &str) {
                 }
             });
             emit(
+                hub,
                 agent,
                 "agent_attached",
                 "re-attached to a running container",
@@ -250,7 +252,7 @@ async fn reconcile_agent(hub: &Hub, docker: &Docker, agent: &str) {
                 rt.status = AgentStatus::Failed;
                 rt.error = Some(e.to_string());
             });
-            emit(agent, "agent_attach_failed", &e.to_string());
+            emit(hub, agent, "agent_attach_failed", &e.to_string());
         }
     }
 }
