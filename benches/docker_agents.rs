@@ -700,10 +700,10 @@ impl WsView {
         Ok(())
     }
 
-    /// Handles one message; false once the stream has ended.
-    async fn pump(&mut self) -> Result<bool> {
+    /// Handles one message; an error says why the stream ended.
+    async fn pump(&mut self) -> Result<()> {
         let message = match self.ws.next().await {
-            None => return Ok(false),
+            None => bail!("the session's WebSocket ended (EOF)"),
             Some(m) => m?,
         };
         match message {
@@ -725,13 +725,15 @@ impl WsView {
                     self.dropped += dropped_bytes;
                     self.next_offset = offset;
                 }
-                ServerFrame::Exit { .. } => return Ok(false),
+                ServerFrame::Exit { exit_code, reason } => {
+                    bail!("the hub ended the session's stream: exit {exit_code:?}, {reason}")
+                }
                 ServerFrame::Error { message, .. } => bail!("hub stream error: {message}"),
             },
-            Message::Close(_) => return Ok(false),
+            Message::Close(frame) => bail!("the hub closed the session's WebSocket: {frame:?}"),
             _ => {}
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Receives until `needle` occurs in `buf` at or after `from`; returns its position.
@@ -742,7 +744,7 @@ impl WsView {
                 return Ok(at);
             }
             scan = resume_at(self.buf.len(), needle, from);
-            ensure!(self.pump().await?, "the session's stream ended");
+            self.pump().await?;
         }
     }
 
@@ -750,7 +752,7 @@ impl WsView {
     async fn wait_quiet(&mut self) -> Result<()> {
         let deadline = Instant::now() + SAMPLE_TIMEOUT;
         while let Ok(more) = tokio::time::timeout(QUIET, self.pump()).await {
-            ensure!(more?, "the session's stream ended");
+            more?;
             ensure!(Instant::now() < deadline, "the session never went quiet");
         }
         Ok(())
@@ -1323,7 +1325,7 @@ async fn hub_ingest(
     timed_out(
         async {
             while !complete(&view) {
-                ensure!(view.pump().await?, "the stream ended mid-run");
+                view.pump().await?;
             }
             Ok(())
         },

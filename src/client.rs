@@ -177,6 +177,19 @@ impl HubClient {
         .await
     }
 
+    pub async fn term_read(
+        &self,
+        id: &str,
+        req: &crate::screen::TermReadRequest,
+    ) -> Result<Value, ClientError> {
+        self.call(
+            reqwest::Method::POST,
+            &Self::session_path(id, "/term_read"),
+            Some(req),
+        )
+        .await
+    }
+
     pub async fn read(&self, id: &str, q: &ReadQuery) -> Result<ReadReply, ClientError> {
         let mut params = Vec::new();
         if let Some(v) = q.max_bytes {

@@ -59,6 +59,9 @@ pub enum HubError {
     /// A Docker operation failed.
     #[error("docker: {message}")]
     Docker { message: String },
+    /// Rendered reads are switched off (`AGENT_HUB_TERM_BUFFER_ACCESS=off`).
+    #[error("rendered terminal reads are disabled on this hub (AGENT_HUB_TERM_BUFFER_ACCESS=off)")]
+    TermBufferAccessDisabled,
     /// Something inside the hub failed; the message says what.
     #[error("internal error: {message}")]
     Internal { message: String },
@@ -83,6 +86,7 @@ impl HubError {
             HubError::AgentStartFailed { .. } => "AGENT_START_FAILED",
             HubError::DockerUnavailable { .. } => "DOCKER_UNAVAILABLE",
             HubError::Docker { .. } => "DOCKER_ERROR",
+            HubError::TermBufferAccessDisabled => "TERM_BUFFER_ACCESS_DISABLED",
             HubError::Internal { .. } => "INTERNAL",
         }
     }
@@ -94,6 +98,7 @@ impl HubError {
             | HubError::RouteNotFound { .. }
             | HubError::AgentNotFound { .. } => 404,
             HubError::AgentNotRunning { .. } => 409,
+            HubError::TermBufferAccessDisabled => 403,
             HubError::DockerUnavailable { .. } => 503,
             HubError::AgentStartFailed { .. } | HubError::Docker { .. } => 500,
             HubError::BadRequest { .. } => 400,

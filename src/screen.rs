@@ -1,31 +1,180 @@
-//! The rendered screen of a session: a vt100 emulator fed from the session's output, plus the
-//! absolute offset it has been fed up to. Pure: the session decides when to feed it, so the
-//! emulator stays off the ingest hot path.
+//! The rendered screen of a session: a vt100 emulator fed from the session's output, the
+//! absolute offset it has been fed up to, and rendered reads (`term_read`). Pure: the session
+//! decides when to feed it, so emulation stays off the ingest hot path.
+//!
+//! Lines have absolute numbers: rows that leave the emulator's scrollback are counted, so line
+//! `n` keeps its number while it scrolls, and a marker (`delta` mode) can tell when the lines it
+//! points at have been discarded.
 
 use std::num::NonZeroU16;
+
+use serde::{Deserialize, Serialize};
 
 use crate::backend::TermSize;
 
 /// Rows of emulator scrollback kept for rendered reads.
-pub const SCREEN_SCROLLBACK_ROWS: usize = 1000;
+pub const SCREEN_SCROLLBACK_ROWS: usize = 2000;
+/// Default and largest `max_lines` of a rendered read.
+pub const READ_DEFAULT_LINES: usize = 40;
+pub const READ_MAX_LINES: usize = 200;
+/// Default and largest `max_chars` of a rendered read.
+pub const READ_DEFAULT_CHARS: usize = 12_000;
+pub const READ_MAX_CHARS: usize = 50_000;
+
+/// What the emulator reports besides the screen itself.
+#[derive(Default)]
+struct Events {
+    /// Rows discarded from the top of the scrollback (normal screen only).
+    discarded_rows: u64,
+    /// Answers to terminal queries (cursor position, device attributes) seen in the output.
+    replies: Vec<Vec<u8>>,
+}
+
+impl vt100::Callbacks for Events {
+    fn on_scroll(&mut self, _row: vt100::capture::RowContents<'_>, alternate_screen: bool) {
+        if !alternate_screen {
+            self.discarded_rows += 1;
+        }
+    }
+
+    fn unhandled_csi(
+        &mut self,
+        screen: &mut vt100::Screen,
+        i1: Option<u8>,
+        _i2: Option<u8>,
+        params: &[&[u16]],
+        c: char,
+    ) {
+        let first = params.first().and_then(|p| p.first()).copied().unwrap_or(0);
+        match (i1, c, first) {
+            // DSR: cursor position report.
+            (None, 'n', 6) => {
+                let (row, col) = screen.cursor_position();
+                self.replies
+                    .push(format!("\x1b[{};{}R", row + 1, col + 1).into_bytes());
+            }
+            // DSR: status report ("OK").
+            (None, 'n', 5) => self.replies.push(b"\x1b[0n".to_vec()),
+            // DA1: a VT220-class terminal with ANSI colour.
+            (None, 'c', 0) => self.replies.push(b"\x1b[?62;22c".to_vec()),
+            // DA2.
+            (Some(b'>'), 'c', 0) => self.replies.push(b"\x1b[>1;10;0c".to_vec()),
+            _ => {}
+        }
+    }
+}
 
 /// A terminal emulator in sync with a session's output up to [`Screen::fed_to`].
 pub struct Screen {
-    parser: vt100::Parser,
+    parser: vt100::Parser<Events>,
     fed_to: u64,
+    /// Bumped when the emulator restarts after a gap: older markers no longer apply.
+    generation: u64,
+    /// Bytes held back because they may start a `CSI s` / `CSI u` split across chunks.
+    held: Vec<u8>,
+}
+
+/// The modes of a rendered read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadMode {
+    /// The last lines of scrollback and screen.
+    #[default]
+    Tail,
+    /// Exactly what is on screen now.
+    Viewport,
+    /// The lines added since `marker_id`, plus a new marker.
+    Delta,
+}
+
+/// A rendered read request (`term_read`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TermReadRequest {
+    #[serde(default)]
+    pub mode: ReadMode,
+    pub max_lines: Option<usize>,
+    pub max_chars: Option<usize>,
+    pub merge_wrapped: Option<bool>,
+    pub marker_id: Option<String>,
+}
+
+/// A rendered read.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TermRead {
+    pub text: String,
+    pub lines: Vec<String>,
+    /// Lines or characters were left out (the oldest ones).
+    pub truncated: bool,
+    pub dropped_chars: usize,
+    /// The cursor's row on the screen (0-based).
+    pub cursor_line: u16,
+    /// Absolute line number of the screen's top row.
+    pub viewport_y: u64,
+    pub rows: u16,
+    pub cols: u16,
+    /// `normal` or `alternate`.
+    pub buffer_type: String,
+    /// A marker for the next `delta` read.
+    pub marker_id: String,
+    /// Absolute line number the new marker points at.
+    pub marker_line: u64,
+    /// The requested marker's lines were discarded (or the screen restarted): the read starts
+    /// at the oldest line kept instead.
+    pub marker_disposed: bool,
 }
 
 fn nz(n: u16) -> NonZeroU16 {
     NonZeroU16::new(n).unwrap_or(NonZeroU16::MIN)
 }
 
+/// Rewrites `ESC [ s` / `ESC [ u` (save / restore cursor, SCO form, which vt100 lacks) to
+/// `ESC 7` / `ESC 8`. Returns the bytes to process and keeps in `held` a tail that may be the
+/// start of such a sequence.
+fn translate_sco(held: &mut Vec<u8>, bytes: &[u8]) -> Vec<u8> {
+    let mut input = std::mem::take(held);
+    input.extend_from_slice(bytes);
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    while i < input.len() {
+        if input[i] == 0x1b {
+            match (input.get(i + 1), input.get(i + 2)) {
+                (Some(b'['), Some(b's')) => {
+                    out.extend_from_slice(b"\x1b7");
+                    i += 3;
+                    continue;
+                }
+                (Some(b'['), Some(b'u')) => {
+                    out.extend_from_slice(b"\x1b8");
+                    i += 3;
+                    continue;
+                }
+                (None, _) | (Some(b'['), None) => {
+                    held.extend_from_slice(&input[i..]);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        out.push(input[i]);
+        i += 1;
+    }
+    out
+}
+
 impl Screen {
     /// An empty screen of `size`.
     pub fn new(size: TermSize) -> Self {
         Screen {
-            parser: vt100::Parser::new(nz(size.rows), nz(size.cols), SCREEN_SCROLLBACK_ROWS),
+            parser: Self::parser(nz(size.rows), nz(size.cols)),
             fed_to: 0,
+            generation: 0,
+            held: Vec::new(),
         }
+    }
+
+    fn parser(rows: NonZeroU16, cols: NonZeroU16) -> vt100::Parser<Events> {
+        vt100::Parser::new_with_callbacks(rows, cols, SCREEN_SCROLLBACK_ROWS, Events::default())
     }
 
     /// Absolute output offset the emulator has processed up to.
@@ -39,15 +188,23 @@ impl Screen {
     pub fn feed(&mut self, start: u64, bytes: &[u8]) {
         if start > self.fed_to {
             let (rows, cols) = self.parser.screen().size();
-            self.parser = vt100::Parser::new(rows, cols, SCREEN_SCROLLBACK_ROWS);
+            self.parser = Self::parser(rows, cols);
+            self.generation += 1;
+            self.held.clear();
         }
         let end = start + bytes.len() as u64;
         if end <= self.fed_to {
             return;
         }
         let skip = self.fed_to.saturating_sub(start) as usize;
-        self.parser.process(&bytes[skip..]);
+        let translated = translate_sco(&mut self.held, &bytes[skip..]);
+        self.parser.process(&translated);
         self.fed_to = end;
+    }
+
+    /// Answers to terminal queries seen since the last call.
+    pub fn take_replies(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.parser.callbacks_mut().replies)
     }
 
     /// Follows a resize of the terminal.
@@ -73,10 +230,136 @@ impl Screen {
         self.parser.screen().contents()
     }
 
-    /// The underlying emulator, for rendered reads.
+    /// The underlying emulator.
     pub fn vt(&self) -> &vt100::Screen {
         self.parser.screen()
     }
+
+    /// Every row kept (scrollback, then screen), oldest first, as (text, wrapped).
+    fn all_rows(&mut self) -> Vec<(String, bool)> {
+        let screen = self.parser.screen_mut();
+        let (rows, cols) = screen.size();
+        let (rows, cols) = (rows.get(), cols.get());
+        let mut out = Vec::new();
+        if !screen.alternate_screen() {
+            // The scrollback is read through the view offset, a screenful at a time.
+            screen.set_scrollback(usize::MAX);
+            let mut offset = screen.scrollback();
+            while offset > 0 {
+                screen.set_scrollback(offset);
+                let take = offset.min(rows as usize);
+                let texts: Vec<String> = screen.rows(0, cols).take(take).collect();
+                for (i, text) in texts.into_iter().enumerate() {
+                    out.push((text, screen.row_wrapped(i as u16)));
+                }
+                offset -= take;
+            }
+            screen.set_scrollback(0);
+        }
+        let texts: Vec<String> = screen.rows(0, cols).collect();
+        for (i, text) in texts.into_iter().enumerate() {
+            out.push((text, screen.row_wrapped(i as u16)));
+        }
+        out
+    }
+
+    /// A rendered read (see [`ReadMode`]).
+    pub fn read(&mut self, req: &TermReadRequest) -> TermRead {
+        let max_lines = req
+            .max_lines
+            .unwrap_or(READ_DEFAULT_LINES)
+            .clamp(1, READ_MAX_LINES);
+        let max_chars = req
+            .max_chars
+            .unwrap_or(READ_DEFAULT_CHARS)
+            .clamp(1, READ_MAX_CHARS);
+        let merge = req.merge_wrapped.unwrap_or(true);
+        let alternate = self.parser.screen().alternate_screen();
+        let (rows, cols) = self.parser.screen().size();
+        let (cursor_row, _) = self.parser.screen().cursor_position();
+        let all = self.all_rows();
+        let discarded = self.parser.callbacks().discarded_rows;
+        let screen_top = all.len().saturating_sub(rows.get() as usize);
+        // Absolute number of row index 0 of `all`, and of the screen's top row.
+        let first_abs = if alternate { 0 } else { discarded };
+        let viewport_y = first_abs + screen_top as u64;
+        let cursor_abs = viewport_y + cursor_row as u64;
+        // Rows after the cursor that are blank are not content yet.
+        let last_content = all
+            .iter()
+            .rposition(|(t, _)| !t.trim_end().is_empty())
+            .unwrap_or(0)
+            .max(screen_top + cursor_row as usize);
+        let (from, marker_disposed) = match req.mode {
+            ReadMode::Viewport => (screen_top, false),
+            ReadMode::Tail => (0, false),
+            ReadMode::Delta => match req.marker_id.as_deref().and_then(parse_marker) {
+                Some((generation, line)) if generation == self.generation && !alternate => {
+                    if line < first_abs {
+                        (0, true)
+                    } else {
+                        (((line - first_abs) as usize).min(last_content + 1), false)
+                    }
+                }
+                Some(_) => (0, true),
+                None => (0, req.marker_id.is_some()),
+            },
+        };
+        let upto = if req.mode == ReadMode::Viewport {
+            all.len()
+        } else {
+            last_content + 1
+        };
+        // A wrapped row continues on the next one: with merge_wrapped they form one line.
+        let mut lines: Vec<String> = Vec::new();
+        let mut continuing = false;
+        for (text, wrapped) in all.get(from..upto).unwrap_or_default() {
+            let joined = merge && *wrapped;
+            let piece = if joined {
+                text.as_str()
+            } else {
+                text.trim_end()
+            };
+            match lines.last_mut() {
+                Some(last) if continuing => last.push_str(piece),
+                _ => lines.push(piece.to_string()),
+            }
+            continuing = joined;
+        }
+        let mut truncated = lines.len() > max_lines;
+        let mut lines = lines[lines.len().saturating_sub(max_lines)..].to_vec();
+        let mut text = lines.join("\n");
+        let mut dropped_chars = 0;
+        if text.chars().count() > max_chars {
+            let chars: Vec<char> = text.chars().collect();
+            dropped_chars = chars.len() - max_chars;
+            text = chars[dropped_chars..].iter().collect();
+            lines = text.split('\n').map(String::from).collect();
+            truncated = true;
+        }
+        let marker_line = cursor_abs;
+        TermRead {
+            text,
+            lines,
+            truncated,
+            dropped_chars,
+            cursor_line: cursor_row,
+            viewport_y,
+            rows: rows.get(),
+            cols: cols.get(),
+            buffer_type: if alternate { "alternate" } else { "normal" }.into(),
+            marker_id: format!("g{}l{}", self.generation, marker_line),
+            marker_line,
+            marker_disposed,
+        }
+    }
+}
+
+/// `g<generation>l<line>`.
+fn parse_marker(id: &str) -> Option<(u64, u64)> {
+    let rest = id.strip_prefix('g')?;
+    let (generation, line) = rest.split_once('l')?;
+    Some((generation.parse().ok()?, line.parse().ok()?))
 }
 
 #[cfg(test)]
@@ -115,5 +398,128 @@ mod tests {
         fresh.process(&s.repaint());
         assert_eq!(fresh.screen().contents(), s.text());
         assert_eq!(fresh.screen().cursor_position(), s.vt().cursor_position());
+    }
+
+    #[test]
+    fn sco_cursor_save_and_restore_work_even_when_split() {
+        let stream = b"ab\x1b[scdef\x1b[uX";
+        for split in 0..stream.len() {
+            let mut s = Screen::new(size());
+            s.feed(0, &stream[..split]);
+            s.feed(split as u64, &stream[split..]);
+            assert_eq!(s.text(), "abXdef", "split at {split}");
+        }
+    }
+
+    #[test]
+    fn terminal_queries_are_answered() {
+        let mut s = Screen::new(size());
+        s.feed(0, b"hi\x1b[6n\x1b[c\x1b[5n");
+        let replies = s.take_replies();
+        assert_eq!(
+            replies,
+            vec![
+                b"\x1b[1;3R".to_vec(),
+                b"\x1b[?62;22c".to_vec(),
+                b"\x1b[0n".to_vec()
+            ]
+        );
+        assert!(s.take_replies().is_empty());
+    }
+
+    fn req(mode: ReadMode) -> TermReadRequest {
+        TermReadRequest {
+            mode,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn tail_viewport_and_delta_reads() {
+        let mut s = Screen::new(size());
+        let mut out = Vec::new();
+        for i in 1..=10 {
+            out.extend_from_slice(format!("line{i}\r\n").as_bytes());
+        }
+        s.feed(0, &out);
+        let tail = s.read(&req(ReadMode::Tail));
+        assert_eq!(tail.lines.first().map(String::as_str), Some("line1"));
+        assert_eq!(
+            tail.lines.last().map(String::as_str),
+            Some(""),
+            "the cursor's empty line"
+        );
+        let view = s.read(&req(ReadMode::Viewport));
+        assert_eq!(view.lines, vec!["line8", "line9", "line10", ""]);
+        assert_eq!(view.viewport_y, 7);
+        let marker = view.marker_id.clone();
+        s.feed(out.len() as u64, b"new1\r\nnew2");
+        let delta = s.read(&TermReadRequest {
+            mode: ReadMode::Delta,
+            marker_id: Some(marker),
+            ..Default::default()
+        });
+        assert_eq!(delta.lines, vec!["new1", "new2"]);
+        assert!(!delta.marker_disposed);
+        let bad = s.read(&TermReadRequest {
+            mode: ReadMode::Delta,
+            marker_id: Some("g9l1".into()),
+            ..Default::default()
+        });
+        assert!(bad.marker_disposed);
+    }
+
+    #[test]
+    fn wrapped_rows_merge_into_one_line_unless_asked_not_to() {
+        let mut s = Screen::new(TermSize { cols: 5, rows: 4 });
+        s.feed(0, b"abcdefghij\r\nx");
+        assert_eq!(s.read(&req(ReadMode::Tail)).lines, vec!["abcdefghij", "x"]);
+        let raw = s.read(&TermReadRequest {
+            merge_wrapped: Some(false),
+            ..Default::default()
+        });
+        assert_eq!(raw.lines, vec!["abcde", "fghij", "x"]);
+    }
+
+    #[test]
+    fn limits_truncate_the_oldest_content() {
+        let mut s = Screen::new(size());
+        s.feed(0, b"aaaa\r\nbbbb\r\ncccc");
+        let r = s.read(&TermReadRequest {
+            max_lines: Some(2),
+            ..Default::default()
+        });
+        assert_eq!(
+            (r.lines.clone(), r.truncated),
+            (vec!["bbbb".to_string(), "cccc".to_string()], true)
+        );
+        let r = s.read(&TermReadRequest {
+            max_chars: Some(6),
+            ..Default::default()
+        });
+        assert_eq!(
+            (r.text.as_str(), r.dropped_chars, r.truncated),
+            ("b\ncccc", 8, true)
+        );
+    }
+
+    #[test]
+    fn markers_are_disposed_when_their_lines_leave_the_scrollback() {
+        let mut s = Screen::new(size());
+        s.feed(0, b"first\r\n");
+        let marker = s.read(&req(ReadMode::Tail)).marker_id;
+        let mut out = Vec::new();
+        for i in 0..(SCREEN_SCROLLBACK_ROWS + 50) {
+            out.extend_from_slice(format!("{i}\r\n").as_bytes());
+        }
+        s.feed(7, &out);
+        let r = s.read(&TermReadRequest {
+            mode: ReadMode::Delta,
+            marker_id: Some(marker),
+            max_lines: Some(5),
+            ..Default::default()
+        });
+        assert!(r.marker_disposed);
+        assert!(r.truncated);
     }
 }

@@ -47,6 +47,7 @@ pub fn router(hub: Hub) -> Router {
         .route("/v1/pty/sessions/{id}/read", get(sessions::read))
         .route("/v1/pty/sessions/{id}/talk", post(sessions::talk))
         .route("/v1/pty/sessions/{id}/resize", post(sessions::resize))
+        .route("/v1/pty/sessions/{id}/term_read", post(sessions::term_read))
         .route("/v1/pty/sessions/{id}/stream", get(stream::stream))
         .route("/v1/agents", get(agents::list_agents))
         .route("/v1/agents/{id}", get(agents::get_agent))

@@ -172,6 +172,24 @@ pub async fn talk(
     Ok(Json(body))
 }
 
+pub async fn term_read(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<crate::screen::TermReadRequest>,
+) -> ApiResult<Json<Value>> {
+    if std::env::var("AGENT_HUB_TERM_BUFFER_ACCESS").is_ok_and(|v| v.eq_ignore_ascii_case("off")) {
+        return Err(HubError::TermBufferAccessDisabled.into());
+    }
+    let session = hub.get(&id)?;
+    let read = session.term_read(&req);
+    let mut body = serde_json::to_value(read).map_err(|e| HubError::Internal {
+        message: e.to_string(),
+    })?;
+    body["ok"] = json!(true);
+    body["session_id"] = json!(id);
+    Ok(Json(body))
+}
+
 pub async fn read(
     State(hub): State<Hub>,
     Path(id): Path<String>,

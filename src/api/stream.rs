@@ -48,6 +48,7 @@ async fn run(
 ) {
     let (mut tx, mut rx) = socket.split();
     let info = session.info();
+    let mut viewer = None;
     let (first_bytes, mut cursor, mode) = match since {
         Some(since) => (
             None,
@@ -55,6 +56,8 @@ async fn run(
             "replay",
         ),
         None => {
+            // A screen-mode viewer is interactive: its terminal answers terminal queries.
+            viewer = Some(session.viewer());
             let (paint, offset) = session.with_screen(|s| (s.repaint(), s.fed_to()));
             (
                 Some(paint),
@@ -134,6 +137,7 @@ async fn run(
         }
     }
     receiver.abort();
+    drop(viewer);
 }
 
 async fn handle_text(session: &Session, text: &str) -> crate::error::HubResult<()> {

@@ -41,6 +41,8 @@ pub enum Command {
     New(ops::NewArgs),
     /// Print a session's recent output; with --follow, keep printing new output.
     Read(ops::ReadArgs),
+    /// Print what a session's terminal shows (rendered: tail, viewport, or delta since a marker).
+    Screen(ops::ScreenArgs),
     /// Type one line into a session and press Enter.
     Send(ops::SendArgs),
     /// Press named keys in a session (Enter, Escape, Up, C-c, F5, y, ...).
@@ -84,6 +86,7 @@ pub fn run(cli: Cli) -> i32 {
             Command::Ls(args) => ops::ls(args).await,
             Command::New(args) => ops::new(args).await,
             Command::Read(args) => ops::read(args).await,
+            Command::Screen(args) => ops::screen(args).await,
             Command::Send(args) => ops::send(args).await,
             Command::Keys(args) => ops::keys(args).await,
             Command::Talk(args) => ops::talk(args).await,

@@ -351,3 +351,49 @@ mod tests {
         }
     }
 }
+
+#[derive(Debug, Args)]
+pub struct ScreenArgs {
+    /// Session id.
+    pub id: String,
+    /// tail (scrollback and screen), viewport (the screen now), or delta (lines since --marker).
+    #[arg(long, default_value = "tail")]
+    pub mode: String,
+    /// Most lines to print (cap 200).
+    #[arg(long)]
+    pub lines: Option<usize>,
+    /// Marker from a previous read (delta mode); printed to stderr after each read.
+    #[arg(long)]
+    pub marker: Option<String>,
+    /// Keep wrapped rows apart instead of joining them into logical lines.
+    #[arg(long)]
+    pub no_merge: bool,
+    #[command(flatten)]
+    pub opts: ClientOpts,
+}
+
+pub async fn screen(args: ScreenArgs) -> i32 {
+    let mode = match args.mode.as_str() {
+        "tail" => crate::screen::ReadMode::Tail,
+        "viewport" => crate::screen::ReadMode::Viewport,
+        "delta" => crate::screen::ReadMode::Delta,
+        other => {
+            eprintln!("agent-hub: --mode must be tail, viewport or delta, not '{other}'");
+            return 2;
+        }
+    };
+    let req = crate::screen::TermReadRequest {
+        mode,
+        max_lines: args.lines,
+        max_chars: None,
+        merge_wrapped: Some(!args.no_merge),
+        marker_id: args.marker,
+    };
+    let result = client(&args.opts).term_read(&args.id, &req).await;
+    finish(&args.opts, result, |v| {
+        if let Some(marker) = v["marker_id"].as_str() {
+            eprintln!("marker: {marker}");
+        }
+        v["text"].as_str().unwrap_or("").to_string()
+    })
+}

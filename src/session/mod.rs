@@ -100,6 +100,9 @@ pub struct Session {
     talk_lock: tokio::sync::Mutex<()>,
     /// Stops the session's background tasks when it is removed.
     cancel: CancellationToken,
+    /// Interactive viewers attached (WebSocket screen mode): while there is one, its terminal
+    /// answers the program's terminal queries; otherwise the hub does (PTY sessions only).
+    viewers: std::sync::atomic::AtomicUsize,
 }
 
 impl Session {
@@ -123,6 +126,7 @@ impl Session {
             backend,
             talk_lock: tokio::sync::Mutex::new(()),
             cancel: CancellationToken::new(),
+            viewers: std::sync::atomic::AtomicUsize::new(0),
         });
         tokio::spawn(follow_screen(
             Arc::downgrade(&session),
@@ -258,6 +262,32 @@ impl Session {
         self.backend.detach().await;
     }
 
+    /// Counts an interactive viewer for as long as the returned guard lives.
+    pub fn viewer(self: &Arc<Self>) -> ViewerGuard {
+        self.viewers
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        ViewerGuard(self.clone())
+    }
+
+    /// A rendered read of the screen and its scrollback.
+    pub fn term_read(&self, req: &crate::screen::TermReadRequest) -> crate::screen::TermRead {
+        self.with_screen(|s| s.read(req))
+    }
+
+    /// Sends the emulator's answers to terminal queries (cursor position, device attributes)
+    /// when the hub is the terminal (a PTY) and no interactive viewer's terminal will answer,
+    /// so programs that ask at start-up do not hang.
+    async fn answer_queries(&self) {
+        let replies = self.with_screen(|s| s.take_replies());
+        let hub_answers = self.spec.backend == "pty"
+            && self.viewers.load(std::sync::atomic::Ordering::SeqCst) == 0;
+        if hub_answers {
+            for reply in replies {
+                let _ = self.backend.write(reply).await;
+            }
+        }
+    }
+
     /// Runs `f` on the screen after catching it up with all output so far.
     pub fn with_screen<T>(&self, f: impl FnOnce(&mut Screen) -> T) -> T {
         let mut screen = self.screen.lock().unwrap_or_else(|e| e.into_inner());
@@ -325,20 +355,33 @@ impl Session {
     }
 }
 
+/// Keeps a session's interactive-viewer count up while it lives.
+pub struct ViewerGuard(Arc<Session>);
+
+impl Drop for ViewerGuard {
+    fn drop(&mut self) {
+        self.0
+            .viewers
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// Keeps the emulator close to the output so screen reads rarely have much to catch up on.
 async fn follow_screen(session: std::sync::Weak<Session>, cancel: CancellationToken) {
     let Some(mut progress) = session.upgrade().map(|s| s.output.watch_progress()) else {
         return;
     };
+    // Catch up first: output that arrived before the subscription (a program's start-up
+    // query, say) would otherwise wait for a change that may never come.
     loop {
+        match session.upgrade() {
+            Some(s) => s.answer_queries().await,
+            None => return,
+        }
+        tokio::time::sleep(SCREEN_FOLLOW_INTERVAL).await;
         tokio::select! {
             _ = cancel.cancelled() => return,
             changed = progress.changed() => if changed.is_err() { return },
         }
-        match session.upgrade() {
-            Some(s) => s.with_screen(|_| ()),
-            None => return,
-        }
-        tokio::time::sleep(SCREEN_FOLLOW_INTERVAL).await;
     }
 }

@@ -9,3 +9,4 @@ mod cli;
 mod docker;
 mod sessions;
 mod stream;
+mod term_read;
