@@ -39,7 +39,7 @@ use agent_hub::config::HubConfig;
 use agent_hub::hub::Hub;
 use agent_hub::output::Output;
 use agent_hub::protocol::ServerFrame;
-use agent_hub::screen::Screen;
+use agent_hub::screen::{Screen, SCREEN_SCROLLBACK_ROWS};
 use anyhow::{anyhow, bail, ensure, Context, Result};
 use bollard::container::LogOutput;
 use bollard::exec::{StartExecOptions, StartExecResults};
@@ -751,8 +751,8 @@ impl WsView {
     /// Receives until nothing has arrived for [`QUIET`].
     async fn wait_quiet(&mut self) -> Result<()> {
         let deadline = Instant::now() + SAMPLE_TIMEOUT;
-        while let Ok(more) = tokio::time::timeout(QUIET, self.pump()).await {
-            more?;
+        while let Ok(pumped) = tokio::time::timeout(QUIET, self.pump()).await {
+            pumped?;
             ensure!(Instant::now() < deadline, "the session never went quiet");
         }
         Ok(())
@@ -1289,6 +1289,27 @@ struct IngestTarget<'a> {
     dockerd: Option<&'a str>,
 }
 
+/// [`hub_ingest`], with the agent's state added to an error (why did its stream end?).
+async fn hub_ingest_explained(
+    hut: &HubUnderTest,
+    sid: &str,
+    file: &IngestFile,
+    at: &IngestTarget<'_>,
+) -> Result<IngestRun> {
+    match hub_ingest(hut, sid, file, at).await {
+        Ok(run) => Ok(run),
+        Err(e) => Err(e.context(format!(
+            "hub ingest run failed; agent now: {}; container: {}",
+            hut.client
+                .agent("ingest")
+                .await
+                .map_or_else(|e| e.to_string(), |v| v["agent"].to_string()),
+            docker_cli(&["inspect", "-f", "{{json .State}}", at.container])
+                .unwrap_or_else(|e| e.to_string())
+        ))),
+    }
+}
+
 async fn hub_ingest(
     hut: &HubUnderTest,
     sid: &str,
@@ -1514,11 +1535,13 @@ async fn measure_ingest(
     // Interleaved, alternating which goes first, against the machine's drifting load.
     for i in 0..plan.ingest_runs {
         if i % 2 == 1 {
-            res.hub.push(hub_ingest(hut, &sid, &file, &hub_at).await?);
+            res.hub
+                .push(hub_ingest_explained(hut, &sid, &file, &hub_at).await?);
         }
         res.raw.push(raw_ingest(docker, &file, &raw_at).await?);
         if i % 2 == 0 {
-            res.hub.push(hub_ingest(hut, &sid, &file, &hub_at).await?);
+            res.hub
+                .push(hub_ingest_explained(hut, &sid, &file, &hub_at).await?);
         }
     }
     let _ = std::fs::remove_file(&file.local);
@@ -1746,6 +1769,8 @@ struct MemoryParts {
     output_kb: f64,
     /// `Screen::new(120x30)` fed the prompt: the vt100 emulator.
     screen_kb: f64,
+    /// The same after enough output to fill its row scrollback (an active agent).
+    screen_full_kb: f64,
 }
 
 /// RssAnon growth per item while `n` items built by `make` are alive.
@@ -1759,22 +1784,28 @@ fn anon_kb_per<T>(n: usize, make: impl Fn() -> T) -> f64 {
     per_agent_kb(before, after, n)
 }
 
+fn bench_screen(fed: &[u8]) -> Screen {
+    let mut screen = Screen::new(TermSize {
+        cols: 120,
+        rows: 30,
+    });
+    screen.feed(0, fed);
+    screen
+}
+
 fn memory_parts(n: usize, capacity: usize) -> MemoryParts {
     let prompt = b"$ \x1b[1;3H";
+    let lines: Vec<u8> = (0..SCREEN_SCROLLBACK_ROWS + 100)
+        .flat_map(|i| format!("{i:09} {}\r\n", "x".repeat(LINE_CHARS - 10)).into_bytes())
+        .collect();
     MemoryParts {
         output_kb: anon_kb_per(n, || {
             let output = Output::new(capacity);
             output.push(prompt);
             output
         }),
-        screen_kb: anon_kb_per(n, || {
-            let mut screen = Screen::new(TermSize {
-                cols: 120,
-                rows: 30,
-            });
-            screen.feed(0, prompt);
-            screen
-        }),
+        screen_kb: anon_kb_per(n, || bench_screen(prompt)),
+        screen_full_kb: anon_kb_per(10, || bench_screen(&lines)),
     }
 }
 
@@ -1868,6 +1899,13 @@ fn report_idle(r: &IdleResults, summary: &mut Vec<SummaryRow>) {
         r.parts.output_kb,
         r.parts.screen_kb,
         anon - r.parts.output_kb - r.parts.screen_kb
+    );
+    println!(
+        "| not in the idle figure: a `Screen` after {} lines of output (its {}-row scrollback \
+         full), as an active agent has (kB anon) | {:.0} |",
+        SCREEN_SCROLLBACK_ROWS + 100,
+        SCREEN_SCROLLBACK_ROWS,
+        r.parts.screen_full_kb
     );
     println!(
         "| hub process CPU over {:.1} s idle | {:.2} CPU-s = {cpu_pct:.2} % of one core (tick {:.0} ms) |",

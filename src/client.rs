@@ -33,6 +33,7 @@ impl ClientError {
 pub struct HubClient {
     base: String,
     http: reqwest::Client,
+    token: Option<String>,
 }
 
 fn encode(component: &str) -> String {
@@ -53,7 +54,34 @@ impl HubClient {
         HubClient {
             base: base.trim_end_matches('/').to_string(),
             http: reqwest::Client::new(),
+            token: None,
         }
+    }
+
+    /// The same client, sending `token` as `Authorization: Bearer` (and as the WebSocket
+    /// subprotocol `agent-hub.bearer.<token>`).
+    pub fn with_token(mut self, token: Option<String>) -> Self {
+        self.token = token.filter(|t| !t.is_empty());
+        self
+    }
+
+    /// A WebSocket request for `url` carrying the token, if any.
+    pub fn ws_request(
+        &self,
+        url: &str,
+    ) -> Result<tokio_tungstenite::tungstenite::handshake::client::Request, String> {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        let mut req = url.into_client_request().map_err(|e| e.to_string())?;
+        if let Some(token) = &self.token {
+            let protocols = format!("agent-hub, {}{token}", crate::api::auth::WS_TOKEN_PROTOCOL);
+            req.headers_mut().insert(
+                "sec-websocket-protocol",
+                protocols
+                    .parse()
+                    .map_err(|_| "the token is not a valid header value".to_string())?,
+            );
+        }
+        Ok(req)
     }
 
     /// The hub's base URL.
@@ -69,6 +97,9 @@ impl HubClient {
         body: Option<&(impl Serialize + ?Sized)>,
     ) -> Result<Value, ClientError> {
         let mut req = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(token) = &self.token {
+            req = req.bearer_auth(token);
+        }
         if let Some(body) = body {
             req = req.json(body);
         }
@@ -227,6 +258,56 @@ impl HubClient {
             .await
     }
 
+    /// Starts a task. A PTY task answers at once (`taskId`, `sessionId`); a piped one
+    /// (`pty: false`) when it ends (`stdout`, `stderr`, `exitCode`).
+    pub async fn create_task(&self, req: &crate::tasks::CreateTask) -> Result<Value, ClientError> {
+        self.call(reqwest::Method::POST, "/v1/tasks", Some(req))
+            .await
+    }
+
+    pub async fn tasks(&self) -> Result<Value, ClientError> {
+        self.get("/v1/tasks").await
+    }
+
+    pub async fn task(&self, id: &str) -> Result<Value, ClientError> {
+        self.get(&format!("/v1/tasks/{}", encode(id))).await
+    }
+
+    /// Waits up to `timeout_ms` for a task to end: `{task, finished}`.
+    pub async fn wait_task(&self, id: &str, timeout_ms: u64) -> Result<Value, ClientError> {
+        self.post(
+            &format!("/v1/tasks/{}/wait?timeout_ms={timeout_ms}", encode(id)),
+            json!({}),
+        )
+        .await
+    }
+
+    /// Cancels a task (kills all its processes): `{task}`.
+    pub async fn cancel_task(&self, id: &str) -> Result<Value, ClientError> {
+        self.call(
+            reqwest::Method::DELETE,
+            &format!("/v1/tasks/{}", encode(id)),
+            None::<&Value>,
+        )
+        .await
+    }
+
+    /// The WebSocket URL of the hub's event stream.
+    pub fn events_url(&self) -> String {
+        format!("{}/v1/events", self.ws_base())
+    }
+
+    /// The base URL with a WebSocket scheme.
+    fn ws_base(&self) -> String {
+        if let Some(rest) = self.base.strip_prefix("https://") {
+            format!("wss://{rest}")
+        } else if let Some(rest) = self.base.strip_prefix("http://") {
+            format!("ws://{rest}")
+        } else {
+            self.base.clone()
+        }
+    }
+
     /// The session a user means by `target`: a session id, an agent id (its current session)
     /// or a session label (which must match exactly one session).
     pub async fn resolve_target(&self, target: &str) -> Result<String, ClientError> {
@@ -273,16 +354,33 @@ impl HubClient {
         }
     }
 
+    /// `POST /v1/pty/resolve` with the given keys.
+    pub async fn resolve(&self, keys: &crate::routing::RouteKeys) -> Result<Value, ClientError> {
+        self.call(reqwest::Method::POST, "/v1/pty/resolve", Some(keys))
+            .await
+    }
+
+    /// `POST /v1/pty/send_line_to_agent`.
+    pub async fn send_line_to_agent(
+        &self,
+        keys: &crate::routing::RouteKeys,
+        data: &str,
+    ) -> Result<Value, ClientError> {
+        let mut body = serde_json::to_value(keys).unwrap_or_default();
+        body["data"] = json!(data);
+        if let Some(obj) = body.as_object_mut() {
+            obj.retain(|_, v| !v.is_null());
+        }
+        self.post("/v1/pty/send_line_to_agent", body).await
+    }
+
     /// The WebSocket URL of a session's stream.
     pub fn stream_url(&self, id: &str, since: Option<u64>) -> String {
-        let ws_base = if let Some(rest) = self.base.strip_prefix("https://") {
-            format!("wss://{rest}")
-        } else if let Some(rest) = self.base.strip_prefix("http://") {
-            format!("ws://{rest}")
-        } else {
-            self.base.clone()
-        };
         let since = since.map(|s| format!("?since={s}")).unwrap_or_default();
-        format!("{ws_base}{}{since}", Self::session_path(id, "/stream"))
+        format!(
+            "{}{}{since}",
+            self.ws_base(),
+            Self::session_path(id, "/stream")
+        )
     }
 }

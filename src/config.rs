@@ -40,8 +40,12 @@ pub struct HubConfig {
     /// This hub's id, put on every container it creates (`agent-hub.hub`); default: a random
     /// id kept in the data dir.
     pub hub_id: Option<String>,
+    /// How long finished tasks (and their output sessions) are kept, in seconds.
+    pub task_retention_s: u64,
     /// Container agents.
     pub agents: Vec<Spanned<AgentDef>>,
+    /// API tokens; none = an open API (then only loopback listening is allowed).
+    pub tokens: Vec<crate::api::auth::TokenConfig>,
 }
 
 impl Default for HubConfig {
@@ -65,7 +69,9 @@ impl Default for HubConfig {
             .to_vec(),
             max_body_bytes: 1 << 20,
             hub_id: None,
+            task_retention_s: 3600,
             agents: Vec::new(),
+            tokens: Vec::new(),
         }
     }
 }
@@ -138,6 +144,14 @@ impl HubConfig {
         }
         if let Some(id) = &self.hub_id {
             check_hub_id(id)?;
+        }
+        for t in &self.tokens {
+            if t.token.len() < 16 {
+                return Err(format!(
+                    "token '{}' is too short: use at least 16 characters",
+                    t.name
+                ));
+            }
         }
         Ok(())
     }

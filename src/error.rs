@@ -40,6 +40,18 @@ pub enum HubError {
     /// The route exists but not with this method.
     #[error("method not allowed")]
     MethodNotAllowed,
+    /// No task has this id (it never existed, or it finished and was purged).
+    #[error("no task with id '{id}'")]
+    TaskNotFound { id: String },
+    /// A piped task ran out of time and was killed; `stdout` and `stderr` hold its output.
+    #[error("task '{id}' timed out after {timeout_ms} ms and was killed")]
+    TaskTimedOut {
+        id: String,
+        timeout_ms: u64,
+        duration_ms: u64,
+        stdout: String,
+        stderr: String,
+    },
     /// No agent has this id.
     #[error("no agent with id '{id}'")]
     AgentNotFound { id: String },
@@ -59,6 +71,18 @@ pub enum HubError {
     /// A Docker operation failed.
     #[error("docker: {message}")]
     Docker { message: String },
+    /// No live session matches the routing keys.
+    #[error("no live session matches {keys}")]
+    RouteNotMatched { keys: String },
+    /// More than one live session matches the routing keys; nothing was sent.
+    #[error("{} sessions match {keys}; name one (nothing was sent)", matches.len())]
+    Ambiguous { keys: String, matches: Vec<String> },
+    /// No valid token was presented.
+    #[error("{message}")]
+    Unauthorized { message: String },
+    /// The token's role does not allow this, or the request is refused for another reason.
+    #[error("{message}")]
+    Forbidden { message: String },
     /// Rendered reads are switched off (`AGENT_HUB_TERM_BUFFER_ACCESS=off`).
     #[error("rendered terminal reads are disabled on this hub (AGENT_HUB_TERM_BUFFER_ACCESS=off)")]
     TermBufferAccessDisabled,
@@ -82,11 +106,17 @@ impl HubError {
             HubError::RouteNotFound { .. } => "NOT_FOUND",
             HubError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             HubError::AgentNotFound { .. } => "AGENT_NOT_FOUND",
+            HubError::TaskNotFound { .. } => "TASK_NOT_FOUND",
+            HubError::TaskTimedOut { .. } => "PTY_TIMEOUT",
             HubError::AgentNotRunning { .. } => "AGENT_NOT_RUNNING",
             HubError::AgentStartFailed { .. } => "AGENT_START_FAILED",
             HubError::DockerUnavailable { .. } => "DOCKER_UNAVAILABLE",
             HubError::Docker { .. } => "DOCKER_ERROR",
             HubError::TermBufferAccessDisabled => "TERM_BUFFER_ACCESS_DISABLED",
+            HubError::Unauthorized { .. } => "UNAUTHORIZED",
+            HubError::RouteNotMatched { .. } => "NOT_FOUND",
+            HubError::Ambiguous { .. } => "AMBIGUOUS",
+            HubError::Forbidden { .. } => "FORBIDDEN",
             HubError::Internal { .. } => "INTERNAL",
         }
     }
@@ -96,15 +126,19 @@ impl HubError {
         match self {
             HubError::SessionNotFound { .. }
             | HubError::RouteNotFound { .. }
-            | HubError::AgentNotFound { .. } => 404,
+            | HubError::AgentNotFound { .. }
+            | HubError::TaskNotFound { .. } => 404,
             HubError::AgentNotRunning { .. } => 409,
-            HubError::TermBufferAccessDisabled => 403,
+            HubError::TermBufferAccessDisabled | HubError::Forbidden { .. } => 403,
+            HubError::Unauthorized { .. } => 401,
+            HubError::RouteNotMatched { .. } => 404,
+            HubError::Ambiguous { .. } => 409,
             HubError::DockerUnavailable { .. } => 503,
             HubError::AgentStartFailed { .. } | HubError::Docker { .. } => 500,
             HubError::BadRequest { .. } => 400,
             HubError::PayloadTooLarge { .. } => 413,
             HubError::MethodNotAllowed => 405,
-            HubError::Timeout { .. } => 504,
+            HubError::Timeout { .. } | HubError::TaskTimedOut { .. } => 504,
             HubError::ProcessExited { .. } => 409,
             HubError::SpawnFailed { .. }
             | HubError::WriteFailed { .. }

@@ -18,6 +18,7 @@ use crate::error::{HubError, HubResult};
 use crate::output::{ExitInfo, Output};
 use crate::session::input::TermSignal;
 use crate::session::{Owner, Session, SessionSpec};
+use crate::tasks::Tasks;
 
 /// How many lifecycle events a slow `/v1/events` subscriber may fall behind.
 const EVENTS_CHANNEL_CAPACITY: usize = 4096;
@@ -59,6 +60,7 @@ struct Inner {
     /// Cancelled when the hub begins to shut down; long-lived streams watch it.
     closing: CancellationToken,
     agents: Agents,
+    tasks: Tasks,
     /// Lifecycle events for `/v1/events` (task, agent and session events), as JSON objects
     /// with a `type` field.
     events: tokio::sync::broadcast::Sender<serde_json::Value>,
@@ -73,6 +75,7 @@ impl Hub {
                 issued_ids: Mutex::new(HashSet::new()),
                 closing: CancellationToken::new(),
                 agents: Agents::new(&config),
+                tasks: Tasks::default(),
                 events: tokio::sync::broadcast::channel(EVENTS_CHANNEL_CAPACITY).0,
                 config,
             }),
@@ -121,7 +124,11 @@ impl Hub {
 
     /// The environment a session's program gets: the configured pass-through variables of the
     /// hub's own environment, terminal defaults, then the request's variables.
-    fn child_env(&self, id: &str, extra: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    pub(crate) fn child_env(
+        &self,
+        id: &str,
+        extra: &BTreeMap<String, String>,
+    ) -> BTreeMap<String, String> {
         let mut env = BTreeMap::new();
         for key in &self.inner.config.env_passthrough {
             if let Ok(value) = std::env::var(key) {
@@ -259,6 +266,11 @@ impl Hub {
         &self.inner.agents
     }
 
+    /// The task registry (see [`crate::tasks`]).
+    pub fn tasks(&self) -> &Tasks {
+        &self.inner.tasks
+    }
+
     /// The session with this id.
     pub fn get(&self, id: &str) -> HubResult<Arc<Session>> {
         self.inner
@@ -305,10 +317,11 @@ impl Hub {
         Ok(session.output().exit())
     }
 
-    /// Stops every host PTY session (they cannot outlive the hub); tmux sessions and container
-    /// agents keep running, and their tmux clients detach cleanly.
+    /// Kills running tasks, then stops every host PTY session (they cannot outlive the hub);
+    /// tmux sessions and container agents keep running, and their tmux clients detach cleanly.
     pub async fn shutdown(&self) {
         self.inner.closing.cancel();
+        crate::tasks::shutdown(self).await;
         let ids: Vec<String> = self
             .list()
             .iter()

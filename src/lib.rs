@@ -9,6 +9,8 @@
 //!   above all backends. [`scrollback`] is its pure byte ring; [`screen`] the rendered screen.
 //! - [`backend`]: backends only move bytes: host PTY (`pty`) and tmux control mode (`tmux`).
 //! - [`process`]: stopping every process of a terminal.
+//! - [`routing`]: which session a leader means by agent id, owner session or label.
+//! - [`tasks`]: shell commands run to completion (in a PTY session or with pipes).
 //! - [`api`]: REST + WebSocket translation; [`protocol`]: the wire types; [`error`]: stable codes.
 //! - [`client`]: the typed HTTP/WebSocket client the CLI uses; [`cli`]: one module per command.
 //! - [`config`]: the `hub.toml` settings.
@@ -25,6 +27,8 @@ pub mod hub;
 pub mod output;
 pub mod process;
 pub mod protocol;
+pub mod routing;
 pub mod screen;
 pub mod scrollback;
 pub mod session;
+pub mod tasks;

@@ -34,7 +34,23 @@ impl IntoResponse for ApiError {
                 body["exit_code"] = json!(exit_code);
                 body["output"] = json!(output);
             }
+            HubError::TaskTimedOut {
+                id,
+                duration_ms,
+                stdout,
+                stderr,
+                ..
+            } => {
+                body["taskId"] = json!(id);
+                body["state"] = json!("timeout");
+                body["exitCode"] = json!(null);
+                body["durationMs"] = json!(duration_ms);
+                body["stdout"] = json!(stdout);
+                body["stderr"] = json!(stderr);
+                body["output"] = json!(format!("{stdout}{stderr}"));
+            }
             HubError::AgentStartFailed { screen, .. } => body["screen"] = json!(screen),
+            HubError::Ambiguous { matches, .. } => body["matches"] = json!(matches),
             HubError::DockerUnavailable { endpoint, .. } => body["endpoint"] = json!(endpoint),
             _ => {}
         }

@@ -2,9 +2,13 @@
 //! session, and shape JSON; rules live in `hub` and `session`, error mapping in `api::error`.
 
 mod agents;
+pub mod auth;
 pub mod error;
+mod events;
+mod routing;
 mod sessions;
 mod stream;
+mod tasks;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -49,13 +53,30 @@ pub fn router(hub: Hub) -> Router {
         .route("/v1/pty/sessions/{id}/resize", post(sessions::resize))
         .route("/v1/pty/sessions/{id}/term_read", post(sessions::term_read))
         .route("/v1/pty/sessions/{id}/stream", get(stream::stream))
+        .route("/v1/pty/resolve", post(routing::resolve_route))
+        .route(
+            "/v1/pty/send_line_to_agent",
+            post(routing::send_line_to_agent),
+        )
+        .route("/v1/pty/update-ownership", post(routing::update_ownership))
         .route("/v1/agents", get(agents::list_agents))
         .route("/v1/agents/{id}", get(agents::get_agent))
         .route("/v1/agents/{id}/start", post(agents::start_agent))
         .route("/v1/agents/{id}/stop", post(agents::stop_agent))
         .route("/v1/agents/{id}/restart", post(agents::restart_agent))
+        .route("/v1/tasks", get(tasks::list_tasks).post(tasks::create_task))
+        .route(
+            "/v1/tasks/{id}",
+            get(tasks::get_task).delete(tasks::cancel_task),
+        )
+        .route("/v1/tasks/{id}/wait", post(tasks::wait_task))
+        .route("/v1/events", get(events::events))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            hub.clone(),
+            auth::authorize,
+        ))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(hub)
 }

@@ -219,7 +219,7 @@ pub async fn read(
         Encoding::Base64 => base64_encode(&chunk.bytes),
         Encoding::Utf8 => {
             // Leave a UTF-8 sequence cut at the end for the next read.
-            let keep = complete_utf8_prefix(&chunk.bytes);
+            let keep = crate::session::input::complete_utf8_len(&chunk.bytes);
             chunk.end_offset -= (chunk.bytes.len() - keep) as u64;
             String::from_utf8_lossy(&chunk.bytes[..keep]).into_owned()
         }
@@ -233,24 +233,6 @@ pub async fn read(
         alive: output.exit().is_none(),
         encoding: q.encoding,
     }))
-}
-
-/// Length of `bytes` without a trailing, incomplete UTF-8 sequence.
-fn complete_utf8_prefix(bytes: &[u8]) -> usize {
-    match std::str::from_utf8(bytes) {
-        Ok(_) => bytes.len(),
-        Err(e) if e.error_len().is_none() => e.valid_up_to(),
-        Err(_) => {
-            // Invalid bytes somewhere: only trim a cut sequence in the last 3 bytes.
-            let tail_start = bytes.len().saturating_sub(3);
-            (tail_start..bytes.len())
-                .find(|&i| {
-                    bytes[i] >= 0xC0
-                        && std::str::from_utf8(&bytes[i..]).is_err_and(|e| e.error_len().is_none())
-                })
-                .unwrap_or(bytes.len())
-        }
-    }
 }
 
 fn base64_encode(bytes: &[u8]) -> String {
@@ -289,14 +271,5 @@ mod tests {
         ] {
             assert_eq!(base64_encode(raw.as_bytes()), enc);
         }
-    }
-
-    #[test]
-    fn utf8_cut_at_the_end_is_left_for_later() {
-        let s = "aé€".as_bytes();
-        assert_eq!(complete_utf8_prefix(s), s.len());
-        assert_eq!(complete_utf8_prefix(&s[..s.len() - 1]), 3);
-        assert_eq!(complete_utf8_prefix(&s[..2]), 1);
-        assert_eq!(complete_utf8_prefix(b"\xff\xfeab"), 4);
     }
 }

@@ -31,6 +31,9 @@ pub async fn stream(
 ) -> ApiResult<Response> {
     let session = hub.get(&id)?;
     Ok(ws
+        // Clients offer `agent-hub` next to their `agent-hub.bearer.<token>`: the server
+        // answers with the former, so the token is never echoed back.
+        .protocols(["agent-hub"])
         .max_message_size(MAX_CLIENT_MESSAGE_BYTES)
         .on_upgrade(move |socket| run(socket, session, q.since, hub.closing())))
 }

@@ -5,7 +5,6 @@ use std::io::IsTerminal;
 use std::time::Instant;
 
 use super::ClientOpts;
-use crate::client::HubClient;
 use clap::Args;
 
 #[derive(Debug, Args)]
@@ -24,7 +23,7 @@ pub struct AgentOpArgs {
 }
 
 pub async fn list(args: AgentsArgs) -> i32 {
-    match HubClient::new(&args.opts.hub).agents().await {
+    match args.opts.client().agents().await {
         Ok(v) if args.opts.json => {
             println!("{v}");
             0
@@ -59,7 +58,7 @@ pub async fn list(args: AgentsArgs) -> i32 {
 
 /// Runs `op` (start, stop, restart) on every agent at once and reports each as it finishes.
 pub async fn run_op(args: AgentOpArgs, op: &'static str) -> i32 {
-    let client = HubClient::new(&args.opts.hub);
+    let client = args.opts.client();
     let total = args.ids.len();
     let progress = !args.opts.json && std::io::stderr().is_terminal();
     if !args.opts.json && total > 1 {

@@ -89,7 +89,7 @@ pub async fn run(args: AttachArgs) -> i32 {
             return 2;
         }
     };
-    let client = HubClient::new(&args.opts.hub);
+    let client = args.opts.client();
     if args.direct {
         return attach_direct(&client, &args.id).await;
     }
@@ -102,7 +102,14 @@ pub async fn run(args: AttachArgs) -> i32 {
         }
     };
     let url = client.stream_url(&session_id, None);
-    let (socket, _) = match tokio_tungstenite::connect_async(&url).await {
+    let request = match client.ws_request(&url) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("agent-hub: {e}");
+            return 1;
+        }
+    };
+    let (socket, _) = match tokio_tungstenite::connect_async(request).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("agent-hub: cannot open {url}: {e}");

@@ -4,6 +4,7 @@
 mod agents;
 mod attach;
 mod ops;
+mod run;
 mod serve;
 
 use clap::{Args, Parser, Subcommand};
@@ -28,6 +29,16 @@ pub struct ClientOpts {
     /// Print machine-readable JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// API token for a hub that requires one.
+    #[arg(long, env = "AGENT_HUB_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+}
+
+impl ClientOpts {
+    /// A client for the chosen hub, with the token if one was given.
+    pub fn client(&self) -> crate::client::HubClient {
+        crate::client::HubClient::new(&self.hub).with_token(self.token.clone())
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -43,12 +54,17 @@ pub enum Command {
     Read(ops::ReadArgs),
     /// Print what a session's terminal shows (rendered: tail, viewport, or delta since a marker).
     Screen(ops::ScreenArgs),
-    /// Type one line into a session and press Enter.
+    /// Find the one live session for an agent id, owner session id or label.
+    Resolve(ops::ResolveArgs),
+    /// Type one line into a session (or the agent's, with --to-agent) and press Enter.
     Send(ops::SendArgs),
     /// Press named keys in a session (Enter, Escape, Up, C-c, F5, y, ...).
     Keys(ops::KeysArgs),
     /// Run a shell command in a session; prints its output and exits with its exit code.
     Talk(ops::TalkArgs),
+    /// Run a command as a task in its own PTY, print its output live and exit with its exit
+    /// code (124 on timeout, 130 when cancelled); Ctrl-C cancels it.
+    Run(run::RunArgs),
     /// Send a signal (SIGINT writes Ctrl-C, SIGQUIT Ctrl-\, SIGTERM/SIGKILL/SIGHUP terminate).
     Signal(ops::SignalArgs),
     /// Resize a session's terminal.
@@ -88,8 +104,10 @@ pub fn run(cli: Cli) -> i32 {
             Command::Read(args) => ops::read(args).await,
             Command::Screen(args) => ops::screen(args).await,
             Command::Send(args) => ops::send(args).await,
+            Command::Resolve(args) => ops::resolve(args).await,
             Command::Keys(args) => ops::keys(args).await,
             Command::Talk(args) => ops::talk(args).await,
+            Command::Run(args) => run::run(args).await,
             Command::Signal(args) => ops::signal(args).await,
             Command::Resize(args) => ops::resize(args).await,
             Command::Kill(args) => ops::kill(args).await,

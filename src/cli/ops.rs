@@ -43,7 +43,7 @@ fn fail(opts: &ClientOpts, e: &ClientError) -> i32 {
 }
 
 fn client(opts: &ClientOpts) -> HubClient {
-    HubClient::new(&opts.hub)
+    opts.client()
 }
 
 #[derive(Debug, Args)]
@@ -219,17 +219,73 @@ fn base64_decode(text: &str) -> Vec<u8> {
 
 #[derive(Debug, Args)]
 pub struct SendArgs {
-    /// Session id (see `agent-hub ls`).
-    pub id: String,
-    /// The line to type; `\t`, `\xNN` and similar escapes are decoded, Enter is added.
-    pub text: String,
+    /// `ID TEXT`, or just `TEXT` with --to-agent / --to-label / --to-owner-session.
+    /// In TEXT, `\t`, `\xNN` and similar escapes are decoded, and Enter is added.
+    #[arg(required = true, num_args = 1..=2, value_names = ["ID", "TEXT"])]
+    pub args: Vec<String>,
+    /// Route by owner agent id instead of a session id (exactly one live session must match).
+    #[arg(long)]
+    pub to_agent: Option<String>,
+    /// Route by label.
+    #[arg(long)]
+    pub to_label: Option<String>,
+    /// Route by owner session id.
+    #[arg(long)]
+    pub to_owner_session: Option<String>,
     #[command(flatten)]
     pub opts: ClientOpts,
 }
 
 pub async fn send(args: SendArgs) -> i32 {
-    let result = client(&args.opts).send_line(&args.id, &args.text).await;
-    finish(&args.opts, result, |_| String::new())
+    let keys = crate::routing::RouteKeys {
+        agent_id: args.to_agent.clone(),
+        owner_session_id: args.to_owner_session.clone(),
+        label: args.to_label.clone(),
+    };
+    let result = match (keys.is_empty(), args.args.as_slice()) {
+        (true, [id, text]) => client(&args.opts).send_line(id, text).await,
+        (false, [text]) => client(&args.opts).send_line_to_agent(&keys, text).await,
+        (true, _) => {
+            eprintln!("agent-hub: send takes ID TEXT (or TEXT with --to-agent/--to-label/--to-owner-session)");
+            return 2;
+        }
+        (false, _) => {
+            eprintln!(
+                "agent-hub: with --to-agent/--to-label/--to-owner-session, send takes only TEXT"
+            );
+            return 2;
+        }
+    };
+    finish(&args.opts, result, |v| {
+        v["resolved_session_id"]
+            .as_str()
+            .map(|id| format!("sent to {id}"))
+            .unwrap_or_default()
+    })
+}
+
+#[derive(Debug, Args)]
+pub struct ResolveArgs {
+    #[arg(long)]
+    pub agent_id: Option<String>,
+    #[arg(long)]
+    pub owner_session_id: Option<String>,
+    #[arg(long)]
+    pub label: Option<String>,
+    #[command(flatten)]
+    pub opts: ClientOpts,
+}
+
+pub async fn resolve(args: ResolveArgs) -> i32 {
+    let keys = crate::routing::RouteKeys {
+        agent_id: args.agent_id,
+        owner_session_id: args.owner_session_id,
+        label: args.label,
+    };
+    let result = client(&args.opts).resolve(&keys).await;
+    finish(&args.opts, result, |v| {
+        v["session_id"].as_str().unwrap_or("").to_string()
+    })
 }
 
 #[derive(Debug, Args)]

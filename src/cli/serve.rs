@@ -60,10 +60,17 @@ fn build_config(args: &ServeArgs) -> Result<HubConfig, String> {
     if let Some(v) = &args.tmux_socket {
         config.tmux_socket = v.clone();
     }
+    if let Ok(token) = std::env::var("AGENT_HUB_TOKEN") {
+        config.tokens.push(crate::api::auth::TokenConfig {
+            name: "env".into(),
+            token,
+            role: crate::api::auth::Role::Admin,
+        });
+    }
     config.validate()?;
-    if !config.listen.ip().is_loopback() {
+    if !config.listen.ip().is_loopback() && config.tokens.is_empty() {
         return Err(format!(
-            "refusing to listen on {}: the API has no authentication yet, so it only listens on loopback (e.g. 127.0.0.1:8100)",
+            "refusing to listen on {} with no API token: set AGENT_HUB_TOKEN or [[tokens]] in hub.toml, or listen on loopback (127.0.0.1:8100)",
             config.listen
         ));
     }

@@ -402,6 +402,27 @@ fn skip_escape(bytes: &[u8], i: usize) -> usize {
     }
 }
 
+/// Length of `bytes` without a trailing, incomplete UTF-8 sequence.
+pub fn complete_utf8_len(bytes: &[u8]) -> usize {
+    let n = bytes.len();
+    for back in 1..=n.min(3) {
+        let b = bytes[n - back];
+        if b & 0xC0 == 0x80 {
+            continue;
+        }
+        let needed = match b {
+            // Never the start of a character: an invalid byte, complete as it is.
+            0xF8.. => 1,
+            0xF0.. => 4,
+            0xE0.. => 3,
+            0xC0.. => 2,
+            _ => 1,
+        };
+        return if back < needed { n - back } else { n };
+    }
+    n
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -863,5 +884,17 @@ mod tests {
                 "{bytes:?} -> {plain:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_character_cut_at_the_end_waits() {
+        let s = "aé€😀".as_bytes();
+        assert_eq!(complete_utf8_len(s), s.len());
+        for cut in 1..4 {
+            assert_eq!(complete_utf8_len(&s[..s.len() - cut]), s.len() - 4);
+        }
+        assert_eq!(complete_utf8_len(&s[..2]), 1);
+        assert_eq!(complete_utf8_len(b""), 0);
+        assert_eq!(complete_utf8_len(b"\xff\xfe"), 2);
     }
 }

@@ -185,6 +185,23 @@ impl Session {
         self.lock().owner.clone()
     }
 
+    /// Changes the owner fields that are given, in place.
+    pub fn update_owner(&self, update: Owner) {
+        let mut m = self.lock();
+        let o = &mut m.owner;
+        for (field, value) in [
+            (&mut o.owner_agent_id, update.owner_agent_id),
+            (&mut o.owner_session_id, update.owner_session_id),
+            (&mut o.owner_role, update.owner_role),
+            (&mut o.label, update.label),
+            (&mut o.cli_type, update.cli_type),
+        ] {
+            if value.is_some() {
+                *field = value;
+            }
+        }
+    }
+
     fn exited_error(&self, exit: ExitInfo, output: String) -> HubError {
         HubError::ProcessExited {
             exit_code: exit.exit_code,

@@ -4,9 +4,12 @@
 mod docker_support;
 mod support;
 
+mod auth;
 mod bad_input;
 mod cli;
 mod docker;
+mod routing;
 mod sessions;
 mod stream;
+mod tasks;
 mod term_read;

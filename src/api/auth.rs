@@ -1,0 +1,232 @@
+//! Who may call what. Tokens (from `hub.toml` or `AGENT_HUB_TOKEN`) carry a role:
+//! `observer` (read-only: list, read, term_read, stream, resolve), `operator` (every session,
+//! agent and task operation) or `admin` (everything, including registry changes). A token
+//! travels as `Authorization: Bearer`, or for WebSockets as the subprotocol
+//! `agent-hub.bearer.<token>` (never in the query string). Tokens are compared in constant
+//! time. With no token configured the hub is open, and `serve` then refuses to listen beyond
+//! loopback. WebSocket upgrades from a foreign `Origin` are refused either way.
+//!
+//! Every request gets an [`Actor`] extension (token name plus `X-Agent-Id`) for the audit trail.
+
+use axum::extract::{Request, State};
+use axum::http::{header, Method};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+use super::error::ApiError;
+use crate::error::HubError;
+use crate::hub::Hub;
+
+/// WebSocket subprotocol prefix that carries a token.
+pub const WS_TOKEN_PROTOCOL: &str = "agent-hub.bearer.";
+
+/// What a token may do, in increasing power.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Observer,
+    Operator,
+    Admin,
+}
+
+/// An API token from the config.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenConfig {
+    /// Shown in logs and the audit trail (never the token itself).
+    pub name: String,
+    pub token: String,
+    pub role: Role,
+}
+
+/// Who made a request.
+#[derive(Debug, Clone, Default)]
+pub struct Actor {
+    /// The token's name (`anonymous` when the hub has no tokens).
+    pub token_name: String,
+    /// The caller's `X-Agent-Id` header, if any.
+    pub agent_id: Option<String>,
+}
+
+/// Equal-time comparison: the time taken does not depend on where the inputs differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = (a.len() ^ b.len()) as u8;
+    for i in 0..a.len().max(b.len()) {
+        diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0);
+    }
+    diff == 0
+}
+
+/// The role a route needs (pure, so the whole table is tested).
+pub fn required_role(method: &Method, path: &str) -> Option<Role> {
+    if path == "/health" {
+        return None;
+    }
+    let read_only = *method == Method::GET
+        || path.ends_with("/term_read")
+        || (path.starts_with("/v1/tasks/") && path.ends_with("/wait"))
+        || path == "/v1/pty/resolve";
+    let admin = path.starts_with("/v1/pty/register")
+        || path.starts_with("/v1/pty/unregister")
+        || path == "/v1/pty/update-ownership"
+        || path == "/v1/pty/reset";
+    Some(if admin {
+        Role::Admin
+    } else if read_only {
+        Role::Observer
+    } else {
+        Role::Operator
+    })
+}
+
+fn presented_token(req: &Request) -> Option<String> {
+    if let Some(value) = req.headers().get(header::AUTHORIZATION) {
+        return value
+            .to_str()
+            .ok()
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(|t| t.trim().to_string());
+    }
+    let protocols = req
+        .headers()
+        .get(header::SEC_WEBSOCKET_PROTOCOL)?
+        .to_str()
+        .ok()?;
+    protocols
+        .split(',')
+        .find_map(|p| p.trim().strip_prefix(WS_TOKEN_PROTOCOL).map(String::from))
+}
+
+/// Whether a WebSocket `Origin` may connect: none (not a browser), or this host.
+fn origin_allowed(req: &Request) -> bool {
+    let Some(origin) = req.headers().get(header::ORIGIN) else {
+        return true;
+    };
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok());
+    let origin = origin.to_str().unwrap_or("");
+    let origin_host = origin.split("://").nth(1).unwrap_or("");
+    host.is_some_and(|h| h == origin_host)
+}
+
+/// The middleware: authenticates, authorises, checks WebSocket origins, attaches the [`Actor`].
+pub async fn authorize(State(hub): State<Hub>, mut req: Request, next: Next) -> Response {
+    let is_upgrade = req.headers().contains_key(header::UPGRADE);
+    if is_upgrade && !origin_allowed(&req) {
+        return ApiError(HubError::Forbidden {
+            message: "WebSocket connections from another origin are refused".into(),
+        })
+        .into_response();
+    }
+    let agent_id = req
+        .headers()
+        .get("x-agent-id")
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
+    let tokens = &hub.config().tokens;
+    let needed = required_role(req.method(), req.uri().path());
+    let actor = if tokens.is_empty() {
+        Actor {
+            token_name: "anonymous".into(),
+            agent_id,
+        }
+    } else {
+        let presented = presented_token(&req);
+        let matched = presented.as_deref().and_then(|p| {
+            // Check every token so the time taken does not say which one matched.
+            let mut found = None;
+            for t in tokens {
+                if constant_time_eq(t.token.as_bytes(), p.as_bytes()) {
+                    found = Some(t);
+                }
+            }
+            found
+        });
+        match (needed, matched) {
+            (None, _) => Actor {
+                token_name: "anonymous".into(),
+                agent_id,
+            },
+            (Some(_), None) => {
+                let message = if presented.is_some() {
+                    "invalid token"
+                } else {
+                    "a token is required (Authorization: Bearer ...)"
+                };
+                return ApiError(HubError::Unauthorized {
+                    message: message.into(),
+                })
+                .into_response();
+            }
+            (Some(role), Some(token)) if token.role < role => {
+                return ApiError(HubError::Forbidden {
+                    message: format!(
+                        "token '{}' has role {:?}; this needs {:?}",
+                        token.name, token.role, role
+                    )
+                    .to_lowercase(),
+                })
+                .into_response();
+            }
+            (Some(_), Some(token)) => Actor {
+                token_name: token.name.clone(),
+                agent_id,
+            },
+        }
+    };
+    req.extensions_mut().insert(actor);
+    next.run(req).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_time_eq_is_equality() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+        assert!(!constant_time_eq(b"", b"a"));
+        assert!(constant_time_eq(b"", b""));
+    }
+
+    #[test]
+    fn routes_need_the_right_role() {
+        use Method as M;
+        let table = [
+            (M::GET, "/health", None),
+            (M::GET, "/v1/pty/sessions", Some(Role::Observer)),
+            (M::GET, "/v1/pty/sessions/x/read", Some(Role::Observer)),
+            (M::GET, "/v1/pty/sessions/x/stream", Some(Role::Observer)),
+            (
+                M::POST,
+                "/v1/pty/sessions/x/term_read",
+                Some(Role::Observer),
+            ),
+            (M::POST, "/v1/pty/resolve", Some(Role::Observer)),
+            (M::POST, "/v1/pty/sessions", Some(Role::Operator)),
+            (
+                M::POST,
+                "/v1/pty/sessions/x/send_line",
+                Some(Role::Operator),
+            ),
+            (M::POST, "/v1/pty/sessions/x/talk", Some(Role::Operator)),
+            (M::DELETE, "/v1/pty/sessions/x", Some(Role::Operator)),
+            (M::POST, "/v1/agents/a/start", Some(Role::Operator)),
+            (M::POST, "/v1/tasks", Some(Role::Operator)),
+            (M::POST, "/v1/tasks/task_1/wait", Some(Role::Observer)),
+            (M::DELETE, "/v1/tasks/task_1", Some(Role::Operator)),
+            (M::GET, "/v1/events", Some(Role::Observer)),
+            (M::POST, "/v1/pty/register", Some(Role::Admin)),
+            (M::POST, "/v1/pty/update-ownership", Some(Role::Admin)),
+            (M::DELETE, "/v1/pty/reset", Some(Role::Admin)),
+        ];
+        for (method, path, role) in table {
+            assert_eq!(required_role(&method, path), role, "{method} {path}");
+        }
+    }
+}

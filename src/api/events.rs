@@ -1,0 +1,56 @@
+//! `GET /v1/events`: a WebSocket carrying every event of the hub's bus (task, agent and session
+//! lifecycle events) as JSON text frames, in order. A subscriber that falls behind is told how
+//! many events it missed (`{type:"events_dropped", count}`) and continues with the next ones;
+//! the socket closes when the hub shuts down.
+
+use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::extract::State;
+use axum::response::Response;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::hub::Hub;
+
+pub async fn events(State(hub): State<Hub>, ws: WebSocketUpgrade) -> Response {
+    // Subscribed before the upgrade completes: every event after the client's connect returns
+    // is delivered.
+    let events = hub.subscribe_events();
+    let closing = hub.closing();
+    ws.on_upgrade(move |socket| run(socket, events, closing))
+}
+
+fn text(value: &Value) -> Message {
+    Message::Text(Utf8Bytes::from(value.to_string()))
+}
+
+async fn run(
+    socket: WebSocket,
+    mut events: broadcast::Receiver<Value>,
+    closing: CancellationToken,
+) {
+    let (mut tx, mut rx) = socket.split();
+    loop {
+        let message = tokio::select! {
+            _ = closing.cancelled() => {
+                let _ = tx.send(Message::Close(None)).await;
+                break;
+            }
+            incoming = rx.next() => match incoming {
+                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                Some(Ok(_)) => continue,
+            },
+            event = events.recv() => match event {
+                Ok(event) => text(&event),
+                Err(broadcast::error::RecvError::Lagged(count)) => {
+                    text(&json!({ "type": "events_dropped", "count": count }))
+                }
+                Err(broadcast::error::RecvError::Closed) => break,
+            },
+        };
+        if tx.send(message).await.is_err() {
+            break;
+        }
+    }
+}

@@ -1,0 +1,300 @@
+//! `agent-hub run -- CMD ARGS...`: runs a command as a hub task, prints its output live, and
+//! exits with the command's exit code (124 when it timed out, like GNU timeout; 130 when it was
+//! cancelled). Ctrl-C cancels the task, which kills every process it started.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use clap::Args;
+use futures_util::StreamExt;
+use serde_json::Value;
+use tokio_tungstenite::tungstenite::Message;
+
+use super::ClientOpts;
+use crate::client::{ClientError, HubClient};
+use crate::protocol::ServerFrame;
+use crate::tasks::CreateTask;
+
+/// Exit code when the task timed out.
+pub const EXIT_TIMEOUT: i32 = 124;
+/// Exit code when the task was cancelled (Ctrl-C).
+pub const EXIT_CANCELLED: i32 = 130;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Run without a terminal: wait for the end, then print stdout and stderr separately.
+    #[arg(long)]
+    pub no_pty: bool,
+    /// Kill the command after S seconds (default 300).
+    #[arg(long, value_name = "S")]
+    pub timeout: Option<f64>,
+    /// A name for the task list (default: the command).
+    #[arg(long, value_name = "N")]
+    pub name: Option<String>,
+    /// Working directory (default: the hub's home directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<String>,
+    /// Extra environment variables, KEY=VALUE (repeatable).
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// The command and its arguments, run as they are (each is quoted for `sh -c`); for pipes
+    /// and other shell syntax, run `sh -c '...'`.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+    #[command(flatten)]
+    pub opts: ClientOpts,
+}
+
+/// Quotes one word for `sh` (unchanged when it needs no quoting).
+pub fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-./,:@%+".contains(&b));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// Joins words into one `sh -c` command line that runs exactly them.
+pub fn shell_join(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// SIGINT, caught from the start so Ctrl-C never kills the client before it cancels the task.
+struct Interrupt {
+    #[cfg(unix)]
+    signal: tokio::signal::unix::Signal,
+}
+
+impl Interrupt {
+    fn new() -> std::io::Result<Self> {
+        Ok(Interrupt {
+            #[cfg(unix)]
+            signal: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?,
+        })
+    }
+
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        {
+            if self.signal.recv().await.is_none() {
+                std::future::pending::<()>().await;
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+/// The exit code for a finished task.
+fn task_exit_code(task: &Value) -> i32 {
+    match task["state"].as_str() {
+        Some("success") => 0,
+        Some("timeout") => EXIT_TIMEOUT,
+        Some("cancelled") => EXIT_CANCELLED,
+        _ => match task["exitCode"].as_i64() {
+            Some(code) if code != 0 => code as i32,
+            _ => 1,
+        },
+    }
+}
+
+fn fail(opts: &ClientOpts, e: &ClientError) -> i32 {
+    if opts.json {
+        println!("{}", e.body);
+    } else {
+        eprintln!("agent-hub: {e}");
+    }
+    1
+}
+
+pub async fn run(args: RunArgs) -> i32 {
+    let mut interrupt = match Interrupt::new() {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("agent-hub: cannot catch Ctrl-C: {e}");
+            return 1;
+        }
+    };
+    let mut env = BTreeMap::new();
+    for pair in &args.env {
+        let Some((k, v)) = pair.split_once('=') else {
+            eprintln!("agent-hub: --env takes KEY=VALUE, got '{pair}'");
+            return 2;
+        };
+        env.insert(k.to_string(), v.to_string());
+    }
+    let req = CreateTask {
+        cmd: shell_join(&args.command),
+        pty: !args.no_pty,
+        timeout_s: args.timeout,
+        name: args.name.clone(),
+        cwd: args.cwd.clone(),
+        env,
+    };
+    let client = args.opts.client();
+    if args.no_pty {
+        return run_piped(&client, &args.opts, &req, &mut interrupt).await;
+    }
+    let started = match client.create_task(&req).await {
+        Ok(v) => v,
+        Err(e) => return fail(&args.opts, &e),
+    };
+    let (Some(task_id), Some(session_id)) =
+        (started["taskId"].as_str(), started["sessionId"].as_str())
+    else {
+        eprintln!("agent-hub: unexpected reply from the hub: {started}");
+        return 1;
+    };
+    let follow = async {
+        if !args.opts.json {
+            print_output(&client, session_id).await;
+        }
+        wait_for_end(&client, task_id).await
+    };
+    // A Ctrl-C that came while the task was being created is delivered here at once.
+    let (task, interrupted) = tokio::select! {
+        task = follow => (task, false),
+        _ = interrupt.recv() => (client.cancel_task(task_id).await.map(|v| v["task"].clone()), true),
+    };
+    let task = match task {
+        Ok(t) => t,
+        Err(e) => return fail(&args.opts, &e),
+    };
+    if args.opts.json {
+        println!("{task}");
+    } else if interrupted {
+        eprintln!("agent-hub: cancelled task {task_id}");
+    } else if task["state"] == "timeout" {
+        eprintln!("agent-hub: task {task_id} timed out and was killed");
+    }
+    if interrupted {
+        EXIT_CANCELLED
+    } else {
+        task_exit_code(&task)
+    }
+}
+
+/// Copies the task's terminal output to stdout, unchanged, until the command ends.
+async fn print_output(client: &HubClient, session_id: &str) {
+    let url = client.stream_url(session_id, Some(0));
+    let socket = match client.ws_request(&url) {
+        Ok(request) => tokio_tungstenite::connect_async(request).await,
+        Err(e) => {
+            eprintln!("agent-hub: {e}");
+            return;
+        }
+    };
+    let mut socket = match socket {
+        Ok((s, _)) => s,
+        Err(e) => {
+            eprintln!("agent-hub: cannot stream the output ({url}): {e}");
+            return;
+        }
+    };
+    let mut stdout = std::io::stdout();
+    while let Some(Ok(message)) = socket.next().await {
+        match message {
+            Message::Binary(bytes) => {
+                let _ = stdout.write_all(&bytes);
+                let _ = stdout.flush();
+            }
+            Message::Text(text) => match serde_json::from_str::<ServerFrame>(text.as_str()) {
+                Ok(ServerFrame::Resync { dropped_bytes, .. }) => {
+                    eprintln!("\nagent-hub: {dropped_bytes} bytes of output were lost (evicted from the scrollback)");
+                }
+                Ok(ServerFrame::Exit { .. }) => break,
+                _ => {}
+            },
+            Message::Close(_) => break,
+            _ => {}
+        }
+    }
+}
+
+/// Waits until the task has finished; returns it.
+async fn wait_for_end(client: &HubClient, task_id: &str) -> Result<Value, ClientError> {
+    loop {
+        let v = client.wait_task(task_id, 60_000).await?;
+        if v["finished"] == true {
+            return Ok(v["task"].clone());
+        }
+    }
+}
+
+/// `--no-pty`: one synchronous request; stdout and stderr are printed when it ends. Ctrl-C
+/// drops the request, and the hub cancels a piped task whose caller went away.
+async fn run_piped(
+    client: &HubClient,
+    opts: &ClientOpts,
+    req: &CreateTask,
+    interrupt: &mut Interrupt,
+) -> i32 {
+    let result = tokio::select! {
+        r = client.create_task(req) => r,
+        _ = interrupt.recv() => {
+            eprintln!("agent-hub: cancelled");
+            return EXIT_CANCELLED;
+        }
+    };
+    let print = |v: &Value| {
+        print!("{}", v["stdout"].as_str().unwrap_or(""));
+        let _ = std::io::stdout().flush();
+        eprint!("{}", v["stderr"].as_str().unwrap_or(""));
+    };
+    match result {
+        Ok(v) => {
+            if opts.json {
+                println!("{v}");
+            } else {
+                print(&v);
+            }
+            task_exit_code(&v["task"])
+        }
+        Err(e) if e.error_code == "PTY_TIMEOUT" => {
+            if opts.json {
+                println!("{}", e.body);
+            } else {
+                print(&e.body);
+                eprintln!("agent-hub: {e}");
+            }
+            EXIT_TIMEOUT
+        }
+        Err(e) => fail(opts, &e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_quoted_so_sh_runs_exactly_them() {
+        let join = |w: &[&str]| shell_join(&w.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(join(&["echo", "a-b/c.d"]), "echo a-b/c.d");
+        assert_eq!(join(&["echo", "a b", ""]), "echo 'a b' ''");
+        assert_eq!(join(&["echo", "it's"]), r"echo 'it'\''s'");
+        assert_eq!(join(&["A=1", "~", "$HOME", "*"]), "'A=1' '~' '$HOME' '*'");
+        assert_eq!(join(&["sh", "-c", "exit 3"]), "sh -c 'exit 3'");
+    }
+
+    #[test]
+    fn exit_codes_follow_the_task_state() {
+        use serde_json::json;
+        let code = |v: Value| task_exit_code(&v);
+        assert_eq!(code(json!({"state": "success", "exitCode": 0})), 0);
+        assert_eq!(code(json!({"state": "error", "exitCode": 3})), 3);
+        assert_eq!(code(json!({"state": "error", "exitCode": null})), 1);
+        assert_eq!(code(json!({"state": "timeout"})), 124);
+        assert_eq!(code(json!({"state": "cancelled"})), 130);
+    }
+}

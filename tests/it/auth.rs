@@ -1,0 +1,195 @@
+//! API auth: every route times every role, plus no token and a wrong token; the WebSocket with
+//! and without a token and from a foreign Origin; the CLI with a token.
+
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+
+use crate::support::TestHub;
+
+const ADMIN: &str = "admin-token-0123456789abcdef";
+const OPERATOR: &str = "operator-token-0123456789abcdef";
+const OBSERVER: &str = "observer-token-0123456789abcdef";
+
+async fn hub_with_tokens() -> TestHub {
+    let toml = format!(
+        "[[tokens]]\nname = \"boss\"\ntoken = \"{ADMIN}\"\nrole = \"admin\"\n\
+         [[tokens]]\nname = \"ops\"\ntoken = \"{OPERATOR}\"\nrole = \"operator\"\n\
+         [[tokens]]\nname = \"eyes\"\ntoken = \"{OBSERVER}\"\nrole = \"observer\"\n"
+    );
+    let parsed = agent_hub::config::HubConfig::parse(&toml, "test.toml").unwrap();
+    TestHub::start_with(|c| c.tokens = parsed.tokens.clone()).await
+}
+
+async fn call(
+    hub: &TestHub,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+    token: Option<&str>,
+) -> (u16, Value) {
+    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+    let mut req = hub.http.request(method, format!("{}{path}", hub.base));
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_route_times_every_role() {
+    let hub = hub_with_tokens().await;
+    // A session to aim at, created by the operator.
+    let (status, v) = call(
+        &hub,
+        "POST",
+        "/v1/pty/sessions",
+        Some(json!({"shell": "bash", "args": ["--norc"]})),
+        Some(OPERATOR),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    let id = v["session_id"].as_str().unwrap().to_string();
+    let s = |op: &str| format!("/v1/pty/sessions/{id}{op}");
+    // (method, path, body, needed role: 0 open, 1 observer, 2 operator)
+    let routes: Vec<(&str, String, Option<Value>, u8)> = vec![
+        ("GET", "/health".into(), None, 0),
+        ("GET", "/v1/pty/sessions".into(), None, 1),
+        ("GET", s(""), None, 1),
+        ("GET", s("/read?max_bytes=10"), None, 1),
+        ("POST", s("/term_read"), Some(json!({})), 1),
+        ("GET", "/v1/agents".into(), None, 1),
+        ("GET", "/v1/agents/none".into(), None, 1),
+        (
+            "POST",
+            "/v1/pty/sessions".into(),
+            Some(json!({"cols": 0})),
+            2,
+        ),
+        ("POST", s("/send_line"), Some(json!({"data": "true"})), 2),
+        ("POST", s("/keys"), Some(json!({"keys": ["Enter"]})), 2),
+        ("POST", s("/signal"), Some(json!({"signal": "SIGFOO"})), 2),
+        ("POST", s("/talk"), Some(json!({"command": "true"})), 2),
+        (
+            "POST",
+            s("/resize"),
+            Some(json!({"cols": 90, "rows": 20})),
+            2,
+        ),
+        ("POST", "/v1/agents/none/start".into(), Some(json!({})), 2),
+        ("POST", "/v1/agents/none/stop".into(), Some(json!({})), 2),
+        ("POST", "/v1/agents/none/restart".into(), Some(json!({})), 2),
+        ("DELETE", "/v1/pty/sessions/pty_00000000".into(), None, 2),
+    ];
+    let roles: [(&str, Option<&str>, u8); 5] = [
+        ("none", None, 0),
+        ("wrong", Some("wrong-token-0123456789abcdef"), 0),
+        ("observer", Some(OBSERVER), 1),
+        ("operator", Some(OPERATOR), 2),
+        ("admin", Some(ADMIN), 3),
+    ];
+    for (method, path, body, needed) in &routes {
+        for (role_name, token, level) in &roles {
+            let (status, v) = call(&hub, method, path, body.clone(), *token).await;
+            let case = format!("{role_name} {method} {path}: {status} {v}");
+            if *needed == 0 {
+                assert_eq!(status, 200, "{case}");
+            } else if token.is_none() || *role_name == "wrong" {
+                assert_eq!(
+                    (status, v["error_code"].as_str()),
+                    (401, Some("UNAUTHORIZED")),
+                    "{case}"
+                );
+            } else if level < needed {
+                assert_eq!(
+                    (status, v["error_code"].as_str()),
+                    (403, Some("FORBIDDEN")),
+                    "{case}"
+                );
+            } else {
+                assert!(status != 401 && status != 403, "{case}");
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn websocket_needs_a_token_in_its_subprotocol_and_a_local_origin() {
+    let hub = hub_with_tokens().await;
+    let (_, v) = call(
+        &hub,
+        "POST",
+        "/v1/pty/sessions",
+        Some(json!({"shell": "bash", "args": ["--norc"]})),
+        Some(OPERATOR),
+    )
+    .await;
+    let id = v["session_id"].as_str().unwrap();
+    let url = format!(
+        "{}/v1/pty/sessions/{id}/stream",
+        hub.base.replace("http://", "ws://")
+    );
+    // No token.
+    let err = tokio_tungstenite::connect_async(url.clone())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("401"), "{err}");
+    // A token in the query string is not accepted.
+    let err = tokio_tungstenite::connect_async(format!("{url}?token={OBSERVER}"))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("400") || err.to_string().contains("401"),
+        "{err}"
+    );
+    // The observer token as subprotocol: hello arrives, and the token is not echoed back.
+    let client = agent_hub::client::HubClient::new(&hub.base).with_token(Some(OBSERVER.into()));
+    let (mut ws, resp) = tokio_tungstenite::connect_async(client.ws_request(&url).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        resp.headers().get("sec-websocket-protocol").unwrap(),
+        "agent-hub"
+    );
+    let hello = ws.next().await.unwrap().unwrap();
+    assert!(hello.to_text().unwrap().contains("\"hello\""));
+    // A foreign Origin is refused even with a valid token.
+    let mut req = client.ws_request(&url).unwrap();
+    req.headers_mut()
+        .insert("origin", "http://evil.example".parse().unwrap());
+    let err = tokio_tungstenite::connect_async(req).await.unwrap_err();
+    assert!(err.to_string().contains("403"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_sends_its_token() {
+    let hub = hub_with_tokens().await;
+    let run = |extra: &[&str]| {
+        let mut cmd = std::process::Command::new(crate::cli::BIN);
+        cmd.args(["ls", "--hub", &hub.base])
+            .args(extra)
+            .env_remove("AGENT_HUB_TOKEN");
+        cmd.output().unwrap()
+    };
+    let denied = run(&[]);
+    assert_eq!(denied.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&denied.stderr).contains("UNAUTHORIZED"));
+    let ok = run(&["--token", OBSERVER]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    // serve refuses a non-loopback address without tokens, and accepts it with one.
+    let out = std::process::Command::new(crate::cli::BIN)
+        .args(["serve", "--listen", "0.0.0.0:0"])
+        .env_remove("AGENT_HUB_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no API token"));
+}
