@@ -24,20 +24,34 @@ fn nix_signal(sig: TermSignal) -> Signal {
 /// Live (non-zombie) processes whose session id is `sid`, the leader included.
 #[cfg(target_os = "linux")]
 pub fn session_processes(sid: u32) -> Vec<u32> {
+    processes_where(3, sid)
+}
+
+/// Live (non-zombie) processes in process group `pgid`.
+#[cfg(target_os = "linux")]
+pub fn group_processes(pgid: u32) -> Vec<u32> {
+    processes_where(2, pgid)
+}
+
+/// Live processes whose `/proc/PID/stat` field `index` (counted after the command name:
+/// 0 state, 1 ppid, 2 pgrp, 3 session) equals `value`.
+#[cfg(target_os = "linux")]
+fn processes_where(index: usize, value: u32) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
+    let value = value.to_string();
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
             let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
                 return false;
             };
-            // Fields after the parenthesised command name: state ppid pgrp session ...
+            // Fields after the parenthesised command name (which may contain spaces).
             let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
                 return false;
             };
             let fields: Vec<&str> = rest.split_whitespace().collect();
-            fields.first() != Some(&"Z") && fields.get(3) == Some(&sid.to_string().as_str())
+            fields.first() != Some(&"Z") && fields.get(index) == Some(&value.as_str())
         })
         .collect()
 }

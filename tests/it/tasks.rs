@@ -64,24 +64,7 @@ async fn session_output(hub: &TestHub, sid: &str) -> String {
     v["output"].as_str().unwrap().to_string()
 }
 
-/// Live processes in process group `pgid`.
-fn group_processes(pgid: u32) -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                return false;
-            };
-            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-                return false;
-            };
-            let fields: Vec<&str> = rest.split_whitespace().collect();
-            fields.first() != Some(&"Z") && fields.get(2) == Some(&pgid.to_string().as_str())
-        })
-        .collect()
-}
+use agent_hub::process::group_processes;
 
 fn count_sleeps(pids: &[u32]) -> usize {
     pids.iter()
