@@ -108,7 +108,12 @@ struct Plan {
     file_lines: usize,
     concurrent: usize,
     idle_agents: usize,
+    /// How many of the idle agents are started at once.
+    idle_wave: usize,
     idle_window: Duration,
+    /// Serve `api::router` with TCP_NODELAY on accepted sockets instead of `api::serve` (an
+    /// experiment: what the hub would do with Nagle off on its side).
+    server_nodelay: bool,
     /// Which of the numbered measurements to run (`--parts 1,3`; default all).
     parts: Vec<u8>,
 }
@@ -136,8 +141,10 @@ impl Plan {
             file_lines: 500_000,
             concurrent: number("--concurrent", 50)?,
             idle_agents: number("--idle-agents", 100)?,
+            idle_wave: number("--idle-wave", 25)?.max(1),
             idle_window: Duration::from_secs(10),
             parts: parse_parts(args)?,
+            server_nodelay: args.iter().any(|a| a == "--server-nodelay"),
         })
     }
 
@@ -209,7 +216,11 @@ struct Stats {
     p50_ms: f64,
     p99_ms: f64,
     max_ms: f64,
+    /// Samples of at least [`SLOW_MS`] (a 40 ms delayed ACK shows up here).
+    slow: usize,
 }
+
+const SLOW_MS: f64 = 30.0;
 
 /// Nearest-rank percentiles of `samples`.
 fn stats(samples: &[Duration]) -> Stats {
@@ -224,6 +235,7 @@ fn stats(samples: &[Duration]) -> Stats {
         p50_ms: pct(0.50),
         p99_ms: pct(0.99),
         max_ms: ms.last().copied().unwrap_or(f64::NAN),
+        slow: ms.iter().filter(|&&m| m >= SLOW_MS).count(),
     }
 }
 
@@ -561,11 +573,15 @@ struct HubUnderTest {
 }
 
 impl HubUnderTest {
-    async fn start(config: HubConfig) -> Result<Self> {
+    async fn start(config: HubConfig, nodelay: bool) -> Result<Self> {
         let hub = Hub::new(config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);
-        let server = tokio::spawn(agent_hub::api::serve(listener, hub.clone(), hub.closing()));
+        let server = if nodelay {
+            tokio::spawn(serve_nodelay(listener, hub.clone()))
+        } else {
+            tokio::spawn(agent_hub::api::serve(listener, hub.clone(), hub.closing()))
+        };
         agent_hub::agents::sync::spawn(&hub);
         Ok(HubUnderTest {
             hub,
@@ -616,6 +632,18 @@ impl HubUnderTest {
         self.hub.shutdown().await;
         let _ = tokio::time::timeout(Duration::from_secs(5), self.server).await;
     }
+}
+
+/// `api::serve`, but with TCP_NODELAY set on every accepted connection.
+async fn serve_nodelay(listener: tokio::net::TcpListener, hub: Hub) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    let closing = hub.closing();
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    axum::serve(listener, agent_hub::api::router(hub))
+        .with_graceful_shutdown(async move { closing.cancelled().await })
+        .await
 }
 
 async fn timed_out<T>(
@@ -1093,8 +1121,8 @@ async fn measure_echo(
 
 fn print_latency_row(name: &str, s: Stats, target: &str, result: &str) {
     println!(
-        "| {name} | {} | {:.3} | {:.3} | {:.3} | {target} | {result} |",
-        s.n, s.p50_ms, s.p99_ms, s.max_ms
+        "| {name} | {} | {:.3} | {:.3} | {:.3} | {} | {target} | {result} |",
+        s.n, s.p50_ms, s.p99_ms, s.max_ms, s.slow
     );
 }
 
@@ -1104,8 +1132,8 @@ fn echo_target() -> String {
 
 fn report_echo_and_talk(echo: &EchoResults, talk: &[Duration], summary: &mut Vec<SummaryRow>) {
     println!("\n### 1-2. Keystroke -> echo and talk, container agent (ms)\n");
-    println!("| measurement | n | p50 | p99 | max | target | result |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| measurement | n | p50 | p99 | max | samples >= {SLOW_MS} ms | target | result |");
+    println!("|---|---|---|---|---|---|---|---|");
     for (row, samples) in &echo.rows {
         let s = stats(samples);
         let (target, result) = match row {
@@ -1750,6 +1778,7 @@ fn report_start_stop(r: &StartStop, summary: &mut Vec<SummaryRow>) {
 
 struct IdleResults {
     start: OpsSummary,
+    wave: usize,
     rss_before: (u64, u64),
     rss_after: (u64, u64),
     rss_trimmed: Option<(u64, u64)>,
@@ -1827,8 +1856,7 @@ async fn measure_idle(hut: &HubUnderTest, plan: &Plan) -> Result<IdleResults> {
     tokio::time::sleep(SETTLE).await;
     trim_heap();
     let rss_before = rss_kb();
-    let (results, wall) = agent_ops(hut.client.base(), &ids, "start").await;
-    let start = summarize(results, wall, "running");
+    let start = start_in_waves(hut, &ids, plan.idle_wave).await;
     tokio::time::sleep(SETTLE).await;
     let rss_after = rss_kb();
     let capacity = hut.hub.config().scrollback_bytes;
@@ -1843,6 +1871,7 @@ async fn measure_idle(hut: &HubUnderTest, plan: &Plan) -> Result<IdleResults> {
     let (results, wall) = agent_ops(hut.client.base(), &ids, "stop").await;
     Ok(IdleResults {
         start,
+        wave: plan.idle_wave,
         rss_before,
         rss_after,
         rss_trimmed,
@@ -1856,6 +1885,16 @@ async fn measure_idle(hut: &HubUnderTest, plan: &Plan) -> Result<IdleResults> {
     })
 }
 
+/// Starts `ids`, `wave` at a time; one summary over all of them.
+async fn start_in_waves(hut: &HubUnderTest, ids: &[String], wave: usize) -> OpsSummary {
+    let begin = Instant::now();
+    let mut all = Vec::new();
+    for chunk in ids.chunks(wave) {
+        all.extend(agent_ops(hut.client.base(), chunk, "start").await.0);
+    }
+    summarize(all, begin.elapsed(), "running")
+}
+
 fn per_agent_kb(before: u64, after: u64, n: usize) -> f64 {
     (after as f64 - before as f64) / n.max(1) as f64
 }
@@ -1863,7 +1902,10 @@ fn per_agent_kb(before: u64, after: u64, n: usize) -> f64 {
 fn report_idle(r: &IdleResults, summary: &mut Vec<SummaryRow>) {
     let n = r.start.ok.len();
     let requested = r.start.requested;
-    println!("\n### 5. {n} attached idle agents (of {requested} started concurrently)\n");
+    println!(
+        "\n### 5. {n} attached idle agents (of {requested} started, {} at a time)\n",
+        r.wave
+    );
     let ring_per_agent = r.ring_bytes as f64 / n.max(1) as f64;
     let ring_kb = ring_per_agent / 1024.0;
     let rss = per_agent_kb(r.rss_before.0, r.rss_after.0, n);
@@ -1873,7 +1915,8 @@ fn report_idle(r: &IdleResults, summary: &mut Vec<SummaryRow>) {
     println!("| quantity | value |");
     println!("|---|---|");
     println!(
-        "| start of all {requested} (concurrent) | {} ok in {:.1} s |",
+        "| start of all {requested} ({} at a time) | {} ok in {:.1} s |",
+        r.wave,
         n,
         r.start.wall.as_secs_f64()
     );
@@ -2001,8 +2044,8 @@ fn print_header(plan: &Plan, image: &str, hub_id: &str) {
     );
     println!(
         "- samples: echo {} per row after {} warm-up (interleaved in blocks of {}), older \
-         design {}, talk {}, ingest {} run(s) each; {} concurrent starts; {} idle agents over \
-         {} s{}",
+         design {}, talk {}, ingest {} run(s) each; {} concurrent starts; {} idle agents \
+         ({} at a time) over {} s{}{}",
         plan.echo_samples,
         plan.warmup,
         plan.echo_block,
@@ -2011,8 +2054,14 @@ fn print_header(plan: &Plan, image: &str, hub_id: &str) {
         plan.ingest_runs,
         plan.concurrent,
         plan.idle_agents,
+        plan.idle_wave,
         plan.idle_window.as_secs(),
-        if plan.quick { " (--quick)" } else { "" }
+        if plan.quick { " (--quick)" } else { "" },
+        if plan.server_nodelay {
+            "; EXPERIMENT: served with TCP_NODELAY on the hub's accepted sockets (not `api::serve`)"
+        } else {
+            ""
+        }
     );
 }
 
@@ -2089,7 +2138,7 @@ fn run(plan: &Plan, image: &str) -> Result<()> {
         .thread_name(WORKER_THREAD_NAME)
         .enable_all()
         .build()?;
-    let hut = rt.block_on(HubUnderTest::start(config))?;
+    let hut = rt.block_on(HubUnderTest::start(config, plan.server_nodelay))?;
     let result = rt.block_on(measure_all(&hut, plan, dir.path(), &hub_id, image));
     rt.block_on(hut.stop());
     let _ = Command::new("tmux")

@@ -44,6 +44,9 @@ pub struct HubConfig {
     pub task_retention_s: u64,
     /// Container agents.
     pub agents: Vec<Spanned<AgentDef>>,
+    /// Whether rendered reads (`term_read`) are allowed (`AGENT_HUB_TERM_BUFFER_ACCESS=off`
+    /// turns them off).
+    pub term_buffer_access: bool,
     /// API tokens; none = an open API (then only loopback listening is allowed).
     pub tokens: Vec<crate::api::auth::TokenConfig>,
 }
@@ -72,6 +75,7 @@ impl Default for HubConfig {
             task_retention_s: 3600,
             agents: Vec::new(),
             tokens: Vec::new(),
+            term_buffer_access: true,
         }
     }
 }

@@ -177,7 +177,7 @@ pub async fn term_read(
     Path(id): Path<String>,
     ApiJson(req): ApiJson<crate::screen::TermReadRequest>,
 ) -> ApiResult<Json<Value>> {
-    if std::env::var("AGENT_HUB_TERM_BUFFER_ACCESS").is_ok_and(|v| v.eq_ignore_ascii_case("off")) {
+    if !hub.config().term_buffer_access {
         return Err(HubError::TermBufferAccessDisabled.into());
     }
     let session = hub.get(&id)?;

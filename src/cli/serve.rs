@@ -60,6 +60,9 @@ fn build_config(args: &ServeArgs) -> Result<HubConfig, String> {
     if let Some(v) = &args.tmux_socket {
         config.tmux_socket = v.clone();
     }
+    if std::env::var("AGENT_HUB_TERM_BUFFER_ACCESS").is_ok_and(|v| v.eq_ignore_ascii_case("off")) {
+        config.term_buffer_access = false;
+    }
     if let Ok(token) = std::env::var("AGENT_HUB_TOKEN") {
         config.tokens.push(crate::api::auth::TokenConfig {
             name: "env".into(),

@@ -261,3 +261,79 @@ async fn term_read_errors_and_the_cli() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("ON_SCREEN"));
     assert!(String::from_utf8_lossy(&out.stderr).starts_with("marker: g"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rendered_reads_can_be_switched_off() {
+    let hub = TestHub::start_with(|c| c.term_buffer_access = false).await;
+    let id = hub.create("pty").await;
+    let (status, v) = hub
+        .post(&format!("/v1/pty/sessions/{id}/term_read"), json!({}))
+        .await;
+    assert_eq!(
+        (status, v["error_code"].as_str()),
+        (403, Some("TERM_BUFFER_ACCESS_DISABLED")),
+        "{v}"
+    );
+    // Raw reads are a different switch and still work.
+    let (status, _) = hub.get(&format!("/v1/pty/sessions/{id}/read")).await;
+    assert_eq!(status, 200);
+    // And the environment variable reaches the config through `serve`.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(crate::cli::BIN)
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--data-dir",
+            dir.path().to_str().unwrap(),
+            "--open-shell",
+        ])
+        .env("AGENT_HUB_TERM_BUFFER_ACCESS", "off")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let up = wait_until(T, || async {
+        reqwest::get(format!("{base}/health"))
+            .await
+            .is_ok_and(|r| r.status().is_success())
+    })
+    .await;
+    assert!(up);
+    let list: Value = reqwest::get(format!("{base}/v1/pty/sessions"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let sid = list["sessions"][0]["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        list["sessions"][0]["label"], "main",
+        "--open-shell opens a session labelled main"
+    );
+    let resp = reqwest::Client::new()
+        .post(format!("{base}/v1/pty/sessions/{sid}/term_read"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 403);
+    // SIGTERM stops the hub gracefully, and the shell it opened goes with it.
+    let pid = list["sessions"][0]["pid"].as_u64().unwrap() as u32;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        !crate::support::process_alive(pid),
+        "the hub's shell outlived it"
+    );
+}
