@@ -1,11 +1,13 @@
 //! Container-agent benchmark: what the hub adds on top of a bare `docker exec`, for agents that
 //! run in Docker containers.
 //!
-//! Run with `cargo bench --bench docker_agents` (`-- --quick` for fewer iterations,
-//! `-- --idle-agents N` and `-- --concurrent N` to change the scale). It needs a Docker engine
-//! and the test image `agent-hub/agent:test` (`docker/build-offline.sh`; `AGENT_HUB_TEST_IMAGE`
-//! names another); without them it says why and exits. `cargo test --all-targets` also runs
-//! this binary, without `--bench`: it then prints one line and exits.
+//! Run with `cargo bench --bench docker_agents`. Options after `--`: `--quick` (fewer
+//! iterations), `--parts 1,3` (only those measurements), `--concurrent N`, `--idle-agents N`,
+//! `--idle-wave N` (idle agents started N at a time, default 25), `--ingest-runs N`, and the
+//! experiment `--server-nodelay` (serve with TCP_NODELAY on accepted sockets). It needs a Docker
+//! engine and the test image `agent-hub/agent:test` (`docker/build-offline.sh`;
+//! `AGENT_HUB_TEST_IMAGE` names another); without them it says why and exits. `cargo test
+//! --all-targets` also runs this binary, without `--bench`: it then prints one line and exits.
 //!
 //! One process serves the hub in-process on 127.0.0.1:0 (hub id `bench<pid>`, every container
 //! labelled with it and removed at the end, on every exit path) and drives it over HTTP and

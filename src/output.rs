@@ -15,9 +15,10 @@ use tokio::sync::{broadcast, watch};
 
 use crate::scrollback::{Chunk, Scrollback};
 
-/// How many chunks a live subscriber may fall behind before it must resynchronise.
-/// Counted in chunks (a PTY read is ~4 KiB), so this is about 4 MiB of slack.
-const SUBSCRIBER_CHANNEL_CHUNKS: usize = 1024;
+/// How many chunks a live subscriber may fall behind before it must resynchronise from the
+/// ring (losslessly, while the ring still holds the bytes). tokio allocates every slot up
+/// front, so this is also a fixed cost per session: 128 slots is ~9 kB (1024 was ~74 kB).
+const SUBSCRIBER_CHANNEL_CHUNKS: usize = 128;
 
 /// How a session's program ended.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -217,6 +218,22 @@ impl OutputCursor {
         self.next_offset
     }
 
+    /// The next data item if one is ready now (no waiting) and nothing was lost before it;
+    /// anything else stays queued for [`OutputCursor::next`].
+    pub fn next_ready_data(&mut self) -> Option<Bytes> {
+        use futures_util::FutureExt;
+        match self.next().now_or_never()?? {
+            CursorItem::Data {
+                bytes,
+                dropped_bytes: 0,
+            } => Some(bytes),
+            other => {
+                self.pending = Some(other);
+                None
+            }
+        }
+    }
+
     /// The next item; `None` after [`CursorItem::Exited`] has been yielded.
     ///
     /// # Cancel safety
@@ -350,6 +367,7 @@ mod tests {
             }
         }
         assert!(cursor.next().await.is_none());
+        assert!(cursor.next_ready_data().is_none());
         // Every byte is either seen or counted as dropped, exactly once.
         assert_eq!(seen.len() as u64 + dropped, out.end_offset() - 2);
         let tail = out.read(None, 64).bytes;

@@ -20,6 +20,8 @@ use crate::output::{CursorItem, OutputCursor};
 use crate::protocol::{ClientFrame, ServerFrame, StreamQuery};
 use crate::session::Session;
 
+/// Largest output frame built by joining chunks that are already waiting.
+const COALESCE_MAX_BYTES: usize = 64 * 1024;
 /// Largest WebSocket message a client may send.
 const MAX_CLIENT_MESSAGE_BYTES: usize = 1 << 20;
 
@@ -113,7 +115,18 @@ async fn run(
             }
             Some(frame) = error_rx.recv() => text(&frame),
             item = cursor.next() => match item {
-                Some(CursorItem::Data { bytes, dropped_bytes }) => {
+                Some(CursorItem::Data { mut bytes, dropped_bytes }) => {
+                    // Join chunks that are already waiting into one frame (up to 64 KiB).
+                    if dropped_bytes == 0 {
+                        let mut joined: Option<Vec<u8>> = None;
+                        while joined.as_ref().map_or(bytes.len(), Vec::len) < COALESCE_MAX_BYTES {
+                            let Some(more) = cursor.next_ready_data() else { break };
+                            joined.get_or_insert_with(|| bytes.to_vec()).extend_from_slice(&more);
+                        }
+                        if let Some(joined) = joined {
+                            bytes = Bytes::from(joined);
+                        }
+                    }
                     if dropped_bytes > 0 {
                         let resync = ServerFrame::Resync {
                             dropped_bytes,

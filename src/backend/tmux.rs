@@ -75,9 +75,14 @@ impl TmuxBackend {
         if !is_safe_name(name) || name.starts_with(['%', '$', '@', '=']) {
             return Err(invalid_name(name));
         }
-        let adopted = server.has_session(name).await;
+        let mut adopted = server.has_session(name).await;
         if !adopted {
-            create_session(&server, name, spec).await?;
+            match create_session(&server, name, spec).await {
+                Ok(()) => {}
+                // Someone else (an image's slow entrypoint) created it meanwhile: adopt it.
+                Err(e) if e.contains("duplicate session") => adopted = true,
+                Err(e) => return Err(e),
+            }
         }
         let target = format!("={name}:");
         let ids = server
@@ -428,12 +433,17 @@ async fn read_control_output(
                 continue;
             }
         };
+        // One push per read, not per `%output` line (~1.4 KB each): fewer locks, sends and
+        // WebSocket frames under load.
+        let mut batch: Vec<u8> = Vec::new();
         for message in parser.feed(&buf[..n]) {
             if !matches!(message, ControlMessage::Output { .. }) {
                 tracing::debug!(session = %name, ?message, "tmux control message");
             }
             match message {
-                ControlMessage::Output { pane_id: p, data } if p == pane_id => output.push(&data),
+                ControlMessage::Output { pane_id: p, data } if p == pane_id => {
+                    batch.extend_from_slice(&data)
+                }
                 // Replies to our own stdin commands, in order (not the attach's, nor hooks').
                 ControlMessage::Reply {
                     from_stdin: true,
@@ -462,6 +472,7 @@ async fn read_control_output(
                 _ => {}
             }
         }
+        output.push(&batch);
     }
     ended.await;
     if exit.is_none() {
