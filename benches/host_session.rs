@@ -64,9 +64,6 @@ const TRIGGER_ECHO_BYTES: u64 = 2;
 /// Iteration counts.
 struct Plan {
     quick: bool,
-    /// Serve `api::router` with TCP_NODELAY on accepted sockets instead of `api::serve`
-    /// (an experiment: what the hub would do with Nagle off on its side).
-    server_nodelay: bool,
     warmup: usize,
     echo_samples: usize,
     /// Echo samples per row at typing pace.
@@ -80,10 +77,9 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(quick: bool, server_nodelay: bool) -> Self {
+    fn new(quick: bool) -> Self {
         Plan {
             quick,
-            server_nodelay,
             warmup: if quick { 10 } else { 30 },
             echo_samples: if quick { 100 } else { 300 },
             paced_samples: if quick { 50 } else { 150 },
@@ -102,8 +98,7 @@ fn main() {
         println!("{SKIPPED}");
         return;
     }
-    let flag = |name: &str| args.iter().any(|a| a == name);
-    let plan = Plan::new(flag("--quick"), flag("--server-nodelay"));
+    let plan = Plan::new(args.iter().any(|a| a == "--quick"));
     if let Err(e) = run(&plan) {
         eprintln!("host_session benchmark failed: {e:#}");
         std::process::exit(1);
@@ -479,7 +474,7 @@ struct HubUnderTest {
 }
 
 impl HubUnderTest {
-    async fn start(tmux_socket: &str, data_dir: &Path, nodelay: bool) -> Result<Self> {
+    async fn start(tmux_socket: &str, data_dir: &Path) -> Result<Self> {
         let config = HubConfig {
             tmux_socket: tmux_socket.to_string(),
             data_dir: data_dir.to_path_buf(),
@@ -489,15 +484,11 @@ impl HubUnderTest {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);
         let shutdown = CancellationToken::new();
-        let server = if nodelay {
-            tokio::spawn(serve_nodelay(listener, hub.clone(), shutdown.clone()))
-        } else {
-            tokio::spawn(agent_hub::api::serve(
-                listener,
-                hub.clone(),
-                shutdown.clone(),
-            ))
-        };
+        let server = tokio::spawn(agent_hub::api::serve(
+            listener,
+            hub.clone(),
+            shutdown.clone(),
+        ));
         Ok(HubUnderTest {
             hub,
             client: HubClient::new(&base),
@@ -541,21 +532,6 @@ impl HubUnderTest {
         self.shutdown.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(5), self.server).await;
     }
-}
-
-/// `api::serve`, but with TCP_NODELAY set on every accepted connection.
-async fn serve_nodelay(
-    listener: tokio::net::TcpListener,
-    hub: Hub,
-    shutdown: CancellationToken,
-) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, agent_hub::api::router(hub))
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
 }
 
 async fn timed_out<T>(f: impl std::future::Future<Output = Result<T>>, what: &str) -> Result<T> {
@@ -1198,21 +1174,10 @@ fn print_header(plan: &Plan) {
         command_output("bash", &["-c", "echo bash $BASH_VERSION"]),
         chrono::Utc::now().format("%Y-%m-%d %H:%M:%S"),
     );
-    let flags: Vec<&str> = [
-        (plan.quick, "--quick"),
-        (plan.server_nodelay, "--server-nodelay"),
-    ]
-    .into_iter()
-    .filter_map(|(on, f)| on.then_some(f))
-    .collect();
     println!(
-        "- command: `cargo bench --bench host_session{}{}` (release profile)",
-        if flags.is_empty() { "" } else { " -- " },
-        flags.join(" ")
+        "- command: `cargo bench --bench host_session{}` (release profile)",
+        if plan.quick { " -- --quick" } else { "" }
     );
-    if plan.server_nodelay {
-        println!("- EXPERIMENT: served with TCP_NODELAY on the hub's accepted sockets (not `api::serve`)");
-    }
     println!(
         "- hub: in-process, HubConfig::default() (scrollback {} bytes), API on 127.0.0.1:0; \
          programs: `bash --norc --noprofile` (PS1='$ '), `sh -c 'read _; exec cat FILE'`",
@@ -1238,11 +1203,7 @@ fn run(plan: &Plan) -> Result<()> {
         .thread_name(WORKER_THREAD_NAME)
         .enable_all()
         .build()?;
-    let hut = rt.block_on(HubUnderTest::start(
-        &dirs.hub_socket,
-        &dirs.work,
-        plan.server_nodelay,
-    ))?;
+    let hut = rt.block_on(HubUnderTest::start(&dirs.hub_socket, &dirs.work))?;
     let result = (|| {
         eprintln!("measuring echo round trips...");
         let echo = measure_echo(&rt, &hut, plan, &dirs)?;
