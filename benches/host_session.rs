@@ -1149,8 +1149,25 @@ impl Drop for Dirs {
                 .args(["-L", socket, "kill-server"])
                 .env_remove("TMUX")
                 .output();
+            // tmux leaves the socket file behind.
+            if let Some(path) = tmux_socket_path(socket) {
+                let _ = std::fs::remove_file(path);
+            }
         }
     }
+}
+
+/// Where `tmux -L name` puts its socket: `$TMUX_TMPDIR` (or /tmp), `tmux-<uid>/name`.
+fn tmux_socket_path(name: &str) -> Option<PathBuf> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let uid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .nth(1)?
+        .to_string();
+    let dir = std::env::var_os("TMUX_TMPDIR").unwrap_or_else(|| "/tmp".into());
+    Some(PathBuf::from(dir).join(format!("tmux-{uid}")).join(name))
 }
 
 fn command_output(program: &str, args: &[&str]) -> String {

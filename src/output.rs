@@ -16,10 +16,11 @@ use tokio::sync::{broadcast, watch};
 use crate::scrollback::{Chunk, Scrollback};
 
 /// How many chunks a live subscriber may fall behind before it must resynchronise from the
-/// ring (losslessly, while the ring still holds the bytes). tokio allocates every slot up
-/// front, so this is also a fixed cost per session: 512 slots is ~37 kB (1024 was ~74 kB) and
-/// about 2 MiB of slack at PTY read sizes, enough for a WebSocket viewer to keep up with
-/// `cat` of 100 MB on two busy cores (128 slots was not).
+/// ring; bytes the ring no longer holds by then are reported to it as dropped (the ring is
+/// usually smaller than this slack, so a resync usually loses some). tokio allocates every
+/// slot up front, so this is also a fixed cost per session: 512 slots is ~37 kB (1024 was
+/// ~74 kB) and about 2 MiB of slack at PTY read sizes, enough for a WebSocket viewer to keep
+/// up with `cat` of 100 MB on two busy cores (128 slots was not).
 const SUBSCRIBER_CHANNEL_CHUNKS: usize = 512;
 
 /// How a session's program ended.
