@@ -668,3 +668,47 @@ async fn the_cli_starts_stops_and_attaches_to_container_agents() {
         "{list}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starts_stops_and_failures_are_published_as_events() {
+    require_docker!();
+    use futures_util::StreamExt;
+    let toml = [
+        agent_toml("loud", ""),
+        agent_toml("broken", "").replace(
+            &crate::docker_support::test_image(),
+            "agent-hub/no-such-image:2",
+        ),
+    ]
+    .concat();
+    let (hub, _guard) = hub_with_agents(&toml).await;
+    let url = format!("{}/v1/events", hub.base.replace("http://", "ws://"));
+    let (mut events, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    start(&hub, "loud").await;
+    hub.post("/v1/agents/loud/stop", json!({})).await;
+    let (status, _) = hub.post("/v1/agents/broken/start", json!({})).await;
+    assert_eq!(status, 500);
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + T;
+    while seen.len() < 6 {
+        let Ok(Some(Ok(msg))) = tokio::time::timeout_at(deadline, events.next()).await else {
+            break;
+        };
+        let v: Value = serde_json::from_str(msg.to_text().unwrap_or("{}")).unwrap_or_default();
+        if let (Some(kind), Some(agent)) = (v["type"].as_str(), v["agentId"].as_str()) {
+            seen.push(format!("{agent}:{kind}"));
+        }
+    }
+    for expected in [
+        "loud:agent_starting",
+        "loud:agent_started",
+        "loud:agent_stopping",
+        "loud:agent_stopped",
+        "broken:agent_start_failed",
+    ] {
+        assert!(
+            seen.iter().any(|s| s == expected),
+            "missing {expected}: {seen:?}"
+        );
+    }
+}
