@@ -712,3 +712,31 @@ async fn starts_stops_and_failures_are_published_as_events() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_definition_naming_a_missing_image_is_rejected_at_load() {
+    require_docker!();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("hub.toml");
+    let toml = format!(
+        "listen = \"127.0.0.1:0\"\ndata_dir = \"{}\"\n\n{}",
+        dir.path().display(),
+        agent_toml("ghost", "").replace(
+            &crate::docker_support::test_image(),
+            "agent-hub/never-built:9"
+        )
+    );
+    std::fs::write(&config, toml).unwrap();
+    let out = std::process::Command::new(crate::cli::BIN)
+        .args(["serve", "--config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    // `image = ...` is on line 6 of the file, after the value's opening quote at column 9.
+    assert!(
+        err.contains(&format!("{}:6:9: agent 'ghost': image", config.display()))
+            && err.contains("agent-hub/never-built:9"),
+        "{err}"
+    );
+}
