@@ -171,6 +171,10 @@ impl Drop for TestHub {
             .args(["-L", &self.tmux_socket, "kill-server"])
             .stderr(std::process::Stdio::null())
             .status();
+        // kill-server leaves the socket file behind.
+        let dir = std::env::var("TMUX_TMPDIR").unwrap_or_else(|_| "/tmp".into());
+        let uid = nix::unistd::getuid();
+        let _ = std::fs::remove_file(format!("{dir}/tmux-{uid}/{}", self.tmux_socket));
     }
 }
 
