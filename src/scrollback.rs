@@ -77,7 +77,16 @@ impl Scrollback {
 
     fn collect(&self, skip: usize, take: usize, dropped_bytes: u64) -> Chunk {
         let start_offset = self.start_offset() + skip as u64;
-        let bytes: Vec<u8> = self.bytes.range(skip..skip + take).copied().collect();
+        // Copy the (at most two) contiguous runs of the ring, not byte by byte.
+        let (front, back) = self.bytes.as_slices();
+        let mut bytes = Vec::with_capacity(take);
+        let end = skip + take;
+        if skip < front.len() {
+            bytes.extend_from_slice(&front[skip..end.min(front.len())]);
+        }
+        if end > front.len() {
+            bytes.extend_from_slice(&back[skip.saturating_sub(front.len())..end - front.len()]);
+        }
         Chunk {
             end_offset: start_offset + bytes.len() as u64,
             start_offset,

@@ -130,14 +130,18 @@ fn container_died(hub: &Hub, agent: &str, exit_code: Option<i64>) {
     }
 }
 
-/// While an engine is unreachable its running agents cannot be seen: say so.
-fn mark_unreachable(hub: &Hub, endpoint: &str) {
-    let ids: Vec<String> = hub
-        .agents()
+/// The ids of the agents that live on `endpoint`.
+fn endpoint_agents(hub: &Hub, endpoint: &str) -> Vec<String> {
+    hub.agents()
         .defs()
         .filter(|d| d.endpoint() == endpoint)
         .map(|d| d.id.clone())
-        .collect();
+        .collect()
+}
+
+/// While an engine is unreachable its running agents cannot be seen: say so.
+fn mark_unreachable(hub: &Hub, endpoint: &str) {
+    let ids = endpoint_agents(hub, endpoint);
     for id in ids {
         hub.agents().update(&id, |rt| {
             if rt.status == AgentStatus::Running {
@@ -159,12 +163,7 @@ async fn reconcile(hub: &Hub, docker: &Docker, endpoint: &str) {
             return;
         }
     };
-    let ids: Vec<String> = hub
-        .agents()
-        .defs()
-        .filter(|d| d.endpoint() == endpoint)
-        .map(|d| d.id.clone())
-        .collect();
+    let ids = endpoint_agents(hub, endpoint);
     for id in ids {
         let has_container = containers.iter().any(|c| {
             c.labels
