@@ -86,6 +86,36 @@ pub enum HubError {
     /// Rendered reads are switched off (`AGENT_HUB_TERM_BUFFER_ACCESS=off`).
     #[error("rendered terminal reads are disabled on this hub (AGENT_HUB_TERM_BUFFER_ACCESS=off)")]
     TermBufferAccessDisabled,
+    /// The bridge serving an external session cannot be reached (or answered nonsense).
+    #[error("the bridge at {bridge_url} is unavailable: {reason}")]
+    BridgeUnavailable { bridge_url: String, reason: String },
+    /// The bridge serving an external session refused the operation.
+    #[error("the bridge at {bridge_url} answered {status} {remote_code}: {message}")]
+    BridgeError {
+        bridge_url: String,
+        status: u16,
+        remote_code: String,
+        message: String,
+    },
+    /// The session's terminal cannot be resized from here (external sessions).
+    #[error("session '{id}' cannot be resized through the hub (it is owned by another process)")]
+    ResizeUnsupported { id: String },
+    /// The session's program is owned by another process, so the hub cannot kill it.
+    #[error(
+        "session '{id}' is owned by another process; remove it with DELETE /v1/pty/unregister/{id}"
+    )]
+    KillUnsupported { id: String },
+    /// A session with this id is already registered.
+    #[error("a session with id '{id}' already exists")]
+    SessionExists { id: String },
+    /// Unregistering a leader's session needs `force=true`.
+    #[error("session '{id}' belongs to a leader; pass force=true to unregister it")]
+    LeaderSession { id: String },
+    /// Only external sessions can be unregistered.
+    #[error(
+        "session '{id}' is the hub's own ({backend}); stop it with DELETE /v1/pty/sessions/{id}"
+    )]
+    UnregisterUnsupported { id: String, backend: String },
     /// Something inside the hub failed; the message says what.
     #[error("internal error: {message}")]
     Internal { message: String },
@@ -117,6 +147,13 @@ impl HubError {
             HubError::RouteNotMatched { .. } => "NOT_FOUND",
             HubError::Ambiguous { .. } => "AMBIGUOUS",
             HubError::Forbidden { .. } => "FORBIDDEN",
+            HubError::BridgeUnavailable { .. } => "BRIDGE_UNAVAILABLE",
+            HubError::BridgeError { .. } => "BRIDGE_ERROR",
+            HubError::ResizeUnsupported { .. } => "RESIZE_UNSUPPORTED",
+            HubError::KillUnsupported { .. } => "KILL_UNSUPPORTED",
+            HubError::SessionExists { .. } => "SESSION_EXISTS",
+            HubError::LeaderSession { .. } => "LEADER_SESSION",
+            HubError::UnregisterUnsupported { .. } => "UNREGISTER_UNSUPPORTED",
             HubError::Internal { .. } => "INTERNAL",
         }
     }
@@ -128,7 +165,13 @@ impl HubError {
             | HubError::RouteNotFound { .. }
             | HubError::AgentNotFound { .. }
             | HubError::TaskNotFound { .. } => 404,
-            HubError::AgentNotRunning { .. } => 409,
+            HubError::AgentNotRunning { .. }
+            | HubError::ResizeUnsupported { .. }
+            | HubError::KillUnsupported { .. }
+            | HubError::SessionExists { .. }
+            | HubError::LeaderSession { .. }
+            | HubError::UnregisterUnsupported { .. } => 409,
+            HubError::BridgeUnavailable { .. } | HubError::BridgeError { .. } => 502,
             HubError::TermBufferAccessDisabled | HubError::Forbidden { .. } => 403,
             HubError::Unauthorized { .. } => 401,
             HubError::RouteNotMatched { .. } => 404,

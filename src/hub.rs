@@ -216,7 +216,7 @@ impl Hub {
         let spec = SessionSpec {
             id: id.clone(),
             backend: prefix,
-            source: "host",
+            source: "host".into(),
             shell: spawn.program,
             args: spawn.args,
             cwd: spawn.cwd.display().to_string(),
@@ -296,6 +296,9 @@ impl Hub {
     /// Kills a session's processes (hang-up, then SIGKILL after a grace period) and removes it.
     pub async fn kill(&self, id: &str) -> HubResult<Option<ExitInfo>> {
         let session = self.get(id)?;
+        if session.external().is_some() {
+            return Err(HubError::KillUnsupported { id: id.into() });
+        }
         let result = session.terminate(TermSignal::Hup).await;
         self.inner
             .sessions

@@ -7,7 +7,8 @@
 //!   `session::input` turns lines and key names into bytes, `session::talk` finds a command's end.
 //! - [`output`]: the per-session output pipeline (scrollback, activity, fan-out), written once
 //!   above all backends. [`scrollback`] is its pure byte ring; [`screen`] the rendered screen.
-//! - [`backend`]: backends only move bytes: host PTY (`pty`) and tmux control mode (`tmux`).
+//! - [`backend`]: backends only move bytes: host PTY (`pty`), tmux control mode (`tmux`), and
+//!   `external` terminals owned by another process and reached through its [`bridge`] API.
 //! - [`process`]: stopping every process of a terminal.
 //! - [`routing`]: which session a leader means by agent id, owner session or label.
 //! - [`tasks`]: shell commands run to completion (in a PTY session or with pipes).
@@ -18,11 +19,13 @@
 pub mod agents;
 pub mod api;
 pub mod backend;
+pub mod bridge;
 pub mod cli;
 pub mod client;
 pub mod config;
 pub mod docker;
 pub mod error;
+pub mod external;
 pub mod hub;
 pub mod output;
 pub mod process;

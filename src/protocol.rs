@@ -1,5 +1,5 @@
 //! Wire types of the REST and WebSocket API, shared by the server (`api`) and the client
-//! (`client`, the CLI). Only data, no logic.
+//! (`client`, the CLI). Only data, and the base64 form of bytes.
 
 use std::collections::BTreeMap;
 
@@ -143,4 +143,18 @@ pub enum ServerFrame {
     },
     /// A client frame was rejected; the stream goes on.
     Error { error_code: String, message: String },
+}
+
+/// Bytes as standard base64 (the `encoding: base64` form).
+pub fn base64_encode(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The bytes of a standard base64 text.
+pub fn base64_decode(text: &str) -> Result<Vec<u8>, String> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| format!("invalid base64: {e}"))
 }

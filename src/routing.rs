@@ -73,7 +73,7 @@ mod tests {
             spec: SessionSpec {
                 id: id.into(),
                 backend: "pty",
-                source: "host",
+                source: "host".into(),
                 shell: "sh".into(),
                 args: vec![],
                 cwd: "/".into(),
@@ -98,6 +98,8 @@ mod tests {
             last_activity_at: now,
             last_output_at: None,
             last_input_at: None,
+            last_heartbeat_at: None,
+            external: None,
             output_offset: 0,
         }
     }

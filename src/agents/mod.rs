@@ -429,7 +429,7 @@ pub(crate) async fn attach(
     let spec = SessionSpec {
         id: session_id.clone(),
         backend: "docker",
-        source: "docker",
+        source: "docker".into(),
         shell: spec.program,
         args: spec.args,
         cwd: spec.cwd.display().to_string(),

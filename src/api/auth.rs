@@ -66,7 +66,9 @@ pub fn required_role(method: &Method, path: &str) -> Option<Role> {
     let read_only = *method == Method::GET
         || path.ends_with("/term_read")
         || (path.starts_with("/v1/tasks/") && path.ends_with("/wait"))
-        || path == "/v1/pty/resolve";
+        || path == "/v1/pty/resolve"
+        || path == "/pty/read"
+        || path == "/pty/buffer";
     let admin = path.starts_with("/v1/pty/register")
         || path.starts_with("/v1/pty/unregister")
         || path == "/v1/pty/update-ownership"

@@ -29,7 +29,10 @@ impl IntoResponse for ApiError {
             StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut body = json!({ "ok": false, "error_code": e.code(), "message": e.to_string() });
         match &e {
-            HubError::Timeout { output, .. } => body["output"] = json!(output),
+            HubError::Timeout { output, timeout_ms } => {
+                body["output"] = json!(output);
+                body["timeout_ms"] = json!(timeout_ms);
+            }
             HubError::ProcessExited { exit_code, output } => {
                 body["exit_code"] = json!(exit_code);
                 body["output"] = json!(output);
@@ -52,6 +55,19 @@ impl IntoResponse for ApiError {
             HubError::AgentStartFailed { screen, .. } => body["screen"] = json!(screen),
             HubError::Ambiguous { matches, .. } => body["matches"] = json!(matches),
             HubError::DockerUnavailable { endpoint, .. } => body["endpoint"] = json!(endpoint),
+            HubError::BridgeUnavailable { bridge_url, .. } => {
+                body["bridge_url"] = json!(bridge_url)
+            }
+            HubError::BridgeError {
+                bridge_url,
+                status,
+                remote_code,
+                ..
+            } => {
+                body["bridge_url"] = json!(bridge_url);
+                body["remote_status"] = json!(status);
+                body["remote_error_code"] = json!(remote_code);
+            }
             _ => {}
         }
         if status.is_server_error() {

@@ -3,8 +3,10 @@
 
 mod agents;
 pub mod auth;
+mod bridge;
 pub mod error;
 mod events;
+mod registry;
 mod routing;
 mod sessions;
 mod stream;
@@ -14,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{Method, Uri};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
@@ -59,6 +61,16 @@ pub fn router(hub: Hub) -> Router {
             post(routing::send_line_to_agent),
         )
         .route("/v1/pty/update-ownership", post(routing::update_ownership))
+        .route("/v1/pty/register", post(registry::register))
+        .route("/v1/pty/unregister/{id}", delete(registry::unregister))
+        .route("/v1/pty/heartbeat", post(registry::heartbeat_many))
+        .route("/v1/pty/heartbeat/{id}", post(registry::heartbeat_one))
+        .route("/v1/pty/reset", delete(registry::reset))
+        .route("/pty/write", post(bridge::write))
+        .route("/pty/read", post(bridge::read))
+        .route("/pty/talk", post(bridge::talk))
+        .route("/pty/buffer", post(bridge::buffer))
+        .route("/pty/list", get(bridge::list))
         .route("/v1/agents", get(agents::list_agents))
         .route("/v1/agents/{id}", get(agents::get_agent))
         .route("/v1/agents/{id}/start", post(agents::start_agent))

@@ -146,17 +146,32 @@ pub async fn resize(
     ))
 }
 
+/// Checks a talk timeout given by a client.
+pub(super) fn check_talk_timeout(timeout_ms: u64) -> Result<(), HubError> {
+    if timeout_ms == 0 || timeout_ms > TALK_MAX_TIMEOUT_MS {
+        return Err(HubError::bad_request(format!(
+            "timeout_ms must be 1-{TALK_MAX_TIMEOUT_MS}"
+        )));
+    }
+    Ok(())
+}
+
+/// A reply body: `value`'s fields plus `ok: true`.
+pub(super) fn with_ok(value: impl serde::Serialize) -> Result<Value, HubError> {
+    let mut body = serde_json::to_value(value).map_err(|e| HubError::Internal {
+        message: e.to_string(),
+    })?;
+    body["ok"] = json!(true);
+    Ok(body)
+}
+
 pub async fn talk(
     State(hub): State<Hub>,
     Path(id): Path<String>,
     ApiJson(req): ApiJson<TalkRequest>,
 ) -> ApiResult<Json<Value>> {
     let timeout_ms = req.timeout_ms.unwrap_or(hub.config().talk_timeout_ms);
-    if timeout_ms == 0 || timeout_ms > TALK_MAX_TIMEOUT_MS {
-        return Err(
-            HubError::bad_request(format!("timeout_ms must be 1-{TALK_MAX_TIMEOUT_MS}")).into(),
-        );
-    }
+    check_talk_timeout(timeout_ms)?;
     let session = hub.get(&id)?;
     let result = session
         .talk(
@@ -165,11 +180,7 @@ pub async fn talk(
             Duration::from_millis(timeout_ms),
         )
         .await?;
-    let mut body = serde_json::to_value(result).map_err(|e| HubError::Internal {
-        message: e.to_string(),
-    })?;
-    body["ok"] = json!(true);
-    Ok(Json(body))
+    Ok(Json(with_ok(result)?))
 }
 
 pub async fn term_read(
@@ -181,11 +192,11 @@ pub async fn term_read(
         return Err(HubError::TermBufferAccessDisabled.into());
     }
     let session = hub.get(&id)?;
-    let read = session.term_read(&req);
-    let mut body = serde_json::to_value(read).map_err(|e| HubError::Internal {
-        message: e.to_string(),
-    })?;
-    body["ok"] = json!(true);
+    let read = match session.external() {
+        Some(link) => link.note(link.client.buffer(&link.remote_id, &req).await)?,
+        None => session.term_read(&req),
+    };
+    let mut body = with_ok(read)?;
     body["session_id"] = json!(id);
     Ok(Json(body))
 }
@@ -216,7 +227,7 @@ pub async fn read(
         None => output.read(None, max_bytes),
     };
     let text = match q.encoding {
-        Encoding::Base64 => base64_encode(&chunk.bytes),
+        Encoding::Base64 => crate::protocol::base64_encode(&chunk.bytes),
         Encoding::Utf8 => {
             // Leave a UTF-8 sequence cut at the end for the next read.
             let keep = crate::session::input::complete_utf8_len(&chunk.bytes);
@@ -233,43 +244,4 @@ pub async fn read(
         alive: output.exit().is_none(),
         encoding: q.encoding,
     }))
-}
-
-fn base64_encode(bytes: &[u8]) -> String {
-    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for group in bytes.chunks(3) {
-        let b = [
-            group[0],
-            *group.get(1).unwrap_or(&0),
-            *group.get(2).unwrap_or(&0),
-        ];
-        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= group.len() {
-                out.push(TABLE[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base64_matches_known_vectors() {
-        for (raw, enc) in [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foobar", "Zm9vYmFy"),
-        ] {
-            assert_eq!(base64_encode(raw.as_bytes()), enc);
-        }
-    }
 }

@@ -2,6 +2,7 @@
 //! [`Output`](crate::output::Output) pipeline, own the single writer for its input, resize it and
 //! stop it. Scrollback, screen, activity and fan-out live above them, written once.
 
+pub mod external;
 pub mod pty;
 pub mod tmux;
 pub mod tmux_control;
@@ -47,5 +48,10 @@ pub trait Backend: Send + Sync {
     /// no client behind). The default does nothing: a PTY cannot outlive its reader.
     fn detach(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
+    }
+    /// For external sessions, the bridge that owns the terminal: operations the bridge API
+    /// offers whole (talk, rendered reads) are proxied to it instead of done here.
+    fn external(&self) -> Option<&std::sync::Arc<external::ExternalLink>> {
+        None
     }
 }

@@ -36,10 +36,11 @@ pub struct Owner {
 #[derive(Debug, Clone, Serialize)]
 pub struct SessionSpec {
     pub id: String,
-    /// `pty`, `tmux` or `docker`.
+    /// `pty`, `tmux`, `docker` or `external`.
     pub backend: &'static str,
-    /// Where the terminal lives: `host` (host PTYs and tmux) or `docker`.
-    pub source: &'static str,
+    /// Where the terminal lives: `host` (host PTYs and tmux), `docker`, or for external
+    /// sessions what their registration said (`remote-hub`, `ide`, ...).
+    pub source: String,
     pub shell: String,
     pub args: Vec<String>,
     pub cwd: String,
@@ -68,12 +69,17 @@ pub struct SessionInfo {
     pub last_activity_at: DateTime<Utc>,
     pub last_output_at: Option<DateTime<Utc>>,
     pub last_input_at: Option<DateTime<Utc>>,
+    /// When the session's owner last said it is alive (`POST /v1/pty/heartbeat`).
+    pub last_heartbeat_at: Option<DateTime<Utc>>,
     /// Absolute offset just past the newest output byte.
     pub output_offset: u64,
+    /// For external sessions: the bridge and its health.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub external: Option<crate::backend::external::ExternalInfo>,
 }
 
 /// The result of a talk.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TalkResult {
     pub output: String,
     pub exit_code: Option<i32>,
@@ -87,6 +93,7 @@ struct Mutable {
     size: TermSize,
     owner: Owner,
     last_input_at: Option<DateTime<Utc>>,
+    last_heartbeat_at: Option<DateTime<Utc>>,
 }
 
 /// One terminal session.
@@ -120,6 +127,7 @@ impl Session {
                 size,
                 owner,
                 last_input_at: None,
+                last_heartbeat_at: None,
             }),
             output,
             screen: Mutex::new(Screen::new(size)),
@@ -176,8 +184,20 @@ impl Session {
             last_activity_at,
             last_output_at,
             last_input_at: m.last_input_at,
+            last_heartbeat_at: m.last_heartbeat_at,
             output_offset: self.output.end_offset(),
+            external: self.backend.external().map(|link| link.info()),
         }
+    }
+
+    /// Notes that the session's owner is alive.
+    pub fn heartbeat(&self) {
+        self.lock().last_heartbeat_at = Some(Utc::now());
+    }
+
+    /// For external sessions, the bridge that owns the terminal.
+    pub fn external(&self) -> Option<&Arc<crate::backend::external::ExternalLink>> {
+        self.backend.external()
     }
 
     /// The owner identity.
@@ -214,10 +234,14 @@ impl Session {
         if let Some(exit) = self.output.exit() {
             return Err(self.exited_error(exit, String::new()));
         }
-        self.backend
-            .write(bytes)
-            .await
-            .map_err(|reason| HubError::WriteFailed { reason })?;
+        match self.backend.external() {
+            Some(link) => link.write(&bytes).await?,
+            None => self
+                .backend
+                .write(bytes)
+                .await
+                .map_err(|reason| HubError::WriteFailed { reason })?,
+        }
         self.lock().last_input_at = Some(Utc::now());
         Ok(())
     }
@@ -249,6 +273,11 @@ impl Session {
 
     /// Resizes the terminal; the program sees the new size.
     pub async fn resize(&self, size: TermSize) -> HubResult<()> {
+        if self.backend.external().is_some() {
+            return Err(HubError::ResizeUnsupported {
+                id: self.spec.id.clone(),
+            });
+        }
         if let Some(exit) = self.output.exit() {
             return Err(self.exited_error(exit, String::new()));
         }
@@ -263,6 +292,11 @@ impl Session {
 
     /// Stops every process of the terminal (`first`, then SIGKILL after a grace period).
     pub async fn terminate(&self, first: TermSignal) -> HubResult<()> {
+        if self.backend.external().is_some() {
+            return Err(HubError::KillUnsupported {
+                id: self.spec.id.clone(),
+            });
+        }
         self.backend
             .terminate(first)
             .await
@@ -321,6 +355,13 @@ impl Session {
         sentinel: Option<&str>,
         timeout: Duration,
     ) -> HubResult<TalkResult> {
+        if let Some(link) = self.backend.external() {
+            let result = link
+                .client
+                .talk(&link.remote_id, command, sentinel, timeout)
+                .await;
+            return link.note(result);
+        }
         let plan = talk::plan(command, sentinel).map_err(HubError::bad_request)?;
         let _turn = self.talk_lock.lock().await;
         let started = Instant::now();

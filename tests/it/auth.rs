@@ -55,7 +55,7 @@ async fn every_route_times_every_role() {
     assert_eq!(status, 200, "{v}");
     let id = v["session_id"].as_str().unwrap().to_string();
     let s = |op: &str| format!("/v1/pty/sessions/{id}{op}");
-    // (method, path, body, needed role: 0 open, 1 observer, 2 operator)
+    // (method, path, body, needed role: 0 open, 1 observer, 2 operator, 3 admin)
     let routes: Vec<(&str, String, Option<Value>, u8)> = vec![
         ("GET", "/health".into(), None, 0),
         ("GET", "/v1/pty/sessions".into(), None, 1),
@@ -84,6 +84,65 @@ async fn every_route_times_every_role() {
         ("POST", "/v1/agents/none/stop".into(), Some(json!({})), 2),
         ("POST", "/v1/agents/none/restart".into(), Some(json!({})), 2),
         ("DELETE", "/v1/pty/sessions/pty_00000000".into(), None, 2),
+        ("GET", "/v1/tasks".into(), None, 1),
+        (
+            "POST",
+            "/v1/pty/resolve".into(),
+            Some(json!({"label": "nobody"})),
+            1,
+        ),
+        (
+            "POST",
+            "/v1/pty/send_line_to_agent".into(),
+            Some(json!({"label": "nobody", "data": "true"})),
+            2,
+        ),
+        ("POST", "/v1/pty/heartbeat/pty_00000000".into(), None, 2),
+        (
+            "POST",
+            "/v1/pty/heartbeat".into(),
+            Some(json!({"session_ids": []})),
+            2,
+        ),
+        (
+            "POST",
+            "/v1/pty/update-ownership".into(),
+            Some(json!({"session_id": "pty_00000000"})),
+            3,
+        ),
+        (
+            "POST",
+            "/v1/pty/register".into(),
+            Some(json!({"session_id": "x", "bridge_url": "nope"})),
+            3,
+        ),
+        ("DELETE", "/v1/pty/unregister/none".into(), None, 3),
+        ("DELETE", "/v1/pty/reset".into(), None, 3),
+        (
+            "POST",
+            "/pty/read".into(),
+            Some(json!({"session_id": id, "timeout_ms": 0})),
+            1,
+        ),
+        (
+            "POST",
+            "/pty/buffer".into(),
+            Some(json!({"session_id": id})),
+            1,
+        ),
+        ("GET", "/pty/list".into(), None, 1),
+        (
+            "POST",
+            "/pty/write".into(),
+            Some(json!({"session_id": "none", "data": ""})),
+            2,
+        ),
+        (
+            "POST",
+            "/pty/talk".into(),
+            Some(json!({"session_id": "none", "command": "true"})),
+            2,
+        ),
     ];
     let roles: [(&str, Option<&str>, u8); 5] = [
         ("none", None, 0),

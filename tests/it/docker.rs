@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use crate::docker_support::{
     agent_toml, docker, hub_with_agents, tmux_client_processes, tmux_clients, EngineProxy,
 };
+use crate::hub_process::{free_port, HubProcess};
 use crate::require_docker;
 use crate::support::{wait_until, TestHub};
 
@@ -427,57 +428,13 @@ async fn an_image_without_tmux_startup_gets_its_session_from_the_hub() {
     );
 }
 
-/// A hub run as its own process (`agent-hub serve`), so a test can SIGKILL it.
-struct HubProcess {
-    child: std::process::Child,
-    base: String,
-}
-
-impl HubProcess {
-    async fn spawn(config: &std::path::Path, base: &str) -> Self {
-        let child = std::process::Command::new(crate::cli::BIN)
-            .args(["serve", "--config", config.to_str().unwrap()])
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let url = format!("{base}/health");
-        let up = wait_until(T, || async { reqwest::get(&url).await.is_ok() }).await;
-        assert!(up, "hub did not come up");
-        HubProcess {
-            child,
-            base: base.to_string(),
-        }
-    }
-
-    async fn call(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
-        let resp = reqwest::Client::new()
-            .request(method, format!("{}{path}", self.base))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        resp.json().await.unwrap()
-    }
-}
-
-impl Drop for HubProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hub_killed_with_sigkill_reattaches_with_scrollback_from_before_the_crash() {
     require_docker!();
     let dir = tempfile::tempdir().unwrap();
     let hub_id = crate::docker_support::unique_hub_id();
     let _guard = crate::docker_support::ContainerGuard(hub_id.clone());
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let config = dir.path().join("hub.toml");
     let toml = format!(
         "listen = \"127.0.0.1:{port}\"\ndata_dir = \"{}\"\nhub_id = \"{hub_id}\"\ntmux_socket = \"ah-{hub_id}\"\n{}{}",
@@ -487,7 +444,7 @@ async fn a_hub_killed_with_sigkill_reattaches_with_scrollback_from_before_the_cr
     );
     std::fs::write(&config, toml).unwrap();
     let base = format!("http://127.0.0.1:{port}");
-    let mut hub = HubProcess::spawn(&config, &base).await;
+    let mut hub = HubProcess::spawn_config(&config, &base).await;
     let mut containers = Vec::new();
     for id in ["keep1", "keep2"] {
         let v = hub
@@ -524,7 +481,7 @@ async fn a_hub_killed_with_sigkill_reattaches_with_scrollback_from_before_the_cr
         ]);
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    hub = HubProcess::spawn(&config, &base).await;
+    hub = HubProcess::spawn_config(&config, &base).await;
     for (id, container) in ["keep1", "keep2"].iter().zip(&containers) {
         let path = format!("/v1/agents/{id}");
         let ok = wait_until(T, || async {

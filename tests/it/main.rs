@@ -2,10 +2,12 @@
 //! clients. One test binary (modules below) keeps link time down.
 
 mod docker_support;
+mod hub_process;
 mod support;
 
 mod auth;
 mod bad_input;
+mod bridge;
 mod cli;
 mod docker;
 mod routing;

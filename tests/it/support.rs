@@ -167,16 +167,29 @@ impl Drop for TestHub {
                 }
             }
         }
-        let _ = std::process::Command::new("tmux")
-            .args(["-L", &self.tmux_socket, "kill-server"])
-            .stderr(std::process::Stdio::null())
-            .status();
-        // kill-server leaves the socket file behind.
-        let dir = std::env::var("TMUX_TMPDIR").unwrap_or_else(|_| "/tmp".into());
-        use std::os::unix::fs::MetadataExt;
-        if let Ok(uid) = std::fs::metadata("/proc/self").map(|m| m.uid()) {
-            let _ = std::fs::remove_file(format!("{dir}/tmux-{uid}/{}", self.tmux_socket));
-        }
+        kill_tmux_server(&self.tmux_socket);
+    }
+}
+
+/// Kills the tmux server on `socket` (and removes its socket file) when dropped.
+pub struct TmuxServerGuard(pub String);
+
+impl Drop for TmuxServerGuard {
+    fn drop(&mut self) {
+        kill_tmux_server(&self.0);
+    }
+}
+
+/// Kills the tmux server on `socket` and removes the socket file kill-server leaves behind.
+pub fn kill_tmux_server(socket: &str) {
+    let _ = std::process::Command::new("tmux")
+        .args(["-L", socket, "kill-server"])
+        .stderr(std::process::Stdio::null())
+        .status();
+    let dir = std::env::var("TMUX_TMPDIR").unwrap_or_else(|_| "/tmp".into());
+    use std::os::unix::fs::MetadataExt;
+    if let Ok(uid) = std::fs::metadata("/proc/self").map(|m| m.uid()) {
+        let _ = std::fs::remove_file(format!("{dir}/tmux-{uid}/{socket}"));
     }
 }
 

@@ -1,0 +1,135 @@
+//! The bridge API ([`crate::bridge`]) served for the hub's own sessions, so another hub (or any
+//! client of the bridge API) can register and steer them. External sessions are not offered
+//! again: a bridge lends only what it owns, so two hubs registering each other cannot loop.
+
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::error::{ApiJson, ApiResult};
+use crate::bridge::{BufferRequest, ReadReply, ReadRequest, TalkRequest, WriteRequest};
+use crate::error::HubError;
+use crate::hub::Hub;
+use crate::protocol::{base64_decode, base64_encode, Encoding};
+
+/// Default and largest `max_bytes` of one `/pty/read`.
+const READ_DEFAULT_BYTES: usize = 64 << 10;
+const READ_MAX_BYTES: usize = 4 << 20;
+/// Largest `/pty/read` wait.
+const READ_MAX_WAIT_MS: u64 = 60_000;
+
+fn own_session(hub: &Hub, id: &str) -> Result<std::sync::Arc<crate::session::Session>, HubError> {
+    let session = hub.get(id)?;
+    if session.external().is_some() {
+        // Not ours to lend (see the module doc).
+        return Err(HubError::SessionNotFound { id: id.into() });
+    }
+    Ok(session)
+}
+
+pub async fn write(
+    State(hub): State<Hub>,
+    ApiJson(req): ApiJson<WriteRequest>,
+) -> ApiResult<Json<Value>> {
+    let bytes = match req.encoding {
+        Encoding::Utf8 => req.data.into_bytes(),
+        Encoding::Base64 => base64_decode(&req.data).map_err(HubError::bad_request)?,
+    };
+    let n = bytes.len();
+    own_session(&hub, &req.session_id)?
+        .send_bytes(bytes)
+        .await?;
+    Ok(Json(
+        json!({ "ok": true, "session_id": req.session_id, "bytes_written": n }),
+    ))
+}
+
+pub async fn read(
+    State(hub): State<Hub>,
+    ApiJson(req): ApiJson<ReadRequest>,
+) -> ApiResult<Json<ReadReply>> {
+    let max_bytes = req.max_bytes.unwrap_or(READ_DEFAULT_BYTES);
+    if max_bytes == 0 || max_bytes > READ_MAX_BYTES {
+        return Err(HubError::bad_request(format!("max_bytes must be 1-{READ_MAX_BYTES}")).into());
+    }
+    if req.timeout_ms > READ_MAX_WAIT_MS {
+        return Err(
+            HubError::bad_request(format!("timeout_ms must be 0-{READ_MAX_WAIT_MS}")).into(),
+        );
+    }
+    let session = own_session(&hub, &req.session_id)?;
+    let output = session.output();
+    let since = req.offset.unwrap_or_else(|| output.end_offset());
+    let mut chunk = output
+        .read_wait(since, max_bytes, Duration::from_millis(req.timeout_ms))
+        .await;
+    let data = match req.encoding {
+        Encoding::Base64 => base64_encode(&chunk.bytes),
+        Encoding::Utf8 => {
+            let keep = crate::session::input::complete_utf8_len(&chunk.bytes);
+            chunk.end_offset -= (chunk.bytes.len() - keep) as u64;
+            String::from_utf8_lossy(&chunk.bytes[..keep]).into_owned()
+        }
+    };
+    // Ended only once the reader has everything: a client stops reading at `alive: false`.
+    let exit = output
+        .exit()
+        .filter(|_| chunk.end_offset >= output.end_offset());
+    Ok(Json(ReadReply {
+        ok: true,
+        session_id: req.session_id,
+        data,
+        encoding: req.encoding,
+        offset: chunk.start_offset,
+        next_offset: chunk.end_offset,
+        dropped_bytes: chunk.dropped_bytes,
+        alive: exit.is_none(),
+        exit_code: exit.as_ref().and_then(|e| e.exit_code),
+        exit_reason: exit.map(|e| e.reason),
+    }))
+}
+
+pub async fn talk(
+    State(hub): State<Hub>,
+    ApiJson(req): ApiJson<TalkRequest>,
+) -> ApiResult<Json<Value>> {
+    let timeout_ms = req.timeout_ms.unwrap_or(hub.config().talk_timeout_ms);
+    super::sessions::check_talk_timeout(timeout_ms)?;
+    let result = own_session(&hub, &req.session_id)?
+        .talk(
+            &req.command,
+            req.sentinel.as_deref(),
+            Duration::from_millis(timeout_ms),
+        )
+        .await?;
+    Ok(Json(super::sessions::with_ok(result)?))
+}
+
+pub async fn buffer(
+    State(hub): State<Hub>,
+    ApiJson(req): ApiJson<BufferRequest>,
+) -> ApiResult<Json<Value>> {
+    if !hub.config().term_buffer_access {
+        return Err(HubError::TermBufferAccessDisabled.into());
+    }
+    let read = own_session(&hub, &req.session_id)?.term_read(&req.read);
+    let mut body = super::sessions::with_ok(read)?;
+    body["session_id"] = json!(req.session_id);
+    Ok(Json(body))
+}
+
+pub async fn list(State(hub): State<Hub>) -> Json<Value> {
+    let sessions: Vec<Value> = hub
+        .list()
+        .iter()
+        .filter(|s| s.external().is_none())
+        .map(|s| {
+            let mut info = serde_json::to_value(s.info()).unwrap_or_default();
+            info["session_id"] = json!(s.id());
+            info
+        })
+        .collect();
+    Json(json!({ "ok": true, "count": sessions.len(), "sessions": sessions }))
+}

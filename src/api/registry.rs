@@ -1,0 +1,102 @@
+//! Registry endpoints: register and unregister external sessions, heartbeats, reset.
+
+use axum::extract::{Path, State};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::error::{ApiJson, ApiQuery, ApiResult};
+use crate::external::RegisterRequest;
+use crate::hub::Hub;
+
+pub async fn register(
+    State(hub): State<Hub>,
+    ApiJson(req): ApiJson<RegisterRequest>,
+) -> ApiResult<Json<Value>> {
+    let (session, created) = hub.register_external(req, true).await?;
+    Ok(Json(json!({
+        "ok": true,
+        "session_id": session.id(),
+        "created": created,
+        "session": session.info(),
+    })))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForceQuery {
+    #[serde(default)]
+    force: bool,
+}
+
+pub async fn unregister(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<ForceQuery>,
+) -> ApiResult<Json<Value>> {
+    let session = hub.unregister(&id, q.force).await?;
+    Ok(Json(
+        json!({ "ok": true, "session_id": id, "session": session.info() }),
+    ))
+}
+
+pub async fn heartbeat_one(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let session = hub.get(&id)?;
+    session.heartbeat();
+    Ok(Json(json!({
+        "ok": true,
+        "session_id": id,
+        "last_heartbeat_at": session.info().last_heartbeat_at,
+    })))
+}
+
+/// `POST /v1/pty/heartbeat`: the sessions named, else those of `owner_agent_id`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeartbeatRequest {
+    session_ids: Option<Vec<String>>,
+    owner_agent_id: Option<String>,
+}
+
+pub async fn heartbeat_many(
+    State(hub): State<Hub>,
+    ApiJson(req): ApiJson<HeartbeatRequest>,
+) -> ApiResult<Json<Value>> {
+    let ids: Vec<String> = match (req.session_ids, req.owner_agent_id) {
+        (Some(ids), _) => ids,
+        (None, Some(agent)) => hub
+            .list()
+            .iter()
+            .filter(|s| s.owner().owner_agent_id.as_deref() == Some(agent.as_str()))
+            .map(|s| s.id().to_string())
+            .collect(),
+        (None, None) => {
+            return Err(
+                crate::error::HubError::bad_request("give session_ids or owner_agent_id").into(),
+            )
+        }
+    };
+    let (mut acknowledged, mut unknown) = (Vec::new(), Vec::new());
+    for id in ids {
+        match hub.get(&id) {
+            Ok(s) => {
+                s.heartbeat();
+                acknowledged.push(id);
+            }
+            Err(_) => unknown.push(id),
+        }
+    }
+    Ok(Json(
+        json!({ "ok": true, "acknowledged": acknowledged, "unknown": unknown }),
+    ))
+}
+
+pub async fn reset(State(hub): State<Hub>) -> Json<Value> {
+    let report = hub.reset().await;
+    Json(
+        json!({ "ok": true, "unregistered": report.unregistered, "forgotten_exited": report.forgotten_exited }),
+    )
+}

@@ -1,0 +1,187 @@
+//! Registering terminals owned by other processes (external sessions), and the registry
+//! housekeeping that goes with them: unregister, heartbeat and reset.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::backend::external::{ExternalBackend, ExternalLink};
+use crate::backend::TermSize;
+use crate::bridge::client::BridgeClient;
+use crate::config::check_size;
+use crate::error::{HubError, HubResult};
+use crate::hub::Hub;
+use crate::output::Output;
+use crate::session::{Owner, Session, SessionSpec};
+
+/// `POST /v1/pty/register`
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterRequest {
+    /// The id the session gets in this hub.
+    pub session_id: String,
+    /// The id on the bridge, when it differs from `session_id`.
+    pub remote_session_id: Option<String>,
+    /// Where the terminal lives (`remote-hub`, `ide`, ...); `external` if not given.
+    pub source: Option<String>,
+    pub cli_type: Option<String>,
+    pub pid: Option<u32>,
+    pub bridge_url: String,
+    /// Bearer token the hub presents to the bridge.
+    pub bridge_token: Option<String>,
+    pub cols: Option<u16>,
+    pub rows: Option<u16>,
+    pub owner_agent_id: Option<String>,
+    pub owner_session_id: Option<String>,
+    pub owner_role: Option<String>,
+    pub label: Option<String>,
+}
+
+/// What `reset` removed.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct ResetReport {
+    pub unregistered: Vec<String>,
+    pub forgotten_exited: Vec<String>,
+}
+
+/// Ids of external sessions: what a process may name its terminals.
+pub fn check_session_id(id: &str) -> HubResult<()> {
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.:".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(HubError::bad_request(format!(
+            "session_id '{id}' is not allowed: use 1-128 letters, digits, '_', '-', '.' or ':'"
+        )))
+    }
+}
+
+/// Checks an owner role given by a client.
+pub fn check_owner_role(role: Option<&str>) -> HubResult<()> {
+    match role {
+        None | Some("leader") | Some("worker") => Ok(()),
+        Some(_) => Err(HubError::bad_request("owner_role must be leader or worker")),
+    }
+}
+
+impl Hub {
+    /// Adds a terminal served by a bridge. Registering the same session (same bridge and
+    /// remote id) again updates its owner fields in place and returns `(session, false)`.
+    pub async fn register_external(
+        &self,
+        req: RegisterRequest,
+        check_bridge: bool,
+    ) -> HubResult<(Arc<Session>, bool)> {
+        check_session_id(&req.session_id)?;
+        check_owner_role(req.owner_role.as_deref())?;
+        let remote_id = req
+            .remote_session_id
+            .clone()
+            .unwrap_or_else(|| req.session_id.clone());
+        let owner = Owner {
+            owner_agent_id: req.owner_agent_id.clone(),
+            owner_session_id: req.owner_session_id.clone(),
+            owner_role: req.owner_role.clone(),
+            label: req.label.clone(),
+            cli_type: req.cli_type.clone(),
+        };
+        let client = BridgeClient::new(&req.bridge_url, req.bridge_token.clone())?;
+        if let Ok(existing) = self.get(&req.session_id) {
+            let same = existing
+                .external()
+                .is_some_and(|l| l.client.url() == client.url() && l.remote_id == remote_id);
+            if !same {
+                return Err(HubError::SessionExists {
+                    id: req.session_id.clone(),
+                });
+            }
+            existing.update_owner(owner);
+            existing.heartbeat();
+            return Ok((existing, false));
+        }
+        let size = TermSize {
+            cols: req.cols.unwrap_or(self.config().cols),
+            rows: req.rows.unwrap_or(self.config().rows),
+        };
+        check_size(size.cols, size.rows).map_err(HubError::bad_request)?;
+        let link = Arc::new(ExternalLink::new(
+            client,
+            remote_id,
+            req.bridge_token.clone(),
+        ));
+        if check_bridge {
+            link.check_health().await?;
+        }
+        let output = Arc::new(Output::new(self.config().scrollback_bytes));
+        let backend = ExternalBackend::start(link, req.pid, output.clone());
+        let spec = SessionSpec {
+            id: req.session_id.clone(),
+            backend: "external",
+            source: req.source.clone().unwrap_or_else(|| "external".into()),
+            shell: req.cli_type.clone().unwrap_or_default(),
+            args: Vec::new(),
+            cwd: String::new(),
+            tmux_session: None,
+            agent_id: None,
+            container_id: None,
+            created_at: Utc::now(),
+        };
+        let session = self.insert_session(spec, size, owner, output, Box::new(backend));
+        session.heartbeat();
+        self.emit(json!({
+            "type": "session_registered",
+            "sessionId": req.session_id,
+            "bridgeUrl": req.bridge_url,
+            "owner": session.owner(),
+        }));
+        Ok((session, true))
+    }
+
+    /// Removes an external session from the registry (its program is not touched). A leader's
+    /// session needs `force`.
+    pub async fn unregister(&self, id: &str, force: bool) -> HubResult<Arc<Session>> {
+        let session = self.get(id)?;
+        if session.external().is_none() {
+            return Err(HubError::UnregisterUnsupported {
+                id: id.into(),
+                backend: session.spec().backend.into(),
+            });
+        }
+        if !force && session.owner().owner_role.as_deref() == Some("leader") {
+            return Err(HubError::LeaderSession { id: id.into() });
+        }
+        session.detach().await;
+        self.remove_session(id);
+        self.emit(json!({ "type": "session_unregistered", "sessionId": id, "forced": force }));
+        Ok(session)
+    }
+
+    /// Clears the registry: unregisters every external session and forgets every session
+    /// whose program has ended. The hub's own live sessions stay (stop them with kill).
+    pub async fn reset(&self) -> ResetReport {
+        let mut report = ResetReport::default();
+        for session in self.list() {
+            let id = session.id().to_string();
+            if session.external().is_some() {
+                session.detach().await;
+                self.remove_session(&id);
+                report.unregistered.push(id);
+            } else if session.output().exit().is_some() {
+                self.remove_session(&id);
+                report.forgotten_exited.push(id);
+            }
+        }
+        self.emit(json!({
+            "type": "registry_reset",
+            "unregistered": report.unregistered,
+            "forgottenExited": report.forgotten_exited,
+        }));
+        report
+    }
+}
