@@ -49,6 +49,10 @@ pub struct HubConfig {
     pub term_buffer_access: bool,
     /// API tokens; none = an open API (then only loopback listening is allowed).
     pub tokens: Vec<crate::api::auth::TokenConfig>,
+    /// Write scrollback snapshots to the data dir (off by default: terminals hold secrets).
+    pub snapshots: bool,
+    /// The newest bytes of each session a snapshot keeps.
+    pub snapshot_max_bytes: usize,
 }
 
 impl Default for HubConfig {
@@ -76,6 +80,8 @@ impl Default for HubConfig {
             agents: Vec::new(),
             tokens: Vec::new(),
             term_buffer_access: true,
+            snapshots: false,
+            snapshot_max_bytes: 64 * 1024,
         }
     }
 }

@@ -20,6 +20,9 @@ use crate::session::input::TermSignal;
 use crate::session::{Owner, Session, SessionSpec};
 use crate::tasks::Tasks;
 
+/// How long a kill waits for the program's end to be recorded after its processes are gone.
+const EXIT_RECORD_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// How many lifecycle events a slow `/v1/events` subscriber may fall behind.
 const EVENTS_CHANNEL_CAPACITY: usize = 4096;
 
@@ -57,6 +60,10 @@ struct Inner {
     sessions: RwLock<BTreeMap<String, Arc<Session>>>,
     /// Every id ever handed out, so none is reused.
     issued_ids: Mutex<HashSet<String>>,
+    /// Container id -> (session id, owner) from before a restart (see `persist`).
+    container_sessions: Mutex<std::collections::HashMap<String, (String, Owner)>>,
+    /// The persistence task, when the hub runs with one (`serve`).
+    persistence: std::sync::OnceLock<crate::persist::Persistence>,
     /// Cancelled when the hub begins to shut down; long-lived streams watch it.
     closing: CancellationToken,
     agents: Agents,
@@ -73,6 +80,8 @@ impl Hub {
             inner: Arc::new(Inner {
                 sessions: RwLock::new(BTreeMap::new()),
                 issued_ids: Mutex::new(HashSet::new()),
+                container_sessions: Mutex::new(std::collections::HashMap::new()),
+                persistence: std::sync::OnceLock::new(),
                 closing: CancellationToken::new(),
                 agents: Agents::new(&config),
                 tasks: Tasks::default(),
@@ -228,7 +237,8 @@ impl Hub {
         Ok(self.insert_session(spec, size, req.owner, output, backend))
     }
 
-    /// Registers a session whose backend was started elsewhere (container agents).
+    /// Registers a session whose backend was started elsewhere (container agents, external
+    /// sessions) and publishes `session_created`.
     pub fn insert_session(
         &self,
         spec: SessionSpec,
@@ -237,14 +247,78 @@ impl Hub {
         output: Arc<Output>,
         backend: Box<dyn Backend>,
     ) -> Arc<Session> {
+        self.insert(spec, size, owner, output, backend, "session_created")
+    }
+
+    /// Registers a session carried over from a previous run of the hub (same id, same owner)
+    /// and publishes `session_restored`.
+    pub fn insert_restored(
+        &self,
+        spec: SessionSpec,
+        size: TermSize,
+        owner: Owner,
+        output: Arc<Output>,
+        backend: Box<dyn Backend>,
+    ) -> Arc<Session> {
+        self.reserve_id(&spec.id);
+        self.insert(spec, size, owner, output, backend, "session_restored")
+    }
+
+    fn insert(
+        &self,
+        spec: SessionSpec,
+        size: TermSize,
+        owner: Owner,
+        output: Arc<Output>,
+        backend: Box<dyn Backend>,
+        event: &str,
+    ) -> Arc<Session> {
         let id = spec.id.clone();
         let session = Session::new(spec, size, owner, output, backend);
         self.inner
             .sessions
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(id, session.clone());
+            .insert(id.clone(), session.clone());
+        let spec = session.spec();
+        self.emit(serde_json::json!({
+            "type": event,
+            "sessionId": id,
+            "backend": spec.backend,
+            "source": spec.source,
+            "agentId": spec.agent_id,
+            "owner": session.owner(),
+        }));
         session
+    }
+
+    /// Marks an id as taken (an id carried over from a previous run).
+    pub fn reserve_id(&self, id: &str) {
+        self.inner
+            .issued_ids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.to_string());
+    }
+
+    /// Remembers the id and owner a container's session had before a restart, for when the
+    /// agent's terminal is attached again.
+    pub fn remember_container_session(&self, container_id: &str, id: &str, owner: Owner) {
+        self.reserve_id(id);
+        self.inner
+            .container_sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(container_id.to_string(), (id.to_string(), owner));
+    }
+
+    /// The id and owner a container's session had before a restart, once.
+    pub fn take_container_session(&self, container_id: &str) -> Option<(String, Owner)> {
+        self.inner
+            .container_sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(container_id)
     }
 
     /// Removes a session from the registry without touching its program.
@@ -259,6 +333,15 @@ impl Hub {
             s.close();
         }
         removed
+    }
+
+    /// The persistence task, if one was started.
+    pub fn persistence(&self) -> Option<&crate::persist::Persistence> {
+        self.inner.persistence.get()
+    }
+
+    pub(crate) fn set_persistence(&self, p: crate::persist::Persistence) {
+        let _ = self.inner.persistence.set(p);
     }
 
     /// The container agents.
@@ -300,6 +383,7 @@ impl Hub {
             return Err(HubError::KillUnsupported { id: id.into() });
         }
         let result = session.terminate(TermSignal::Hup).await;
+        self.emit(serde_json::json!({ "type": "session_killed", "sessionId": id }));
         self.inner
             .sessions
             .write()
@@ -308,31 +392,26 @@ impl Hub {
         session.close();
         result?;
         // Give the waiter a moment to record how the program ended.
-        let mut progress = session.output().watch_progress();
-        let _ = tokio::time::timeout(std::time::Duration::from_millis(500), async {
-            while session.output().exit().is_none() {
-                if progress.changed().await.is_err() {
-                    break;
-                }
-            }
-        })
-        .await;
-        Ok(session.output().exit())
+        Ok(session.output().wait_exit(EXIT_RECORD_WAIT).await)
     }
 
     /// Kills running tasks, then stops every host PTY session (they cannot outlive the hub);
     /// tmux sessions and container agents keep running, and their tmux clients detach cleanly.
+    /// Stopped PTY sessions stay listed as exited, so the registry saved after this says how
+    /// they ended.
     pub async fn shutdown(&self) {
         self.inner.closing.cancel();
         crate::tasks::shutdown(self).await;
-        let ids: Vec<String> = self
+        let running_ptys: Vec<Arc<Session>> = self
             .list()
-            .iter()
+            .into_iter()
             .filter(|s| s.spec().backend == "pty" && s.output().exit().is_none())
-            .map(|s| s.id().to_string())
             .collect();
-        for id in ids {
-            let _ = self.kill(&id).await;
+        for session in &running_ptys {
+            let _ = session.terminate(TermSignal::Hup).await;
+        }
+        for session in &running_ptys {
+            session.output().wait_exit(EXIT_RECORD_WAIT).await;
         }
         for session in self.list() {
             if session.spec().backend != "pty" {

@@ -14,6 +14,8 @@
 //! - [`tasks`]: shell commands run to completion (in a PTY session or with pipes).
 //! - [`api`]: REST + WebSocket translation; [`protocol`]: the wire types; [`error`]: stable codes.
 //! - [`client`]: the typed HTTP/WebSocket client the CLI uses; [`cli`]: one module per command.
+//! - [`external`]: registering terminals owned by other processes (bridge sessions).
+//! - [`persist`]: the registry file, the lifecycle log, snapshots, and restoring after restart.
 //! - [`config`]: the `hub.toml` settings.
 
 pub mod agents;
@@ -28,6 +30,7 @@ pub mod error;
 pub mod external;
 pub mod hub;
 pub mod output;
+pub mod persist;
 pub mod process;
 pub mod protocol;
 pub mod routing;

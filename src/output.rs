@@ -160,6 +160,20 @@ impl Output {
         self.read(Some(since), max_bytes)
     }
 
+    /// Waits up to `within` for the program's end to be recorded; returns it if it was.
+    pub async fn wait_exit(&self, within: Duration) -> Option<ExitInfo> {
+        let mut progress = self.progress.subscribe();
+        let _ = tokio::time::timeout(within, async {
+            while self.exit().is_none() {
+                if progress.changed().await.is_err() {
+                    break;
+                }
+            }
+        })
+        .await;
+        self.exit()
+    }
+
     /// A receiver that changes whenever output arrives or the program ends.
     pub fn watch_progress(&self) -> watch::Receiver<u64> {
         self.progress.subscribe()

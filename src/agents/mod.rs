@@ -425,7 +425,12 @@ pub(crate) async fn attach(
             ))
         }
     };
-    let session_id = hub.new_id("docker");
+    // After a restart, the session keeps its id and owner (see `persist`).
+    let restored = hub.take_container_session(container_id);
+    let session_id = match &restored {
+        Some((id, _)) => id.clone(),
+        None => hub.new_id("docker"),
+    };
     let spec = SessionSpec {
         id: session_id.clone(),
         backend: "docker",
@@ -438,21 +443,26 @@ pub(crate) async fn attach(
         container_id: Some(container_id.into()),
         created_at: Utc::now(),
     };
-    let owner = Owner {
-        owner_agent_id: def.owner_agent_id.clone().or_else(|| Some(id.into())),
-        owner_session_id: None,
-        owner_role: def.owner_role.clone(),
-        label: def.label.clone(),
-        cli_type: def.cli_type.clone(),
+    let session = match restored {
+        Some((_, owner)) => hub.insert_restored(spec, size, owner, output, Box::new(backend)),
+        None => {
+            let owner = Owner {
+                owner_agent_id: def.owner_agent_id.clone().or_else(|| Some(id.into())),
+                owner_session_id: None,
+                owner_role: def.owner_role.clone(),
+                label: def.label.clone(),
+                cli_type: def.cli_type.clone(),
+            };
+            hub.insert_session(spec, size, owner, output, Box::new(backend))
+        }
     };
-    let session = hub.insert_session(spec, size, owner, output, Box::new(backend));
     // Replace the previous (ended) session of this agent.
     let previous = hub
         .agents()
         .lock()
         .get_mut(id)
         .and_then(|rt| rt.session_id.replace(session_id.clone()));
-    if let Some(prev) = previous {
+    if let Some(prev) = previous.filter(|p| *p != session_id) {
         hub.remove_session(&prev);
     }
     if let Err(e) = session.resize(size).await {

@@ -100,6 +100,7 @@ async fn health(State(hub): State<Hub>) -> Json<Value> {
         "sessions": hub.list().len(),
         "agents": hub.agents().defs().count(),
         "hub_id": hub.agents().hub_id(),
+        "persistence": hub.persistence().map(|p| p.status()),
     }))
 }
 

@@ -2,6 +2,7 @@
 //! [`Output`](crate::output::Output) pipeline, own the single writer for its input, resize it and
 //! stop it. Scrollback, screen, activity and fan-out live above them, written once.
 
+pub mod exited;
 pub mod external;
 pub mod pty;
 pub mod tmux;

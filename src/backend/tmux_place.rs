@@ -107,6 +107,18 @@ impl TmuxPlace {
             .is_ok()
     }
 
+    /// The names of the server's sessions (none when no server runs).
+    pub async fn list_sessions(&self) -> Result<Vec<String>, String> {
+        let out = self
+            .run(&["list-sessions", "-F", "#{session_name}"])
+            .await?;
+        Ok(out
+            .lines()
+            .map(str::to_string)
+            .filter(|l| !l.is_empty())
+            .collect())
+    }
+
     /// Starts a control-mode client (`tmux -u -C <args>`).
     pub async fn open_control(&self, args: &[&str]) -> Result<ControlIo, String> {
         match self {

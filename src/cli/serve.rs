@@ -35,6 +35,10 @@ pub struct ServeArgs {
     /// Open one host shell session labelled "main" at start-up.
     #[arg(long)]
     pub open_shell: bool,
+    /// Keep scrollback snapshots in the data dir, so host PTY sessions that end with the hub
+    /// can still be read after a restart (off by default: terminals hold secrets).
+    #[arg(long, env = "AGENT_HUB_SNAPSHOTS")]
+    pub snapshots: bool,
 }
 
 fn build_config(args: &ServeArgs) -> Result<HubConfig, String> {
@@ -59,6 +63,9 @@ fn build_config(args: &ServeArgs) -> Result<HubConfig, String> {
     }
     if let Some(v) = &args.tmux_socket {
         config.tmux_socket = v.clone();
+    }
+    if args.snapshots {
+        config.snapshots = true;
     }
     if std::env::var("AGENT_HUB_TERM_BUFFER_ACCESS").is_ok_and(|v| v.eq_ignore_ascii_case("off")) {
         config.term_buffer_access = false;
@@ -111,15 +118,14 @@ pub async fn run(args: ServeArgs) -> i32 {
     };
     let addr = listener.local_addr().map_or(config.listen, |a| a);
     let mut config = config;
-    if let Err(e) = resolve_hub_id(&mut config) {
-        eprintln!("agent-hub: {e}");
-        return 2;
-    }
+    resolve_hub_id(&mut config);
     let hub = Hub::new(config);
     if let Err(e) = check_images(&hub).await {
         eprintln!("agent-hub: {e}");
         return 2;
     }
+    // Before the Docker sync: container sessions get their ids and owners back.
+    let persistence = crate::persist::start(&hub).await;
     crate::agents::sync::spawn(&hub);
     if args.open_shell {
         let req = CreateSession {
@@ -142,6 +148,7 @@ pub async fn run(args: ServeArgs) -> i32 {
     tokio::spawn(signal_shutdown(shutdown.clone()));
     let result = crate::api::serve(listener, hub.clone(), shutdown).await;
     hub.shutdown().await;
+    persistence.flush().await;
     match result {
         Ok(()) => {
             eprintln!("agent-hub: stopped");
@@ -154,24 +161,28 @@ pub async fn run(args: ServeArgs) -> i32 {
     }
 }
 
-/// The hub's id: from the config, else kept in the data dir (created once).
-fn resolve_hub_id(config: &mut HubConfig) -> Result<(), String> {
+/// The hub's id: from the config, else kept in the data dir (created once). A data dir that
+/// cannot be written is not fatal: the hub runs with a new id and says so.
+fn resolve_hub_id(config: &mut HubConfig) {
     if config.hub_id.is_some() {
-        return Ok(());
+        return;
     }
     let path = config.data_dir.join("hub_id");
-    let id = match std::fs::read_to_string(&path) {
-        Ok(text) => text.trim().to_string(),
-        Err(_) => {
-            let id = format!("{:08x}", rand::random::<u32>());
-            std::fs::write(&path, format!("{id}\n"))
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-            id
+    let kept = std::fs::read_to_string(&path)
+        .ok()
+        .map(|t| t.trim().to_string())
+        .filter(|id| crate::config::check_hub_id(id).is_ok());
+    let id = kept.unwrap_or_else(|| {
+        let id = format!("{:08x}", rand::random::<u32>());
+        if let Err(e) = std::fs::write(&path, format!("{id}\n")) {
+            tracing::error!(
+                "cannot write {}: {e}; this run uses hub id {id}, and containers started now will not be recognised as this hub's after a restart",
+                path.display()
+            );
         }
-    };
-    crate::config::check_hub_id(&id).map_err(|e| format!("{}: {e}", path.display()))?;
+        id
+    });
     config.hub_id = Some(id);
-    Ok(())
 }
 
 /// Rejects agent definitions whose image is missing on a reachable engine. An engine that

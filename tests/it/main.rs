@@ -3,6 +3,7 @@
 
 mod docker_support;
 mod hub_process;
+mod persist;
 mod support;
 
 mod auth;

@@ -1,0 +1,239 @@
+//! Persistence: what lets the hub restart without losing agents. One task keeps
+//! `registry.json` current (debounced, atomic, written at once on shutdown), appends lifecycle
+//! events to `events.jsonl`, and, when enabled, writes scrollback snapshots. At start-up,
+//! [`start`] loads the registry and [`restore`] brings its sessions back. Nothing here stops
+//! the hub: a corrupt file is set aside and a data dir that cannot be written is reported in
+//! `/health` and the log, while the hub goes on serving.
+
+pub mod events_log;
+pub mod registry_file;
+pub mod restore;
+pub mod snapshots;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::hub::Hub;
+use events_log::{EventsLog, Opened};
+use registry_file::{Loaded, RegistryFile, SavedSession, SCHEMA_VERSION};
+use restore::RestoreReport;
+
+/// How long after a change the registry is written (changes in between are folded in).
+pub const SAVE_DEBOUNCE: Duration = Duration::from_secs(1);
+/// How often snapshots are refreshed at most.
+pub const SNAPSHOT_INTERVAL: Duration = Duration::from_secs(2);
+
+/// What `/health` says about persistence.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct PersistStatus {
+    pub data_dir: PathBuf,
+    pub registry_saved_at: Option<DateTime<Utc>>,
+    /// The last failure to write the registry, events log or snapshots; cleared by a success.
+    pub error: Option<String>,
+    /// Problems found at start-up (a set-aside registry, a cut-short events log).
+    pub startup_warnings: Vec<String>,
+    pub restored: RestoreReport,
+    pub snapshots: bool,
+}
+
+/// Handle on the persistence task.
+#[derive(Clone)]
+pub struct Persistence {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    hub: Hub,
+    dir: PathBuf,
+    status: Mutex<PersistStatus>,
+    /// The sessions as last written, to skip writes that change nothing.
+    last_saved: tokio::sync::Mutex<Option<Vec<SavedSession>>>,
+    events: Option<EventsLog>,
+}
+
+/// Loads the registry, restores its sessions, and starts the task that keeps the files
+/// current. Call before the Docker sync starts, so container sessions get their ids back.
+pub async fn start(hub: &Hub) -> Persistence {
+    let dir = hub.config().data_dir.clone();
+    let mut warnings = Vec::new();
+    let file = match registry_file::load(&dir) {
+        Loaded::Missing => None,
+        Loaded::Ok(f) => Some(f),
+        Loaded::SetAside { reason, set_aside } => {
+            let w = match set_aside {
+                Some(p) => format!(
+                    "registry {} could not be used ({reason}); set aside as {}; rebuilding from Docker and tmux",
+                    dir.join(registry_file::FILE_NAME).display(),
+                    p.display()
+                ),
+                None => format!("registry could not be used ({reason}); rebuilding from Docker and tmux"),
+            };
+            tracing::warn!("{w}");
+            warnings.push(w);
+            None
+        }
+    };
+    let events = match EventsLog::open(&dir) {
+        Ok((log, Opened::Clean)) => Some(log),
+        Ok((log, Opened::Truncated { line })) => {
+            let w = format!(
+                "events log {} ended mid-line (line {line} cut short, probably a crash); continuing on a new line",
+                dir.join(events_log::FILE_NAME).display()
+            );
+            tracing::warn!("{w}");
+            warnings.push(w);
+            Some(log)
+        }
+        Err(e) => {
+            let w = format!(
+                "cannot open the events log in {}: {e}; lifecycle events are not logged",
+                dir.display()
+            );
+            tracing::warn!("{w}");
+            warnings.push(w);
+            None
+        }
+    };
+    // Subscribed before restoring, so the restore's own events are logged.
+    let bus = hub.subscribe_events();
+    let restored = restore::restore(hub, file, &dir).await;
+    tracing::info!(?restored, "registry restored");
+    let p = Persistence {
+        inner: Arc::new(Inner {
+            hub: hub.clone(),
+            status: Mutex::new(PersistStatus {
+                data_dir: dir.clone(),
+                startup_warnings: warnings,
+                restored,
+                snapshots: hub.config().snapshots,
+                ..PersistStatus::default()
+            }),
+            dir,
+            last_saved: tokio::sync::Mutex::new(None),
+            events,
+        }),
+    };
+    hub.set_persistence(p.clone());
+    tokio::spawn(p.clone().run(bus));
+    p
+}
+
+impl Persistence {
+    /// What `/health` shows.
+    pub fn status(&self) -> PersistStatus {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, PersistStatus> {
+        self.inner.status.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn record(&self, what: &str, result: std::io::Result<()>) {
+        let mut st = self.lock();
+        match result {
+            Ok(()) => {
+                if st.error.as_deref().is_some_and(|e| e.starts_with(what)) {
+                    st.error = None;
+                }
+            }
+            Err(e) => {
+                let message = format!("{what}: {e}");
+                // Say it once, not every second.
+                if st.error.as_deref() != Some(message.as_str()) {
+                    tracing::error!("{message} (the hub goes on serving)");
+                    st.error = Some(message);
+                }
+            }
+        }
+    }
+
+    /// Writes the registry now if it changed since the last write.
+    pub async fn save(&self) {
+        let sessions: Vec<SavedSession> = self
+            .inner
+            .hub
+            .list()
+            .iter()
+            .map(|s| SavedSession::of(s))
+            .collect();
+        let mut last = self.inner.last_saved.lock().await;
+        if last.as_ref() == Some(&sessions) {
+            return;
+        }
+        let file = RegistryFile {
+            schema_version: SCHEMA_VERSION,
+            hub_id: self.inner.hub.config().hub_id.clone(),
+            saved_at: Utc::now(),
+            sessions: sessions.clone(),
+        };
+        let dir = self.inner.dir.clone();
+        let result = tokio::task::spawn_blocking(move || registry_file::save(&dir, &file))
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+        let ok = result.is_ok();
+        self.record("cannot write the registry", result);
+        if ok {
+            *last = Some(sessions);
+            self.lock().registry_saved_at = Some(Utc::now());
+        }
+    }
+
+    /// Writes everything now (shutdown).
+    pub async fn flush(&self) {
+        self.save().await;
+        if self.inner.hub.config().snapshots {
+            let mut written = HashMap::new();
+            self.snapshot(&mut written);
+        }
+    }
+
+    fn snapshot(&self, written: &mut HashMap<String, u64>) {
+        let max = self.inner.hub.config().snapshot_max_bytes;
+        let result = snapshots::write_changed(&self.inner.hub, &self.inner.dir, max, written);
+        self.record("cannot write scrollback snapshots", result);
+    }
+
+    async fn run(self, mut events: tokio::sync::broadcast::Receiver<serde_json::Value>) {
+        let hub = self.inner.hub.clone();
+        let closing = hub.closing();
+        let mut tick = tokio::time::interval(SAVE_DEBOUNCE);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut snapshots_written = HashMap::new();
+        let mut last_snapshot = tokio::time::Instant::now();
+        loop {
+            tokio::select! {
+                _ = closing.cancelled() => return,
+                event = events.recv() => match event {
+                    Ok(event) => self.log_event(&event),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                        self.log_event(&serde_json::json!({
+                            "type": "events_lost", "count": n, "at": Utc::now(),
+                        }));
+                    }
+                    Err(_) => return,
+                },
+                _ = tick.tick() => {
+                    self.save().await;
+                    if hub.config().snapshots && last_snapshot.elapsed() >= SNAPSHOT_INTERVAL {
+                        last_snapshot = tokio::time::Instant::now();
+                        self.snapshot(&mut snapshots_written);
+                    }
+                }
+            }
+        }
+    }
+
+    fn log_event(&self, event: &serde_json::Value) {
+        let logged = event["type"]
+            .as_str()
+            .is_some_and(|t| events_log::LOGGED_TYPES.contains(&t) || t == "events_lost");
+        if let (true, Some(log)) = (logged, &self.inner.events) {
+            self.record("cannot append to the events log", log.append(event));
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! Bringing the registry back after a restart (even after SIGKILL): host tmux sessions are
+//! re-adopted with their id and owner, container sessions get theirs back when the Docker
+//! sync attaches them, external sessions are registered again and health-checked, and host
+//! PTY sessions, which cannot outlive the hub, are listed as exited with the reason.
+//! Host tmux sessions on the hub's socket that the registry does not know are adopted too,
+//! so a lost or corrupt registry still brings back what tmux still runs.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use chrono::Utc;
+use serde::Serialize;
+
+use super::registry_file::{RegistryFile, SavedSession};
+use crate::backend::exited::ExitedBackend;
+use crate::backend::tmux::{TmuxBackend, TmuxPlace};
+use crate::backend::{SpawnSpec, TermSize};
+use crate::external::RegisterRequest;
+use crate::hub::Hub;
+use crate::output::{ExitInfo, Output};
+use crate::session::{Owner, SessionSpec};
+
+/// What a restore did, for the log and `/health`.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct RestoreReport {
+    pub tmux_reattached: Vec<String>,
+    pub tmux_adopted_unknown: Vec<String>,
+    pub exited: Vec<String>,
+    pub containers_pending: Vec<String>,
+    pub external: Vec<String>,
+    pub skipped: Vec<String>,
+}
+
+/// Why a PTY session that was running when the registry was last saved is no more.
+pub const PTY_GONE: &str =
+    "the hub stopped while it ran (host PTY sessions end with the hub that started them)";
+
+pub async fn restore(hub: &Hub, file: Option<RegistryFile>, data_dir: &Path) -> RestoreReport {
+    let mut report = RestoreReport::default();
+    let place = TmuxPlace::Host {
+        socket_name: hub.config().tmux_socket_name(),
+    };
+    let mut known_tmux = HashSet::new();
+    for saved in file.map(|f| f.sessions).unwrap_or_default() {
+        if hub.get(&saved.id).is_ok() {
+            report.skipped.push(saved.id);
+            continue;
+        }
+        match saved.backend.as_str() {
+            "docker" => match &saved.container_id {
+                Some(container) if saved.exit.is_none() => {
+                    hub.remember_container_session(container, &saved.id, saved.owner.clone());
+                    report.containers_pending.push(saved.id);
+                }
+                _ => report.skipped.push(saved.id),
+            },
+            "tmux" => {
+                let name = saved.tmux_session.clone().unwrap_or_default();
+                known_tmux.insert(name.clone());
+                let alive = saved.exit.is_none() && place.has_session(&name).await;
+                if alive && adopt_tmux(hub, &place, &name, Some(&saved)).await.is_ok() {
+                    report.tmux_reattached.push(saved.id);
+                } else {
+                    let reason = format!("the tmux session '{name}' ended while the hub was down");
+                    tombstone(hub, &saved, &reason, data_dir);
+                    report.exited.push(saved.id);
+                }
+            }
+            "external" => match restore_external(hub, &saved).await {
+                Ok(()) => report.external.push(saved.id),
+                Err(e) => {
+                    tracing::warn!(session = %saved.id, "external session not restored: {e}");
+                    report.skipped.push(saved.id);
+                }
+            },
+            _ => {
+                tombstone(hub, &saved, PTY_GONE, data_dir);
+                report.exited.push(saved.id);
+            }
+        }
+    }
+    // Only on the hub's own tmux server: the user's default server is not ours to take.
+    let own_server = hub.config().tmux_socket_name().is_some();
+    let unknown = match own_server {
+        true => place.list_sessions().await.unwrap_or_default(),
+        false => Vec::new(),
+    };
+    for name in unknown {
+        if known_tmux.contains(&name) {
+            continue;
+        }
+        match adopt_tmux(hub, &place, &name, None).await {
+            Ok(id) => report.tmux_adopted_unknown.push(id),
+            Err(e) => tracing::warn!(tmux_session = %name, "could not adopt: {e}"),
+        }
+    }
+    report
+}
+
+fn spec_of(saved: &SavedSession, backend: &'static str) -> SessionSpec {
+    SessionSpec {
+        id: saved.id.clone(),
+        backend,
+        source: saved.source.clone(),
+        shell: saved.shell.clone(),
+        args: saved.args.clone(),
+        cwd: saved.cwd.clone(),
+        tmux_session: saved.tmux_session.clone(),
+        agent_id: saved.agent_id.clone(),
+        container_id: saved.container_id.clone(),
+        created_at: saved.created_at,
+    }
+}
+
+/// Attaches a host tmux session again: with its saved id and owner, or (unknown to the
+/// registry) with a new id. Returns the session id.
+async fn adopt_tmux(
+    hub: &Hub,
+    place: &TmuxPlace,
+    name: &str,
+    saved: Option<&SavedSession>,
+) -> Result<String, String> {
+    let cfg = hub.config();
+    let size = saved.map_or(
+        TermSize {
+            cols: cfg.cols,
+            rows: cfg.rows,
+        },
+        |s| TermSize {
+            cols: s.cols,
+            rows: s.rows,
+        },
+    );
+    let spawn = SpawnSpec {
+        program: saved.map(|s| s.shell.clone()).unwrap_or_default(),
+        args: Vec::new(),
+        cwd: "/".into(),
+        env: Default::default(),
+        size,
+    };
+    let output = Arc::new(Output::new(cfg.scrollback_bytes));
+    let (backend, adopted) =
+        TmuxBackend::start(place.clone(), name, &spawn, output.clone()).await?;
+    if !adopted {
+        return Err(format!("the tmux session '{name}' was gone"));
+    }
+    let (spec, owner) = match saved {
+        Some(s) => (spec_of(s, "tmux"), s.owner.clone()),
+        None => {
+            let id = hub.new_id("tmux");
+            let spec = SessionSpec {
+                id,
+                backend: "tmux",
+                source: "host".into(),
+                shell: String::new(),
+                args: Vec::new(),
+                cwd: String::new(),
+                tmux_session: Some(name.to_string()),
+                agent_id: None,
+                container_id: None,
+                created_at: Utc::now(),
+            };
+            (spec, Owner::default())
+        }
+    };
+    let id = spec.id.clone();
+    hub.insert_restored(spec, size, owner, output, Box::new(backend));
+    Ok(id)
+}
+
+/// Lists a session whose program is gone as exited, with the saved scrollback if any.
+fn tombstone(hub: &Hub, saved: &SavedSession, reason_if_running: &str, data_dir: &Path) {
+    let output = Arc::new(Output::new(hub.config().scrollback_bytes));
+    if let Some(bytes) = super::snapshots::load(data_dir, &saved.id) {
+        output.push(&bytes);
+    }
+    let exit = match &saved.exit {
+        Some(e) => ExitInfo {
+            exit_code: e.exit_code,
+            reason: e.reason.clone(),
+            exited_at: e.exited_at,
+        },
+        None => ExitInfo {
+            exit_code: None,
+            reason: reason_if_running.to_string(),
+            exited_at: Utc::now(),
+        },
+    };
+    output.finish(exit);
+    let backend: &'static str = if saved.backend == "tmux" {
+        "tmux"
+    } else {
+        "pty"
+    };
+    let size = TermSize {
+        cols: saved.cols,
+        rows: saved.rows,
+    };
+    hub.insert_restored(
+        spec_of(saved, backend),
+        size,
+        saved.owner.clone(),
+        output,
+        Box::new(ExitedBackend),
+    );
+}
+
+async fn restore_external(hub: &Hub, saved: &SavedSession) -> crate::error::HubResult<()> {
+    let link = saved
+        .external
+        .as_ref()
+        .ok_or_else(|| crate::error::HubError::bad_request("no bridge saved"))?;
+    hub.reserve_id(&saved.id);
+    let req = RegisterRequest {
+        session_id: saved.id.clone(),
+        remote_session_id: Some(link.remote_session_id.clone()),
+        source: Some(saved.source.clone()),
+        cli_type: saved.owner.cli_type.clone(),
+        pid: saved.pid,
+        bridge_url: link.bridge_url.clone(),
+        bridge_token: link.bridge_token.clone(),
+        cols: Some(saved.cols),
+        rows: Some(saved.rows),
+        owner_agent_id: saved.owner.owner_agent_id.clone(),
+        owner_session_id: saved.owner.owner_session_id.clone(),
+        owner_role: saved.owner.owner_role.clone(),
+        label: saved.owner.label.clone(),
+    };
+    let (session, _) = hub.register_external(req, false).await?;
+    if let Some(link) = session.external().cloned() {
+        tokio::spawn(async move {
+            if let Err(e) = link.check_health().await {
+                tracing::warn!(bridge = link.client.url(), "restored external session: {e}");
+            }
+        });
+    }
+    Ok(())
+}

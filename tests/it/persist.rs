@@ -1,0 +1,422 @@
+//! Restarts without loss: a real `agent-hub serve` process killed with SIGKILL and started
+//! again on the same data dir; a corrupt registry, a cut-short events log and a read-only data
+//! dir do not stop the hub.
+
+use std::path::Path;
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::hub_process::{free_port, HubProcess};
+use crate::support::{wait_until, TmuxServerGuard};
+
+const T: Duration = Duration::from_secs(15);
+
+fn tmux(socket: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new("tmux")
+        .arg("-L")
+        .arg(socket)
+        .args(args)
+        .output()
+        .expect("tmux");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `serve` on a fresh port with this data dir and tmux socket, plus `extra` flags.
+async fn serve(data: &Path, socket: &str, extra: &[&str]) -> HubProcess {
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut args = vec![
+        "--listen",
+        &listen,
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--tmux-socket",
+        socket,
+        "--shell",
+        "bash",
+    ];
+    args.extend_from_slice(extra);
+    HubProcess::spawn(&args, &format!("http://{listen}"), &[("PS1", "$ ")]).await
+}
+
+async fn read_all(hub: &HubProcess, id: &str) -> String {
+    let v = hub
+        .call(
+            Method::GET,
+            &format!("/v1/pty/sessions/{id}/read?since=0&max_bytes=1000000&timeout_ms=0"),
+            json!({}),
+        )
+        .await;
+    v["output"].as_str().unwrap_or("").to_string()
+}
+
+async fn sessions(hub: &HubProcess) -> Vec<Value> {
+    let v = hub.call(Method::GET, "/v1/pty/sessions", json!({})).await;
+    v["sessions"].as_array().cloned().unwrap_or_default()
+}
+
+fn registry_has(data: &Path, needle: &str) -> bool {
+    std::fs::read_to_string(data.join("registry.json")).is_ok_and(|t| t.contains(needle))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_sessions_come_back_after_sigkill_with_their_owner_identity() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let socket = format!("ah-persist-{}-{}", std::process::id(), free_port());
+    let _tmux = TmuxServerGuard(socket.clone());
+    let mut hub = serve(&data, &socket, &["--snapshots"]).await;
+
+    let mut tmux_ids = Vec::new();
+    for n in 1..=3 {
+        let v = hub
+            .call(
+                Method::POST,
+                "/v1/pty/sessions",
+                json!({"backend": "tmux", "args": ["--norc", "--noprofile"],
+                       "owner_agent_id": format!("worker-{n}"), "owner_role": "worker",
+                       "label": format!("Worker {n}"), "cli_type": "shell"}),
+            )
+            .await;
+        let id = v["session_id"].as_str().expect("tmux session").to_string();
+        let v = hub
+            .call(
+                Method::POST,
+                &format!("/v1/pty/sessions/{id}/talk"),
+                json!({"command": format!("echo before-crash-{n}")}),
+            )
+            .await;
+        assert_eq!(v["exit_code"], 0, "{v}");
+        tmux_ids.push(id);
+    }
+    // An ownership change made at run time must survive too.
+    hub.call(
+        Method::POST,
+        "/v1/pty/update-ownership",
+        json!({"session_id": tmux_ids[0], "owner_session_id": "leader-7", "label": "Renamed"}),
+    )
+    .await;
+    let v = hub
+        .call(
+            Method::POST,
+            "/v1/pty/sessions",
+            json!({"args": ["--norc", "--noprofile"], "label": "pty-1"}),
+        )
+        .await;
+    let pty_id = v["session_id"].as_str().unwrap().to_string();
+    hub.call(
+        Method::POST,
+        &format!("/v1/pty/sessions/{pty_id}/talk"),
+        json!({"command": "echo pty-marker-$((40+2))"}),
+    )
+    .await;
+    let before: Vec<Value> = sessions(&hub).await;
+    // The debounced write lands within about a second; the snapshot within two.
+    assert!(
+        wait_until(T, || async { registry_has(&data, "leader-7") }).await,
+        "registry not written"
+    );
+    let snap = data.join("snapshots").join(format!("{pty_id}.bin"));
+    assert!(
+        wait_until(T, || async {
+            std::fs::read_to_string(&snap).is_ok_and(|t| t.contains("pty-marker-42"))
+        })
+        .await,
+        "no snapshot"
+    );
+    hub.kill9();
+
+    for (n, name) in tmux_ids.iter().enumerate() {
+        let _ = tmux(
+            &socket,
+            &[
+                "send-keys",
+                "-t",
+                name,
+                &format!("echo while-down-{}", n + 1),
+                "Enter",
+            ],
+        );
+    }
+    let mut hub = serve(&data, &socket, &["--snapshots"]).await;
+    let after = sessions(&hub).await;
+    assert_eq!(
+        after.len(),
+        4,
+        "nothing lost, nothing duplicated: {after:?}"
+    );
+    for (n, id) in tmux_ids.iter().enumerate() {
+        let s = after
+            .iter()
+            .find(|s| s["id"] == json!(id))
+            .expect("tmux session back");
+        let old = before.iter().find(|s| s["id"] == json!(id)).unwrap();
+        for key in [
+            "owner_agent_id",
+            "owner_session_id",
+            "owner_role",
+            "label",
+            "cli_type",
+            "backend",
+            "tmux_session",
+        ] {
+            assert_eq!(s[key], old[key], "{key} of {id}");
+        }
+        assert_eq!(s["alive"], true, "{s}");
+        let out = read_all(&hub, id).await;
+        let n = n + 1;
+        assert!(out.contains(&format!("before-crash-{n}")), "{id}: {out}");
+        let path = format!("/v1/pty/sessions/{id}/read?since=0&max_bytes=1000000&timeout_ms=0");
+        let seen = wait_until(T, || async {
+            let v = hub.call(Method::GET, &path, json!({})).await;
+            v["output"]
+                .as_str()
+                .unwrap_or("")
+                .contains(&format!("while-down-{n}"))
+        })
+        .await;
+        assert!(
+            seen,
+            "output made while the hub was down: {}",
+            read_all(&hub, id).await
+        );
+    }
+    assert_eq!(
+        after
+            .iter()
+            .find(|s| s["id"] == json!(tmux_ids[0]))
+            .unwrap()["owner_session_id"],
+        "leader-7"
+    );
+    // The host PTY died with the hub: listed as exited, with the reason and its snapshot.
+    let pty = after
+        .iter()
+        .find(|s| s["id"] == json!(pty_id))
+        .expect("pty listed");
+    assert_eq!(pty["alive"], false, "{pty}");
+    assert!(
+        pty["exit_reason"].as_str().unwrap().contains("hub stopped"),
+        "{pty}"
+    );
+    assert_eq!(pty["label"], "pty-1");
+    assert!(read_all(&hub, &pty_id).await.contains("pty-marker-42"));
+    // Still steerable; routing by the restored identity works.
+    let v = hub
+        .call(
+            Method::POST,
+            "/v1/pty/send_line_to_agent",
+            json!({"agent_id": "worker-2", "data": "echo routed-after-restart"}),
+        )
+        .await;
+    assert_eq!(v["resolved_session_id"], json!(tmux_ids[1]), "{v}");
+    let v = hub
+        .call(
+            Method::POST,
+            &format!("/v1/pty/sessions/{}/talk", tmux_ids[2]),
+            json!({"command": "echo alive"}),
+        )
+        .await;
+    assert_eq!(v["output"], "alive\n", "{v}");
+    // New ids never collide with restored ones; the lifecycle log has the whole story.
+    let v = hub
+        .call(
+            Method::POST,
+            "/v1/pty/sessions",
+            json!({"args": ["--norc"]}),
+        )
+        .await;
+    assert!(!before.iter().any(|s| s["id"] == v["session_id"]), "{v}");
+    let log = std::fs::read_to_string(data.join("events.jsonl")).unwrap();
+    for kind in ["session_created", "ownership_changed", "session_restored"] {
+        assert!(
+            log.contains(&format!("\"type\":\"{kind}\"")),
+            "{kind} missing:\n{log}"
+        );
+    }
+    // A second restart, this one graceful, changes nothing.
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(hub.child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let _ = hub.child.wait();
+    let hub = serve(&data, &socket, &[]).await;
+    let again = sessions(&hub).await;
+    assert_eq!(again.len(), 5, "{again:?}");
+    assert_eq!(
+        again.iter().filter(|s| s["alive"] == true).count(),
+        3,
+        "{again:?}"
+    );
+}
+
+/// A read-only directory: a read-only tmpfs mount when we may mount, else chmod 555 when
+/// that stops us (it does not stop root). None when neither works here.
+struct ReadOnlyDir(std::path::PathBuf, bool);
+
+impl ReadOnlyDir {
+    fn make(path: &Path) -> Option<Self> {
+        std::fs::create_dir_all(path).ok()?;
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "ro,size=1m", "tmpfs"])
+            .arg(path)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o555)).ok()?;
+        }
+        let probe = path.join("probe");
+        if std::fs::write(&probe, "x").is_ok() {
+            let _ = std::fs::remove_file(&probe);
+            return None;
+        }
+        Some(ReadOnlyDir(path.to_path_buf(), mounted))
+    }
+}
+
+impl Drop for ReadOnlyDir {
+    fn drop(&mut self) {
+        if self.1 {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        } else {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o755));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_state_files_and_a_read_only_data_dir_do_not_stop_the_hub() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = format!("ah-persist-{}-{}", std::process::id(), free_port());
+    let _tmux = TmuxServerGuard(socket.clone());
+
+    // A corrupt registry and a cut-short events log; tmux still runs a session.
+    tmux(
+        &socket,
+        &["new-session", "-d", "-s", "survivor", "bash --norc"],
+    );
+    let data = dir.path().join("corrupt");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(
+        data.join("registry.json"),
+        "{\"schema_version\": 1, \"sessions\": [{\"id\"",
+    )
+    .unwrap();
+    std::fs::write(
+        data.join("events.jsonl"),
+        "{\"type\":\"session_created\"}\n{\"type\":\"sess",
+    )
+    .unwrap();
+    let hub = serve(&data, &socket, &[]).await;
+    let health = hub.call(Method::GET, "/health", json!({})).await;
+    let warnings = health["persistence"]["startup_warnings"].to_string();
+    assert!(
+        warnings.contains("set aside") && warnings.contains("not valid JSON"),
+        "{health}"
+    );
+    assert!(warnings.contains("ended mid-line"), "{health}");
+    let aside: Vec<_> = std::fs::read_dir(&data)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("registry.json.unusable-")
+        })
+        .collect();
+    assert_eq!(aside.len(), 1, "the corrupt file is kept aside");
+    // Rebuilt from tmux: the session tmux still runs is adopted and usable.
+    let list = sessions(&hub).await;
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(list[0]["tmux_session"], "survivor");
+    let id = list[0]["id"].as_str().unwrap();
+    let v = hub
+        .call(
+            Method::POST,
+            &format!("/v1/pty/sessions/{id}/talk"),
+            json!({"command": "echo rebuilt"}),
+        )
+        .await;
+    assert_eq!(v["output"], "rebuilt\n", "{v}");
+    assert!(
+        wait_until(T, || async { registry_has(&data, "survivor") }).await,
+        "registry rewritten"
+    );
+    let text = std::fs::read_to_string(data.join("registry.json")).unwrap();
+    assert!(serde_json::from_str::<Value>(&text).is_ok(), "{text}");
+    let log = std::fs::read_to_string(data.join("events.jsonl")).unwrap();
+    assert!(
+        log.contains("\n{\"type\":\"sess\n{"),
+        "the cut line is closed off: {log}"
+    );
+    drop(hub);
+
+    // A registry from a future schema is set aside too, with that reason.
+    let future = dir.path().join("future");
+    std::fs::create_dir_all(&future).unwrap();
+    std::fs::write(
+        future.join("registry.json"),
+        "{\"schema_version\": 99, \"sessions\": []}",
+    )
+    .unwrap();
+    let hub = serve(&future, &socket, &[]).await;
+    let health = hub.call(Method::GET, "/health", json!({})).await;
+    assert!(
+        health["persistence"]["startup_warnings"]
+            .to_string()
+            .contains("newer than this hub"),
+        "{health}"
+    );
+    drop(hub);
+
+    // A read-only data dir: the hub serves, and says what it cannot write.
+    let Some(ro) = ReadOnlyDir::make(&dir.path().join("ro")) else {
+        eprintln!("SKIPPED read-only part: cannot make a read-only directory here");
+        return;
+    };
+    let hub = serve(&ro.0, &format!("{socket}-ro"), &[]).await;
+    let _tmux_ro = TmuxServerGuard(format!("{socket}-ro"));
+    let v = hub
+        .call(
+            Method::POST,
+            "/v1/pty/sessions",
+            json!({"args": ["--norc"]}),
+        )
+        .await;
+    let id = v["session_id"]
+        .as_str()
+        .expect("sessions still start")
+        .to_string();
+    let v = hub
+        .call(
+            Method::POST,
+            &format!("/v1/pty/sessions/{id}/talk"),
+            json!({"command": "echo still-serving"}),
+        )
+        .await;
+    assert_eq!(v["output"], "still-serving\n", "{v}");
+    let said = wait_until(T, || async {
+        let h = hub.call(Method::GET, "/health", json!({})).await;
+        h["persistence"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("cannot write the registry"))
+    })
+    .await;
+    assert!(
+        said,
+        "{}",
+        hub.call(Method::GET, "/health", json!({})).await
+    );
+    let h = hub.call(Method::GET, "/health", json!({})).await;
+    assert!(
+        h["persistence"]["startup_warnings"]
+            .to_string()
+            .contains("cannot open the events log"),
+        "{h}"
+    );
+    drop(hub);
+    drop(ro);
+}
