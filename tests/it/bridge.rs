@@ -12,7 +12,7 @@ use crate::support::{wait_until, TestHub, TmuxServerGuard};
 const T: Duration = Duration::from_secs(10);
 
 /// A remote hub process with a PTY session ("worker-a") and a tmux session ("worker-b").
-async fn remote_hub(dir: &std::path::Path) -> (HubProcess, TmuxServerGuard, [String; 2]) {
+pub async fn remote_hub(dir: &std::path::Path) -> (HubProcess, TmuxServerGuard, [String; 2]) {
     let port = free_port();
     let socket = format!("ah-bridge-{}-{port}", std::process::id());
     let guard = TmuxServerGuard(socket.clone());

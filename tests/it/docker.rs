@@ -429,106 +429,198 @@ async fn an_image_without_tmux_startup_gets_its_session_from_the_hub() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hub_killed_with_sigkill_reattaches_with_scrollback_from_before_the_crash() {
+async fn a_hub_killed_with_sigkill_brings_back_5_agents_and_3_tmux_sessions_with_their_owners() {
     require_docker!();
     let dir = tempfile::tempdir().unwrap();
     let hub_id = crate::docker_support::unique_hub_id();
     let _guard = crate::docker_support::ContainerGuard(hub_id.clone());
+    let socket = format!("ah-{hub_id}");
+    let _tmux = crate::support::TmuxServerGuard(socket.clone());
     let port = free_port();
     let config = dir.path().join("hub.toml");
-    let toml = format!(
-        "listen = \"127.0.0.1:{port}\"\ndata_dir = \"{}\"\nhub_id = \"{hub_id}\"\ntmux_socket = \"ah-{hub_id}\"\n{}{}",
+    let agents: Vec<String> = (1..=5).map(|n| format!("keep{n}")).collect();
+    let mut toml = format!(
+        "listen = \"127.0.0.1:{port}\"\ndata_dir = \"{}\"\nhub_id = \"{hub_id}\"\ntmux_socket = \"{socket}\"\n",
         dir.path().join("data").display(),
-        agent_toml("keep1", ""),
-        agent_toml("keep2", "")
     );
+    for id in &agents {
+        toml.push_str(&agent_toml(id, ""));
+    }
     std::fs::write(&config, toml).unwrap();
     let base = format!("http://127.0.0.1:{port}");
     let mut hub = HubProcess::spawn_config(&config, &base).await;
-    let mut containers = Vec::new();
-    for id in ["keep1", "keep2"] {
+    let post = reqwest::Method::POST;
+    // (session id, container id or none, marker)
+    let mut terminals: Vec<(String, Option<String>, String)> = Vec::new();
+    for id in &agents {
         let v = hub
-            .call(
-                reqwest::Method::POST,
-                &format!("/v1/agents/{id}/start"),
-                json!({}),
-            )
+            .call(post.clone(), &format!("/v1/agents/{id}/start"), json!({}))
             .await;
         assert_eq!(v["agent"]["status"], "running", "{v}");
         let sid = v["agent"]["session_id"].as_str().unwrap().to_string();
-        hub.call(
-            reqwest::Method::POST,
-            &format!("/v1/pty/sessions/{sid}/send_line"),
-            json!({"data": format!("echo before-crash-{id}")}),
-        )
-        .await;
-        containers.push(v["agent"]["container_id"].as_str().unwrap().to_string());
+        let container = v["agent"]["container_id"].as_str().unwrap().to_string();
+        terminals.push((sid, Some(container), format!("before-crash-{id}")));
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    hub.child.kill().unwrap(); // SIGKILL
-    hub.child.wait().unwrap();
-    // Output produced while the hub is down.
-    for c in &containers {
-        docker(&[
-            "exec",
-            c,
-            "tmux",
-            "send-keys",
-            "-t",
-            "agent",
-            "echo while-down",
-            "Enter",
-        ]);
-    }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    hub = HubProcess::spawn_config(&config, &base).await;
-    for (id, container) in ["keep1", "keep2"].iter().zip(&containers) {
-        let path = format!("/v1/agents/{id}");
-        let ok = wait_until(T, || async {
-            hub.call(reqwest::Method::GET, &path, json!({})).await["agent"]["status"] == "running"
-        })
-        .await;
-        assert!(ok, "{id} not re-attached");
-        let a = hub.call(reqwest::Method::GET, &path, json!({})).await["agent"].clone();
-        let sid = a["session_id"].as_str().unwrap();
-        let read = hub
-            .call(
-                reqwest::Method::GET,
-                &format!("/v1/pty/sessions/{sid}/read?since=0&max_bytes=1000000&timeout_ms=0"),
-                json!({}),
-            )
-            .await;
-        let out = read["output"].as_str().unwrap();
-        assert!(
-            out.contains(&format!("before-crash-{id}")) && out.contains("while-down"),
-            "scrollback after restart: {out}"
-        );
-        // Exactly one control client: the dead hub's client went with its connection.
-        assert!(
-            wait_until(T, || async { tmux_clients(container) == 1 }).await,
-            "stale tmux clients in {container}"
-        );
+    for n in 1..=3 {
         let v = hub
             .call(
-                reqwest::Method::POST,
-                &format!("/v1/pty/sessions/{sid}/talk"),
+                post.clone(),
+                "/v1/pty/sessions",
+                json!({"backend": "tmux", "shell": "bash", "args": ["--norc"], "owner_agent_id": format!("host-{n}")}),
+            )
+            .await;
+        let sid = v["session_id"].as_str().expect("tmux session").to_string();
+        terminals.push((sid, None, format!("before-crash-host-{n}")));
+    }
+    // Owner identity set at run time, on every terminal, and some output.
+    for (n, (sid, _, marker)) in terminals.iter().enumerate() {
+        let v = hub
+            .call(
+                post.clone(),
+                "/v1/pty/update-ownership",
+                json!({"session_id": sid, "owner_session_id": "leader-1", "owner_role": "worker", "label": format!("Worker {n}")}),
+            )
+            .await;
+        assert_eq!(v["ok"], true, "{v}");
+        hub.call(
+            post.clone(),
+            &format!("/v1/pty/sessions/{sid}/send_line"),
+            json!({"data": format!("echo {marker}")}),
+        )
+        .await;
+    }
+    let before = hub
+        .call(reqwest::Method::GET, "/v1/pty/sessions", json!({}))
+        .await["sessions"]
+        .clone();
+    let registry = dir.path().join("data").join("registry.json");
+    let saved = wait_until(T, || async {
+        std::fs::read_to_string(&registry).is_ok_and(|t| t.matches("leader-1").count() == 8)
+    })
+    .await;
+    assert!(saved, "the registry did not record every owner");
+    hub.kill9();
+    // Output produced while the hub is down.
+    for (sid, container, _) in &terminals {
+        match container {
+            Some(c) => {
+                docker(&[
+                    "exec",
+                    c,
+                    "tmux",
+                    "send-keys",
+                    "-t",
+                    "agent",
+                    "echo while-down",
+                    "Enter",
+                ]);
+            }
+            None => {
+                let status = std::process::Command::new("tmux")
+                    .args([
+                        "-L",
+                        &socket,
+                        "send-keys",
+                        "-t",
+                        sid,
+                        "echo while-down",
+                        "Enter",
+                    ])
+                    .status()
+                    .unwrap();
+                assert!(status.success());
+            }
+        }
+    }
+    hub = HubProcess::spawn_config(&config, &base).await;
+    let all_back = wait_until(T, || async {
+        let v = hub
+            .call(reqwest::Method::GET, "/v1/pty/sessions", json!({}))
+            .await;
+        v["sessions"].as_array().is_some_and(|list| {
+            terminals.iter().all(|(sid, _, _)| {
+                list.iter()
+                    .any(|s| s["id"] == json!(sid) && s["alive"] == true)
+            })
+        })
+    })
+    .await;
+    assert!(all_back, "not every terminal came back under its id");
+    let after = hub
+        .call(reqwest::Method::GET, "/v1/pty/sessions", json!({}))
+        .await;
+    assert_eq!(after["count"], 8, "nothing duplicated: {after}");
+    for (sid, container, marker) in &terminals {
+        let now = after["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == json!(sid))
+            .unwrap();
+        let old = before
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == json!(sid))
+            .unwrap();
+        for key in [
+            "owner_agent_id",
+            "owner_session_id",
+            "owner_role",
+            "label",
+            "cli_type",
+            "agent_id",
+        ] {
+            assert_eq!(now[key], old[key], "{key} of {sid}");
+        }
+        let path = format!("/v1/pty/sessions/{sid}/read?since=0&max_bytes=1000000&timeout_ms=0");
+        let seen = wait_until(T, || async {
+            let out = hub.call(reqwest::Method::GET, &path, json!({})).await["output"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            out.contains(marker.as_str()) && out.contains("while-down")
+        })
+        .await;
+        assert!(
+            seen,
+            "{sid}: {}",
+            hub.call(reqwest::Method::GET, &path, json!({})).await
+        );
+        if let Some(c) = container {
+            // Exactly one control client: the dead hub's client went with its connection.
+            assert!(
+                wait_until(T, || async { tmux_clients(c) == 1 }).await,
+                "stale tmux clients in {c}"
+            );
+        }
+    }
+    // Steerable by the restored identity, and each agent still knows its terminal.
+    let v = hub
+        .call(
+            post.clone(),
+            "/v1/pty/send_line_to_agent",
+            json!({"label": "Worker 2", "data": "echo routed"}),
+        )
+        .await;
+    assert_eq!(v["resolved_session_id"], json!(terminals[2].0), "{v}");
+    for (n, id) in agents.iter().enumerate() {
+        let a = hub
+            .call(reqwest::Method::GET, &format!("/v1/agents/{id}"), json!({}))
+            .await;
+        assert_eq!(a["agent"]["session_id"], json!(terminals[n].0), "{a}");
+        let v = hub
+            .call(
+                post.clone(),
+                &format!("/v1/pty/sessions/{}/talk", terminals[n].0),
                 json!({"command": "echo alive-again"}),
             )
             .await;
         assert_eq!(v["output"], "alive-again\n", "{v}");
     }
-    // Nothing duplicated: one agent entry and one live session per agent.
-    let sessions = hub
-        .call(reqwest::Method::GET, "/v1/pty/sessions", json!({}))
-        .await;
-    assert_eq!(sessions["count"], 2, "{sessions}");
-    for id in ["keep1", "keep2"] {
-        hub.call(
-            reqwest::Method::POST,
-            &format!("/v1/agents/{id}/stop"),
-            json!({}),
-        )
-        .await;
+    for id in &agents {
+        hub.call(post.clone(), &format!("/v1/agents/{id}/stop"), json!({}))
+            .await;
     }
 }
 

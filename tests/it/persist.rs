@@ -420,3 +420,61 @@ async fn bad_state_files_and_a_read_only_data_dir_do_not_stop_the_hub() {
     drop(hub);
     drop(ro);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registered_external_sessions_come_back_and_are_health_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut remote, _remote_tmux, [worker_a, _]) = crate::bridge::remote_hub(dir.path()).await;
+    let data = dir.path().join("local");
+    let socket = format!("ah-persist-{}-{}", std::process::id(), free_port());
+    let _tmux = TmuxServerGuard(socket.clone());
+    let mut hub = serve(&data, &socket, &[]).await;
+    let v = hub
+        .call(
+            Method::POST,
+            "/v1/pty/register",
+            json!({"session_id": worker_a, "bridge_url": remote.base, "label": "Remote A",
+                   "owner_agent_id": "remote-a", "owner_role": "leader"}),
+        )
+        .await;
+    assert_eq!(v["created"], true, "{v}");
+    assert!(wait_until(T, || async { registry_has(&data, "Remote A") }).await);
+    hub.kill9();
+
+    let hub2 = serve(&data, &socket, &[]).await;
+    let path = format!("/v1/pty/sessions/{worker_a}");
+    let healthy = wait_until(T, || async {
+        hub2.call(Method::GET, &path, json!({})).await["session"]["external"]["healthy"] == true
+    })
+    .await;
+    let s = hub2.call(Method::GET, &path, json!({})).await["session"].clone();
+    assert!(healthy, "{s}");
+    assert_eq!(
+        (s["label"].as_str(), s["owner_role"].as_str()),
+        (Some("Remote A"), Some("leader"))
+    );
+    assert_eq!(s["external"]["bridge_url"], json!(remote.base));
+    let v = hub2
+        .call(
+            Method::POST,
+            &format!("{path}/talk"),
+            json!({"command": "echo across-restart"}),
+        )
+        .await;
+    assert_eq!(v["output"], "across-restart\n", "{v}");
+    drop(hub2);
+
+    // With the bridge down at restart, the session is still listed, marked unhealthy.
+    remote.kill9();
+    hub = serve(&data, &socket, &[]).await;
+    let unhealthy = wait_until(T, || async {
+        let s = hub.call(Method::GET, &path, json!({})).await["session"].clone();
+        s["external"]["healthy"] == false && s["external"]["last_error"].is_string()
+    })
+    .await;
+    assert!(
+        unhealthy,
+        "{}",
+        hub.call(Method::GET, &path, json!({})).await
+    );
+}
