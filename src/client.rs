@@ -36,7 +36,8 @@ pub struct HubClient {
     token: Option<String>,
 }
 
-fn encode(component: &str) -> String {
+/// A path segment, percent-encoded.
+pub fn encode(component: &str) -> String {
     component
         .bytes()
         .map(|b| match b {

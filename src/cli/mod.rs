@@ -4,6 +4,7 @@
 mod agents;
 mod attach;
 mod ops;
+mod registry;
 mod run;
 mod serve;
 
@@ -74,6 +75,11 @@ pub enum Command {
     /// Attach your terminal to a session (by session id, agent id or label); the detach key
     /// (default Ctrl-]) returns and leaves it running.
     Attach(attach::AttachArgs),
+    /// Register sessions owned by another hub (or any bridge) so this hub lists, resolves and
+    /// steers them as its own: `--bridge http://other:8100 --all`.
+    Register(registry::RegisterArgs),
+    /// Remove a registered external session from this hub (its program is not touched).
+    Unregister(registry::UnregisterArgs),
     /// List container agents and their status.
     Agents(agents::AgentsArgs),
     /// Start container agents (several start at once) and wait until each is ready.
@@ -112,6 +118,8 @@ pub fn run(cli: Cli) -> i32 {
             Command::Resize(args) => ops::resize(args).await,
             Command::Kill(args) => ops::kill(args).await,
             Command::Attach(args) => attach::run(args).await,
+            Command::Register(args) => registry::register(args).await,
+            Command::Unregister(args) => registry::unregister(args).await,
             Command::Agents(args) => agents::list(args).await,
             Command::Start(args) => agents::run_op(args, "start").await,
             Command::Stop(args) => agents::run_op(args, "stop").await,

@@ -33,7 +33,7 @@ fn finish(
     }
 }
 
-fn fail(opts: &ClientOpts, e: &ClientError) -> i32 {
+pub(super) fn fail(opts: &ClientOpts, e: &ClientError) -> i32 {
     if opts.json {
         println!("{}", e.body);
     } else {

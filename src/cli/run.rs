@@ -10,6 +10,7 @@ use futures_util::StreamExt;
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 
+use super::ops::fail;
 use super::ClientOpts;
 use crate::client::{ClientError, HubClient};
 use crate::protocol::ServerFrame;
@@ -106,15 +107,6 @@ fn task_exit_code(task: &Value) -> i32 {
             _ => 1,
         },
     }
-}
-
-fn fail(opts: &ClientOpts, e: &ClientError) -> i32 {
-    if opts.json {
-        println!("{}", e.body);
-    } else {
-        eprintln!("agent-hub: {e}");
-    }
-    1
 }
 
 pub async fn run(args: RunArgs) -> i32 {

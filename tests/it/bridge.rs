@@ -334,3 +334,62 @@ async fn a_remote_hub_killed_mid_call_gives_a_clean_error_and_the_hub_stays_resp
     .await;
     assert!(unhealthy, "{}", local.session(&worker_a).await);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_registers_every_session_of_another_hub_and_unregisters_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (remote, _tmux, [worker_a, worker_b]) = remote_hub(dir.path()).await;
+    let local = TestHub::start().await;
+    let cli = |args: Vec<String>| {
+        tokio::task::spawn_blocking(move || {
+            let out = std::process::Command::new(crate::cli::BIN)
+                .args(&args)
+                .output()
+                .unwrap();
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+            )
+        })
+    };
+    let args = |a: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+        v.extend(["--hub".to_string(), local.base.clone()]);
+        v
+    };
+    let (code, out) = cli(args(&[
+        "register",
+        "--bridge",
+        &remote.base,
+        "--all",
+        "--json",
+    ]))
+    .await
+    .unwrap();
+    assert_eq!(code, Some(0), "{out}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["results"].as_array().unwrap().len(), 2, "{v}");
+    let (_, list) = local.get("/v1/pty/sessions").await;
+    let labels: Vec<_> = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["label"].clone())
+        .collect();
+    assert!(
+        labels.contains(&json!("Worker A")) && labels.contains(&json!("Worker B")),
+        "{list}"
+    );
+    let (code, out) = cli(args(&["unregister", &worker_b])).await.unwrap();
+    assert_eq!(
+        (code, out.trim()),
+        (Some(0), format!("unregistered {worker_b}").as_str())
+    );
+    let (code, _) = cli(args(&["register", "--bridge", &remote.base, "nope"]))
+        .await
+        .unwrap();
+    assert_eq!(code, Some(1));
+    let (_, list) = local.get("/v1/pty/sessions").await;
+    assert_eq!(list["count"], 1, "{list}");
+    assert_eq!(list["sessions"][0]["id"], json!(worker_a));
+}

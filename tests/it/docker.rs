@@ -745,6 +745,9 @@ async fn starts_stops_and_failures_are_published_as_events() {
         };
         let v: Value = serde_json::from_str(msg.to_text().unwrap_or("{}")).unwrap_or_default();
         if let (Some(kind), Some(agent)) = (v["type"].as_str(), v["agentId"].as_str()) {
+            if !kind.starts_with("agent_") {
+                continue;
+            }
             seen.push(format!("{agent}:{kind}"));
         }
     }
