@@ -85,6 +85,17 @@ async fn every_route_times_every_role() {
         ("POST", "/v1/agents/none/restart".into(), Some(json!({})), 2),
         ("DELETE", "/v1/pty/sessions/pty_00000000".into(), None, 2),
         ("GET", "/v1/tasks".into(), None, 1),
+        ("GET", "/v1/tasks/task_00000000".into(), None, 1),
+        (
+            "POST",
+            "/v1/tasks/task_00000000/wait".into(),
+            Some(json!({})),
+            1,
+        ),
+        ("DELETE", "/v1/tasks/task_00000000".into(), None, 2),
+        ("POST", "/v1/tasks".into(), Some(json!({"cmd": ""})), 2),
+        ("GET", "/v1/events".into(), None, 1),
+        ("GET", s("/stream"), None, 1),
         (
             "POST",
             "/v1/pty/resolve".into(),
