@@ -136,6 +136,25 @@ impl HubClient {
         self.call(reqwest::Method::POST, path, Some(&body)).await
     }
 
+    /// `GET /v1/policies/check[?agent=ID]`: what each policy would do now.
+    pub async fn policy_check(&self, agent: Option<&str>) -> Result<Value, ClientError> {
+        let query = agent
+            .map(|a| format!("?agent={}", encode(a)))
+            .unwrap_or_default();
+        self.get(&format!("/v1/policies/check{query}")).await
+    }
+
+    /// `GET /v1/policies`.
+    pub async fn policies(&self) -> Result<Value, ClientError> {
+        self.get("/v1/policies").await
+    }
+
+    /// `POST /v1/policies/reload`.
+    pub async fn policies_reload(&self) -> Result<Value, ClientError> {
+        self.post("/v1/policies/reload", serde_json::json!({}))
+            .await
+    }
+
     fn session_path(id: &str, op: &str) -> String {
         format!("/v1/pty/sessions/{}{op}", encode(id))
     }

@@ -47,6 +47,9 @@ pub struct HubConfig {
     /// Whether rendered reads (`term_read`) are allowed (`AGENT_HUB_TERM_BUFFER_ACCESS=off`
     /// turns them off).
     pub term_buffer_access: bool,
+    /// The policies directory (`*.toml` policies, `agents/*.toml` state profiles); default:
+    /// `policies` in the working directory, when it exists.
+    pub policies_dir: Option<PathBuf>,
     /// API tokens; none = an open API (then only loopback listening is allowed).
     pub tokens: Vec<crate::api::auth::TokenConfig>,
 }
@@ -76,6 +79,7 @@ impl Default for HubConfig {
             agents: Vec::new(),
             tokens: Vec::new(),
             term_buffer_access: true,
+            policies_dir: None,
         }
     }
 }
@@ -199,7 +203,11 @@ pub fn check_size(cols: u16, rows: u16) -> Result<(), String> {
 
 /// The span of the line assigning `field` in the table starting at `table` (up to the next
 /// table header), or the table itself.
-fn field_span(text: &str, table: std::ops::Range<usize>, field: &str) -> std::ops::Range<usize> {
+pub(crate) fn field_span(
+    text: &str,
+    table: std::ops::Range<usize>,
+    field: &str,
+) -> std::ops::Range<usize> {
     let start = table.start.min(text.len());
     let mut offset = start;
     for (n, line) in text[start..].split_inclusive('\n').enumerate() {
@@ -216,7 +224,10 @@ fn field_span(text: &str, table: std::ops::Range<usize>, field: &str) -> std::op
 }
 
 /// 1-based line and column of a byte span's start, and the key on that line, if any.
-fn locate(text: &str, span: Option<std::ops::Range<usize>>) -> (usize, usize, Option<String>) {
+pub(crate) fn locate(
+    text: &str,
+    span: Option<std::ops::Range<usize>>,
+) -> (usize, usize, Option<String>) {
     let at = span.map(|s| s.start).unwrap_or(0).min(text.len());
     let before = &text[..at];
     let line = before.matches('\n').count() + 1;

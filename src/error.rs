@@ -86,6 +86,16 @@ pub enum HubError {
     /// Rendered reads are switched off (`AGENT_HUB_TERM_BUFFER_ACCESS=off`).
     #[error("rendered terminal reads are disabled on this hub (AGENT_HUB_TERM_BUFFER_ACCESS=off)")]
     TermBufferAccessDisabled,
+    /// No loaded policy has this name.
+    #[error("no policy named '{name}'")]
+    PolicyNotFound { name: String },
+    /// A policy or profile file is invalid; the message names file, line and key.
+    #[error("{message}")]
+    PolicyInvalid { message: String },
+    /// The agent is asking a question (permission, yes/no): a prompt would answer it by
+    /// accident, so nothing was sent. `force: true` sends anyway.
+    #[error("the agent is blocked on a question; nothing was sent (use force to send anyway)")]
+    AgentBlocked { evidence: Vec<String> },
     /// Something inside the hub failed; the message says what.
     #[error("internal error: {message}")]
     Internal { message: String },
@@ -117,6 +127,9 @@ impl HubError {
             HubError::RouteNotMatched { .. } => "NOT_FOUND",
             HubError::Ambiguous { .. } => "AMBIGUOUS",
             HubError::Forbidden { .. } => "FORBIDDEN",
+            HubError::PolicyNotFound { .. } => "POLICY_NOT_FOUND",
+            HubError::PolicyInvalid { .. } => "POLICY_INVALID",
+            HubError::AgentBlocked { .. } => "AGENT_BLOCKED",
             HubError::Internal { .. } => "INTERNAL",
         }
     }
@@ -128,7 +141,9 @@ impl HubError {
             | HubError::RouteNotFound { .. }
             | HubError::AgentNotFound { .. }
             | HubError::TaskNotFound { .. } => 404,
-            HubError::AgentNotRunning { .. } => 409,
+            HubError::AgentNotRunning { .. } | HubError::AgentBlocked { .. } => 409,
+            HubError::PolicyNotFound { .. } => 404,
+            HubError::PolicyInvalid { .. } => 400,
             HubError::TermBufferAccessDisabled | HubError::Forbidden { .. } => 403,
             HubError::Unauthorized { .. } => 401,
             HubError::RouteNotMatched { .. } => 404,

@@ -44,6 +44,8 @@ pub struct CreateSession {
     pub env: BTreeMap<String, String>,
     pub tmux_session: Option<String>,
     pub owner: Owner,
+    /// The policy that applies (must be loaded).
+    pub policy: Option<String>,
 }
 
 /// The session registry.
@@ -61,6 +63,7 @@ struct Inner {
     closing: CancellationToken,
     agents: Agents,
     tasks: Tasks,
+    policy: crate::policy::Engine,
     /// Lifecycle events for `/v1/events` (task, agent and session events), as JSON objects
     /// with a `type` field.
     events: tokio::sync::broadcast::Sender<serde_json::Value>,
@@ -75,6 +78,7 @@ impl Hub {
                 issued_ids: Mutex::new(HashSet::new()),
                 closing: CancellationToken::new(),
                 agents: Agents::new(&config),
+                policy: crate::policy::Engine::new(&config),
                 tasks: Tasks::default(),
                 events: tokio::sync::broadcast::channel(EVENTS_CHANNEL_CAPACITY).0,
                 config,
@@ -177,6 +181,11 @@ impl Hub {
                 )));
             }
         }
+        if let Some(name) = &req.policy {
+            if self.policy().policy(name).is_none() {
+                return Err(HubError::PolicyNotFound { name: name.clone() });
+            }
+        }
         let prefix = match req.backend {
             BackendKind::Pty => "pty",
             BackendKind::Tmux => "tmux",
@@ -222,6 +231,7 @@ impl Hub {
             cwd: spawn.cwd.display().to_string(),
             tmux_session,
             agent_id: None,
+            policy: req.policy,
             container_id: None,
             created_at: Utc::now(),
         };
@@ -238,7 +248,8 @@ impl Hub {
         backend: Box<dyn Backend>,
     ) -> Arc<Session> {
         let id = spec.id.clone();
-        let session = Session::new(spec, size, owner, output, backend);
+        let profile = self.policy().profile_for(owner.cli_type.as_deref());
+        let session = Session::new(spec, size, owner, output, backend, profile);
         self.inner
             .sessions
             .write()
@@ -264,6 +275,11 @@ impl Hub {
     /// The container agents.
     pub fn agents(&self) -> &Agents {
         &self.inner.agents
+    }
+
+    /// The policies and agent profiles (see [`crate::policy`]).
+    pub fn policy(&self) -> &crate::policy::Engine {
+        &self.inner.policy
     }
 
     /// The task registry (see [`crate::tasks`]).

@@ -13,18 +13,26 @@
 //! - [`tasks`]: shell commands run to completion (in a PTY session or with pipes).
 //! - [`api`]: REST + WebSocket translation; [`protocol`]: the wire types; [`error`]: stable codes.
 //! - [`client`]: the typed HTTP/WebSocket client the CLI uses; [`cli`]: one module per command.
+//! - [`activity`]: meaningful activity (screen-text fingerprints with volatile parts masked).
+//! - [`agent_state`]: working/idle/blocked/exited/unknown from data-driven profiles, with
+//!   hysteresis and `stuck`; [`policy`]: idle timeouts and other policies, one loop applying
+//!   them; [`delivery`]: submitting a prompt to an agent TUI with a receipt.
 //! - [`config`]: the `hub.toml` settings.
 
+pub mod activity;
+pub mod agent_state;
 pub mod agents;
 pub mod api;
 pub mod backend;
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod delivery;
 pub mod docker;
 pub mod error;
 pub mod hub;
 pub mod output;
+pub mod policy;
 pub mod process;
 pub mod protocol;
 pub mod routing;

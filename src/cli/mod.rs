@@ -4,6 +4,7 @@
 mod agents;
 mod attach;
 mod ops;
+mod policy;
 mod run;
 mod serve;
 
@@ -82,6 +83,8 @@ pub enum Command {
     Stop(agents::AgentOpArgs),
     /// Restart container agents.
     Restart(agents::AgentOpArgs),
+    /// Policies: `check` (dry run: what each policy would do now, and why), `list`, `reload`.
+    Policy(policy::PolicyArgs),
 }
 
 /// Runs a parsed command line; returns the process exit code.
@@ -116,6 +119,7 @@ pub fn run(cli: Cli) -> i32 {
             Command::Start(args) => agents::run_op(args, "start").await,
             Command::Stop(args) => agents::run_op(args, "stop").await,
             Command::Restart(args) => agents::run_op(args, "restart").await,
+            Command::Policy(args) => policy::run(args).await,
         }
     })
 }

@@ -12,6 +12,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use crate::agent_state::profile::Profile;
+use crate::agent_state::{StateReport, Watch};
 use crate::backend::{Backend, TermSize};
 use crate::error::{HubError, HubResult};
 use crate::output::{CursorItem, ExitInfo, Output, OutputCursor};
@@ -47,6 +49,8 @@ pub struct SessionSpec {
     pub tmux_session: Option<String>,
     /// The container agent this terminal belongs to.
     pub agent_id: Option<String>,
+    /// The policy that applies to this session (see [`crate::policy`]).
+    pub policy: Option<String>,
     /// The container, for docker sessions.
     pub container_id: Option<String>,
     pub created_at: DateTime<Utc>,
@@ -65,7 +69,12 @@ pub struct SessionInfo {
     pub alive: bool,
     pub exit_code: Option<i32>,
     pub exit_reason: Option<String>,
+    /// Last *meaningful* activity: a change of the rendered screen's text (volatile parts such
+    /// as a tmux status line, clocks and spinners masked) or input; never raw bytes alone.
     pub last_activity_at: DateTime<Utc>,
+    /// Last meaningful change of the rendered screen.
+    pub last_screen_change_at: Option<DateTime<Utc>>,
+    /// Last output byte of any kind (a status-line redraw counts here, not above).
     pub last_output_at: Option<DateTime<Utc>>,
     pub last_input_at: Option<DateTime<Utc>>,
     /// Absolute offset just past the newest output byte.
@@ -89,12 +98,19 @@ struct Mutable {
     last_input_at: Option<DateTime<Utc>>,
 }
 
+/// `bytes` carries Enter: input that submits something.
+fn submits(bytes: &[u8]) -> bool {
+    bytes.contains(&b'\r') || bytes.contains(&b'\n')
+}
+
 /// One terminal session.
 pub struct Session {
     spec: SessionSpec,
     mutable: Mutex<Mutable>,
     output: Arc<Output>,
     screen: Mutex<Screen>,
+    /// Meaningful activity and agent state (see [`crate::agent_state`]).
+    watch: Mutex<Watch>,
     backend: Box<dyn Backend>,
     /// Serialises talks so two never interleave on one terminal.
     talk_lock: tokio::sync::Mutex<()>,
@@ -113,6 +129,7 @@ impl Session {
         owner: Owner,
         output: Arc<Output>,
         backend: Box<dyn Backend>,
+        profile: Arc<Profile>,
     ) -> Arc<Self> {
         let session = Arc::new(Session {
             spec,
@@ -123,6 +140,7 @@ impl Session {
             }),
             output,
             screen: Mutex::new(Screen::new(size)),
+            watch: Mutex::new(Watch::new(profile, tokio::time::Instant::now())),
             backend,
             talk_lock: tokio::sync::Mutex::new(()),
             cancel: CancellationToken::new(),
@@ -159,11 +177,13 @@ impl Session {
         let m = self.lock();
         let exit = self.output.exit();
         let last_output_at = self.output.last_output_at();
-        let last_activity_at = [Some(self.spec.created_at), last_output_at, m.last_input_at]
-            .into_iter()
-            .flatten()
-            .max()
-            .unwrap_or(self.spec.created_at);
+        let (last_activity_at, last_screen_change_at) = {
+            let w = self.lock_watch();
+            (
+                crate::activity::wall_clock(w.last_activity_at()),
+                w.last_screen_change_at().map(crate::activity::wall_clock),
+            )
+        };
         SessionInfo {
             spec: self.spec.clone(),
             owner: m.owner.clone(),
@@ -174,6 +194,7 @@ impl Session {
             exit_code: exit.as_ref().and_then(|e| e.exit_code),
             exit_reason: exit.map(|e| e.reason),
             last_activity_at,
+            last_screen_change_at,
             last_output_at,
             last_input_at: m.last_input_at,
             output_offset: self.output.end_offset(),
@@ -214,11 +235,14 @@ impl Session {
         if let Some(exit) = self.output.exit() {
             return Err(self.exited_error(exit, String::new()));
         }
+        let submits = submits(&bytes);
         self.backend
             .write(bytes)
             .await
             .map_err(|reason| HubError::WriteFailed { reason })?;
         self.lock().last_input_at = Some(Utc::now());
+        self.lock_watch()
+            .note_input(submits, tokio::time::Instant::now());
         Ok(())
     }
 
@@ -252,6 +276,8 @@ impl Session {
         if let Some(exit) = self.output.exit() {
             return Err(self.exited_error(exit, String::new()));
         }
+        self.lock_watch()
+            .note_own_repaint(tokio::time::Instant::now());
         self.backend
             .resize(size)
             .await
@@ -303,6 +329,55 @@ impl Session {
                 let _ = self.backend.write(reply).await;
             }
         }
+    }
+
+    fn lock_watch(&self) -> std::sync::MutexGuard<'_, Watch> {
+        self.watch.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Uses `profile` to read the screen from now on (after a reload or an owner change).
+    pub fn set_profile(&self, profile: Arc<Profile>) {
+        let mut w = self.lock_watch();
+        if !Arc::ptr_eq(w.profile(), &profile) {
+            w.set_profile(profile);
+        }
+    }
+
+    /// The profile reading this session's screen.
+    pub fn profile(&self) -> Arc<Profile> {
+        self.lock_watch().profile().clone()
+    }
+
+    /// Looks at the screen now (records meaningful change, updates the state) and reports.
+    pub fn state_report(&self) -> StateReport {
+        let now = tokio::time::Instant::now();
+        let exited = self.output.exit().is_some();
+        self.with_screen(|s| {
+            let mut w = self.lock_watch();
+            w.observe(s.vt(), exited, now);
+            w.report(now)
+        })
+    }
+
+    /// When the session's watch started (its program's start, as the hub saw it).
+    pub fn started_at(&self) -> tokio::time::Instant {
+        self.lock_watch().created()
+    }
+
+    /// The monotonic time of the last meaningful activity.
+    pub fn last_activity_instant(&self) -> tokio::time::Instant {
+        self.lock_watch().last_activity_at()
+    }
+
+    /// The activity fingerprint of the screen now (after catching up).
+    pub fn screen_fingerprint(&self) -> u64 {
+        let profile = self.profile();
+        self.with_screen(|s| crate::activity::fingerprint(s.vt(), &profile.masks))
+    }
+
+    /// Whether the program has enabled bracketed paste (DECSET 2004).
+    pub fn bracketed_paste(&self) -> bool {
+        self.with_screen(|s| s.vt().bracketed_paste())
     }
 
     /// Runs `f` on the screen after catching it up with all output so far.
@@ -393,7 +468,10 @@ async fn follow_screen(session: std::sync::Weak<Session>, cancel: CancellationTo
     loop {
         let began = tokio::time::Instant::now();
         match session.upgrade() {
-            Some(s) => s.answer_queries().await,
+            Some(s) => {
+                s.answer_queries().await;
+                s.state_report();
+            }
             None => return,
         }
         // Emulation costs ~30 ns a byte: during a flood, back off so it takes at most ~10%

@@ -84,6 +84,11 @@ async fn every_route_times_every_role() {
         ("POST", "/v1/agents/none/stop".into(), Some(json!({})), 2),
         ("POST", "/v1/agents/none/restart".into(), Some(json!({})), 2),
         ("DELETE", "/v1/pty/sessions/pty_00000000".into(), None, 2),
+        ("GET", s("/state?explain=true"), None, 1),
+        ("GET", "/v1/agents/none/state".into(), None, 1),
+        ("GET", "/v1/policies".into(), None, 1),
+        ("GET", "/v1/policies/check".into(), None, 1),
+        ("POST", "/v1/policies/reload".into(), Some(json!({})), 3),
     ];
     let roles: [(&str, Option<&str>, u8); 5] = [
         ("none", None, 0),
