@@ -136,6 +136,7 @@ pub async fn run_once(hub: &Hub) {
             "trigger": verdict.trigger,
             "reason": verdict.reason,
             "state": unit.report.state,
+            "idle_for_ms": now.saturating_duration_since(unit.snapshot.last_activity_at).as_millis() as u64,
             "dry_run": unit.policy.dry_run,
         }));
         if !unit.policy.dry_run {

@@ -1,0 +1,561 @@
+//! Agent state, policies and delivery through real terminals: a scripted fake agent TUI
+//! (tests/fixtures/fake-agent.sh) in a host PTY and in tmux, idle timeouts measured against a
+//! tmux status line that redraws a clock every second (host tmux, a nested `tmux attach`
+//! inside a PTY whose bytes carry the status line, and a container agent), stuck spinners,
+//! and `start_on_message` starting a stopped container agent.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::time::Instant;
+
+use crate::docker_support::{agent_toml, docker, unique_hub_id, ContainerGuard};
+use crate::support::{wait_until, TestHub};
+use crate::{both_backends, require_docker};
+
+const FAKE_PROFILE: &str = r#"
+bottom_rows = 3
+stable_after_ms = 1000
+stable_state = "unknown"
+interrupt_key = "C-c"
+stuck_after_s = 2
+volatile = ['[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]', '\d+s\b']
+
+[[rules]]
+name = "permission"
+state = "blocked"
+pattern = 'Allow .*\? \[y/n\]\s*$'
+priority = 30
+rows = 1
+
+[[rules]]
+name = "spinner"
+state = "working"
+pattern = 'Working… \(esc to interrupt\)'
+priority = 20
+
+[[rules]]
+name = "prompt"
+state = "idle"
+pattern = '^fake> ?$'
+priority = 10
+rows = 1
+"#;
+
+/// Policies used here: a 3 s idle timeout with a warning 1 s before, and stuck notification.
+const FAST_IDLE: &str = "idle_timeout_s = 3\nwarn_before_s = 1\non_stuck = \"notify\"\n";
+
+fn fake_agent() -> String {
+    format!(
+        "{}/tests/fixtures/fake-agent.sh",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// A policies directory with `fast-idle`, `wake` (start_on_message) and the `fake` profile.
+fn policies_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("agents")).unwrap();
+    std::fs::write(dir.path().join("agents/fake.toml"), FAKE_PROFILE).unwrap();
+    std::fs::write(dir.path().join("fast-idle.toml"), FAST_IDLE).unwrap();
+    std::fs::write(
+        dir.path().join("wake.toml"),
+        "idle_timeout_s = 600\nstart_on_message = true\n",
+    )
+    .unwrap();
+    dir
+}
+
+async fn hub_with_policies(dir: &tempfile::TempDir, extra_toml: &str) -> TestHub {
+    let parsed = agent_hub::config::HubConfig::parse(
+        &format!("policies_dir = '{}'\n{extra_toml}", dir.path().display()),
+        "test.toml",
+    )
+    .expect("test config parses");
+    let hub = TestHub::start_with(|c| {
+        c.policies_dir = parsed.policies_dir.clone();
+        c.hub_id = parsed.hub_id.clone();
+        c.agents = parsed.agents.clone();
+    })
+    .await;
+    agent_hub::policy::runner::spawn(&hub.hub);
+    hub
+}
+
+async fn state(hub: &TestHub, id: &str) -> Value {
+    let (status, v) = hub
+        .get(&format!("/v1/pty/sessions/{id}/state?explain=true"))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    v
+}
+
+/// Waits for `want`, set by a screen rule (not by the hold after our own input).
+async fn wait_state(hub: &TestHub, id: &str, want: &str, within: Duration) -> Value {
+    let ok = wait_until(within, || async {
+        let s = state(hub, id).await;
+        s["state"] == want && s["rule"] != "input:sent"
+    })
+    .await;
+    let v = state(hub, id).await;
+    if !ok {
+        let (_, screen) = hub
+            .post(&format!("/v1/pty/sessions/{id}/term_read"), json!({}))
+            .await;
+        panic!(
+            "{id} not {want} within {within:?}: {v}\nscreen:\n{}",
+            screen["text"]
+        );
+    }
+    v
+}
+
+async fn submit(hub: &TestHub, id: &str, data: &str, force: bool) -> (u16, Value) {
+    hub.post(
+        &format!("/v1/pty/sessions/{id}/send_line"),
+        json!({ "data": data, "submit": true, "force": force }),
+    )
+    .await
+}
+
+async fn fake_agent_is_classified_and_delivery_gives_receipts(backend: &str) {
+    let dir = policies_dir();
+    let hub = hub_with_policies(&dir, "").await;
+    let id = hub
+        .create_with(json!({
+            "backend": backend, "shell": "bash", "args": [fake_agent()], "cli_type": "fake",
+        }))
+        .await;
+    let t = Duration::from_secs(10);
+
+    let idle = wait_state(&hub, &id, "idle", t).await;
+    assert_eq!(idle["rule"], "prompt", "{idle}");
+    assert_eq!(idle["evidence"], json!(["fake>"]), "{idle}");
+    assert_eq!(idle["profile"], "fake");
+
+    // A prompt is pasted (the fake enabled bracketed paste), submitted, and the agent works.
+    let (status, v) = submit(&hub, &id, "work 2", false).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["receipt"], "submitted", "{v}");
+    assert_eq!(v["delivery"]["bracketed_paste"], true, "{v}");
+    let working = wait_state(&hub, &id, "working", t).await;
+    assert_eq!(working["rule"], "spinner", "{working}");
+    assert!(
+        working["evidence"][0]
+            .as_str()
+            .unwrap()
+            .contains("Working… (esc to interrupt)"),
+        "{working}"
+    );
+    wait_state(&hub, &id, "idle", t).await;
+    hub.wait_output(&id, "done: 2", t).await;
+
+    // Multi-line text arrives as one paste: one prompt, not two.
+    let (_, v) = submit(&hub, &id, "first line\nsecond line", false).await;
+    assert_eq!(v["receipt"], "submitted", "{v}");
+    hub.wait_output(&id, "echo: first line second line", t)
+        .await;
+
+    // A permission question: blocked, with the question as evidence; a prompt is refused.
+    let (_, v) = submit(&hub, &id, "ask", false).await;
+    assert_eq!(v["receipt"], "submitted", "{v}");
+    let blocked = wait_state(&hub, &id, "blocked", t).await;
+    assert_eq!(blocked["rule"], "permission", "{blocked}");
+    assert!(blocked["evidence"][0]
+        .as_str()
+        .unwrap()
+        .contains("Allow write to main.rs? [y/n]"));
+    let (status, v) = submit(&hub, &id, "do something else", false).await;
+    assert_eq!(
+        (status, v["error_code"].as_str(), v["receipt"].as_str()),
+        (409, Some("AGENT_BLOCKED"), Some("blocked")),
+        "{v}"
+    );
+    assert!(v["evidence"][0].as_str().unwrap().contains("Allow write"));
+    // Forced, it answers the question.
+    let (status, v) = submit(&hub, &id, "y", true).await;
+    assert_eq!(
+        (status, v["receipt"].as_str()),
+        (200, Some("submitted")),
+        "{v}"
+    );
+    hub.wait_output(&id, "answered: y", t).await;
+    wait_state(&hub, &id, "idle", t).await;
+
+    // A program that ignores Enter: two Enters, then `stalled`.
+    let (_, v) = submit(&hub, &id, "deaf", false).await;
+    assert_eq!(v["receipt"], "submitted", "{v}");
+    let started = Instant::now();
+    let (status, v) = submit(&hub, &id, "are you there", false).await;
+    assert_eq!(
+        (status, v["receipt"].as_str()),
+        (200, Some("stalled")),
+        "{v}"
+    );
+    assert_eq!(v["delivery"]["enters"], 2);
+    assert!(
+        started.elapsed() >= Duration::from_secs(3),
+        "waited for both Enters"
+    );
+}
+both_backends!(fake_agent_is_classified_and_delivery_gives_receipts);
+
+/// A tmux server of its own with a status line whose clock redraws every second.
+fn clock_tmux(socket: &str) -> Vec<String> {
+    [
+        "-L",
+        socket,
+        "-f",
+        "/dev/null",
+        "new-session",
+        "-d",
+        "-x",
+        "80",
+        "-y",
+        "24",
+        "-s",
+        "inner",
+        "bash --norc --noprofile",
+        ";",
+        "set",
+        "-g",
+        "status",
+        "on",
+        ";",
+        "set",
+        "-g",
+        "status-interval",
+        "1",
+        ";",
+        "set",
+        "-g",
+        "status-right",
+        "%H:%M:%S",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+struct KillTmux(String);
+impl Drop for KillTmux {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("tmux")
+            .args(["-L", &self.0, "kill-server"])
+            .output();
+    }
+}
+
+/// Waits for `policy_stopped` for `session`; returns when it came.
+async fn stopped_event(
+    events: &mut tokio::sync::broadcast::Receiver<Value>,
+    session: &str,
+    within: Duration,
+) -> Option<Value> {
+    tokio::time::timeout(within, async {
+        loop {
+            match events.recv().await {
+                Ok(e) if e["type"] == "policy_stopped" && e["session_id"] == session => return e,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(_) => std::future::pending().await,
+            }
+        }
+    })
+    .await
+    .ok()
+}
+
+/// Asserts the idle session is stopped between 3 s and 4 s after its last meaningful
+/// activity, although a clock redraws every second, and that it was warned first.
+async fn assert_stopped_on_time(hub: &TestHub, id: &str) {
+    let session = hub.hub.get(id).unwrap();
+    let mut events = hub.hub.subscribe_events();
+    let e = stopped_event(&mut events, id, Duration::from_secs(15)).await;
+    let at = Instant::now();
+    let idle_for = at.duration_since(session.last_activity_instant());
+    let Some(e) = e else {
+        panic!("{id} was never stopped: {}", hub.session(id).await);
+    };
+    let hub_idle_ms = e["idle_for_ms"].as_u64().unwrap_or(0);
+    assert!((3000..=4000).contains(&hub_idle_ms), "{id}: {e}");
+    assert!(
+        idle_for >= Duration::from_secs(3) && idle_for <= Duration::from_millis(4000),
+        "{id}: stopped {idle_for:?} after its last activity: {e}"
+    );
+    assert_eq!(e["trigger"], "idle_timeout", "{e}");
+    assert_eq!(e["dry_run"], false);
+    // Stopped: a host session is killed and removed, an agent's terminal ends.
+    let gone = wait_until(Duration::from_secs(10), || async {
+        hub.hub.get(id).map_or(true, |s| !s.info().alive)
+    })
+    .await;
+    assert!(gone, "{id} still alive after policy_stopped");
+    // And its program really ended.
+    let ended = wait_until(Duration::from_secs(10), || async {
+        match (&session.spec().tmux_session, session.spec().source) {
+            (Some(name), "host") => !std::process::Command::new("tmux")
+                .args(["-L", &hub.tmux_socket, "has-session", "-t", name])
+                .status()
+                .is_ok_and(|s| s.success()),
+            _ => session
+                .info()
+                .pid
+                .is_none_or(|pid| !crate::support::process_alive(pid)),
+        }
+    })
+    .await;
+    assert!(ended, "{id}: its program still runs");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sessions_are_stopped_on_time_and_a_printing_one_never_is() {
+    let dir = policies_dir();
+    let hub = hub_with_policies(&dir, "").await;
+    let inner = format!("{}-inner", hub.tmux_socket);
+    let _kill = KillTmux(inner.clone());
+    // Host tmux (control mode) with a clock in its status line.
+    let host = hub
+        .create_with(json!({ "backend": "tmux", "policy": "fast-idle" }))
+        .await;
+    for args in [
+        vec!["set", "-g", "status", "on"],
+        vec!["set", "-g", "status-interval", "1"],
+        vec!["set", "-g", "status-right", "%H:%M:%S"],
+    ] {
+        std::process::Command::new("tmux")
+            .args(["-L", &hub.tmux_socket])
+            .args(args)
+            .output()
+            .unwrap();
+    }
+    // A nested `tmux attach` in a PTY: the status line and its clock flow through the bytes.
+    assert!(std::process::Command::new("tmux")
+        .args(clock_tmux(&inner))
+        .status()
+        .unwrap()
+        .success());
+    let nested = hub
+        .create_with(json!({
+            "shell": "tmux", "args": ["-L", inner, "attach", "-t", "inner"],
+            "policy": "fast-idle", "cols": 80, "rows": 24,
+        }))
+        .await;
+    // A shell that prints a line and its prompt every 2 s.
+    let printer = hub
+        .create_with(json!({
+            "shell": "bash",
+            "args": ["-c", "i=0; while :; do i=$((i+1)); printf 'tick %s\\n$ ' $i; sleep 2; done"],
+            "policy": "fast-idle",
+        }))
+        .await;
+    hub.wait_output(&nested, "inner", Duration::from_secs(10))
+        .await;
+    // The clock really is in the nested session's bytes, and it moves.
+    let clock = regex::Regex::new(r"\d{2}:\d{2}:\d{2}").unwrap();
+    let seen = hub.hub.get(&nested).unwrap();
+    let before = seen.output().end_offset();
+    let ok = wait_until(Duration::from_secs(4), || async {
+        let chunk = seen.output().read(Some(before), 1 << 20);
+        clock
+            .find_iter(&String::from_utf8_lossy(&chunk.bytes))
+            .count()
+            >= 2
+    })
+    .await;
+    assert!(
+        ok,
+        "the status clock did not redraw in the nested session's bytes"
+    );
+
+    let (a, b) = tokio::join!(
+        assert_stopped_on_time(&hub, &host),
+        assert_stopped_on_time(&hub, &nested)
+    );
+    let _ = (a, b);
+    // Watched for twice its idle timeout more: the printing session is never stopped.
+    let stopped = wait_until(Duration::from_secs(6), || async {
+        !hub.hub.get(&printer).is_ok_and(|s| s.info().alive)
+    })
+    .await;
+    assert!(!stopped, "the printing session was stopped");
+    let s = state(&hub, &printer).await;
+    assert!(s["idle_for_ms"].as_u64().unwrap() < 2600, "{s}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spinner_only_agent_becomes_stuck_and_the_policy_notifies() {
+    let dir = policies_dir();
+    let hub = hub_with_policies(&dir, "").await;
+    let mut events = hub.hub.subscribe_events();
+    let id = hub
+        .create_with(json!({
+            "backend": "tmux", "shell": "bash", "args": [fake_agent()],
+            "cli_type": "fake", "policy": "fast-idle",
+        }))
+        .await;
+    wait_state(&hub, &id, "idle", Duration::from_secs(10)).await;
+    let (_, v) = submit(&hub, &id, "spin", false).await;
+    assert_eq!(v["receipt"], "submitted", "{v}");
+    let w = wait_state(&hub, &id, "working", Duration::from_secs(5)).await;
+    assert_eq!(w["stuck"], false, "not stuck at once: {w}");
+    // Bytes keep flowing (the spinner), but nothing meaningful changes.
+    let ok = wait_until(Duration::from_secs(6), || async {
+        state(&hub, &id).await["stuck"] == true
+    })
+    .await;
+    let s = state(&hub, &id).await;
+    assert!(ok, "never stuck: {s}");
+    assert_eq!(s["state"], "working");
+    let info = hub.session(&id).await;
+    assert!(
+        info["last_output_at"].as_str() > info["last_activity_at"].as_str(),
+        "{info}"
+    );
+    let notified = tokio::time::timeout(Duration::from_secs(3), async {
+        loop {
+            if let Ok(e) = events.recv().await {
+                if e["type"] == "policy_notified" && e["session_id"] == id {
+                    return e;
+                }
+            }
+        }
+    })
+    .await
+    .expect("policy_notified for the stuck agent");
+    assert_eq!(notified["trigger"], "on_stuck", "{notified}");
+    // A working agent is never stopped by the idle timeout.
+    assert_eq!(hub.session(&id).await["alive"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policies_are_listed_checked_and_reloaded_with_errors_located() {
+    let dir = policies_dir();
+    let hub = hub_with_policies(&dir, "").await;
+    let id = hub.create_with(json!({ "policy": "fast-idle" })).await;
+    let (status, v) = hub.get("/v1/policies").await;
+    assert_eq!(status, 200, "{v}");
+    let fast = v["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "fast-idle")
+        .unwrap()
+        .clone();
+    assert_eq!(fast["sessions"], json!([id]));
+    assert!(v["profiles"].as_array().unwrap().contains(&json!("fake")));
+
+    let (status, v) = hub.get(&format!("/v1/policies/check?agent={id}")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["checks"][0]["policy"], "fast-idle", "{v}");
+    assert!(v["checks"][0]["reason"].as_str().unwrap().len() > 5, "{v}");
+
+    let (status, v) = hub
+        .post("/v1/pty/sessions", json!({ "policy": "no-such-policy" }))
+        .await;
+    assert_eq!(
+        (status, v["error_code"].as_str()),
+        (404, Some("POLICY_NOT_FOUND")),
+        "{v}"
+    );
+
+    // A broken file is rejected with file, line and key; the old set stays.
+    std::fs::write(
+        dir.path().join("broken.toml"),
+        "idle_timeout_s = 5\nidle_action = \"explode\"\n",
+    )
+    .unwrap();
+    let (status, v) = hub.post("/v1/policies/reload", json!({})).await;
+    assert_eq!(
+        (status, v["error_code"].as_str()),
+        (400, Some("POLICY_INVALID")),
+        "{v}"
+    );
+    let msg = v["message"].as_str().unwrap();
+    assert!(
+        msg.contains("broken.toml:2:") && msg.contains("idle_action"),
+        "{msg}"
+    );
+    std::fs::write(dir.path().join("broken.toml"), "idle_timeout_s = 5\n").unwrap();
+    let (status, v) = hub.post("/v1/policies/reload", json!({})).await;
+    assert_eq!(status, 200, "{v}");
+    assert!(v["policies"].as_array().unwrap().contains(&json!("broken")));
+}
+
+/// A hub with container agents, a policies directory and the policy loop.
+async fn docker_hub(dir: &tempfile::TempDir, agents: &str) -> (TestHub, ContainerGuard) {
+    let hub_id = unique_hub_id();
+    let guard = ContainerGuard(hub_id.clone());
+    let hub = hub_with_policies(dir, &format!("hub_id = \"{hub_id}\"\n{agents}")).await;
+    agent_hub::agents::sync::spawn(&hub.hub);
+    (hub, guard)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_container_agent_is_stopped_on_time_despite_its_status_clock() {
+    require_docker!();
+    let dir = policies_dir();
+    let (hub, _guard) = docker_hub(&dir, &agent_toml("idler", "policy = \"fast-idle\"")).await;
+    let (status, v) = hub.post("/v1/agents/idler/start", json!({})).await;
+    assert_eq!(status, 200, "{v}");
+    let container = v["agent"]["container_id"].as_str().unwrap().to_string();
+    let sid = v["agent"]["session_id"].as_str().unwrap().to_string();
+    docker(&[
+        "exec",
+        &container,
+        "tmux",
+        "set",
+        "-g",
+        "status",
+        "on",
+        ";",
+        "set",
+        "-g",
+        "status-interval",
+        "1",
+        ";",
+        "set",
+        "-g",
+        "status-right",
+        "%H:%M:%S",
+    ]);
+    assert_stopped_on_time(&hub, &sid).await;
+    let ok = wait_until(Duration::from_secs(10), || async {
+        hub.get("/v1/agents/idler").await.1["agent"]["status"] == "stopped"
+    })
+    .await;
+    assert!(ok, "{}", hub.get("/v1/agents/idler").await.1);
+    let (_, s) = hub.get("/v1/agents/idler/state?explain=true").await;
+    assert_eq!(s["state"], "exited", "{s}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_on_message_starts_a_stopped_container_agent_and_delivers() {
+    require_docker!();
+    let dir = policies_dir();
+    let (hub, _guard) = docker_hub(&dir, &agent_toml("sleeper", "policy = \"wake\"")).await;
+    let (_, a) = hub.get("/v1/agents/sleeper").await;
+    assert_eq!(a["agent"]["status"], "stopped");
+    let mut events = hub.hub.subscribe_events();
+    let (status, v) = hub
+        .post(
+            "/v1/pty/send_line_to_agent",
+            json!({ "agent_id": "sleeper", "data": "echo woke-$((6*7))" }),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["started"], true, "{v}");
+    assert_eq!(v["receipt"], "submitted", "{v}");
+    let sid = v["resolved_session_id"].as_str().unwrap().to_string();
+    hub.wait_output(&sid, "woke-42", Duration::from_secs(10))
+        .await;
+    let started = std::iter::from_fn(|| events.try_recv().ok())
+        .any(|e| e["type"] == "policy_started" && e["agent_id"] == "sleeper");
+    assert!(started, "a policy_started event");
+    // Sent again, it is already running: not started twice.
+    let (_, v) = hub
+        .post(
+            "/v1/pty/send_line_to_agent",
+            json!({ "agent_id": "sleeper", "data": "true" }),
+        )
+        .await;
+    assert_eq!(v["started"], false, "{v}");
+}
