@@ -148,10 +148,18 @@ impl ActivityClock {
     }
 }
 
-/// Converts a monotonic instant to wall-clock time (for the API).
+/// Converts a monotonic instant to wall-clock time (for the API), against one anchor taken
+/// once, so the same instant always gives the same time.
 pub fn wall_clock(at: Instant) -> chrono::DateTime<chrono::Utc> {
-    let ago = Instant::now().saturating_duration_since(at);
-    chrono::Utc::now() - chrono::Duration::from_std(ago).unwrap_or_default()
+    static ANCHOR: std::sync::OnceLock<(Instant, chrono::DateTime<chrono::Utc>)> =
+        std::sync::OnceLock::new();
+    let (base, wall) = *ANCHOR.get_or_init(|| (Instant::now(), chrono::Utc::now()));
+    let span = |d: Duration| chrono::Duration::from_std(d).unwrap_or_default();
+    if at >= base {
+        wall + span(at - base)
+    } else {
+        wall - span(base - at)
+    }
 }
 
 #[cfg(test)]

@@ -200,9 +200,27 @@ async fn fake_agent_is_classified_and_delivery_gives_receipts(backend: &str) {
 }
 both_backends!(fake_agent_is_classified_and_delivery_gives_receipts);
 
-/// A tmux server of its own with a status line whose clock redraws every second.
+/// tmux commands that turn on a status line whose clock redraws every second.
+const STATUS_CLOCK: [&str; 14] = [
+    "set",
+    "-g",
+    "status",
+    "on",
+    ";",
+    "set",
+    "-g",
+    "status-interval",
+    "1",
+    ";",
+    "set",
+    "-g",
+    "status-right",
+    "%H:%M:%S",
+];
+
+/// A tmux server of its own, running bash, with the status clock.
 fn clock_tmux(socket: &str) -> Vec<String> {
-    [
+    let new = [
         "-L",
         socket,
         "-f",
@@ -217,23 +235,45 @@ fn clock_tmux(socket: &str) -> Vec<String> {
         "inner",
         "bash --norc --noprofile",
         ";",
-        "set",
-        "-g",
-        "status",
-        "on",
-        ";",
-        "set",
-        "-g",
-        "status-interval",
-        "1",
-        ";",
-        "set",
-        "-g",
-        "status-right",
-        "%H:%M:%S",
-    ]
-    .map(String::from)
-    .to_vec()
+    ];
+    new.iter()
+        .chain(STATUS_CLOCK.iter())
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// A host PTY session running `tmux attach` to a server of its own whose status line shows
+/// a clock: the status line and its redraws flow through this session's bytes. Returns when
+/// the clock has been seen to redraw twice.
+async fn nested_clock_session(hub: &TestHub, inner: &str, policy: Option<&str>) -> String {
+    assert!(std::process::Command::new("tmux")
+        .args(clock_tmux(inner))
+        .status()
+        .unwrap()
+        .success());
+    let id = hub
+        .create_with(json!({
+            "shell": "tmux", "args": ["-L", inner, "attach", "-t", "inner"],
+            "policy": policy, "cols": 80, "rows": 24,
+        }))
+        .await;
+    hub.wait_output(&id, "inner", Duration::from_secs(10)).await;
+    let clock = regex::Regex::new(r"\d{2}:\d{2}:\d{2}").unwrap();
+    let seen = hub.hub.get(&id).unwrap();
+    let before = seen.output().end_offset();
+    let ok = wait_until(Duration::from_secs(4), || async {
+        let chunk = seen.output().read(Some(before), 1 << 20);
+        clock
+            .find_iter(&String::from_utf8_lossy(&chunk.bytes))
+            .count()
+            >= 2
+    })
+    .await;
+    assert!(
+        ok,
+        "the status clock did not redraw in the nested session's bytes"
+    );
+    id
 }
 
 struct KillTmux(String);
@@ -316,29 +356,13 @@ async fn idle_sessions_are_stopped_on_time_and_a_printing_one_never_is() {
     let host = hub
         .create_with(json!({ "backend": "tmux", "policy": "fast-idle" }))
         .await;
-    for args in [
-        vec!["set", "-g", "status", "on"],
-        vec!["set", "-g", "status-interval", "1"],
-        vec!["set", "-g", "status-right", "%H:%M:%S"],
-    ] {
-        std::process::Command::new("tmux")
-            .args(["-L", &hub.tmux_socket])
-            .args(args)
-            .output()
-            .unwrap();
-    }
-    // A nested `tmux attach` in a PTY: the status line and its clock flow through the bytes.
-    assert!(std::process::Command::new("tmux")
-        .args(clock_tmux(&inner))
+    let set_clock = std::process::Command::new("tmux")
+        .args(["-L", &hub.tmux_socket])
+        .args(STATUS_CLOCK)
         .status()
-        .unwrap()
-        .success());
-    let nested = hub
-        .create_with(json!({
-            "shell": "tmux", "args": ["-L", inner, "attach", "-t", "inner"],
-            "policy": "fast-idle", "cols": 80, "rows": 24,
-        }))
-        .await;
+        .unwrap();
+    assert!(set_clock.success());
+    let nested = nested_clock_session(&hub, &inner, Some("fast-idle")).await;
     // A shell that prints a line and its prompt every 2 s.
     let printer = hub
         .create_with(json!({
@@ -498,25 +522,9 @@ async fn an_idle_container_agent_is_stopped_on_time_despite_its_status_clock() {
     assert_eq!(status, 200, "{v}");
     let container = v["agent"]["container_id"].as_str().unwrap().to_string();
     let sid = v["agent"]["session_id"].as_str().unwrap().to_string();
-    docker(&[
-        "exec",
-        &container,
-        "tmux",
-        "set",
-        "-g",
-        "status",
-        "on",
-        ";",
-        "set",
-        "-g",
-        "status-interval",
-        "1",
-        ";",
-        "set",
-        "-g",
-        "status-right",
-        "%H:%M:%S",
-    ]);
+    let mut exec = vec!["exec", container.as_str(), "tmux"];
+    exec.extend(STATUS_CLOCK);
+    docker(&exec);
     assert_stopped_on_time(&hub, &sid).await;
     let ok = wait_until(Duration::from_secs(10), || async {
         hub.get("/v1/agents/idler").await.1["agent"]["status"] == "stopped"
@@ -558,4 +566,105 @@ async fn start_on_message_starts_a_stopped_container_agent_and_delivers() {
         )
         .await;
     assert_eq!(v["started"], false, "{v}");
+}
+
+/// `last_activity_at` stays put through status-line clock redraws, cursor moves and blinks,
+/// title changes, colour-only redraws, our own resize and a viewer attaching and leaving, while
+/// `last_output_at` moves; it moves for input and for new text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_activity_ignores_redraws_resizes_and_viewers_but_not_input_or_output() {
+    let hub = TestHub::start().await;
+    let inner = format!("{}-inner", hub.tmux_socket);
+    let _kill = KillTmux(inner.clone());
+    let nested = nested_clock_session(&hub, &inner, None).await;
+    // A program that, after its first line, only moves the cursor, blinks it, sets the title
+    // and changes colours.
+    let blinker = hub
+        .create_with(json!({
+            "shell": "bash",
+            "args": ["-c", "echo ready; while :; do printf '\\e]0;t%s\\a\\e[5;5H\\e[?25l\\e[31m' $RANDOM; sleep 0.2; printf '\\e[?25h\\e[1;1H\\e[0m'; sleep 0.2; done"],
+        }))
+        .await;
+    hub.wait_output(&blinker, "ready", Duration::from_secs(5))
+        .await;
+    // Let both settle, then take the baseline.
+    let settled = |id: String| {
+        let hub = &hub;
+        async move {
+            wait_until(Duration::from_secs(10), || async {
+                hub.hub.get(&id).unwrap().state_report().idle_for_ms >= 1500
+            })
+            .await
+        }
+    };
+    assert!(
+        settled(nested.clone()).await,
+        "{}",
+        hub.session(&nested).await
+    );
+    assert!(
+        settled(blinker.clone()).await,
+        "{}",
+        hub.session(&blinker).await
+    );
+    let before_nested = hub.session(&nested).await;
+    let before_blinker = hub.session(&blinker).await;
+
+    // A viewer attaches and leaves; we resize the nested session (tmux repaints it all) and back.
+    let url = format!(
+        "{}/v1/pty/sessions/{nested}/stream",
+        hub.base.replace("http://", "ws://")
+    );
+    let (ws, _) = tokio_tungstenite::connect_async(url).await.expect("ws");
+    drop(ws);
+    for (cols, rows) in [(100, 30), (80, 24)] {
+        let (status, v) = hub
+            .post(
+                &format!("/v1/pty/sessions/{nested}/resize"),
+                json!({ "cols": cols, "rows": rows }),
+            )
+            .await;
+        assert_eq!(status, 200, "{v}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    // Two more clock redraws.
+    let offset = hub.hub.get(&nested).unwrap().output().end_offset();
+    let redrawn = wait_until(Duration::from_secs(5), || async {
+        hub.hub.get(&nested).unwrap().output().end_offset() > offset + 20
+    })
+    .await;
+    assert!(redrawn);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+
+    for (id, before) in [(&nested, &before_nested), (&blinker, &before_blinker)] {
+        let after = hub.session(id).await;
+        assert_eq!(
+            after["last_activity_at"], before["last_activity_at"],
+            "{id}: {after}"
+        );
+        assert!(
+            after["last_output_at"].as_str() > before["last_output_at"].as_str(),
+            "{id}: bytes did arrive: {after}"
+        );
+    }
+
+    // Input counts (recorded separately), and so does new text on the screen.
+    let (status, _) = hub
+        .post(
+            &format!("/v1/pty/sessions/{nested}/send_line"),
+            json!({ "data": "echo $((6*7))xyz" }),
+        )
+        .await;
+    assert_eq!(status, 200);
+    hub.wait_output(&nested, "42xyz", Duration::from_secs(5))
+        .await;
+    let moved = wait_until(Duration::from_secs(3), || async {
+        let s = hub.session(&nested).await;
+        s["last_screen_change_at"].as_str() > before_nested["last_activity_at"].as_str()
+    })
+    .await;
+    let after = hub.session(&nested).await;
+    assert!(moved, "{after}");
+    assert!(after["last_input_at"].as_str() > before_nested["last_activity_at"].as_str());
+    assert!(after["last_activity_at"].as_str() > before_nested["last_activity_at"].as_str());
 }
