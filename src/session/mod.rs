@@ -236,13 +236,14 @@ impl Session {
             return Err(self.exited_error(exit, String::new()));
         }
         let submits = submits(&bytes);
+        // Taken before writing: the program may answer before the write returns.
+        let sent_at = tokio::time::Instant::now();
         self.backend
             .write(bytes)
             .await
             .map_err(|reason| HubError::WriteFailed { reason })?;
         self.lock().last_input_at = Some(Utc::now());
-        self.lock_watch()
-            .note_input(submits, tokio::time::Instant::now());
+        self.lock_watch().note_input(submits, sent_at);
         Ok(())
     }
 
