@@ -428,13 +428,13 @@ async fn an_image_without_tmux_startup_gets_its_session_from_the_hub() {
 }
 
 /// A hub run as its own process (`agent-hub serve`), so a test can SIGKILL it.
-struct HubProcess {
-    child: std::process::Child,
+pub struct HubProcess {
+    pub child: std::process::Child,
     base: String,
 }
 
 impl HubProcess {
-    async fn spawn(config: &std::path::Path, base: &str) -> Self {
+    pub async fn spawn(config: &std::path::Path, base: &str) -> Self {
         let child = std::process::Command::new(crate::cli::BIN)
             .args(["serve", "--config", config.to_str().unwrap()])
             .stderr(std::process::Stdio::null())
@@ -449,7 +449,7 @@ impl HubProcess {
         }
     }
 
-    async fn call(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
+    pub async fn call(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
         let resp = reqwest::Client::new()
             .request(method, format!("{}{path}", self.base))
             .json(&body)

@@ -6,6 +6,9 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
+use agent_hub::session::Session;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
@@ -243,8 +246,7 @@ fn clock_tmux(socket: &str) -> Vec<String> {
 }
 
 /// A host PTY session running `tmux attach` to a server of its own whose status line shows
-/// a clock: the status line and its redraws flow through this session's bytes. Returns when
-/// the clock has been seen to redraw twice.
+/// a clock: the status line and its redraws flow through this session's bytes.
 async fn nested_clock_session(hub: &TestHub, inner: &str, policy: Option<&str>) -> String {
     assert!(std::process::Command::new("tmux")
         .args(clock_tmux(inner))
@@ -257,23 +259,49 @@ async fn nested_clock_session(hub: &TestHub, inner: &str, policy: Option<&str>) 
             "policy": policy, "cols": 80, "rows": 24,
         }))
         .await;
-    hub.wait_output(&id, "inner", Duration::from_secs(10)).await;
+    id
+}
+
+/// Asserts the nested session's status row shows a clock that moves, rendered from its bytes.
+async fn assert_clock_moves(hub: &TestHub, id: &str) {
+    hub.wait_output(id, "inner", Duration::from_secs(10)).await;
+    // The status row's clock, as rendered from this session's bytes, moves.
     let clock = regex::Regex::new(r"\d{2}:\d{2}:\d{2}").unwrap();
-    let seen = hub.hub.get(&id).unwrap();
-    let before = seen.output().end_offset();
-    let ok = wait_until(Duration::from_secs(4), || async {
-        let chunk = seen.output().read(Some(before), 1 << 20);
-        clock
-            .find_iter(&String::from_utf8_lossy(&chunk.bytes))
-            .count()
-            >= 2
+    let shown = || async {
+        let (_, v) = hub
+            .post(
+                &format!("/v1/pty/sessions/{id}/term_read"),
+                json!({ "mode": "viewport" }),
+            )
+            .await;
+        let last = v["lines"].as_array().and_then(|l| l.last()).cloned();
+        let last = last
+            .and_then(|l| l.as_str().map(String::from))
+            .unwrap_or_default();
+        clock.find(&last).map(|m| m.as_str().to_string())
+    };
+    let first = std::sync::Mutex::new(None);
+    assert!(
+        wait_until(Duration::from_secs(5), || async {
+            let now = shown().await;
+            let found = now.is_some();
+            *first.lock().unwrap() = now;
+            found
+        })
+        .await,
+        "no clock on the nested session's status row"
+    );
+    let first = first.into_inner().unwrap();
+    let offset = hub.hub.get(id).unwrap().output().end_offset();
+    let moved = wait_until(Duration::from_secs(5), || async {
+        shown().await.is_some_and(|now| Some(now) != first)
     })
     .await;
     assert!(
-        ok,
+        moved,
         "the status clock did not redraw in the nested session's bytes"
     );
-    id
+    assert!(hub.hub.get(id).unwrap().output().end_offset() > offset);
 }
 
 struct KillTmux(String);
@@ -306,9 +334,12 @@ async fn stopped_event(
 
 /// Asserts the idle session is stopped between 3 s and 4 s after its last meaningful
 /// activity, although a clock redraws every second, and that it was warned first.
-async fn assert_stopped_on_time(hub: &TestHub, id: &str) {
-    let session = hub.hub.get(id).unwrap();
-    let mut events = hub.hub.subscribe_events();
+async fn assert_stopped_on_time(
+    hub: &TestHub,
+    session: Arc<Session>,
+    mut events: tokio::sync::broadcast::Receiver<Value>,
+) {
+    let id = session.id();
     let e = stopped_event(&mut events, id, Duration::from_secs(15)).await;
     let at = Instant::now();
     let idle_for = at.duration_since(session.last_activity_instant());
@@ -334,8 +365,8 @@ async fn assert_stopped_on_time(hub: &TestHub, id: &str) {
         match (&session.spec().tmux_session, session.spec().source) {
             (Some(name), "host") => !std::process::Command::new("tmux")
                 .args(["-L", &hub.tmux_socket, "has-session", "-t", name])
-                .status()
-                .is_ok_and(|s| s.success()),
+                .output()
+                .is_ok_and(|o| o.status.success()),
             _ => session
                 .info()
                 .pid
@@ -352,17 +383,21 @@ async fn idle_sessions_are_stopped_on_time_and_a_printing_one_never_is() {
     let hub = hub_with_policies(&dir, "").await;
     let inner = format!("{}-inner", hub.tmux_socket);
     let _kill = KillTmux(inner.clone());
+    let (host_events, nested_events) = (hub.hub.subscribe_events(), hub.hub.subscribe_events());
     // Host tmux (control mode) with a clock in its status line.
     let host = hub
         .create_with(json!({ "backend": "tmux", "policy": "fast-idle" }))
         .await;
+    let host = hub.hub.get(&host).unwrap();
     let set_clock = std::process::Command::new("tmux")
         .args(["-L", &hub.tmux_socket])
         .args(STATUS_CLOCK)
         .status()
         .unwrap();
     assert!(set_clock.success());
+    // A nested `tmux attach` in a PTY: its status line and clock flow through the bytes.
     let nested = nested_clock_session(&hub, &inner, Some("fast-idle")).await;
+    let nested_session = hub.hub.get(&nested).unwrap();
     // A shell that prints a line and its prompt every 2 s.
     let printer = hub
         .create_with(json!({
@@ -371,30 +406,11 @@ async fn idle_sessions_are_stopped_on_time_and_a_printing_one_never_is() {
             "policy": "fast-idle",
         }))
         .await;
-    hub.wait_output(&nested, "inner", Duration::from_secs(10))
-        .await;
-    // The clock really is in the nested session's bytes, and it moves.
-    let clock = regex::Regex::new(r"\d{2}:\d{2}:\d{2}").unwrap();
-    let seen = hub.hub.get(&nested).unwrap();
-    let before = seen.output().end_offset();
-    let ok = wait_until(Duration::from_secs(4), || async {
-        let chunk = seen.output().read(Some(before), 1 << 20);
-        clock
-            .find_iter(&String::from_utf8_lossy(&chunk.bytes))
-            .count()
-            >= 2
-    })
-    .await;
-    assert!(
-        ok,
-        "the status clock did not redraw in the nested session's bytes"
+    tokio::join!(
+        assert_clock_moves(&hub, &nested),
+        assert_stopped_on_time(&hub, host, host_events),
+        assert_stopped_on_time(&hub, nested_session, nested_events)
     );
-
-    let (a, b) = tokio::join!(
-        assert_stopped_on_time(&hub, &host),
-        assert_stopped_on_time(&hub, &nested)
-    );
-    let _ = (a, b);
     // Watched for twice its idle timeout more: the printing session is never stopped.
     let stopped = wait_until(Duration::from_secs(6), || async {
         !hub.hub.get(&printer).is_ok_and(|s| s.info().alive)
@@ -518,6 +534,7 @@ async fn an_idle_container_agent_is_stopped_on_time_despite_its_status_clock() {
     require_docker!();
     let dir = policies_dir();
     let (hub, _guard) = docker_hub(&dir, &agent_toml("idler", "policy = \"fast-idle\"")).await;
+    let events = hub.hub.subscribe_events();
     let (status, v) = hub.post("/v1/agents/idler/start", json!({})).await;
     assert_eq!(status, 200, "{v}");
     let container = v["agent"]["container_id"].as_str().unwrap().to_string();
@@ -525,7 +542,7 @@ async fn an_idle_container_agent_is_stopped_on_time_despite_its_status_clock() {
     let mut exec = vec!["exec", container.as_str(), "tmux"];
     exec.extend(STATUS_CLOCK);
     docker(&exec);
-    assert_stopped_on_time(&hub, &sid).await;
+    assert_stopped_on_time(&hub, hub.hub.get(&sid).unwrap(), events).await;
     let ok = wait_until(Duration::from_secs(10), || async {
         hub.get("/v1/agents/idler").await.1["agent"]["status"] == "stopped"
     })
@@ -577,6 +594,7 @@ async fn last_activity_ignores_redraws_resizes_and_viewers_but_not_input_or_outp
     let inner = format!("{}-inner", hub.tmux_socket);
     let _kill = KillTmux(inner.clone());
     let nested = nested_clock_session(&hub, &inner, None).await;
+    assert_clock_moves(&hub, &nested).await;
     // A program that, after its first line, only moves the cursor, blinks it, sets the title
     // and changes colours.
     let blinker = hub
@@ -667,4 +685,197 @@ async fn last_activity_ignores_redraws_resizes_and_viewers_but_not_input_or_outp
     assert!(moved, "{after}");
     assert!(after["last_input_at"].as_str() > before_nested["last_activity_at"].as_str());
     assert!(after["last_activity_at"].as_str() > before_nested["last_activity_at"].as_str());
+}
+
+/// Waits for an event of `kind` about `session`.
+async fn event_for(
+    events: &mut tokio::sync::broadcast::Receiver<Value>,
+    kind: &str,
+    session: &str,
+    within: Duration,
+) -> Value {
+    tokio::time::timeout(within, async {
+        loop {
+            match events.recv().await {
+                Ok(e) if e["type"] == kind && e["session_id"] == session => return e,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(_) => std::future::pending().await,
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no {kind} for {session} within {within:?}"))
+}
+
+/// A dry run reports and does nothing; a warning line reaches the leader; a stuck agent is
+/// interrupted with its profile's key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_runs_warnings_to_the_leader_and_interrupts_act_as_configured() {
+    let dir = policies_dir();
+    std::fs::write(
+        dir.path().join("dry.toml"),
+        "idle_timeout_s = 2\ndry_run = true\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("warn-leader.toml"),
+        "idle_timeout_s = 60\nwarn_before_s = 58\nwarn_line = \"echo warned-$((40+2))\"\nwarn_to = \"leader\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("interrupt.toml"),
+        "on_stuck = \"interrupt\"\n",
+    )
+    .unwrap();
+    let hub = hub_with_policies(&dir, "").await;
+    // One subscription per wait, so waiting for one event never drops another.
+    let mut events = hub.hub.subscribe_events();
+    let mut warned = hub.hub.subscribe_events();
+    let mut interrupted = hub.hub.subscribe_events();
+    let t = Duration::from_secs(10);
+
+    let dry = hub.create_with(json!({ "policy": "dry" })).await;
+    let leader = hub.create("pty").await;
+    let worker = hub
+        .create_with(json!({ "policy": "warn-leader", "owner_session_id": leader }))
+        .await;
+    let fake = hub
+        .create_with(json!({
+            "backend": "tmux", "shell": "bash", "args": [fake_agent()],
+            "cli_type": "fake", "policy": "interrupt",
+        }))
+        .await;
+
+    // Dry run: the stop is decided and reported once, and nothing is stopped.
+    let e = event_for(&mut events, "policy_stopped", &dry, t).await;
+    assert_eq!(e["dry_run"], true, "{e}");
+    // Warning: 2 s into idleness, the line is delivered to the leader's terminal.
+    let e = event_for(&mut warned, "policy_warned", &worker, t).await;
+    assert_eq!(e["dry_run"], false, "{e}");
+    hub.wait_output(&leader, "warned-42", t).await;
+    // Interrupt: the spinner runs until the policy presses Ctrl-C.
+    wait_state(&hub, &fake, "idle", t).await;
+    let (_, v) = submit(&hub, &fake, "spin", false).await;
+    assert_eq!(v["receipt"], "submitted", "{v}");
+    let e = event_for(&mut interrupted, "policy_interrupted", &fake, t).await;
+    assert_eq!(e["trigger"], "on_stuck", "{e}");
+    hub.wait_output(&fake, "interrupted", t).await;
+    wait_state(&hub, &fake, "idle", t).await;
+
+    assert_eq!(
+        hub.session(&dry).await["alive"],
+        true,
+        "a dry run stops nothing"
+    );
+    assert_eq!(hub.session(&worker).await["alive"], true);
+    let dry_stops = std::iter::from_fn(|| events.try_recv().ok())
+        .filter(|e| e["type"] == "policy_stopped" && e["session_id"] == dry)
+        .count();
+    assert_eq!(dry_stops, 0, "reported once per idle period");
+}
+
+/// `serve` refuses a broken policies directory at start, reloads on SIGHUP (keeping the old
+/// set when a file is broken), and `agent-hub policy check|list|reload` work against it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_reloads_on_sighup_and_the_policy_commands_work() {
+    let dir = policies_dir();
+    let data = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = data.path().join("hub.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:{port}\"\ndata_dir = '{}'\npolicies_dir = '{}'\n",
+            data.path().display(),
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let cli = |args: &[&str]| {
+        std::process::Command::new(crate::cli::BIN)
+            .args(args)
+            .env("AGENT_HUB_URL", &base)
+            .output()
+            .unwrap()
+    };
+
+    // A broken file stops serve at start, naming file, line and key.
+    std::fs::write(dir.path().join("bad.toml"), "idle_timeout_s = 0\n").unwrap();
+    let out = std::process::Command::new(crate::cli::BIN)
+        .args(["serve", "--config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bad.toml:1:") && err.contains("idle_timeout_s"),
+        "{err}"
+    );
+    std::fs::remove_file(dir.path().join("bad.toml")).unwrap();
+
+    let hub = crate::docker::HubProcess::spawn(&config, &base).await;
+    let v = hub
+        .call(
+            reqwest::Method::POST,
+            "/v1/pty/sessions",
+            json!({ "shell": "bash", "args": ["--norc"], "policy": "fast-idle" }),
+        )
+        .await;
+    let sid = v["session_id"].as_str().expect("session").to_string();
+
+    let check =
+        tokio::task::block_in_place(|| cli(&["policy", "check", "--agent", &sid, "--json"]));
+    assert!(check.status.success(), "{check:?}");
+    let v: Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(v["checks"][0]["policy"], "fast-idle", "{v}");
+    assert!(
+        !v["checks"][0]["reason"].as_str().unwrap().is_empty(),
+        "{v}"
+    );
+    let text = tokio::task::block_in_place(|| cli(&["policy", "check"]));
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(text.contains(&sid) && text.contains("fast-idle"), "{text}");
+    let unknown = tokio::task::block_in_place(|| cli(&["policy", "check", "--agent", "nobody"]));
+    assert_eq!(unknown.status.code(), Some(1));
+
+    // SIGHUP picks up a new policy.
+    std::fs::write(dir.path().join("later.toml"), "idle_timeout_s = 99\n").unwrap();
+    let hup = |pid: u32| {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGHUP,
+        )
+        .unwrap()
+    };
+    hup(hub.child.id());
+    let listed = |name: &'static str| {
+        let hub = &hub;
+        async move {
+            let v = hub
+                .call(reqwest::Method::GET, "/v1/policies", json!(null))
+                .await;
+            v["policies"]
+                .as_array()
+                .is_some_and(|p| p.iter().any(|p| p["name"] == name))
+        }
+    };
+    assert!(wait_until(Duration::from_secs(5), || listed("later")).await);
+    // A broken file on SIGHUP: the hub keeps running with the old set.
+    std::fs::write(dir.path().join("worse.toml"), "on_stuck = \"dance\"\n").unwrap();
+    hup(hub.child.id());
+    let reload = tokio::task::block_in_place(|| cli(&["policy", "reload"]));
+    assert_eq!(reload.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&reload.stderr);
+    assert!(
+        err.contains("worse.toml:1:") && err.contains("on_stuck"),
+        "{err}"
+    );
+    assert!(listed("later").await, "the old set stays in force");
+    let list = tokio::task::block_in_place(|| cli(&["policy", "list"]));
+    assert!(String::from_utf8_lossy(&list.stdout).contains("later"));
 }
