@@ -4,11 +4,13 @@
 mod docker_support;
 mod support;
 
+mod agent_state;
 mod auth;
 mod bad_input;
 mod cli;
 mod docker;
 mod policy;
+mod policy_support;
 mod routing;
 mod sessions;
 mod stream;
