@@ -193,6 +193,20 @@ impl HubClient {
         .await
     }
 
+    /// `send_line` with `submit: true`: delivered as a prompt, answered with a receipt.
+    pub async fn submit_line(
+        &self,
+        id: &str,
+        data: &str,
+        force: bool,
+    ) -> Result<Value, ClientError> {
+        self.post(
+            &Self::session_path(id, "/send_line"),
+            json!({ "data": data, "submit": true, "force": force }),
+        )
+        .await
+    }
+
     pub async fn keys(&self, id: &str, keys: &[String]) -> Result<Value, ClientError> {
         self.post(&Self::session_path(id, "/keys"), json!({ "keys": keys }))
             .await
@@ -384,9 +398,11 @@ impl HubClient {
         &self,
         keys: &crate::routing::RouteKeys,
         data: &str,
+        force: bool,
     ) -> Result<Value, ClientError> {
         let mut body = serde_json::to_value(keys).unwrap_or_default();
         body["data"] = json!(data);
+        body["force"] = json!(force);
         if let Some(obj) = body.as_object_mut() {
             obj.retain(|_, v| !v.is_null());
         }

@@ -99,7 +99,14 @@ impl HubConfig {
     pub fn load(path: &Path) -> Result<Self, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("{}: cannot read config file: {e}", path.display()))?;
-        Self::parse(&text, &path.display().to_string())
+        let mut config = Self::parse(&text, &path.display().to_string())?;
+        // A relative policies directory is relative to the file that names it.
+        if let (Some(dir), Some(base)) = (&config.policies_dir, path.parent()) {
+            if dir.is_relative() {
+                config.policies_dir = Some(base.join(dir));
+            }
+        }
+        Ok(config)
     }
 
     /// Parses config text; `origin` names the source in error messages.

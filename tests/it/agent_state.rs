@@ -25,6 +25,12 @@ async fn fake_agent_is_classified_and_delivery_gives_receipts(backend: &str) {
     assert_eq!(idle["rule"], "prompt", "{idle}");
     assert_eq!(idle["evidence"], json!(["fake>"]), "{idle}");
     assert_eq!(idle["profile"], "fake");
+    let (_, plain) = hub.get(&format!("/v1/pty/sessions/{id}/state")).await;
+    assert_eq!(plain["state"], "idle");
+    assert!(
+        plain.get("rule").is_none() && plain.get("evidence").is_none(),
+        "{plain}"
+    );
 
     // A prompt is pasted (the fake enabled bracketed paste), submitted, and the agent works.
     let (status, v) = submit(&hub, &id, "work 2", false).await;

@@ -219,6 +219,16 @@ async fn start_on_message_starts_a_stopped_container_agent_and_delivers() {
         )
         .await;
     assert_eq!(v["started"], false, "{v}");
+    // The agent's state, read from its container terminal: back at its prompt.
+    let idle = wait_until(Duration::from_secs(10), || async {
+        let (_, s) = hub.get("/v1/agents/sleeper/state?explain=true").await;
+        s["state"] == "idle" && s["rule"] == "prompt"
+    })
+    .await;
+    let (_, s) = hub.get("/v1/agents/sleeper/state?explain=true").await;
+    assert!(idle, "{s}");
+    assert_eq!(s["session_id"], sid.as_str(), "{s}");
+    assert_eq!(s["status"], "running");
 }
 
 /// A dry run reports and does nothing; a warning line reaches the leader; a stuck agent is
@@ -299,13 +309,14 @@ async fn serve_reloads_on_sighup_and_the_policy_commands_work() {
         .local_addr()
         .unwrap()
         .port();
+    // Named relative to hub.toml.
+    std::os::unix::fs::symlink(dir.path(), data.path().join("pol")).unwrap();
     let config = data.path().join("hub.toml");
     std::fs::write(
         &config,
         format!(
-            "listen = \"127.0.0.1:{port}\"\ndata_dir = '{}'\npolicies_dir = '{}'\n",
+            "listen = \"127.0.0.1:{port}\"\ndata_dir = '{}'\npolicies_dir = 'pol'\n",
             data.path().display(),
-            dir.path().display()
         ),
     )
     .unwrap();
@@ -333,13 +344,21 @@ async fn serve_reloads_on_sighup_and_the_policy_commands_work() {
     std::fs::remove_file(dir.path().join("bad.toml")).unwrap();
 
     let hub = crate::docker::HubProcess::spawn(&config, &base).await;
-    let v = hub
-        .call(
-            reqwest::Method::POST,
-            "/v1/pty/sessions",
-            json!({ "shell": "bash", "args": ["--norc"], "policy": "fast-idle" }),
-        )
-        .await;
+    let new = tokio::task::block_in_place(|| {
+        cli(&[
+            "new",
+            "--policy",
+            "fast-idle",
+            "--cli-type",
+            "shell",
+            "--json",
+            "--",
+            "bash",
+            "--norc",
+        ])
+    });
+    assert!(new.status.success(), "{new:?}");
+    let v: Value = serde_json::from_slice(&new.stdout).unwrap();
     let sid = v["session_id"].as_str().expect("session").to_string();
 
     let check =
@@ -354,6 +373,10 @@ async fn serve_reloads_on_sighup_and_the_policy_commands_work() {
     let text = tokio::task::block_in_place(|| cli(&["policy", "check"]));
     let text = String::from_utf8_lossy(&text.stdout).into_owned();
     assert!(text.contains(&sid) && text.contains("fast-idle"), "{text}");
+    let sent = tokio::task::block_in_place(|| cli(&["send", "--submit", &sid, "echo hi"]));
+    let sent_text = String::from_utf8_lossy(&sent.stdout).into_owned();
+    assert!(sent.status.success(), "{sent:?}");
+    assert_eq!(sent_text.trim(), format!("submitted: {sid}"));
     let unknown = tokio::task::block_in_place(|| cli(&["policy", "check", "--agent", "nobody"]));
     assert_eq!(unknown.status.code(), Some(1));
 
