@@ -73,7 +73,7 @@ pub fn payload(text: &str, paste: bool) -> Vec<u8> {
         b.pop();
         b
     };
-    if !paste {
+    if !paste || text.is_empty() {
         return typed(text);
     }
     let lines: Vec<Vec<u8>> = text
@@ -158,6 +158,7 @@ mod tests {
             ("one line\n", true, b"\x1b[200~one line\x1b[201~"),
             ("x\r\ny", true, b"\x1b[200~x\ry\x1b[201~"),
             ("", false, b""),
+            ("", true, b""),
         ];
         for (text, paste, expected) in table {
             assert_eq!(payload(text, *paste), *expected, "{text:?} {paste}");

@@ -28,7 +28,8 @@ pub struct Memory {
     pub warned_for: Option<Instant>,
     pub idle_acted_for: Option<Instant>,
     pub stuck_acted_for: Option<Instant>,
-    pub lifetime_acted: bool,
+    /// The start (of this run of the agent) that max_lifetime acted for.
+    pub lifetime_acted_for: Option<Instant>,
 }
 
 /// The action a verdict asks for.
@@ -91,7 +92,7 @@ impl Verdict {
             Some("warn_before") => memory.warned_for = Some(snap.last_activity_at),
             Some("idle_timeout") => memory.idle_acted_for = Some(snap.last_activity_at),
             Some("on_stuck") => memory.stuck_acted_for = Some(snap.last_activity_at),
-            Some("max_lifetime") => memory.lifetime_acted = true,
+            Some("max_lifetime") => memory.lifetime_acted_for = Some(snap.started_at),
             _ => {}
         }
     }
@@ -130,7 +131,7 @@ pub fn evaluate(policy: &Policy, snap: &Snapshot, memory: &Memory, now: Instant)
     }
     let alive_for = now.saturating_duration_since(snap.started_at);
     if let Some(max) = policy.max_lifetime_s.map(Duration::from_secs) {
-        if alive_for >= max && !memory.lifetime_acted {
+        if alive_for >= max && memory.lifetime_acted_for != Some(snap.started_at) {
             return Verdict::act(
                 idle_action(policy.idle_action),
                 "max_lifetime",
@@ -403,6 +404,22 @@ mod tests {
                     ..Memory::default()
                 },
                 ..c("stopped once", IDLE, State::Idle, 0, 65, Action::None, None)
+            },
+            Case {
+                // (here the last activity is the start, so the memory names this run)
+                memory: |t| Memory {
+                    lifetime_acted_for: Some(t),
+                    ..Memory::default()
+                },
+                ..c(
+                    "max lifetime acted once per run",
+                    "max_lifetime_s = 100\n",
+                    State::Working,
+                    0,
+                    100,
+                    Action::None,
+                    None,
+                )
             },
             Case {
                 stuck: true,

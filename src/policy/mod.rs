@@ -286,6 +286,11 @@ impl Engine {
         self.lock_memory().insert(unit.to_string(), m);
     }
 
+    /// Forgets what was done for units no longer under a policy.
+    fn retain_memory(&self, keep: &std::collections::HashSet<String>) {
+        self.lock_memory().retain(|k, _| keep.contains(k));
+    }
+
     fn lock_memory(&self) -> std::sync::MutexGuard<'_, HashMap<String, Memory>> {
         self.memory.lock().unwrap_or_else(|e| e.into_inner())
     }

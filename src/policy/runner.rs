@@ -113,7 +113,10 @@ fn units(hub: &Hub) -> Vec<Unit> {
 /// One evaluation of every session under a policy, acting on the verdicts.
 pub async fn run_once(hub: &Hub) {
     let now = Instant::now();
-    for unit in units(hub) {
+    let units = units(hub);
+    hub.policy()
+        .retain_memory(&units.iter().map(|u| u.key.clone()).collect());
+    for unit in units {
         let mut memory = hub.policy().memory(&unit.key);
         let verdict = super::evaluate(&unit.policy, &unit.snapshot, &memory, now);
         let Some(event) = verdict.event else { continue };

@@ -349,15 +349,18 @@ impl Session {
         self.lock_watch().profile().clone()
     }
 
-    /// Looks at the screen now (records meaningful change, updates the state) and reports.
-    pub fn state_report(&self) -> StateReport {
+    /// Looks at the screen now: records meaningful change and updates the state.
+    fn observe_screen(&self) -> tokio::time::Instant {
         let now = tokio::time::Instant::now();
         let exited = self.output.exit().is_some();
-        self.with_screen(|s| {
-            let mut w = self.lock_watch();
-            w.observe(s.vt(), exited, now);
-            w.report(now)
-        })
+        self.with_screen(|s| self.lock_watch().observe(s.vt(), exited, now));
+        now
+    }
+
+    /// Looks at the screen now and reports the state.
+    pub fn state_report(&self) -> StateReport {
+        let now = self.observe_screen();
+        self.lock_watch().report(now)
     }
 
     /// When the session's watch started (its program's start, as the hub saw it).
@@ -471,7 +474,7 @@ async fn follow_screen(session: std::sync::Weak<Session>, cancel: CancellationTo
         match session.upgrade() {
             Some(s) => {
                 s.answer_queries().await;
-                s.state_report();
+                s.observe_screen();
             }
             None => return,
         }
