@@ -78,7 +78,10 @@ pub async fn send_line_to_agent(
             }));
             crate::agents::start(&hub, &id).await?;
             started = true;
-            resolve_one(&hub, &keys)?
+            let session = resolve_one(&hub, &keys)?;
+            let within = hub.agents().def(&id).map(|d| d.ready_timeout())?;
+            wait_until_idle(&session, within).await;
+            session
         }
         other => other?,
     };
@@ -95,6 +98,22 @@ pub async fn send_line_to_agent(
         "receipt": report.receipt,
         "send_result": { "ok": true, "bytes_written": report.bytes_written, "delivery": report },
     })))
+}
+
+/// Waits (at most `within`) until the agent's profile reads it as idle at its prompt, so a
+/// freshly started agent is not sent a prompt while it is still starting up.
+async fn wait_until_idle(session: &Session, within: std::time::Duration) {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut progress = session.output().watch_progress();
+    while session.state_report().state != crate::agent_state::State::Idle
+        && session.output().exit().is_none()
+    {
+        let step = tokio::time::Instant::now() + std::time::Duration::from_millis(100);
+        if tokio::time::Instant::now() >= deadline {
+            return;
+        }
+        let _ = tokio::time::timeout_at(deadline.min(step), progress.changed()).await;
+    }
 }
 
 /// Whether `keys` name (by agent id) a container agent whose policy starts it on a message.

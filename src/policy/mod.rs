@@ -165,6 +165,16 @@ pub fn parse_policy(text: &str, origin: &str, stem: &str) -> Result<Policy, Stri
     if p.warn_line.is_some() && p.warn_before_s.is_none() {
         return Err(at(field("warn_line"), "warn_line needs warn_before_s"));
     }
+    if let Some(bad) = p
+        .exempt_roles
+        .iter()
+        .find(|r| !matches!(r.as_str(), "leader" | "worker"))
+    {
+        return Err(at(
+            field("exempt_roles"),
+            &format!("exempt_roles: unknown role '{bad}' (roles are leader and worker)"),
+        ));
+    }
     if p.max_lifetime_s == Some(0) {
         return Err(at(
             field("max_lifetime_s"),
@@ -320,6 +330,7 @@ mod tests {
             ("on_stuck = \"panic\"\n", "p.toml:1:", "on_stuck"),
             ("idle_timout_s = 5\n", "p.toml:1:", "idle_timout_s"),
             ("name = \"bad name\"\n", "p.toml:1:", "name"),
+            ("\nexempt_roles = [\"boss\"]\n", "p.toml:2:", "exempt_roles"),
         ];
         for (text, at, key) in table {
             let e = parse_policy(text, "p.toml", "p").unwrap_err();
