@@ -178,12 +178,15 @@ async fn an_idle_container_agent_is_stopped_on_time_despite_its_status_clock() {
     let mut exec = vec!["exec", container.as_str(), "tmux"];
     exec.extend(STATUS_CLOCK);
     docker(&exec);
-    assert_stopped_on_time(&hub, hub.hub.get(&sid).unwrap(), events).await;
+    let active = assert_stopped_on_time(&hub, hub.hub.get(&sid).unwrap(), events).await;
     let ok = wait_until(Duration::from_secs(10), || async {
         hub.get("/v1/agents/idler").await.1["agent"]["status"] == "stopped"
     })
     .await;
     assert!(ok, "{}", hub.get("/v1/agents/idler").await.1);
+    // The container itself is stopped within 1 s of the 3 s deadline.
+    let stopped_after = active.elapsed();
+    assert!(stopped_after <= Duration::from_secs(4), "{stopped_after:?}");
     let (_, s) = hub.get("/v1/agents/idler/state?explain=true").await;
     assert_eq!(s["state"], "exited", "{s}");
 }

@@ -227,12 +227,13 @@ impl Drop for KillTmux {
 }
 
 /// Asserts the idle session is stopped between 3 s and 4 s after its last meaningful
-/// activity, although a clock redraws every second, and that it was warned first.
+/// activity, although a clock redraws every second, and that its program ends. Returns the
+/// instant of its last meaningful activity.
 pub async fn assert_stopped_on_time(
     hub: &TestHub,
     session: Arc<Session>,
     mut events: tokio::sync::broadcast::Receiver<Value>,
-) {
+) -> Instant {
     let id = session.id();
     let e = wait_event(&mut events, "policy_stopped", id, Duration::from_secs(15)).await;
     let at = Instant::now();
@@ -269,6 +270,7 @@ pub async fn assert_stopped_on_time(
     })
     .await;
     assert!(ended, "{id}: its program still runs");
+    at - idle_for
 }
 
 /// The next event of `kind` about `session`, if one comes within `within`.
