@@ -137,6 +137,25 @@ impl HubClient {
         self.call(reqwest::Method::POST, path, Some(&body)).await
     }
 
+    /// `GET /v1/policies/check[?agent=ID]`: what each policy would do now.
+    pub async fn policy_check(&self, agent: Option<&str>) -> Result<Value, ClientError> {
+        let query = agent
+            .map(|a| format!("?agent={}", encode(a)))
+            .unwrap_or_default();
+        self.get(&format!("/v1/policies/check{query}")).await
+    }
+
+    /// `GET /v1/policies`.
+    pub async fn policies(&self) -> Result<Value, ClientError> {
+        self.get("/v1/policies").await
+    }
+
+    /// `POST /v1/policies/reload`.
+    pub async fn policies_reload(&self) -> Result<Value, ClientError> {
+        self.post("/v1/policies/reload", serde_json::json!({}))
+            .await
+    }
+
     fn session_path(id: &str, op: &str) -> String {
         format!("/v1/pty/sessions/{}{op}", encode(id))
     }
@@ -171,6 +190,20 @@ impl HubClient {
         self.post(
             &Self::session_path(id, "/send_line"),
             json!({ "data": data }),
+        )
+        .await
+    }
+
+    /// `send_line` with `submit: true`: delivered as a prompt, answered with a receipt.
+    pub async fn submit_line(
+        &self,
+        id: &str,
+        data: &str,
+        force: bool,
+    ) -> Result<Value, ClientError> {
+        self.post(
+            &Self::session_path(id, "/send_line"),
+            json!({ "data": data, "submit": true, "force": force }),
         )
         .await
     }
@@ -366,9 +399,11 @@ impl HubClient {
         &self,
         keys: &crate::routing::RouteKeys,
         data: &str,
+        force: bool,
     ) -> Result<Value, ClientError> {
         let mut body = serde_json::to_value(keys).unwrap_or_default();
         body["data"] = json!(data);
+        body["force"] = json!(force);
         if let Some(obj) = body.as_object_mut() {
             obj.retain(|_, v| !v.is_null());
         }

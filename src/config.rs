@@ -47,6 +47,9 @@ pub struct HubConfig {
     /// Whether rendered reads (`term_read`) are allowed (`AGENT_HUB_TERM_BUFFER_ACCESS=off`
     /// turns them off).
     pub term_buffer_access: bool,
+    /// The policies directory (`*.toml` policies, `agents/*.toml` state profiles); default:
+    /// `policies` in the working directory, when it exists.
+    pub policies_dir: Option<PathBuf>,
     /// API tokens; none = an open API (then only loopback listening is allowed).
     pub tokens: Vec<crate::api::auth::TokenConfig>,
     /// Write scrollback snapshots to the data dir (off by default: terminals hold secrets).
@@ -82,6 +85,7 @@ impl Default for HubConfig {
             term_buffer_access: true,
             snapshots: false,
             snapshot_max_bytes: 64 * 1024,
+            policies_dir: None,
         }
     }
 }
@@ -101,7 +105,14 @@ impl HubConfig {
     pub fn load(path: &Path) -> Result<Self, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("{}: cannot read config file: {e}", path.display()))?;
-        Self::parse(&text, &path.display().to_string())
+        let mut config = Self::parse(&text, &path.display().to_string())?;
+        // A relative policies directory is relative to the file that names it.
+        if let (Some(dir), Some(base)) = (&config.policies_dir, path.parent()) {
+            if dir.is_relative() {
+                config.policies_dir = Some(base.join(dir));
+            }
+        }
+        Ok(config)
     }
 
     /// Parses config text; `origin` names the source in error messages.
@@ -205,7 +216,11 @@ pub fn check_size(cols: u16, rows: u16) -> Result<(), String> {
 
 /// The span of the line assigning `field` in the table starting at `table` (up to the next
 /// table header), or the table itself.
-fn field_span(text: &str, table: std::ops::Range<usize>, field: &str) -> std::ops::Range<usize> {
+pub(crate) fn field_span(
+    text: &str,
+    table: std::ops::Range<usize>,
+    field: &str,
+) -> std::ops::Range<usize> {
     let start = table.start.min(text.len());
     let mut offset = start;
     for (n, line) in text[start..].split_inclusive('\n').enumerate() {
@@ -222,7 +237,10 @@ fn field_span(text: &str, table: std::ops::Range<usize>, field: &str) -> std::op
 }
 
 /// 1-based line and column of a byte span's start, and the key on that line, if any.
-fn locate(text: &str, span: Option<std::ops::Range<usize>>) -> (usize, usize, Option<String>) {
+pub(crate) fn locate(
+    text: &str,
+    span: Option<std::ops::Range<usize>>,
+) -> (usize, usize, Option<String>) {
     let at = span.map(|s| s.start).unwrap_or(0).min(text.len());
     let before = &text[..at];
     let line = before.matches('\n').count() + 1;

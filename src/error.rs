@@ -116,6 +116,16 @@ pub enum HubError {
         "session '{id}' is the hub's own ({backend}); stop it with DELETE /v1/pty/sessions/{id}"
     )]
     UnregisterUnsupported { id: String, backend: String },
+    /// No loaded policy has this name.
+    #[error("no policy named '{name}'")]
+    PolicyNotFound { name: String },
+    /// A policy or profile file is invalid; the message names file, line and key.
+    #[error("{message}")]
+    PolicyInvalid { message: String },
+    /// The agent is asking a question (permission, yes/no): a prompt would answer it by
+    /// accident, so nothing was sent. `force: true` sends anyway.
+    #[error("the agent is blocked on a question; nothing was sent (use force to send anyway)")]
+    AgentBlocked { evidence: Vec<String> },
     /// Something inside the hub failed; the message says what.
     #[error("internal error: {message}")]
     Internal { message: String },
@@ -154,6 +164,9 @@ impl HubError {
             HubError::SessionExists { .. } => "SESSION_EXISTS",
             HubError::LeaderSession { .. } => "LEADER_SESSION",
             HubError::UnregisterUnsupported { .. } => "UNREGISTER_UNSUPPORTED",
+            HubError::PolicyNotFound { .. } => "POLICY_NOT_FOUND",
+            HubError::PolicyInvalid { .. } => "POLICY_INVALID",
+            HubError::AgentBlocked { .. } => "AGENT_BLOCKED",
             HubError::Internal { .. } => "INTERNAL",
         }
     }
@@ -170,8 +183,11 @@ impl HubError {
             | HubError::KillUnsupported { .. }
             | HubError::SessionExists { .. }
             | HubError::LeaderSession { .. }
-            | HubError::UnregisterUnsupported { .. } => 409,
+            | HubError::UnregisterUnsupported { .. }
+            | HubError::AgentBlocked { .. } => 409,
             HubError::BridgeUnavailable { .. } | HubError::BridgeError { .. } => 502,
+            HubError::PolicyNotFound { .. } => 404,
+            HubError::PolicyInvalid { .. } => 400,
             HubError::TermBufferAccessDisabled | HubError::Forbidden { .. } => 403,
             HubError::Unauthorized { .. } => 401,
             HubError::RouteNotMatched { .. } => 404,

@@ -129,6 +129,7 @@ impl Hub {
             cwd: String::new(),
             tmux_session: None,
             agent_id: None,
+            policy: None,
             container_id: None,
             created_at: Utc::now(),
         };

@@ -47,6 +47,8 @@ pub struct CreateSession {
     pub env: BTreeMap<String, String>,
     pub tmux_session: Option<String>,
     pub owner: Owner,
+    /// The policy that applies (must be loaded).
+    pub policy: Option<String>,
 }
 
 /// The session registry.
@@ -68,6 +70,7 @@ struct Inner {
     closing: CancellationToken,
     agents: Agents,
     tasks: Tasks,
+    policy: crate::policy::Engine,
     /// Lifecycle events for `/v1/events` (task, agent and session events), as JSON objects
     /// with a `type` field.
     events: tokio::sync::broadcast::Sender<serde_json::Value>,
@@ -84,6 +87,7 @@ impl Hub {
                 persistence: std::sync::OnceLock::new(),
                 closing: CancellationToken::new(),
                 agents: Agents::new(&config),
+                policy: crate::policy::Engine::new(&config),
                 tasks: Tasks::default(),
                 events: tokio::sync::broadcast::channel(EVENTS_CHANNEL_CAPACITY).0,
                 config,
@@ -186,6 +190,11 @@ impl Hub {
                 )));
             }
         }
+        if let Some(name) = &req.policy {
+            if self.policy().policy(name).is_none() {
+                return Err(HubError::PolicyNotFound { name: name.clone() });
+            }
+        }
         let prefix = match req.backend {
             BackendKind::Pty => "pty",
             BackendKind::Tmux => "tmux",
@@ -231,6 +240,7 @@ impl Hub {
             cwd: spawn.cwd.display().to_string(),
             tmux_session,
             agent_id: None,
+            policy: req.policy,
             container_id: None,
             created_at: Utc::now(),
         };
@@ -274,7 +284,8 @@ impl Hub {
         event: &str,
     ) -> Arc<Session> {
         let id = spec.id.clone();
-        let session = Session::new(spec, size, owner, output, backend);
+        let profile = self.policy().profile_for(owner.cli_type.as_deref());
+        let session = Session::new(spec, size, owner, output, backend, profile);
         self.inner
             .sessions
             .write()
@@ -347,6 +358,11 @@ impl Hub {
     /// The container agents.
     pub fn agents(&self) -> &Agents {
         &self.inner.agents
+    }
+
+    /// The policies and agent profiles (see [`crate::policy`]).
+    pub fn policy(&self) -> &crate::policy::Engine {
+        &self.inner.policy
     }
 
     /// The task registry (see [`crate::tasks`]).

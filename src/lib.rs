@@ -16,8 +16,14 @@
 //! - [`client`]: the typed HTTP/WebSocket client the CLI uses; [`cli`]: one module per command.
 //! - [`external`]: registering terminals owned by other processes (bridge sessions).
 //! - [`persist`]: the registry file, the lifecycle log, snapshots, and restoring after restart.
+//! - [`activity`]: meaningful activity (screen-text fingerprints with volatile parts masked).
+//! - [`agent_state`]: working/idle/blocked/exited/unknown from data-driven profiles, with
+//!   hysteresis and `stuck`; [`policy`]: idle timeouts and other policies, one loop applying
+//!   them; [`delivery`]: submitting a prompt to an agent TUI with a receipt.
 //! - [`config`]: the `hub.toml` settings.
 
+pub mod activity;
+pub mod agent_state;
 pub mod agents;
 pub mod api;
 pub mod backend;
@@ -25,12 +31,14 @@ pub mod bridge;
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod delivery;
 pub mod docker;
 pub mod error;
 pub mod external;
 pub mod hub;
 pub mod output;
 pub mod persist;
+pub mod policy;
 pub mod process;
 pub mod protocol;
 pub mod routing;

@@ -27,6 +27,8 @@ pub struct CreateSessionRequest {
     pub owner_session_id: Option<String>,
     pub owner_role: Option<String>,
     pub cli_type: Option<String>,
+    /// A loaded policy's name (idle timeout and the rest apply to the session).
+    pub policy: Option<String>,
 }
 
 /// `POST .../send_line`
@@ -34,6 +36,12 @@ pub struct CreateSessionRequest {
 #[serde(deny_unknown_fields)]
 pub struct SendLineRequest {
     pub data: String,
+    /// Deliver as a prompt an agent TUI submits (bracketed paste, Enter, check), with a receipt.
+    #[serde(default)]
+    pub submit: bool,
+    /// With `submit`: send even when the agent is blocked on a question.
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// `POST .../keys`

@@ -440,6 +440,7 @@ pub(crate) async fn attach(
         cwd: spec.cwd.display().to_string(),
         tmux_session: Some(AGENT_TMUX_SESSION.into()),
         agent_id: Some(id.into()),
+        policy: def.policy.clone(),
         container_id: Some(container_id.into()),
         created_at: Utc::now(),
     };

@@ -72,7 +72,8 @@ pub fn required_role(method: &Method, path: &str) -> Option<Role> {
     let admin = path.starts_with("/v1/pty/register")
         || path.starts_with("/v1/pty/unregister")
         || path == "/v1/pty/update-ownership"
-        || path == "/v1/pty/reset";
+        || path == "/v1/pty/reset"
+        || path == "/v1/policies/reload";
     Some(if admin {
         Role::Admin
     } else if read_only {
@@ -226,6 +227,11 @@ mod tests {
             (M::POST, "/v1/pty/register", Some(Role::Admin)),
             (M::POST, "/v1/pty/update-ownership", Some(Role::Admin)),
             (M::DELETE, "/v1/pty/reset", Some(Role::Admin)),
+            (M::GET, "/v1/agents/a/state", Some(Role::Observer)),
+            (M::GET, "/v1/pty/sessions/x/state", Some(Role::Observer)),
+            (M::GET, "/v1/policies", Some(Role::Observer)),
+            (M::GET, "/v1/policies/check", Some(Role::Observer)),
+            (M::POST, "/v1/policies/reload", Some(Role::Admin)),
         ];
         for (method, path, role) in table {
             assert_eq!(required_role(&method, path), role, "{method} {path}");

@@ -54,6 +54,10 @@ impl IntoResponse for ApiError {
             }
             HubError::AgentStartFailed { screen, .. } => body["screen"] = json!(screen),
             HubError::Ambiguous { matches, .. } => body["matches"] = json!(matches),
+            HubError::AgentBlocked { evidence } => {
+                body["receipt"] = json!("blocked");
+                body["evidence"] = json!(evidence);
+            }
             HubError::DockerUnavailable { endpoint, .. } => body["endpoint"] = json!(endpoint),
             HubError::BridgeUnavailable { bridge_url, .. } => {
                 body["bridge_url"] = json!(bridge_url)

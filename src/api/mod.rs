@@ -6,6 +6,7 @@ pub mod auth;
 mod bridge;
 pub mod error;
 mod events;
+mod policies;
 mod registry;
 mod routing;
 mod sessions;
@@ -55,6 +56,11 @@ pub fn router(hub: Hub) -> Router {
         .route("/v1/pty/sessions/{id}/resize", post(sessions::resize))
         .route("/v1/pty/sessions/{id}/term_read", post(sessions::term_read))
         .route("/v1/pty/sessions/{id}/stream", get(stream::stream))
+        .route("/v1/pty/sessions/{id}/state", get(policies::session_state))
+        .route("/v1/agents/{id}/state", get(policies::agent_state))
+        .route("/v1/policies", get(policies::list_policies))
+        .route("/v1/policies/check", get(policies::check))
+        .route("/v1/policies/reload", post(policies::reload))
         .route("/v1/pty/resolve", post(routing::resolve_route))
         .route(
             "/v1/pty/send_line_to_agent",

@@ -44,22 +44,91 @@ pub async fn resolve_route(
 #[serde(deny_unknown_fields)]
 pub struct SendToAgent {
     data: String,
-    #[serde(flatten)]
-    keys: RouteKeys,
+    /// Send even when the agent is blocked on a question.
+    #[serde(default)]
+    force: bool,
+    agent_id: Option<String>,
+    owner_session_id: Option<String>,
+    label: Option<String>,
 }
 
+/// Delivers a prompt to the agent the keys name (see [`crate::delivery`]). When no live
+/// session matches and `agent_id` names a stopped container agent whose policy has
+/// `start_on_message`, the agent is started (and waited for) first; the reply says
+/// `started: true`.
 pub async fn send_line_to_agent(
     State(hub): State<Hub>,
     ApiJson(req): ApiJson<SendToAgent>,
 ) -> ApiResult<Json<Value>> {
-    let session = resolve_one(&hub, &req.keys)?;
-    let bytes_written = session.send_line(&req.data).await?;
+    let keys = RouteKeys {
+        agent_id: req.agent_id,
+        owner_session_id: req.owner_session_id,
+        label: req.label,
+    };
+    let mut started = false;
+    let session = match resolve_one(&hub, &keys) {
+        Err(HubError::RouteNotMatched { .. }) if starts_on_message(&hub, &keys) => {
+            let id = keys.agent_id.clone().unwrap_or_default();
+            hub.emit(json!({
+                "type": "policy_started",
+                "agent_id": id,
+                "policy": hub.agents().def(&id).ok().and_then(|d| d.policy.clone()),
+                "reason": "start_on_message: a line was sent to the stopped agent",
+                "dry_run": false,
+            }));
+            crate::agents::start(&hub, &id).await?;
+            started = true;
+            let session = resolve_one(&hub, &keys)?;
+            let within = hub.agents().def(&id).map(|d| d.ready_timeout())?;
+            wait_until_idle(&session, within).await;
+            session
+        }
+        other => other?,
+    };
+    let opts = crate::delivery::Options {
+        force: req.force,
+        ..Default::default()
+    };
+    let report = crate::delivery::submit(&session, &req.data, opts).await?;
     Ok(Json(json!({
         "ok": true,
+        "started": started,
         "resolved_session_id": session.id(),
         "resolved_session": session.info(),
-        "send_result": { "ok": true, "bytes_written": bytes_written },
+        "receipt": report.receipt,
+        "send_result": { "ok": true, "bytes_written": report.bytes_written, "delivery": report },
     })))
+}
+
+/// Waits (at most `within`) until the agent's profile reads it as idle at its prompt, so a
+/// freshly started agent is not sent a prompt while it is still starting up.
+async fn wait_until_idle(session: &Session, within: std::time::Duration) {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut progress = session.output().watch_progress();
+    while session.state_report().state != crate::agent_state::State::Idle
+        && session.output().exit().is_none()
+    {
+        let step = tokio::time::Instant::now() + std::time::Duration::from_millis(100);
+        if tokio::time::Instant::now() >= deadline {
+            return;
+        }
+        let _ = tokio::time::timeout_at(deadline.min(step), progress.changed()).await;
+    }
+}
+
+/// Whether `keys` name (by agent id) a container agent whose policy starts it on a message.
+fn starts_on_message(hub: &Hub, keys: &RouteKeys) -> bool {
+    let Some(def) = keys
+        .agent_id
+        .as_deref()
+        .and_then(|a| hub.agents().def(a).ok())
+    else {
+        return false;
+    };
+    def.policy
+        .as_deref()
+        .and_then(|p| hub.policy().policy(p))
+        .is_some_and(|p| p.start_on_message && !p.dry_run)
 }
 
 #[derive(Debug, Deserialize)]

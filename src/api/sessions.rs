@@ -60,6 +60,7 @@ pub async fn create_session(
                 label: req.label,
                 cli_type: req.cli_type,
             },
+            policy: req.policy,
         })
         .await?;
     let info = session.info();
@@ -99,7 +100,22 @@ pub async fn send_line(
     Path(id): Path<String>,
     ApiJson(req): ApiJson<SendLineRequest>,
 ) -> ApiResult<Json<Value>> {
-    let n = hub.get(&id)?.send_line(&req.data).await?;
+    let session = hub.get(&id)?;
+    if req.submit {
+        let opts = crate::delivery::Options {
+            force: req.force,
+            ..Default::default()
+        };
+        let report = crate::delivery::submit(&session, &req.data, opts).await?;
+        return Ok(Json(json!({
+            "ok": true,
+            "session_id": id,
+            "bytes_written": report.bytes_written,
+            "receipt": report.receipt,
+            "delivery": report,
+        })));
+    }
+    let n = session.send_line(&req.data).await?;
     Ok(Json(
         json!({ "ok": true, "session_id": id, "bytes_written": n }),
     ))

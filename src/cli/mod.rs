@@ -4,6 +4,7 @@
 mod agents;
 mod attach;
 mod ops;
+mod policy;
 mod registry;
 mod run;
 mod serve;
@@ -88,6 +89,8 @@ pub enum Command {
     Stop(agents::AgentOpArgs),
     /// Restart container agents.
     Restart(agents::AgentOpArgs),
+    /// Policies: `check` (dry run: what each policy would do now, and why), `list`, `reload`.
+    Policy(policy::PolicyArgs),
 }
 
 /// Runs a parsed command line; returns the process exit code.
@@ -124,6 +127,7 @@ pub fn run(cli: Cli) -> i32 {
             Command::Start(args) => agents::run_op(args, "start").await,
             Command::Stop(args) => agents::run_op(args, "stop").await,
             Command::Restart(args) => agents::run_op(args, "restart").await,
+            Command::Policy(args) => policy::run(args).await,
         }
     })
 }

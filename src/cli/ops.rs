@@ -105,6 +105,12 @@ pub struct NewArgs {
     /// Extra environment variables, KEY=VALUE (repeatable).
     #[arg(long = "env", value_name = "KEY=VALUE")]
     pub env: Vec<String>,
+    /// A loaded policy (idle timeout and the rest) that applies to the session.
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// What runs in it (claude-code, codex, aider, shell, ...): picks the state profile.
+    #[arg(long)]
+    pub cli_type: Option<String>,
     /// The program and its arguments (default: the hub's shell).
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -136,6 +142,8 @@ pub async fn new(args: NewArgs) -> i32 {
         env,
         tmux_session: args.tmux,
         label: args.label,
+        policy: args.policy,
+        cli_type: args.cli_type,
         ..CreateSessionRequest::default()
     };
     let result = client(&args.opts).create(&req).await;
@@ -232,6 +240,13 @@ pub struct SendArgs {
     /// Route by owner session id.
     #[arg(long)]
     pub to_owner_session: Option<String>,
+    /// Deliver TEXT as a prompt an agent TUI submits (bracketed paste, Enter, check) and print
+    /// the receipt: submitted or stalled. Always so with --to-agent/--to-label/--to-owner-session.
+    #[arg(long)]
+    pub submit: bool,
+    /// Send even when the agent is blocked on a question (otherwise refused: AGENT_BLOCKED).
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub opts: ClientOpts,
 }
@@ -243,8 +258,15 @@ pub async fn send(args: SendArgs) -> i32 {
         label: args.to_label.clone(),
     };
     let result = match (keys.is_empty(), args.args.as_slice()) {
+        (true, [id, text]) if args.submit || args.force => {
+            client(&args.opts).submit_line(id, text, args.force).await
+        }
         (true, [id, text]) => client(&args.opts).send_line(id, text).await,
-        (false, [text]) => client(&args.opts).send_line_to_agent(&keys, text).await,
+        (false, [text]) => {
+            client(&args.opts)
+                .send_line_to_agent(&keys, text, args.force)
+                .await
+        }
         (true, _) => {
             eprintln!("agent-hub: send takes ID TEXT (or TEXT with --to-agent/--to-label/--to-owner-session)");
             return 2;
@@ -257,10 +279,21 @@ pub async fn send(args: SendArgs) -> i32 {
         }
     };
     finish(&args.opts, result, |v| {
-        v["resolved_session_id"]
+        let to = v["resolved_session_id"]
             .as_str()
-            .map(|id| format!("sent to {id}"))
-            .unwrap_or_default()
+            .or(v["session_id"].as_str());
+        match (v["receipt"].as_str(), to) {
+            (Some(receipt), Some(id)) => {
+                let started = if v["started"] == true {
+                    " (started it)"
+                } else {
+                    ""
+                };
+                format!("{receipt}: {id}{started}")
+            }
+            (None, Some(id)) if v["resolved_session_id"].is_string() => format!("sent to {id}"),
+            _ => String::new(),
+        }
     })
 }
 

@@ -119,6 +119,10 @@ pub async fn run(args: ServeArgs) -> i32 {
     let addr = listener.local_addr().map_or(config.listen, |a| a);
     let mut config = config;
     resolve_hub_id(&mut config);
+    if let Err(e) = crate::policy::Loaded::load(&config) {
+        eprintln!("agent-hub: {e}");
+        return 2;
+    }
     let hub = Hub::new(config);
     if let Err(e) = check_images(&hub).await {
         eprintln!("agent-hub: {e}");
@@ -127,6 +131,8 @@ pub async fn run(args: ServeArgs) -> i32 {
     // Before the Docker sync: container sessions get their ids and owners back.
     let persistence = crate::persist::start(&hub).await;
     crate::agents::sync::spawn(&hub);
+    crate::policy::runner::spawn(&hub);
+    tokio::spawn(reload_on_sighup(hub.clone()));
     if args.open_shell {
         let req = CreateSession {
             owner: Owner {
@@ -211,6 +217,36 @@ async fn check_images(hub: &Hub) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Reloads policies and profiles on SIGHUP; a bad file is logged and the old set kept.
+async fn reload_on_sighup(hub: Hub) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let Ok(mut hup) = signal(SignalKind::hangup()) else {
+            return;
+        };
+        let closing = hub.closing();
+        loop {
+            tokio::select! {
+                _ = closing.cancelled() => return,
+                got = hup.recv() => if got.is_none() { return },
+            }
+            match crate::policy::runner::reload(&hub) {
+                Ok(l) => eprintln!(
+                    "agent-hub: SIGHUP: reloaded {} policies, {} profiles",
+                    l.policies.len(),
+                    l.profiles.names().len()
+                ),
+                Err(e) => {
+                    eprintln!("agent-hub: SIGHUP: reload failed, keeping the old policies: {e}")
+                }
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = hub;
 }
 
 async fn signal_shutdown(token: CancellationToken) {

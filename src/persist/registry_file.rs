@@ -35,6 +35,9 @@ pub struct SavedSession {
     pub cwd: String,
     pub tmux_session: Option<String>,
     pub agent_id: Option<String>,
+    /// The policy named at creation (see `policy`).
+    #[serde(default)]
+    pub policy: Option<String>,
     pub container_id: Option<String>,
     pub created_at: DateTime<Utc>,
     #[serde(default)]
@@ -75,6 +78,7 @@ impl SavedSession {
             cwd: spec.cwd,
             tmux_session: spec.tmux_session,
             agent_id: spec.agent_id,
+            policy: spec.policy,
             container_id: spec.container_id,
             created_at: spec.created_at,
             owner: info.owner,

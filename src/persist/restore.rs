@@ -108,6 +108,7 @@ fn spec_of(saved: &SavedSession, backend: &'static str) -> SessionSpec {
         cwd: saved.cwd.clone(),
         tmux_session: saved.tmux_session.clone(),
         agent_id: saved.agent_id.clone(),
+        policy: saved.policy.clone(),
         container_id: saved.container_id.clone(),
         created_at: saved.created_at,
     }
@@ -158,6 +159,7 @@ async fn adopt_tmux(
                 cwd: String::new(),
                 tmux_session: Some(name.to_string()),
                 agent_id: None,
+                policy: None,
                 container_id: None,
                 created_at: Utc::now(),
             };

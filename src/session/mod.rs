@@ -12,6 +12,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use crate::agent_state::profile::Profile;
+use crate::agent_state::{StateReport, Watch};
 use crate::backend::{Backend, TermSize};
 use crate::error::{HubError, HubResult};
 use crate::output::{CursorItem, ExitInfo, Output, OutputCursor};
@@ -48,6 +50,8 @@ pub struct SessionSpec {
     pub tmux_session: Option<String>,
     /// The container agent this terminal belongs to.
     pub agent_id: Option<String>,
+    /// The policy that applies to this session (see [`crate::policy`]).
+    pub policy: Option<String>,
     /// The container, for docker sessions.
     pub container_id: Option<String>,
     pub created_at: DateTime<Utc>,
@@ -66,7 +70,12 @@ pub struct SessionInfo {
     pub alive: bool,
     pub exit_code: Option<i32>,
     pub exit_reason: Option<String>,
+    /// Last *meaningful* activity: a change of the rendered screen's text (volatile parts such
+    /// as a tmux status line, clocks and spinners masked) or input; never raw bytes alone.
     pub last_activity_at: DateTime<Utc>,
+    /// Last meaningful change of the rendered screen.
+    pub last_screen_change_at: Option<DateTime<Utc>>,
+    /// Last output byte of any kind (a status-line redraw counts here, not above).
     pub last_output_at: Option<DateTime<Utc>>,
     pub last_input_at: Option<DateTime<Utc>>,
     /// When the session's owner last said it is alive (`POST /v1/pty/heartbeat`).
@@ -96,12 +105,19 @@ struct Mutable {
     last_heartbeat_at: Option<DateTime<Utc>>,
 }
 
+/// `bytes` carries Enter: input that submits something.
+fn submits(bytes: &[u8]) -> bool {
+    bytes.contains(&b'\r') || bytes.contains(&b'\n')
+}
+
 /// One terminal session.
 pub struct Session {
     spec: SessionSpec,
     mutable: Mutex<Mutable>,
     output: Arc<Output>,
     screen: Mutex<Screen>,
+    /// Meaningful activity and agent state (see [`crate::agent_state`]).
+    watch: Mutex<Watch>,
     backend: Box<dyn Backend>,
     /// Serialises talks so two never interleave on one terminal.
     talk_lock: tokio::sync::Mutex<()>,
@@ -120,6 +136,7 @@ impl Session {
         owner: Owner,
         output: Arc<Output>,
         backend: Box<dyn Backend>,
+        profile: Arc<Profile>,
     ) -> Arc<Self> {
         let session = Arc::new(Session {
             spec,
@@ -131,6 +148,7 @@ impl Session {
             }),
             output,
             screen: Mutex::new(Screen::new(size)),
+            watch: Mutex::new(Watch::new(profile, tokio::time::Instant::now())),
             backend,
             talk_lock: tokio::sync::Mutex::new(()),
             cancel: CancellationToken::new(),
@@ -167,11 +185,13 @@ impl Session {
         let m = self.lock();
         let exit = self.output.exit();
         let last_output_at = self.output.last_output_at();
-        let last_activity_at = [Some(self.spec.created_at), last_output_at, m.last_input_at]
-            .into_iter()
-            .flatten()
-            .max()
-            .unwrap_or(self.spec.created_at);
+        let (last_activity_at, last_screen_change_at) = {
+            let w = self.lock_watch();
+            (
+                crate::activity::wall_clock(w.last_activity_at()),
+                w.last_screen_change_at().map(crate::activity::wall_clock),
+            )
+        };
         SessionInfo {
             spec: self.spec.clone(),
             owner: m.owner.clone(),
@@ -182,6 +202,7 @@ impl Session {
             exit_code: exit.as_ref().and_then(|e| e.exit_code),
             exit_reason: exit.map(|e| e.reason),
             last_activity_at,
+            last_screen_change_at,
             last_output_at,
             last_input_at: m.last_input_at,
             last_heartbeat_at: m.last_heartbeat_at,
@@ -234,6 +255,9 @@ impl Session {
         if let Some(exit) = self.output.exit() {
             return Err(self.exited_error(exit, String::new()));
         }
+        let submits = submits(&bytes);
+        // Taken before writing: the program may answer before the write returns.
+        let sent_at = tokio::time::Instant::now();
         match self.backend.external() {
             Some(link) => link.write(&bytes).await?,
             None => self
@@ -243,6 +267,7 @@ impl Session {
                 .map_err(|reason| HubError::WriteFailed { reason })?,
         }
         self.lock().last_input_at = Some(Utc::now());
+        self.lock_watch().note_input(submits, sent_at);
         Ok(())
     }
 
@@ -281,6 +306,8 @@ impl Session {
         if let Some(exit) = self.output.exit() {
             return Err(self.exited_error(exit, String::new()));
         }
+        self.lock_watch()
+            .note_own_repaint(tokio::time::Instant::now());
         self.backend
             .resize(size)
             .await
@@ -337,6 +364,58 @@ impl Session {
                 let _ = self.backend.write(reply).await;
             }
         }
+    }
+
+    fn lock_watch(&self) -> std::sync::MutexGuard<'_, Watch> {
+        self.watch.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Uses `profile` to read the screen from now on (after a reload or an owner change).
+    pub fn set_profile(&self, profile: Arc<Profile>) {
+        let mut w = self.lock_watch();
+        if !Arc::ptr_eq(w.profile(), &profile) {
+            w.set_profile(profile);
+        }
+    }
+
+    /// The profile reading this session's screen.
+    pub fn profile(&self) -> Arc<Profile> {
+        self.lock_watch().profile().clone()
+    }
+
+    /// Looks at the screen now: records meaningful change and updates the state.
+    fn observe_screen(&self) -> tokio::time::Instant {
+        let now = tokio::time::Instant::now();
+        let exited = self.output.exit().is_some();
+        self.with_screen(|s| self.lock_watch().observe(s.vt(), exited, now));
+        now
+    }
+
+    /// Looks at the screen now and reports the state.
+    pub fn state_report(&self) -> StateReport {
+        let now = self.observe_screen();
+        self.lock_watch().report(now)
+    }
+
+    /// When the session's watch started (its program's start, as the hub saw it).
+    pub fn started_at(&self) -> tokio::time::Instant {
+        self.lock_watch().created()
+    }
+
+    /// The monotonic time of the last meaningful activity.
+    pub fn last_activity_instant(&self) -> tokio::time::Instant {
+        self.lock_watch().last_activity_at()
+    }
+
+    /// The activity fingerprint of the screen now (after catching up).
+    pub fn screen_fingerprint(&self) -> u64 {
+        let profile = self.profile();
+        self.with_screen(|s| crate::activity::fingerprint(s.vt(), &profile.masks))
+    }
+
+    /// Whether the program has enabled bracketed paste (DECSET 2004).
+    pub fn bracketed_paste(&self) -> bool {
+        self.with_screen(|s| s.vt().bracketed_paste())
     }
 
     /// Runs `f` on the screen after catching it up with all output so far.
@@ -434,7 +513,10 @@ async fn follow_screen(session: std::sync::Weak<Session>, cancel: CancellationTo
     loop {
         let began = tokio::time::Instant::now();
         match session.upgrade() {
-            Some(s) => s.answer_queries().await,
+            Some(s) => {
+                s.answer_queries().await;
+                s.observe_screen();
+            }
             None => return,
         }
         // Emulation costs ~30 ns a byte: during a flood, back off so it takes at most ~10%

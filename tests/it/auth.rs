@@ -154,6 +154,11 @@ async fn every_route_times_every_role() {
             Some(json!({"session_id": "none", "command": "true"})),
             2,
         ),
+        ("GET", s("/state?explain=true"), None, 1),
+        ("GET", "/v1/agents/none/state".into(), None, 1),
+        ("GET", "/v1/policies".into(), None, 1),
+        ("GET", "/v1/policies/check".into(), None, 1),
+        ("POST", "/v1/policies/reload".into(), Some(json!({})), 3),
     ];
     let roles: [(&str, Option<&str>, u8); 5] = [
         ("none", None, 0),

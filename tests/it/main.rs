@@ -6,11 +6,14 @@ mod hub_process;
 mod persist;
 mod support;
 
+mod agent_state;
 mod auth;
 mod bad_input;
 mod bridge;
 mod cli;
 mod docker;
+mod policy;
+mod policy_support;
 mod routing;
 mod sessions;
 mod stream;

@@ -1,0 +1,255 @@
+//! What an agent is doing: `working`, `idle` (at its prompt), `blocked` (asking a question),
+//! `exited` or `unknown`, decided from the rendered screen by data-driven profiles
+//! ([`profile`], [`classify`]) and held steady over time by a [`Watch`] per session:
+//! - input we sent holds `working` until the screen changes (or `input_hold` passes);
+//! - a new state must be seen for the profile's `dwell` before it is reported (no flapping
+//!   during redraws);
+//! - `stuck` is `working` with no meaningful change for the profile's `stuck_after`.
+//!
+//! The watch also owns the session's meaningful-activity clock ([`crate::activity`]).
+
+pub mod classify;
+pub mod profile;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use crate::activity::{self, ActivityClock};
+use classify::{classify, Classification};
+use profile::Profile;
+
+/// An agent's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    Working,
+    Idle,
+    Blocked,
+    Exited,
+    Unknown,
+}
+
+impl State {
+    /// The name used in files and the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Working => "working",
+            State::Idle => "idle",
+            State::Blocked => "blocked",
+            State::Exited => "exited",
+            State::Unknown => "unknown",
+        }
+    }
+}
+
+/// What `GET .../state` reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct StateReport {
+    pub state: State,
+    pub since: DateTime<Utc>,
+    /// `working` with no meaningful change for the profile's `stuck_after`.
+    pub stuck: bool,
+    pub rule: String,
+    /// The screen lines the rule matched.
+    pub evidence: Vec<String>,
+    pub profile: String,
+    /// Last meaningful screen change or input.
+    pub last_activity_at: DateTime<Utc>,
+    /// Milliseconds since then.
+    pub idle_for_ms: u64,
+}
+
+/// A session's state and activity, over time.
+#[derive(Debug)]
+pub struct Watch {
+    profile: Arc<Profile>,
+    clock: ActivityClock,
+    created: Instant,
+    current: Classification,
+    since: Instant,
+    candidate: Option<(State, Instant)>,
+    /// Input that submits (Enter) not yet answered by a screen change.
+    pending_input: Option<Instant>,
+    last_input_at: Option<Instant>,
+}
+
+impl Watch {
+    /// A watch that has seen nothing yet.
+    pub fn new(profile: Arc<Profile>, now: Instant) -> Self {
+        Watch {
+            profile,
+            clock: ActivityClock::default(),
+            created: now,
+            current: Classification {
+                state: State::Unknown,
+                rule: "start".into(),
+                evidence: Vec::new(),
+            },
+            since: now,
+            candidate: None,
+            pending_input: None,
+            last_input_at: None,
+        }
+    }
+
+    /// When the watch started.
+    pub fn created(&self) -> Instant {
+        self.created
+    }
+
+    /// The profile in use.
+    pub fn profile(&self) -> &Arc<Profile> {
+        &self.profile
+    }
+
+    /// Swaps the profile (after a reload), keeping the history.
+    pub fn set_profile(&mut self, profile: Arc<Profile>) {
+        self.profile = profile;
+    }
+
+    /// Input was written; `submits` when it carried Enter.
+    pub fn note_input(&mut self, submits: bool, now: Instant) {
+        self.last_input_at = Some(now);
+        if submits {
+            self.pending_input = Some(now);
+            if self.current.state != State::Exited {
+                self.set(
+                    Classification {
+                        state: State::Working,
+                        rule: "input:sent".into(),
+                        evidence: Vec::new(),
+                    },
+                    now,
+                );
+            }
+        }
+    }
+
+    /// The hub is about to make the program repaint (resize).
+    pub fn note_own_repaint(&mut self, now: Instant) {
+        self.clock.note_own_repaint(now);
+    }
+
+    /// When the screen last changed meaningfully.
+    pub fn last_screen_change_at(&self) -> Option<Instant> {
+        self.clock.last_change_at()
+    }
+
+    /// When input was last written.
+    pub fn last_input_at(&self) -> Option<Instant> {
+        self.last_input_at
+    }
+
+    /// Last meaningful activity: a screen change or input (or the start).
+    pub fn last_activity_at(&self) -> Instant {
+        [
+            Some(self.created),
+            self.clock.last_change_at(),
+            self.last_input_at,
+        ]
+        .into_iter()
+        .flatten()
+        .max()
+        .unwrap_or(self.created)
+    }
+
+    /// The current activity fingerprint.
+    pub fn fingerprint(&self) -> Option<u64> {
+        self.clock.fingerprint()
+    }
+
+    /// Looks at the screen now: records meaningful change and updates the state.
+    pub fn observe(&mut self, screen: &vt100::Screen, exited: bool, now: Instant) {
+        let (rows, cols) = screen.size();
+        let fp = activity::fingerprint(screen, &self.profile.masks);
+        self.clock.observe(fp, (rows.get(), cols.get()), now);
+        if exited {
+            if self.current.state != State::Exited {
+                self.set(
+                    Classification {
+                        state: State::Exited,
+                        rule: "process:exited".into(),
+                        evidence: Vec::new(),
+                    },
+                    now,
+                );
+            }
+            return;
+        }
+        let changed_at = self.clock.last_change_at().unwrap_or(self.created);
+        if let Some(sent) = self.pending_input {
+            if changed_at > sent || now.duration_since(sent) >= self.profile.input_hold {
+                self.pending_input = None;
+            } else {
+                return;
+            }
+        }
+        let stable_for = now.duration_since(changed_at);
+        let seen = classify(
+            &self.profile,
+            &activity::content_rows(screen, &self.profile.masks),
+            stable_for,
+        );
+        self.settle(seen, now);
+    }
+
+    /// Adopts `seen` once it has held for the profile's dwell (at once from `unknown`).
+    fn settle(&mut self, seen: Classification, now: Instant) {
+        if seen.state == self.current.state {
+            self.current.rule = seen.rule;
+            self.current.evidence = seen.evidence;
+            self.candidate = None;
+            return;
+        }
+        let held = match self.candidate {
+            Some((state, from)) if state == seen.state => now.duration_since(from),
+            _ => {
+                self.candidate = Some((seen.state, now));
+                std::time::Duration::ZERO
+            }
+        };
+        if self.current.state == State::Unknown || held >= self.profile.dwell {
+            self.set(seen, now);
+        }
+    }
+
+    fn set(&mut self, c: Classification, now: Instant) {
+        if c.state != self.current.state {
+            self.since = now;
+        }
+        self.current = c;
+        self.candidate = None;
+    }
+
+    /// The state as reported.
+    pub fn state(&self) -> State {
+        self.current.state
+    }
+
+    /// Whether the agent is `working` with no meaningful change for `stuck_after`.
+    pub fn stuck(&self, now: Instant) -> bool {
+        self.current.state == State::Working
+            && now.duration_since(self.last_activity_at()) >= self.profile.stuck_after
+    }
+
+    /// The report for the API.
+    pub fn report(&self, now: Instant) -> StateReport {
+        let last = self.last_activity_at();
+        StateReport {
+            state: self.current.state,
+            since: activity::wall_clock(self.since),
+            stuck: self.stuck(now),
+            rule: self.current.rule.clone(),
+            evidence: self.current.evidence.clone(),
+            profile: self.profile.name.clone(),
+            last_activity_at: activity::wall_clock(last),
+            idle_for_ms: now.duration_since(last).as_millis() as u64,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

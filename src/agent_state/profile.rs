@@ -1,0 +1,304 @@
+//! Agent profiles: TOML files (`policies/agents/*.toml`) that say how to read one kind of agent's
+//! screen: rules on the bottom rows (regex -> state, by priority), what is volatile (masked out
+//! of the activity fingerprint), the key that interrupts it, and the stability fallback.
+//! Validated at load: a bad file is reported as `file:line:col: message (key `k`)`. The shipped
+//! profiles are compiled in; files in the directory add to them or replace them by name.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use regex::Regex;
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::State;
+use crate::activity::Masks;
+
+/// The profiles shipped with the hub (also in `policies/agents/`).
+const BUILTIN: &[(&str, &str)] = &[
+    (
+        "shell.toml",
+        include_str!("../../policies/agents/shell.toml"),
+    ),
+    (
+        "claude-code.toml",
+        include_str!("../../policies/agents/claude-code.toml"),
+    ),
+    (
+        "codex.toml",
+        include_str!("../../policies/agents/codex.toml"),
+    ),
+    (
+        "aider.toml",
+        include_str!("../../policies/agents/aider.toml"),
+    ),
+];
+
+/// The profile used when a session names no known `cli_type`.
+pub const DEFAULT_PROFILE: &str = "shell";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    name: Option<String>,
+    #[serde(default = "default_bottom_rows")]
+    bottom_rows: u16,
+    #[serde(default = "default_stable_after_ms")]
+    stable_after_ms: u64,
+    #[serde(default = "default_stable_state")]
+    stable_state: State,
+    #[serde(default = "default_interrupt_key")]
+    interrupt_key: Spanned<String>,
+    #[serde(default)]
+    volatile: Vec<Spanned<String>>,
+    #[serde(default = "yes")]
+    mask_status_row: bool,
+    #[serde(default = "default_input_hold_ms")]
+    input_hold_ms: u64,
+    #[serde(default = "default_dwell_ms")]
+    dwell_ms: u64,
+    #[serde(default = "default_stuck_after_s")]
+    stuck_after_s: u64,
+    #[serde(default)]
+    rules: Vec<RuleFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleFile {
+    name: Option<String>,
+    state: State,
+    pattern: Spanned<String>,
+    #[serde(default)]
+    priority: i32,
+    rows: Option<u16>,
+}
+
+fn default_bottom_rows() -> u16 {
+    6
+}
+fn default_stable_after_ms() -> u64 {
+    2000
+}
+fn default_stable_state() -> State {
+    State::Unknown
+}
+fn default_interrupt_key() -> Spanned<String> {
+    Spanned::new(0..0, "C-c".into())
+}
+fn yes() -> bool {
+    true
+}
+fn default_input_hold_ms() -> u64 {
+    5000
+}
+fn default_dwell_ms() -> u64 {
+    300
+}
+fn default_stuck_after_s() -> u64 {
+    300
+}
+
+/// One classification rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// `name` from the file, else `STATE#INDEX`.
+    pub name: String,
+    pub state: State,
+    pub regex: Regex,
+    pub priority: i32,
+    /// How many of the bottom non-empty rows the rule looks at.
+    pub rows: u16,
+}
+
+/// A loaded, validated profile.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    pub name: String,
+    pub bottom_rows: u16,
+    /// No rule matched and the screen has not changed for this long: `stable_state`.
+    pub stable_after: Duration,
+    pub stable_state: State,
+    pub interrupt_key: String,
+    pub interrupt_bytes: Vec<u8>,
+    pub masks: Masks,
+    /// After input is sent, `working` holds this long unless the screen changes.
+    pub input_hold: Duration,
+    /// A new state must be seen this long before it is reported (no flapping).
+    pub dwell: Duration,
+    /// `working` with no meaningful change for this long is reported as stuck.
+    pub stuck_after: Duration,
+    /// Ordered by priority, highest first (file order among equals).
+    pub rules: Vec<Rule>,
+}
+
+/// All profiles by name.
+#[derive(Debug, Clone)]
+pub struct ProfileSet {
+    profiles: BTreeMap<String, Arc<Profile>>,
+}
+
+impl Default for ProfileSet {
+    fn default() -> Self {
+        let mut profiles = BTreeMap::new();
+        for (file, text) in BUILTIN {
+            if let Ok(p) = parse(text, file, file.trim_end_matches(".toml")) {
+                profiles.insert(p.name.clone(), Arc::new(p));
+            }
+        }
+        ProfileSet { profiles }
+    }
+}
+
+impl ProfileSet {
+    /// The shipped profiles plus every `*.toml` in `dir` (when it exists).
+    pub fn load(dir: Option<&Path>) -> Result<Self, String> {
+        let mut set = ProfileSet::default();
+        let Some(dir) = dir.filter(|d| d.is_dir()) else {
+            return Ok(set);
+        };
+        for path in crate::policy::toml_files(dir)? {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+            let stem = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default()
+                .to_string();
+            let p = parse(&text, &path.display().to_string(), &stem)?;
+            set.profiles.insert(p.name.clone(), Arc::new(p));
+        }
+        Ok(set)
+    }
+
+    /// The profile for a session's `cli_type`, else the default one.
+    pub fn for_cli_type(&self, cli_type: Option<&str>) -> Arc<Profile> {
+        cli_type
+            .and_then(|c| self.profiles.get(c))
+            .or_else(|| self.profiles.get(DEFAULT_PROFILE))
+            .cloned()
+            .unwrap_or_else(|| Arc::new(Profile::fallback()))
+    }
+
+    /// Profile names.
+    pub fn names(&self) -> Vec<String> {
+        self.profiles.keys().cloned().collect()
+    }
+}
+
+impl Profile {
+    /// A profile with no rules (used only if the shipped ones failed to parse).
+    pub fn fallback() -> Self {
+        ProfileSet::default()
+            .profiles
+            .get(DEFAULT_PROFILE)
+            .map(|p| (**p).clone())
+            .unwrap_or(Profile {
+                name: DEFAULT_PROFILE.into(),
+                bottom_rows: default_bottom_rows(),
+                stable_after: Duration::from_millis(default_stable_after_ms()),
+                stable_state: State::Unknown,
+                interrupt_key: "C-c".into(),
+                interrupt_bytes: vec![3],
+                masks: Masks::default(),
+                input_hold: Duration::from_millis(default_input_hold_ms()),
+                dwell: Duration::from_millis(default_dwell_ms()),
+                stuck_after: Duration::from_secs(default_stuck_after_s()),
+                rules: Vec::new(),
+            })
+    }
+}
+
+/// Parses and validates one profile; `origin` names the file in errors, `stem` is the default name.
+pub fn parse(text: &str, origin: &str, stem: &str) -> Result<Profile, String> {
+    let at = |span: std::ops::Range<usize>, message: String| {
+        let (line, col, key) = crate::config::locate(text, Some(span));
+        let key = key.map(|k| format!(" (key `{k}`)")).unwrap_or_default();
+        format!("{origin}:{line}:{col}: {message}{key}")
+    };
+    let file: ProfileFile = toml::from_str(text)
+        .map_err(|e| at(e.span().unwrap_or(0..0), e.message().trim().to_string()))?;
+    let regex = |s: &Spanned<String>| {
+        Regex::new(s.get_ref()).map_err(|e| at(s.span(), format!("invalid regex: {e}")))
+    };
+    let mut rules = Vec::new();
+    for (i, r) in file.rules.iter().enumerate() {
+        rules.push(Rule {
+            name: r
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("{}#{i}", r.state.as_str())),
+            state: r.state,
+            regex: regex(&r.pattern)?,
+            priority: r.priority,
+            rows: r.rows.unwrap_or(file.bottom_rows).max(1),
+        });
+    }
+    rules.sort_by_key(|r| std::cmp::Reverse(r.priority));
+    let volatile = file.volatile.iter().map(regex).collect::<Result<_, _>>()?;
+    let key = file.interrupt_key.get_ref().clone();
+    let interrupt_bytes = crate::session::input::keys_bytes(std::slice::from_ref(&key))
+        .map_err(|e| at(file.interrupt_key.span(), format!("interrupt_key: {e}")))?;
+    if file.bottom_rows == 0 {
+        return Err(format!("{origin}: bottom_rows must be at least 1"));
+    }
+    Ok(Profile {
+        name: file.name.unwrap_or_else(|| stem.to_string()),
+        bottom_rows: file.bottom_rows,
+        stable_after: Duration::from_millis(file.stable_after_ms),
+        stable_state: file.stable_state,
+        interrupt_key: key,
+        interrupt_bytes,
+        masks: Masks {
+            volatile,
+            status_row: file.mask_status_row,
+        },
+        input_hold: Duration::from_millis(file.input_hold_ms),
+        dwell: Duration::from_millis(file.dwell_ms),
+        stuck_after: Duration::from_secs(file.stuck_after_s),
+        rules,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_profiles_load() {
+        let set = ProfileSet::default();
+        assert_eq!(set.names(), ["aider", "claude-code", "codex", "shell"]);
+        assert_eq!(set.for_cli_type(Some("nope")).name, "shell");
+        assert_eq!(set.for_cli_type(Some("codex")).name, "codex");
+    }
+
+    #[test]
+    fn bad_profiles_name_file_line_and_key() {
+        let table = [
+            (
+                "[[rules]]\nstate = \"idle\"\npattern = \"(\"\n",
+                "p.toml:3:",
+                "pattern",
+            ),
+            ("bottom_rows = \"x\"\n", "p.toml:1:", "bottom_rows"),
+            (
+                "[[rules]]\nstate = \"sleepy\"\npattern = \"x\"\n",
+                "p.toml:2:",
+                "state",
+            ),
+            ("volatile = [\"[\"]\n", "p.toml:1:", "volatile"),
+            (
+                "interrupt_key = \"Nope-Key\"\n",
+                "p.toml:1:",
+                "interrupt_key",
+            ),
+            ("colour = 1\n", "p.toml:1:", "colour"),
+        ];
+        for (text, at, key) in table {
+            let e = parse(text, "p.toml", "p").unwrap_err();
+            assert!(e.starts_with(at) && e.contains(key), "{text}: {e}");
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! Delivering a prompt so that an agent TUI really submits it, with a receipt. A shell takes a
+//! typed line and Enter; agent TUIs need more: multi-line text must arrive as one bracketed
+//! paste (when the program enabled DECSET 2004) or its newlines submit early, Enter must come
+//! after the paste has been taken in, and an Enter that was swallowed must be pressed again.
+//!
+//! Steps: refuse when the agent is `blocked` (a prompt would answer its question) unless
+//! forced; paste or type the text; pause; Enter; wait for a meaningful screen change; Enter once
+//! more if none; receipt `submitted` or `stalled`.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::agent_state::State;
+use crate::error::{HubError, HubResult};
+use crate::session::{input, Session};
+
+/// Pause between the text and Enter, so the program has taken the paste in.
+pub const SUBMIT_PAUSE: Duration = Duration::from_millis(150);
+/// How long to wait for the screen to answer an Enter before pressing it again / giving up.
+pub const CONFIRM_WITHIN: Duration = Duration::from_millis(1500);
+
+const PASTE_START: &[u8] = b"\x1b[200~";
+const PASTE_END: &[u8] = b"\x1b[201~";
+
+/// How a delivery ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Receipt {
+    /// The screen changed after Enter: the program took the prompt.
+    Submitted,
+    /// The screen did not change after two Enters.
+    Stalled,
+}
+
+/// What a delivery did.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeliveryReport {
+    pub receipt: Receipt,
+    /// The text went as one bracketed paste.
+    pub bracketed_paste: bool,
+    /// How many times Enter was pressed (1 or 2).
+    pub enters: u8,
+    pub bytes_written: usize,
+    /// The agent's state before delivery.
+    pub state_before: State,
+}
+
+/// Options of a delivery.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Send even when the agent is blocked on a question.
+    pub force: bool,
+    pub pause: Duration,
+    pub confirm_within: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            force: false,
+            pause: SUBMIT_PAUSE,
+            confirm_within: CONFIRM_WITHIN,
+        }
+    }
+}
+
+/// The bytes of `text` without Enter: one bracketed paste (lines joined by CR) when `paste`,
+/// else the typed line (escapes decoded, line breaks dropped, as `send_line` does).
+pub fn payload(text: &str, paste: bool) -> Vec<u8> {
+    let typed = |line: &str| {
+        let mut b = input::line_bytes(line);
+        b.pop();
+        b
+    };
+    if !paste || text.is_empty() {
+        return typed(text);
+    }
+    let lines: Vec<Vec<u8>> = text
+        .trim_end_matches(['\r', '\n'])
+        .split('\n')
+        .map(|l| typed(l.trim_end_matches('\r')))
+        .collect();
+    let mut out = PASTE_START.to_vec();
+    out.extend_from_slice(&lines.join(&b'\r'));
+    out.extend_from_slice(PASTE_END);
+    out
+}
+
+/// Submits `text` to the session's program and reports whether it took it.
+pub async fn submit(session: &Session, text: &str, opts: Options) -> HubResult<DeliveryReport> {
+    let before = session.state_report();
+    if before.state == State::Blocked && !opts.force {
+        return Err(HubError::AgentBlocked {
+            evidence: before.evidence,
+        });
+    }
+    let paste = session.bracketed_paste();
+    let body = payload(text, paste);
+    let mut bytes_written = body.len();
+    if !body.is_empty() {
+        session.send_bytes(body).await?;
+        tokio::time::sleep(opts.pause).await;
+    }
+    for enters in 1..=2u8 {
+        let baseline = session.screen_fingerprint();
+        session.send_bytes(b"\r".to_vec()).await?;
+        bytes_written += 1;
+        if screen_changes(session, baseline, opts.confirm_within).await {
+            return Ok(DeliveryReport {
+                receipt: Receipt::Submitted,
+                bracketed_paste: paste,
+                enters,
+                bytes_written,
+                state_before: before.state,
+            });
+        }
+    }
+    Ok(DeliveryReport {
+        receipt: Receipt::Stalled,
+        bracketed_paste: paste,
+        enters: 2,
+        bytes_written,
+        state_before: before.state,
+    })
+}
+
+/// Waits up to `within` for the screen's fingerprint to differ from `baseline` (or the
+/// program to end).
+async fn screen_changes(session: &Session, baseline: u64, within: Duration) -> bool {
+    let mut progress = session.output().watch_progress();
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        if session.output().exit().is_some() || session.screen_fingerprint() != baseline {
+            return true;
+        }
+        if tokio::time::timeout_at(deadline, progress.changed())
+            .await
+            .is_err()
+        {
+            return session.screen_fingerprint() != baseline;
+        }
+        // Let a burst of output land before looking again.
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads() {
+        let table: &[(&str, bool, &[u8])] = &[
+            ("ls -la", false, b"ls -la"),
+            ("a\nb", false, b"ab"),
+            ("a\nb", true, b"\x1b[200~a\rb\x1b[201~"),
+            ("one line\n", true, b"\x1b[200~one line\x1b[201~"),
+            ("x\r\ny", true, b"\x1b[200~x\ry\x1b[201~"),
+            ("", false, b""),
+            ("", true, b""),
+        ];
+        for (text, paste, expected) in table {
+            assert_eq!(payload(text, *paste), *expected, "{text:?} {paste}");
+        }
+    }
+}

@@ -1,0 +1,505 @@
+//! The pure policy decision: given a policy, what a session looks like now and what the policy
+//! already did, the one thing to do now and why. Each trigger acts at most once per period of
+//! activity (`Memory` records the activity time it acted for), so a dry run or a slow stop is
+//! never repeated every tick.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::time::Instant;
+
+use super::{IdleAction, Policy, StuckAction};
+use crate::agent_state::State;
+
+/// What a session looks like to a policy.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub state: State,
+    pub stuck: bool,
+    pub last_activity_at: Instant,
+    pub started_at: Instant,
+    pub label: Option<String>,
+    pub role: Option<String>,
+}
+
+/// What a policy already did for a session: the activity time each trigger acted for.
+#[derive(Debug, Clone, Default)]
+pub struct Memory {
+    pub warned_for: Option<Instant>,
+    pub idle_acted_for: Option<Instant>,
+    pub stuck_acted_for: Option<Instant>,
+    /// The start (of this run of the agent) that max_lifetime acted for.
+    pub lifetime_acted_for: Option<Instant>,
+}
+
+/// The action a verdict asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    None,
+    Warn,
+    Stop,
+    Restart,
+    Notify,
+    Interrupt,
+}
+
+/// The decision and its reason.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    pub action: Action,
+    /// The event type it is reported as (`policy_warned`, `policy_stopped`, ...), if any.
+    pub event: Option<&'static str>,
+    pub reason: String,
+    /// What triggered it: `idle_timeout`, `warn_before`, `max_lifetime`, `on_stuck`.
+    pub trigger: Option<&'static str>,
+    /// Milliseconds until the idle deadline, while the idle timer runs.
+    pub idle_deadline_in_ms: Option<u64>,
+}
+
+impl Verdict {
+    fn nothing(reason: String, idle_deadline_in_ms: Option<u64>) -> Self {
+        Verdict {
+            action: Action::None,
+            event: None,
+            reason,
+            trigger: None,
+            idle_deadline_in_ms,
+        }
+    }
+
+    fn act(action: Action, trigger: &'static str, reason: String) -> Self {
+        let event = match action {
+            Action::Warn => "policy_warned",
+            Action::Stop => "policy_stopped",
+            Action::Restart => "policy_restarted",
+            Action::Notify => "policy_notified",
+            Action::Interrupt => "policy_interrupted",
+            Action::None => "policy_none",
+        };
+        Verdict {
+            action,
+            event: Some(event),
+            reason,
+            trigger: Some(trigger),
+            idle_deadline_in_ms: None,
+        }
+    }
+
+    /// Records in `memory` that this verdict was acted on (or reported, in a dry run).
+    pub fn remember(&self, snap: &Snapshot, memory: &mut Memory) {
+        match self.trigger {
+            Some("warn_before") => memory.warned_for = Some(snap.last_activity_at),
+            Some("idle_timeout") => memory.idle_acted_for = Some(snap.last_activity_at),
+            Some("on_stuck") => memory.stuck_acted_for = Some(snap.last_activity_at),
+            Some("max_lifetime") => memory.lifetime_acted_for = Some(snap.started_at),
+            _ => {}
+        }
+    }
+}
+
+fn idle_action(a: IdleAction) -> Action {
+    match a {
+        IdleAction::Stop => Action::Stop,
+        IdleAction::Notify => Action::Notify,
+        IdleAction::Restart => Action::Restart,
+    }
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.1} s", d.as_secs_f64())
+}
+
+/// What `policy` would do to a session looking like `snap` at `now`.
+pub fn evaluate(policy: &Policy, snap: &Snapshot, memory: &Memory, now: Instant) -> Verdict {
+    if let Some(label) = snap
+        .label
+        .as_ref()
+        .filter(|l| policy.exempt_labels.contains(l))
+    {
+        return Verdict::nothing(format!("exempt: label '{label}'"), None);
+    }
+    if let Some(role) = snap
+        .role
+        .as_ref()
+        .filter(|r| policy.exempt_roles.contains(r))
+    {
+        return Verdict::nothing(format!("exempt: role '{role}'"), None);
+    }
+    if snap.state == State::Exited {
+        return Verdict::nothing("not running".into(), None);
+    }
+    let alive_for = now.saturating_duration_since(snap.started_at);
+    if let Some(max) = policy.max_lifetime_s.map(Duration::from_secs) {
+        if alive_for >= max && memory.lifetime_acted_for != Some(snap.started_at) {
+            return Verdict::act(
+                idle_action(policy.idle_action),
+                "max_lifetime",
+                format!(
+                    "running for {} (max_lifetime {})",
+                    secs(alive_for),
+                    secs(max)
+                ),
+            );
+        }
+    }
+    let idle_for = now.saturating_duration_since(snap.last_activity_at);
+    if let Some(action) = policy.on_stuck {
+        if snap.stuck && memory.stuck_acted_for != Some(snap.last_activity_at) {
+            let action = match action {
+                StuckAction::Notify => Action::Notify,
+                StuckAction::Interrupt => Action::Interrupt,
+                StuckAction::Restart => Action::Restart,
+            };
+            return Verdict::act(
+                action,
+                "on_stuck",
+                format!(
+                    "stuck: working with no meaningful change for {}",
+                    secs(idle_for)
+                ),
+            );
+        }
+    }
+    let Some(timeout) = policy.idle_timeout_s.map(Duration::from_secs) else {
+        return Verdict::nothing("no idle_timeout".into(), None);
+    };
+    if !policy.idle_states.contains(&snap.state) {
+        return Verdict::nothing(
+            format!("state {}: the idle timer does not run", snap.state.as_str()),
+            None,
+        );
+    }
+    let left = timeout.saturating_sub(idle_for);
+    if left.is_zero() {
+        if memory.idle_acted_for == Some(snap.last_activity_at) {
+            return Verdict::nothing(
+                format!("idle for {}: already acted", secs(idle_for)),
+                Some(0),
+            );
+        }
+        return Verdict::act(
+            idle_action(policy.idle_action),
+            "idle_timeout",
+            format!(
+                "{} for {} (idle_timeout {})",
+                snap.state.as_str(),
+                secs(idle_for),
+                secs(timeout)
+            ),
+        );
+    }
+    if let Some(warn) = policy.warn_before_s.map(Duration::from_secs) {
+        if left <= warn && memory.warned_for != Some(snap.last_activity_at) {
+            let mut v = Verdict::act(
+                Action::Warn,
+                "warn_before",
+                format!(
+                    "{} for {}: idle action '{}' in {}",
+                    snap.state.as_str(),
+                    secs(idle_for),
+                    serde_json::to_value(policy.idle_action)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default(),
+                    secs(left)
+                ),
+            );
+            v.idle_deadline_in_ms = Some(left.as_millis() as u64);
+            return v;
+        }
+    }
+    Verdict::nothing(
+        format!(
+            "{} for {}; idle deadline in {}",
+            snap.state.as_str(),
+            secs(idle_for),
+            secs(left)
+        ),
+        Some(left.as_millis() as u64),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(text: &str) -> Policy {
+        super::super::parse_policy(text, "p.toml", "p").unwrap()
+    }
+
+    struct Case {
+        what: &'static str,
+        policy: &'static str,
+        state: State,
+        stuck: bool,
+        /// Seconds since start of the last activity, and of now.
+        active_at_s: u64,
+        now_s: u64,
+        label: Option<&'static str>,
+        memory: fn(Instant) -> Memory,
+        expect: Action,
+        trigger: Option<&'static str>,
+    }
+
+    fn none(_: Instant) -> Memory {
+        Memory::default()
+    }
+
+    /// The table runs on tokio's paused clock: instants are real `Instant`s moved by `advance`.
+    #[tokio::test(start_paused = true)]
+    async fn decisions_table() {
+        const IDLE: &str = "idle_timeout_s = 60\nwarn_before_s = 10\n";
+        let c = |what, policy, state, active_at_s, now_s, expect, trigger| Case {
+            what,
+            policy,
+            state,
+            stuck: false,
+            active_at_s,
+            now_s,
+            label: None,
+            memory: none,
+            expect,
+            trigger,
+        };
+        let cases = vec![
+            c(
+                "before the warning",
+                IDLE,
+                State::Idle,
+                0,
+                49,
+                Action::None,
+                None,
+            ),
+            c(
+                "warning window",
+                IDLE,
+                State::Idle,
+                0,
+                50,
+                Action::Warn,
+                Some("warn_before"),
+            ),
+            c(
+                "at the deadline",
+                IDLE,
+                State::Idle,
+                0,
+                60,
+                Action::Stop,
+                Some("idle_timeout"),
+            ),
+            c(
+                "activity moved the deadline",
+                IDLE,
+                State::Idle,
+                30,
+                60,
+                Action::None,
+                None,
+            ),
+            c(
+                "working: no timer",
+                IDLE,
+                State::Working,
+                0,
+                600,
+                Action::None,
+                None,
+            ),
+            c(
+                "blocked: no timer by default",
+                IDLE,
+                State::Blocked,
+                0,
+                600,
+                Action::None,
+                None,
+            ),
+            c(
+                "blocked counts when configured",
+                "idle_timeout_s = 60\nidle_states = [\"idle\", \"blocked\"]\n",
+                State::Blocked,
+                0,
+                61,
+                Action::Stop,
+                Some("idle_timeout"),
+            ),
+            c(
+                "notify instead of stop",
+                "idle_timeout_s = 60\nidle_action = \"notify\"\n",
+                State::Idle,
+                0,
+                61,
+                Action::Notify,
+                Some("idle_timeout"),
+            ),
+            c(
+                "restart",
+                "idle_timeout_s = 60\nidle_action = \"restart\"\n",
+                State::Idle,
+                0,
+                61,
+                Action::Restart,
+                Some("idle_timeout"),
+            ),
+            c(
+                "max lifetime, even while working",
+                "max_lifetime_s = 100\n",
+                State::Working,
+                99,
+                100,
+                Action::Stop,
+                Some("max_lifetime"),
+            ),
+            c(
+                "exited: nothing",
+                IDLE,
+                State::Exited,
+                0,
+                600,
+                Action::None,
+                None,
+            ),
+            c(
+                "no idle timeout",
+                "dry_run = true\n",
+                State::Idle,
+                0,
+                6000,
+                Action::None,
+                None,
+            ),
+            Case {
+                label: Some("keep"),
+                ..c(
+                    "exempt label",
+                    "idle_timeout_s = 60\nexempt_labels = [\"keep\"]\n",
+                    State::Idle,
+                    0,
+                    600,
+                    Action::None,
+                    None,
+                )
+            },
+            Case {
+                memory: |t| Memory {
+                    warned_for: Some(t),
+                    ..Memory::default()
+                },
+                ..c(
+                    "warned once per idle period",
+                    IDLE,
+                    State::Idle,
+                    0,
+                    55,
+                    Action::None,
+                    None,
+                )
+            },
+            Case {
+                memory: |t| Memory {
+                    idle_acted_for: Some(t),
+                    ..Memory::default()
+                },
+                ..c("stopped once", IDLE, State::Idle, 0, 65, Action::None, None)
+            },
+            Case {
+                // (here the last activity is the start, so the memory names this run)
+                memory: |t| Memory {
+                    lifetime_acted_for: Some(t),
+                    ..Memory::default()
+                },
+                ..c(
+                    "max lifetime acted once per run",
+                    "max_lifetime_s = 100\n",
+                    State::Working,
+                    0,
+                    100,
+                    Action::None,
+                    None,
+                )
+            },
+            Case {
+                stuck: true,
+                ..c(
+                    "stuck: interrupt",
+                    "on_stuck = \"interrupt\"\n",
+                    State::Working,
+                    0,
+                    300,
+                    Action::Interrupt,
+                    Some("on_stuck"),
+                )
+            },
+            Case {
+                stuck: true,
+                memory: |t| Memory {
+                    stuck_acted_for: Some(t),
+                    ..Memory::default()
+                },
+                ..c(
+                    "stuck handled once",
+                    "on_stuck = \"notify\"\n",
+                    State::Working,
+                    0,
+                    300,
+                    Action::None,
+                    None,
+                )
+            },
+        ];
+        for case in cases {
+            let start = Instant::now();
+            let p = policy(case.policy);
+            let active = start + Duration::from_secs(case.active_at_s);
+            let snap = Snapshot {
+                state: case.state,
+                stuck: case.stuck,
+                last_activity_at: active,
+                started_at: start,
+                label: case.label.map(String::from),
+                role: None,
+            };
+            let memory = (case.memory)(active);
+            tokio::time::advance(Duration::from_secs(case.now_s)).await;
+            let v = evaluate(&p, &snap, &memory, Instant::now());
+            assert_eq!(
+                (v.action, v.trigger),
+                (case.expect, case.trigger),
+                "{}: {v:?}",
+                case.what
+            );
+            assert!(!v.reason.is_empty());
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_dry_run_reports_each_step_once() {
+        let p = policy("idle_timeout_s = 5\nwarn_before_s = 2\ndry_run = true\n");
+        let start = Instant::now();
+        let snap = Snapshot {
+            state: State::Idle,
+            stuck: false,
+            last_activity_at: start,
+            started_at: start,
+            label: None,
+            role: None,
+        };
+        let mut memory = Memory::default();
+        let mut seen = Vec::new();
+        for _ in 0..20 {
+            tokio::time::advance(Duration::from_millis(500)).await;
+            let v = evaluate(&p, &snap, &memory, Instant::now());
+            if let Some(event) = v.event {
+                seen.push((event, Instant::now().duration_since(start).as_millis()));
+                v.remember(&snap, &mut memory);
+            }
+        }
+        assert_eq!(
+            seen,
+            vec![("policy_warned", 3000), ("policy_stopped", 5000)]
+        );
+    }
+}

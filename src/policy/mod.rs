@@ -1,0 +1,362 @@
+//! Policies: named TOML files in the policies directory (`policies/*.toml`, or `policies_dir`
+//! in hub.toml) that say when an agent is stopped, restarted, warned, interrupted or started.
+//! Agents name theirs with `policy = "NAME"` in `[[agents]]`; host sessions with `policy` at
+//! creation. The directory's `agents/` holds the state profiles ([`crate::agent_state`]).
+//!
+//! [`evaluate`] is the pure decision; [`runner`] is the one loop that applies it to every
+//! session; [`Engine`] holds what was loaded (reloadable: SIGHUP, `POST /v1/policies/reload`)
+//! and what each policy has already done.
+
+pub mod evaluate;
+pub mod runner;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde::{Deserialize, Serialize};
+
+use crate::agent_state::profile::{Profile, ProfileSet};
+use crate::agent_state::State;
+use crate::config::HubConfig;
+pub use evaluate::{evaluate, Action, Memory, Snapshot, Verdict};
+
+/// What to do when the idle timeout (or max lifetime) is reached.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IdleAction {
+    #[default]
+    Stop,
+    Notify,
+    Restart,
+}
+
+/// What to do with a stuck agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StuckAction {
+    Notify,
+    Interrupt,
+    Restart,
+}
+
+/// Where a warning line goes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WarnTo {
+    #[default]
+    Agent,
+    Leader,
+}
+
+/// One policy, as written in its file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// Default: the file name without `.toml`.
+    #[serde(default)]
+    pub name: String,
+    /// Seconds without meaningful activity, in one of `idle_states`, before `idle_action`.
+    pub idle_timeout_s: Option<u64>,
+    #[serde(default)]
+    pub idle_action: IdleAction,
+    /// States in which the idle timer runs: `["idle"]` (default) or `["idle", "blocked"]`.
+    #[serde(default = "default_idle_states")]
+    pub idle_states: Vec<State>,
+    /// Seconds before the idle deadline to emit `policy_warned` (and send `warn_line`).
+    pub warn_before_s: Option<u64>,
+    /// A line sent with the warning, to the agent or its leader (`warn_to`).
+    pub warn_line: Option<String>,
+    #[serde(default)]
+    pub warn_to: WarnTo,
+    /// Seconds after start when `idle_action` is taken whatever the state.
+    pub max_lifetime_s: Option<u64>,
+    /// Sessions whose label is one of these are never acted on.
+    #[serde(default)]
+    pub exempt_labels: Vec<String>,
+    /// Sessions whose owner role is one of these are never acted on.
+    #[serde(default)]
+    pub exempt_roles: Vec<String>,
+    /// Decide and report, but do nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// What to do when the agent is stuck (see the profile's `stuck_after_s`).
+    pub on_stuck: Option<StuckAction>,
+    /// A `send_line_to_agent` to this stopped agent starts it first.
+    #[serde(default)]
+    pub start_on_message: bool,
+}
+
+fn default_idle_states() -> Vec<State> {
+    vec![State::Idle]
+}
+
+/// Everything loaded from the policies directory.
+#[derive(Debug, Clone, Default)]
+pub struct Loaded {
+    pub dir: Option<PathBuf>,
+    pub policies: BTreeMap<String, Policy>,
+    pub profiles: ProfileSet,
+}
+
+/// The `*.toml` files directly in `dir`, sorted.
+pub fn toml_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("{}: cannot read: {e}", dir.display()))?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Parses and validates one policy file.
+pub fn parse_policy(text: &str, origin: &str, stem: &str) -> Result<Policy, String> {
+    let at = |span: Option<std::ops::Range<usize>>, message: &str| {
+        let (line, col, key) = crate::config::locate(text, span);
+        let key = key.map(|k| format!(" (key `{k}`)")).unwrap_or_default();
+        format!("{origin}:{line}:{col}: {message}{key}")
+    };
+    let mut p: Policy = toml::from_str(text).map_err(|e| at(e.span(), e.message().trim()))?;
+    let field = |key: &str| {
+        let whole = 0..text.len();
+        Some(crate::config::field_span(text, whole, key))
+    };
+    if p.name.is_empty() {
+        p.name = stem.to_string();
+    }
+    if !name_ok(&p.name) {
+        return Err(at(
+            field("name"),
+            "name must be 1-64 characters of letters, digits, '_', '-', '.'",
+        ));
+    }
+    if p.idle_timeout_s == Some(0) {
+        return Err(at(
+            field("idle_timeout_s"),
+            "idle_timeout_s must be at least 1",
+        ));
+    }
+    if p.idle_states.is_empty()
+        || p.idle_states
+            .iter()
+            .any(|s| !matches!(s, State::Idle | State::Blocked))
+    {
+        return Err(at(
+            field("idle_states"),
+            "idle_states must be [\"idle\"] or [\"idle\", \"blocked\"]",
+        ));
+    }
+    if let (Some(w), Some(t)) = (p.warn_before_s, p.idle_timeout_s) {
+        if w >= t {
+            return Err(at(
+                field("warn_before_s"),
+                "warn_before_s must be less than idle_timeout_s",
+            ));
+        }
+    }
+    if p.warn_before_s.is_some() && p.idle_timeout_s.is_none() {
+        return Err(at(
+            field("warn_before_s"),
+            "warn_before_s needs idle_timeout_s",
+        ));
+    }
+    if p.warn_line.is_some() && p.warn_before_s.is_none() {
+        return Err(at(field("warn_line"), "warn_line needs warn_before_s"));
+    }
+    if let Some(bad) = p
+        .exempt_roles
+        .iter()
+        .find(|r| !matches!(r.as_str(), "leader" | "worker"))
+    {
+        return Err(at(
+            field("exempt_roles"),
+            &format!("exempt_roles: unknown role '{bad}' (roles are leader and worker)"),
+        ));
+    }
+    if p.max_lifetime_s == Some(0) {
+        return Err(at(
+            field("max_lifetime_s"),
+            "max_lifetime_s must be at least 1",
+        ));
+    }
+    Ok(p)
+}
+
+fn name_ok(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+}
+
+impl Loaded {
+    /// Loads the policies directory of `config` (policies and profiles) and checks that every
+    /// agent's policy exists.
+    pub fn load(config: &HubConfig) -> Result<Self, String> {
+        let dir = config.policies_dir.clone().or_else(|| {
+            let d = PathBuf::from("policies");
+            d.is_dir().then_some(d)
+        });
+        let mut loaded = Loaded {
+            dir: dir.clone(),
+            profiles: ProfileSet::load(dir.as_ref().map(|d| d.join("agents")).as_deref())?,
+            policies: BTreeMap::new(),
+        };
+        if let Some(dir) = dir.as_deref() {
+            if !dir.is_dir() {
+                return Err(format!("{}: policies directory not found", dir.display()));
+            }
+            for path in toml_files(dir)? {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+                let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+                let p = parse_policy(&text, &path.display().to_string(), stem)?;
+                if loaded.policies.contains_key(&p.name) {
+                    return Err(format!(
+                        "{}: policy '{}' is defined twice",
+                        path.display(),
+                        p.name
+                    ));
+                }
+                loaded.policies.insert(p.name.clone(), p);
+            }
+        }
+        for def in config.agent_defs() {
+            if let Some(name) = &def.policy {
+                if !loaded.policies.contains_key(name) {
+                    return Err(format!(
+                        "{}: agent '{}': policy: no policy named '{name}' in {}",
+                        def.image_location,
+                        def.id,
+                        dir.as_deref()
+                            .map_or("(no policies directory)".into(), |d| d
+                                .display()
+                                .to_string())
+                    ));
+                }
+            }
+        }
+        Ok(loaded)
+    }
+}
+
+/// The hub's policies: what is loaded, and what each policy has done to each session.
+pub struct Engine {
+    loaded: RwLock<Arc<Loaded>>,
+    memory: Mutex<HashMap<String, Memory>>,
+}
+
+impl Engine {
+    /// Loads the policies of `config`; a load error is logged and leaves the shipped profiles
+    /// and no policies (`serve` checks with [`Loaded::load`] first and refuses to start).
+    pub fn new(config: &HubConfig) -> Self {
+        let loaded = Loaded::load(config).unwrap_or_else(|e| {
+            tracing::error!("policies not loaded: {e}");
+            Loaded::default()
+        });
+        Engine {
+            loaded: RwLock::new(Arc::new(loaded)),
+            memory: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// What is loaded now.
+    pub fn loaded(&self) -> Arc<Loaded> {
+        self.loaded
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Reloads from disk; on error the old set stays in force.
+    pub fn reload(&self, config: &HubConfig) -> Result<Arc<Loaded>, String> {
+        let fresh = Arc::new(Loaded::load(config)?);
+        *self.loaded.write().unwrap_or_else(|e| e.into_inner()) = fresh.clone();
+        Ok(fresh)
+    }
+
+    /// The profile for a `cli_type`.
+    pub fn profile_for(&self, cli_type: Option<&str>) -> Arc<Profile> {
+        self.loaded().profiles.for_cli_type(cli_type)
+    }
+
+    /// A policy by name.
+    pub fn policy(&self, name: &str) -> Option<Policy> {
+        self.loaded().policies.get(name).cloned()
+    }
+
+    fn memory(&self, unit: &str) -> Memory {
+        self.lock_memory().get(unit).cloned().unwrap_or_default()
+    }
+
+    fn set_memory(&self, unit: &str, m: Memory) {
+        self.lock_memory().insert(unit.to_string(), m);
+    }
+
+    /// Forgets what was done for units no longer under a policy.
+    fn retain_memory(&self, keep: &std::collections::HashSet<String>) {
+        self.lock_memory().retain(|k, _| keep.contains(k));
+    }
+
+    fn lock_memory(&self) -> std::sync::MutexGuard<'_, HashMap<String, Memory>> {
+        self.memory.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_policies_name_file_line_and_key() {
+        let table = [
+            ("idle_timeout_s = \"x\"\n", "p.toml:1:", "idle_timeout_s"),
+            ("\nidle_action = \"explode\"\n", "p.toml:2:", "idle_action"),
+            ("idle_timeout_s = 0\n", "p.toml:1:", "idle_timeout_s"),
+            (
+                "idle_timeout_s = 5\nwarn_before_s = 9\n",
+                "p.toml:2:",
+                "warn_before_s",
+            ),
+            (
+                "idle_timeout_s = 5\nidle_states = [\"working\"]\n",
+                "p.toml:2:",
+                "idle_states",
+            ),
+            ("warn_line = \"hi\"\n", "p.toml:1:", "warn_line"),
+            ("on_stuck = \"panic\"\n", "p.toml:1:", "on_stuck"),
+            ("idle_timout_s = 5\n", "p.toml:1:", "idle_timout_s"),
+            ("name = \"bad name\"\n", "p.toml:1:", "name"),
+            ("\nexempt_roles = [\"boss\"]\n", "p.toml:2:", "exempt_roles"),
+        ];
+        for (text, at, key) in table {
+            let e = parse_policy(text, "p.toml", "p").unwrap_err();
+            assert!(e.starts_with(at) && e.contains(key), "{text}: {e}");
+        }
+        let ok = parse_policy("idle_timeout_s = 60\nwarn_before_s = 10\n", "p.toml", "p").unwrap();
+        assert_eq!(ok.name, "p");
+        assert_eq!(ok.idle_action, IdleAction::Stop);
+        assert_eq!(ok.idle_states, vec![State::Idle]);
+    }
+
+    #[test]
+    fn an_agent_naming_an_unknown_policy_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("short.toml"), "idle_timeout_s = 5\n").unwrap();
+        let text = format!(
+            "policies_dir = '{}'\n[[agents]]\nid = \"a\"\nimage = \"i\"\npolicy = \"long\"\n",
+            dir.path().display()
+        );
+        let config = HubConfig::parse(&text, "hub.toml").unwrap();
+        let e = Loaded::load(&config).unwrap_err();
+        assert!(e.starts_with("hub.toml:4:") && e.contains("'long'"), "{e}");
+        let config = HubConfig::parse(&text.replace("long", "short"), "hub.toml").unwrap();
+        assert!(Loaded::load(&config)
+            .unwrap()
+            .policies
+            .contains_key("short"));
+    }
+}

@@ -1,0 +1,286 @@
+//! The one policy loop: every [`TICK`] it looks at each session that has a policy, asks
+//! [`super::evaluate`] what to do, reports the decision as an event (`policy_warned`,
+//! `policy_stopped`, ..., with the reason and `dry_run`), and applies it unless the policy is a
+//! dry run. Actions that take time (stopping a container) run beside the loop, never in it.
+//! [`check`] is the same evaluation without acting (`agent-hub policy check`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::json;
+use tokio::time::Instant;
+
+use super::{Action, Policy, Snapshot, Verdict, WarnTo};
+use crate::agent_state::StateReport;
+use crate::hub::Hub;
+use crate::session::Session;
+
+/// How often the loop evaluates: well inside the promised 1 s accuracy.
+pub const TICK: Duration = Duration::from_millis(250);
+
+/// One session under a policy, as the loop sees it.
+struct Unit {
+    /// The agent id for container agents, else the session id: what memory is kept by.
+    key: String,
+    session: Arc<Session>,
+    policy: Policy,
+    snapshot: Snapshot,
+    report: StateReport,
+}
+
+/// A row of `policy check`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckRow {
+    pub agent_id: Option<String>,
+    pub session_id: Option<String>,
+    pub policy: String,
+    pub dry_run: bool,
+    pub state: Option<crate::agent_state::State>,
+    pub stuck: bool,
+    pub idle_for_ms: Option<u64>,
+    pub would: Action,
+    pub event: Option<&'static str>,
+    pub reason: String,
+    pub idle_deadline_in_ms: Option<u64>,
+    pub start_on_message: bool,
+}
+
+/// Starts the loop; it ends when the hub closes.
+pub fn spawn(hub: &Hub) -> tokio::task::JoinHandle<()> {
+    let hub = hub.clone();
+    tokio::spawn(async move {
+        let closing = hub.closing();
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = closing.cancelled() => return,
+                _ = tick.tick() => run_once(&hub).await,
+            }
+        }
+    })
+}
+
+/// Gives every session its profile again (after a reload) and returns those under a policy.
+fn units(hub: &Hub) -> Vec<Unit> {
+    let engine = hub.policy();
+    let mut out = Vec::new();
+    for session in hub.list() {
+        let owner = session.owner();
+        session.set_profile(engine.profile_for(owner.cli_type.as_deref()));
+        let Some(policy) = session
+            .spec()
+            .policy
+            .as_deref()
+            .and_then(|p| engine.policy(p))
+        else {
+            continue;
+        };
+        let report = session.state_report();
+        let snapshot = Snapshot {
+            state: report.state,
+            stuck: report.stuck,
+            last_activity_at: session.last_activity_instant(),
+            started_at: session.started_at(),
+            label: owner.label.clone(),
+            role: owner.owner_role.clone(),
+        };
+        let key = session
+            .spec()
+            .agent_id
+            .clone()
+            .unwrap_or_else(|| session.id().to_string());
+        out.push(Unit {
+            key,
+            session,
+            policy,
+            snapshot,
+            report,
+        });
+    }
+    // An agent that was restarted has an old, exited session too: the live one counts.
+    out.sort_by_key(|u| {
+        (
+            u.key.clone(),
+            u.report.state == crate::agent_state::State::Exited,
+        )
+    });
+    out.dedup_by(|later, earlier| later.key == earlier.key);
+    out
+}
+
+/// One evaluation of every session under a policy, acting on the verdicts.
+pub async fn run_once(hub: &Hub) {
+    let now = Instant::now();
+    let units = units(hub);
+    hub.policy()
+        .retain_memory(&units.iter().map(|u| u.key.clone()).collect());
+    for unit in units {
+        let mut memory = hub.policy().memory(&unit.key);
+        let verdict = super::evaluate(&unit.policy, &unit.snapshot, &memory, now);
+        let Some(event) = verdict.event else { continue };
+        verdict.remember(&unit.snapshot, &mut memory);
+        hub.policy().set_memory(&unit.key, memory);
+        let agent_id = unit.session.spec().agent_id.clone();
+        tracing::info!(
+            session = unit.session.id(),
+            policy = %unit.policy.name,
+            dry_run = unit.policy.dry_run,
+            "{event}: {}",
+            verdict.reason
+        );
+        hub.emit(json!({
+            "type": event,
+            "agent_id": agent_id,
+            "session_id": unit.session.id(),
+            "policy": unit.policy.name,
+            "action": verdict.action,
+            "trigger": verdict.trigger,
+            "reason": verdict.reason,
+            "state": unit.report.state,
+            "idle_for_ms": now.saturating_duration_since(unit.snapshot.last_activity_at).as_millis() as u64,
+            "dry_run": unit.policy.dry_run,
+        }));
+        if !unit.policy.dry_run {
+            tokio::spawn(apply(hub.clone(), unit, verdict));
+        }
+    }
+}
+
+async fn apply(hub: Hub, unit: Unit, verdict: Verdict) {
+    let session = &unit.session;
+    let agent = session.spec().agent_id.clone();
+    let result: Result<(), String> = match verdict.action {
+        Action::None | Action::Notify => Ok(()),
+        Action::Warn => match (&unit.policy.warn_line, unit.policy.warn_to) {
+            (None, _) => Ok(()),
+            (Some(line), WarnTo::Agent) => deliver(session, line).await,
+            (Some(line), WarnTo::Leader) => match session.owner().owner_session_id {
+                Some(leader) => match hub.get(&leader) {
+                    Ok(s) => deliver(&s, line).await,
+                    Err(e) => Err(e.to_string()),
+                },
+                None => Err("the session has no owner_session_id (leader) to warn".into()),
+            },
+        },
+        Action::Stop => match &agent {
+            Some(id) => crate::agents::stop(&hub, id)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            None => hub
+                .kill(session.id())
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+        },
+        Action::Restart => match &agent {
+            Some(id) => crate::agents::restart(&hub, id)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            None => Err("host sessions cannot be restarted; use idle_action = \"stop\"".into()),
+        },
+        Action::Interrupt => session
+            .send_bytes(session.profile().interrupt_bytes.clone())
+            .await
+            .map_err(|e| e.to_string()),
+    };
+    if let Err(reason) = result {
+        tracing::warn!(session = session.id(), "policy action failed: {reason}");
+        hub.emit(json!({
+            "type": "policy_action_failed",
+            "agent_id": agent,
+            "session_id": session.id(),
+            "policy": unit.policy.name,
+            "action": verdict.action,
+            "reason": reason,
+            "dry_run": false,
+        }));
+    }
+}
+
+async fn deliver(session: &Session, line: &str) -> Result<(), String> {
+    crate::delivery::submit(session, line, crate::delivery::Options::default())
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// What every policy would do now, and why (nothing is done). `agent` narrows it to one agent
+/// or session id.
+pub fn check(hub: &Hub, agent: Option<&str>) -> Vec<CheckRow> {
+    let now = Instant::now();
+    let mut rows: Vec<CheckRow> = units(hub)
+        .into_iter()
+        .map(|u| {
+            let memory = hub.policy().memory(&u.key);
+            let v = super::evaluate(&u.policy, &u.snapshot, &memory, now);
+            CheckRow {
+                agent_id: u.session.spec().agent_id.clone(),
+                session_id: Some(u.session.id().to_string()),
+                policy: u.policy.name.clone(),
+                dry_run: u.policy.dry_run,
+                state: Some(u.report.state),
+                stuck: u.report.stuck,
+                idle_for_ms: Some(u.report.idle_for_ms),
+                would: v.action,
+                event: v.event,
+                reason: v.reason,
+                idle_deadline_in_ms: v.idle_deadline_in_ms,
+                start_on_message: u.policy.start_on_message,
+            }
+        })
+        .collect();
+    // Agents under a policy with no live terminal.
+    for def in hub.agents().defs() {
+        let Some(policy) = def.policy.as_deref().and_then(|p| hub.policy().policy(p)) else {
+            continue;
+        };
+        if rows.iter().any(|r| r.agent_id.as_deref() == Some(&def.id)) {
+            continue;
+        }
+        rows.push(CheckRow {
+            agent_id: Some(def.id.clone()),
+            session_id: None,
+            policy: policy.name.clone(),
+            dry_run: policy.dry_run,
+            state: None,
+            stuck: false,
+            idle_for_ms: None,
+            would: Action::None,
+            event: None,
+            reason: "not running".into(),
+            idle_deadline_in_ms: None,
+            start_on_message: policy.start_on_message,
+        });
+    }
+    rows.retain(|r| {
+        agent.is_none_or(|a| r.agent_id.as_deref() == Some(a) || r.session_id.as_deref() == Some(a))
+    });
+    rows
+}
+
+/// Reloads policies and profiles from disk (SIGHUP, `POST /v1/policies/reload`) and gives every
+/// session its profile again. On error the old set stays in force.
+pub fn reload(hub: &Hub) -> crate::error::HubResult<Arc<super::Loaded>> {
+    match hub.policy().reload(hub.config()) {
+        Ok(loaded) => {
+            for session in hub.list() {
+                let cli_type = session.owner().cli_type;
+                session.set_profile(loaded.profiles.for_cli_type(cli_type.as_deref()));
+            }
+            hub.emit(json!({
+                "type": "policies_reloaded",
+                "policies": loaded.policies.keys().collect::<Vec<_>>(),
+                "profiles": loaded.profiles.names(),
+            }));
+            Ok(loaded)
+        }
+        Err(message) => {
+            hub.emit(json!({ "type": "policies_reload_failed", "reason": message }));
+            Err(crate::error::HubError::PolicyInvalid { message })
+        }
+    }
+}
