@@ -27,6 +27,7 @@ pub mod hub;
 pub mod output;
 pub mod process;
 pub mod protocol;
+pub mod redact;
 pub mod routing;
 pub mod screen;
 pub mod scrollback;
