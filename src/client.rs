@@ -235,6 +235,9 @@ impl HubClient {
         if q.encoding == crate::protocol::Encoding::Base64 {
             params.push("encoding=base64".into());
         }
+        if q.raw {
+            params.push("raw=true".into());
+        }
         let path = format!("{}?{}", Self::session_path(id, "/read"), params.join("&"));
         let value = self.get(&path).await?;
         serde_json::from_value(value.clone()).map_err(|e| ClientError {

@@ -49,6 +49,12 @@ pub struct HubConfig {
     pub term_buffer_access: bool,
     /// API tokens; none = an open API (then only loopback listening is allowed).
     pub tokens: Vec<crate::api::auth::TokenConfig>,
+    /// The command guard (`[guard]`).
+    pub guard: crate::guard::GuardConfig,
+    /// Extra secrets to redact (`[redact]`).
+    pub redact: crate::redact::RedactConfig,
+    /// The audit log (`[audit]`).
+    pub audit: crate::audit::AuditConfig,
 }
 
 impl Default for HubConfig {
@@ -76,6 +82,9 @@ impl Default for HubConfig {
             agents: Vec::new(),
             tokens: Vec::new(),
             term_buffer_access: true,
+            guard: Default::default(),
+            redact: Default::default(),
+            audit: Default::default(),
         }
     }
 }
@@ -149,6 +158,8 @@ impl HubConfig {
         if let Some(id) = &self.hub_id {
             check_hub_id(id)?;
         }
+        crate::guard::Guard::new(&self.guard)?;
+        self.audit.validate()?;
         for t in &self.tokens {
             if t.token.len() < 16 {
                 return Err(format!(

@@ -86,6 +86,15 @@ pub enum HubError {
     /// Rendered reads are switched off (`AGENT_HUB_TERM_BUFFER_ACCESS=off`).
     #[error("rendered terminal reads are disabled on this hub (AGENT_HUB_TERM_BUFFER_ACCESS=off)")]
     TermBufferAccessDisabled,
+    /// The command guard refused the input; nothing was written.
+    #[error("input blocked by the command guard (pattern '{pattern}'); nothing was written")]
+    CommandBlocked { pattern: String },
+    /// The audit log cannot be written, so the operation was refused (`audit.fail_open=false`).
+    #[error("the audit log cannot be written ({reason}); the operation was refused")]
+    AuditUnavailable { reason: String },
+    /// No audit record has this id.
+    #[error("no audit record with id {id}")]
+    AuditRecordNotFound { id: i64 },
     /// Something inside the hub failed; the message says what.
     #[error("internal error: {message}")]
     Internal { message: String },
@@ -117,6 +126,9 @@ impl HubError {
             HubError::RouteNotMatched { .. } => "NOT_FOUND",
             HubError::Ambiguous { .. } => "AMBIGUOUS",
             HubError::Forbidden { .. } => "FORBIDDEN",
+            HubError::CommandBlocked { .. } => "PTY_COMMAND_BLOCKED",
+            HubError::AuditUnavailable { .. } => "AUDIT_UNAVAILABLE",
+            HubError::AuditRecordNotFound { .. } => "NOT_FOUND",
             HubError::Internal { .. } => "INTERNAL",
         }
     }
@@ -129,7 +141,11 @@ impl HubError {
             | HubError::AgentNotFound { .. }
             | HubError::TaskNotFound { .. } => 404,
             HubError::AgentNotRunning { .. } => 409,
-            HubError::TermBufferAccessDisabled | HubError::Forbidden { .. } => 403,
+            HubError::TermBufferAccessDisabled
+            | HubError::Forbidden { .. }
+            | HubError::CommandBlocked { .. } => 403,
+            HubError::AuditUnavailable { .. } => 503,
+            HubError::AuditRecordNotFound { .. } => 404,
             HubError::Unauthorized { .. } => 401,
             HubError::RouteNotMatched { .. } => 404,
             HubError::Ambiguous { .. } => 409,

@@ -17,12 +17,14 @@
 
 pub mod agents;
 pub mod api;
+pub mod audit;
 pub mod backend;
 pub mod cli;
 pub mod client;
 pub mod config;
 pub mod docker;
 pub mod error;
+pub mod guard;
 pub mod hub;
 pub mod output;
 pub mod process;

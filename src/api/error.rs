@@ -52,6 +52,7 @@ impl IntoResponse for ApiError {
             HubError::AgentStartFailed { screen, .. } => body["screen"] = json!(screen),
             HubError::Ambiguous { matches, .. } => body["matches"] = json!(matches),
             HubError::DockerUnavailable { endpoint, .. } => body["endpoint"] = json!(endpoint),
+            HubError::CommandBlocked { pattern } => body["pattern"] = json!(pattern),
             _ => {}
         }
         if status.is_server_error() {

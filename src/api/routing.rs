@@ -50,9 +50,11 @@ pub struct SendToAgent {
 
 pub async fn send_line_to_agent(
     State(hub): State<Hub>,
+    axum::Extension(actor): axum::Extension<super::auth::Actor>,
     ApiJson(req): ApiJson<SendToAgent>,
 ) -> ApiResult<Json<Value>> {
     let session = resolve_one(&hub, &req.keys)?;
+    hub.check_input(&req.data, actor.role())?;
     let bytes_written = session.send_line(&req.data).await?;
     Ok(Json(json!({
         "ok": true,

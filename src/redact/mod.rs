@@ -182,6 +182,23 @@ impl Redactor {
         self.redact_window(&[], raw, true)
     }
 
+    /// Redacts a read of output that follows `before`. With `may_continue` (the program may be
+    /// printing the rest right now), a trailing word that could be a secret's start is left
+    /// out; returns the redacted bytes and how many raw bytes were held back.
+    pub fn redact_read(
+        self: &Arc<Self>,
+        before: &[u8],
+        piece: &[u8],
+        may_continue: bool,
+    ) -> (Vec<u8>, usize) {
+        if !may_continue {
+            return (self.redact_window(before, piece, true), 0);
+        }
+        let mut stream = stream::StreamRedactor::new(self.clone(), before);
+        let out = stream.push(piece);
+        (out, stream.held_bytes())
+    }
+
     /// Redacts every string inside a JSON value, in place.
     pub fn redact_json(&self, value: &mut serde_json::Value) {
         match value {

@@ -70,6 +70,16 @@ impl StreamRedactor {
         self.emit(self.pending.len(), true)
     }
 
+    /// The redactor this stream uses.
+    pub fn redactor(&self) -> &Arc<Redactor> {
+        &self.redactor
+    }
+
+    /// How many raw bytes are held back.
+    pub fn held_bytes(&self) -> usize {
+        self.pending.len()
+    }
+
     /// When the held tail should be flushed, if anything is held.
     pub fn flush_deadline(&self) -> Option<Instant> {
         self.held_since.map(|t| t + FLUSH_AFTER)
