@@ -73,6 +73,24 @@ fn describe_session(hub: &Hub, record: &mut Record) {
     }
 }
 
+/// The one live session a request body's routing keys name, if exactly one.
+fn routed_session(hub: &Hub, body: Option<&str>) -> Option<String> {
+    let body: Value = serde_json::from_str(body?).ok()?;
+    let keys = crate::routing::RouteKeys {
+        agent_id: text(&body, &["agent_id"]),
+        owner_session_id: text(&body, &["owner_session_id"]),
+        label: text(&body, &["label"]),
+    };
+    if keys.is_empty() {
+        return None;
+    }
+    let infos: Vec<_> = hub.list().iter().map(|s| s.info()).collect();
+    match crate::routing::resolve(&keys, &infos) {
+        crate::routing::Resolution::One(id) => Some(id),
+        _ => None,
+    }
+}
+
 fn text(value: &Value, keys: &[&str]) -> Option<String> {
     keys.iter()
         .find_map(|k| value.get(*k).and_then(Value::as_str))
@@ -143,6 +161,10 @@ pub async fn record(State(hub): State<Hub>, req: Request, next: Next) -> Respons
     record.blocked_pattern = record.blocked.then(|| text(&reply, &["pattern"])).flatten();
     if record.session_id.is_none() {
         record.session_id = text(&reply, &["session_id", "resolved_session_id"]);
+    }
+    if record.session_id.is_none() {
+        // A routed request that failed (blocked, say): the session its keys name, if one.
+        record.session_id = routed_session(&hub, record.command.as_deref());
     }
     describe_session(&hub, &mut record);
     if let Some(b) = &rbytes {

@@ -8,6 +8,7 @@ mod auth;
 mod bad_input;
 mod cli;
 mod docker;
+mod guard;
 mod routing;
 mod sessions;
 mod stream;
