@@ -50,11 +50,11 @@ pub fn samples() -> Vec<Sample> {
     tok("gitlab-pat", format!("glpat-{}", &rep(b62, 1)[..20]));
     tok(
         "slack-bot",
-        "xoxb-1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx".into(),
+        "xoxb-2468013579-9753102468642-AbCdEfGhIjKlMnOpQrStUvWx".into(),
     );
     tok(
         "slack-user",
-        "xoxp-1234567890-1234567890-1234567890123-abcdef0123456789".into(),
+        "xoxp-8642097531-1357924680-5792468013579-fedcba9876543210".into(),
     );
     tok("google-api-key", format!("AIza{}", &rep(b62, 2)[..35]));
     tok("google-oauth", format!("ya29.{}", &rep(b62, 2)[..50]));
@@ -85,7 +85,7 @@ pub fn samples() -> Vec<Sample> {
     let telegram = format!("AA{}", &rep(b62, 2)[..33]);
     v.push(s(
         "telegram-bot",
-        format!("bot 123456789:{telegram} end"),
+        format!("bot 918273645:{telegram} end"),
         telegram,
     ));
     let secret40 = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";

@@ -9,6 +9,7 @@ mod bad_input;
 mod cli;
 mod docker;
 mod guard;
+mod redaction;
 mod routing;
 mod sessions;
 mod stream;
