@@ -72,7 +72,8 @@ impl AuditConfig {
     }
 }
 
-type Job = Box<dyn FnOnce(&mut Option<Connection>) + Send>;
+/// Work for the writer thread: gets the connection, or why there is none.
+type Job = Box<dyn FnOnce(Result<&Connection, &str>) + Send>;
 
 /// The audit log handle (cheap to clone).
 #[derive(Clone)]
@@ -119,25 +120,23 @@ impl Audit {
             let spawned = std::thread::Builder::new()
                 .name("audit-writer".into())
                 .spawn(move || {
-                    let mut conn = None;
                     let open = || -> Result<Connection, String> {
                         if let Some(dir) = path.parent() {
                             std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
                         }
                         store::open(&path, full).map_err(|e| e.to_string())
                     };
-                    match open() {
-                        Ok(c) => conn = Some(c),
-                        Err(e) => {
-                            tracing::error!("audit log {} cannot be opened: {e}", path.display());
-                            if let Some(inner) = weak.upgrade() {
-                                *inner.last_error.lock().unwrap_or_else(|e| e.into_inner()) =
-                                    Some(format!("cannot open {}: {e}", path.display()));
-                            }
+                    let conn = open().map_err(|e| {
+                        let e = format!("cannot open {}: {e}", path.display());
+                        tracing::error!("audit log: {e}");
+                        if let Some(inner) = weak.upgrade() {
+                            *inner.last_error.lock().unwrap_or_else(|e| e.into_inner()) =
+                                Some(e.clone());
                         }
-                    }
+                        e
+                    });
                     while let Ok(job) = rx.recv() {
-                        job(&mut conn);
+                        job(conn.as_ref().map_err(String::as_str));
                     }
                 });
             if let Err(e) = spawned {
@@ -173,8 +172,8 @@ impl Audit {
         let (tx, rx) = oneshot::channel();
         let job: Job = Box::new(move |conn| {
             let result = match conn {
-                Some(c) => f(c),
-                None => Err("the audit log is not open".into()),
+                Ok(c) => f(c),
+                Err(e) => Err(e.to_string()),
             };
             let _ = tx.send(result);
         });

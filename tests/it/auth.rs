@@ -55,7 +55,7 @@ async fn every_route_times_every_role() {
     assert_eq!(status, 200, "{v}");
     let id = v["session_id"].as_str().unwrap().to_string();
     let s = |op: &str| format!("/v1/pty/sessions/{id}{op}");
-    // (method, path, body, needed role: 0 open, 1 observer, 2 operator)
+    // (method, path, body, needed role: 0 open, 1 observer, 2 operator, 3 admin)
     let routes: Vec<(&str, String, Option<Value>, u8)> = vec![
         ("GET", "/health".into(), None, 0),
         ("GET", "/v1/pty/sessions".into(), None, 1),
@@ -84,6 +84,15 @@ async fn every_route_times_every_role() {
         ("POST", "/v1/agents/none/stop".into(), Some(json!({})), 2),
         ("POST", "/v1/agents/none/restart".into(), Some(json!({})), 2),
         ("DELETE", "/v1/pty/sessions/pty_00000000".into(), None, 2),
+        ("GET", "/v1/pty-traffic/events".into(), None, 2),
+        ("GET", "/v1/pty-traffic/events/1".into(), None, 2),
+        ("GET", "/v1/pty-traffic/sessions".into(), None, 2),
+        ("GET", "/v1/pty-traffic/stats".into(), None, 2),
+        ("GET", "/v1/pty-traffic/blocked".into(), None, 2),
+        ("GET", "/v1/pty-traffic/health".into(), None, 2),
+        ("POST", "/v1/pty-traffic/storage/cleanup".into(), None, 3),
+        // Unredacted output: admins only.
+        ("GET", s("/read?max_bytes=10&raw=true"), None, 3),
     ];
     let roles: [(&str, Option<&str>, u8); 5] = [
         ("none", None, 0),

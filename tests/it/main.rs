@@ -4,6 +4,7 @@
 mod docker_support;
 mod support;
 
+mod audit;
 mod auth;
 mod bad_input;
 mod cli;
