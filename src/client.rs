@@ -295,6 +295,21 @@ impl HubClient {
         .await
     }
 
+    /// A page of audit records (`GET /v1/pty-traffic/events`); `filters` are name/value pairs.
+    pub async fn audit_events(&self, filters: &[(&str, String)]) -> Result<Value, ClientError> {
+        let query: Vec<String> = filters
+            .iter()
+            .map(|(k, v)| format!("{k}={}", encode(v)))
+            .collect();
+        self.get(&format!("/v1/pty-traffic/events?{}", query.join("&")))
+            .await
+    }
+
+    /// The WebSocket URL of the live audit stream.
+    pub fn audit_stream_url(&self) -> String {
+        format!("{}/v1/pty-traffic/stream", self.ws_base())
+    }
+
     /// The WebSocket URL of the hub's event stream.
     pub fn events_url(&self) -> String {
         format!("{}/v1/events", self.ws_base())

@@ -3,6 +3,7 @@
 
 mod agents;
 mod attach;
+mod audit;
 mod ops;
 mod run;
 mod serve;
@@ -82,6 +83,8 @@ pub enum Command {
     Stop(agents::AgentOpArgs),
     /// Restart container agents.
     Restart(agents::AgentOpArgs),
+    /// Show the audit log (who typed what where, what the guard refused); --follow streams it.
+    Audit(audit::AuditArgs),
 }
 
 /// Runs a parsed command line; returns the process exit code.
@@ -116,6 +119,7 @@ pub fn run(cli: Cli) -> i32 {
             Command::Start(args) => agents::run_op(args, "start").await,
             Command::Stop(args) => agents::run_op(args, "stop").await,
             Command::Restart(args) => agents::run_op(args, "restart").await,
+            Command::Audit(args) => audit::run(args).await,
         }
     })
 }

@@ -539,3 +539,79 @@ fn child_take(child: &mut std::process::Child) -> std::process::Child {
     // Moves the child out so the guard owns it (a placeholder `true` takes its place).
     std::mem::replace(child, std::process::Command::new("true").spawn().unwrap())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_lists_and_follows_the_log() {
+    use std::io::BufRead;
+    let hub = TestHub::start().await;
+    let a = hub.create("pty").await;
+    let b = hub.create("pty").await;
+    for id in [&a, &b] {
+        hub.post(
+            &format!("/v1/pty/sessions/{id}/send_line"),
+            json!({"data": "echo hi"}),
+        )
+        .await;
+    }
+    let out = std::process::Command::new(crate::cli::BIN)
+        .args(["audit", "--hub", &hub.base, "--session", &a, "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let actions: Vec<&str> = lines
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["create", "send_line"], "{lines:?}");
+    assert!(lines.iter().all(|e| e["session_id"] == a.as_str()));
+
+    // --follow --blocked prints a refusal as it happens, and nothing else.
+    let mut child = std::process::Command::new(crate::cli::BIN)
+        .args(["audit", "--hub", &hub.base, "--follow", "--blocked"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    // The follower may not be subscribed yet: send until it prints (each round is audited,
+    // and only blocked records may be printed).
+    let mut line = None;
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while line.is_none() && std::time::Instant::now() < deadline {
+        hub.post(
+            &format!("/v1/pty/sessions/{b}/send_line"),
+            json!({"data": "echo fine"}),
+        )
+        .await;
+        hub.post(
+            &format!("/v1/pty/sessions/{b}/send_line"),
+            json!({"data": "echo x; init 0"}),
+        )
+        .await;
+        line = rx.recv_timeout(Duration::from_millis(500)).ok();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = line.expect("the follower printed nothing");
+    assert!(
+        line.contains("BLOCKED(init-0)") && line.contains(&b),
+        "{line}"
+    );
+    assert!(!line.contains("echo fine"), "{line}");
+}
