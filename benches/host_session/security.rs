@@ -130,12 +130,27 @@ pub fn print(r: &SecurityResults) {
     println!("| path | n | p50 ms | p99 ms | min ms | max ms | target | result |");
     println!("|---|---|---|---|---|---|---|---|");
     let rows: [(&str, &Vec<Duration>); 7] = [
-        ("WS echo `#token`+Enter, redacted stream (default)", &r.echo_redacted),
-        ("WS echo `#token`+Enter, raw stream (admin `raw=true`)", &r.echo_raw),
-        ("echo of `sk-token` without Enter, redacted (held until idle flush)", &r.held_redacted),
+        (
+            "WS echo `#token`+Enter, redacted stream (default)",
+            &r.echo_redacted,
+        ),
+        (
+            "WS echo `#token`+Enter, raw stream (admin `raw=true`)",
+            &r.echo_raw,
+        ),
+        (
+            "echo of `sk-token` without Enter, redacted (held until idle flush)",
+            &r.held_redacted,
+        ),
         ("echo of `sk-token` without Enter, raw stream", &r.held_raw),
-        ("send_line reply, audit `synchronous=full` (default)", &r.send_full),
-        ("send_line reply, audit `synchronous=normal`", &r.send_normal),
+        (
+            "send_line reply, audit `synchronous=full` (default)",
+            &r.send_full,
+        ),
+        (
+            "send_line reply, audit `synchronous=normal`",
+            &r.send_normal,
+        ),
         ("send_line reply, audit off", &r.send_off),
     ];
     for (name, samples) in rows {
