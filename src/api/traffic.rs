@@ -3,13 +3,11 @@
 //! `health`, `POST storage/cleanup`, and a live WebSocket `stream` of records as they are
 //! written. Reading needs an operator token; cleanup an admin one.
 
-use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::Json;
-use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
-use tokio::sync::broadcast;
 
 use super::error::{ApiQuery, ApiResult};
 use crate::audit::{Filter, Unavailable};
@@ -123,39 +121,12 @@ pub async fn stream(State(hub): State<Hub>, ws: WebSocketUpgrade) -> Response {
     // Subscribed before the upgrade completes: every record written after connect is sent.
     let records = hub.audit().subscribe();
     let closing = hub.closing();
-    ws.on_upgrade(move |socket| run(socket, records, closing))
-}
-
-async fn run(
-    socket: WebSocket,
-    mut records: broadcast::Receiver<Value>,
-    closing: tokio_util::sync::CancellationToken,
-) {
-    let (mut tx, mut rx) = socket.split();
-    loop {
-        let value = tokio::select! {
-            _ = closing.cancelled() => {
-                let _ = tx.send(Message::Close(None)).await;
-                break;
-            }
-            incoming = rx.next() => match incoming {
-                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
-                Some(Ok(_)) => continue,
-            },
-            record = records.recv() => match record {
-                Ok(record) => json!({ "type": "audit_event", "event": record }),
-                Err(broadcast::error::RecvError::Lagged(count)) => {
-                    json!({ "type": "events_dropped", "count": count })
-                }
-                Err(broadcast::error::RecvError::Closed) => break,
-            },
-        };
-        if tx
-            .send(Message::Text(Utf8Bytes::from(value.to_string())))
-            .await
-            .is_err()
-        {
-            break;
-        }
-    }
+    ws.on_upgrade(move |socket| {
+        super::events::forward(
+            socket,
+            records,
+            closing,
+            |record| json!({ "type": "audit_event", "event": record }),
+        )
+    })
 }

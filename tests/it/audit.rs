@@ -12,17 +12,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use crate::support::{wait_until, TestHub};
 
-const ADMIN: &str = "admin-token-0123456789abcdef";
-const OPERATOR: &str = "operator-token-0123456789abcdef";
-
-async fn hub_with_tokens() -> TestHub {
-    let toml = format!(
-        "[[tokens]]\nname = \"boss\"\ntoken = \"{ADMIN}\"\nrole = \"admin\"\n\
-         [[tokens]]\nname = \"ops\"\ntoken = \"{OPERATOR}\"\nrole = \"operator\"\n"
-    );
-    let parsed = agent_hub::config::HubConfig::parse(&toml, "test.toml").unwrap();
-    TestHub::start_with(|c| c.tokens = parsed.tokens.clone()).await
-}
+use crate::auth::{hub_with_tokens, ADMIN, OPERATOR};
 
 async fn call(
     hub: &TestHub,

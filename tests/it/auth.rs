@@ -6,11 +6,11 @@ use serde_json::{json, Value};
 
 use crate::support::TestHub;
 
-const ADMIN: &str = "admin-token-0123456789abcdef";
-const OPERATOR: &str = "operator-token-0123456789abcdef";
+pub(crate) const ADMIN: &str = "admin-token-0123456789abcdef";
+pub(crate) const OPERATOR: &str = "operator-token-0123456789abcdef";
 const OBSERVER: &str = "observer-token-0123456789abcdef";
 
-async fn hub_with_tokens() -> TestHub {
+pub(crate) async fn hub_with_tokens() -> TestHub {
     let toml = format!(
         "[[tokens]]\nname = \"boss\"\ntoken = \"{ADMIN}\"\nrole = \"admin\"\n\
          [[tokens]]\nname = \"ops\"\ntoken = \"{OPERATOR}\"\nrole = \"operator\"\n\

@@ -87,28 +87,6 @@ async fn binary_until(ws: &mut Ws, until: &str) -> Vec<u8> {
     bytes
 }
 
-fn base64_decode(text: &str) -> Vec<u8> {
-    let value = |c: u8| match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        _ => 63,
-    } as u32;
-    let clean: Vec<u8> = text.bytes().filter(|&c| c != b'=').collect();
-    let mut out = Vec::new();
-    for group in clean.chunks(4) {
-        let mut n = 0u32;
-        for (i, &c) in group.iter().enumerate() {
-            n |= value(c) << (18 - 6 * i);
-        }
-        for i in 0..group.len().saturating_sub(1) {
-            out.push((n >> (16 - 8 * i)) as u8);
-        }
-    }
-    out
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_corpus_is_redacted_on_every_output_path() {
     let dir = tempfile::tempdir().unwrap();
@@ -144,7 +122,7 @@ async fn the_corpus_is_redacted_on_every_output_path() {
     let (_, v) = hub.get(&path).await;
     assert_clean("read", v["output"].as_str().unwrap().as_bytes(), &corpus);
     let (_, v) = hub.get(&format!("{path}&encoding=base64")).await;
-    let decoded = base64_decode(v["output"].as_str().unwrap());
+    let decoded = crate::stream::decode_base64(v["output"].as_str().unwrap());
     assert_clean("read base64", &decoded, &corpus);
     // The WebSocket stream replayed from 0.
     let mut replay = ws(&hub, &format!("/v1/pty/sessions/{id}/stream?since=0")).await;
