@@ -22,20 +22,7 @@ async fn call(
     token: &str,
     agent: Option<&str>,
 ) -> (u16, Value) {
-    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-    let mut req = hub
-        .http
-        .request(method, format!("{}{path}", hub.base))
-        .bearer_auth(token);
-    if let Some(a) = agent {
-        req = req.header("X-Agent-Id", a);
-    }
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
+    crate::auth::call_as(hub, method, path, body, Some(token), agent).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -27,10 +27,25 @@ async fn call(
     body: Option<Value>,
     token: Option<&str>,
 ) -> (u16, Value) {
+    call_as(hub, method, path, body, token, None).await
+}
+
+/// A request with a token and an `X-Agent-Id`, if given.
+pub(crate) async fn call_as(
+    hub: &TestHub,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+    token: Option<&str>,
+    agent: Option<&str>,
+) -> (u16, Value) {
     let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
     let mut req = hub.http.request(method, format!("{}{path}", hub.base));
     if let Some(t) = token {
         req = req.bearer_auth(t);
+    }
+    if let Some(a) = agent {
+        req = req.header("X-Agent-Id", a);
     }
     if let Some(b) = body {
         req = req.json(&b);
