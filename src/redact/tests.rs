@@ -95,6 +95,39 @@ fn stream_catches_every_secret_split_at_every_byte() {
 }
 
 #[test]
+fn stream_catches_coloured_secrets_split_at_every_byte() {
+    // Cuts fall inside the secret and inside its escape sequences.
+    let r = red();
+    for s in corpus::samples() {
+        let mid = s.secret.len() / 2;
+        let coloured = format!(
+            "\x1b[1;31m{}\x1b[0;33m{}\x1b[0m",
+            &s.secret[..mid],
+            &s.secret[mid..]
+        );
+        let line = format!("$ {}\r\n$ ", s.line.replacen(&s.secret, &coloured, 1));
+        let bytes = line.as_bytes();
+        for cut in 0..=bytes.len() {
+            let mut st = StreamRedactor::new(r.clone(), b"");
+            let mut out = st.push(&bytes[..cut]);
+            out.extend(st.push(&bytes[cut..]));
+            out.extend(st.flush());
+            assert!(
+                !leaks(&out, &s.secret),
+                "{} cut {cut}: {:?}",
+                s.kind,
+                String::from_utf8_lossy(&out)
+            );
+            assert!(
+                String::from_utf8_lossy(&out).contains("\x1b[0;33m"),
+                "{} cut {cut}",
+                s.kind
+            );
+        }
+    }
+}
+
+#[test]
 fn stream_split_with_a_flush_between_leaks_at_most_a_prefix() {
     // The viewer went idle between the halves, so the first half was flushed on its own.
     let r = red();
