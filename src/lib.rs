@@ -11,6 +11,10 @@
 //! - [`process`]: stopping every process of a terminal.
 //! - [`routing`]: which session a leader means by agent id, owner session or label.
 //! - [`tasks`]: shell commands run to completion (in a PTY session or with pipes).
+//! - [`guard`]: the command guard every command-capable input passes (`Hub::check_input`).
+//! - [`redact`]: secret redaction for every output path (whole texts and byte streams).
+//! - [`audit`]: the durable SQLite audit log; `api::audit` records every mutating request
+//!   before its reply, `api::traffic` serves `/v1/pty-traffic/`.
 //! - [`api`]: REST + WebSocket translation; [`protocol`]: the wire types; [`error`]: stable codes.
 //! - [`client`]: the typed HTTP/WebSocket client the CLI uses; [`cli`]: one module per command.
 //! - [`config`]: the `hub.toml` settings.
