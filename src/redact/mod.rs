@@ -272,7 +272,9 @@ impl Redactor {
             .prefixes
             .iter()
             .any(|p| word.len() >= p.len() + PARTIAL_MIN_CHARS && word.starts_with(p.as_bytes()));
-        let shaped = self.hold_shapes.is_match(word) || self.follows_value_context(&text[..start]);
+        // After `key:` a short word is more likely an answer ("y") than a cut-off secret.
+        let shaped = self.hold_shapes.is_match(word)
+            || (word.len() >= PARTIAL_MIN_CHARS && self.follows_value_context(&text[..start]));
         let literal = word.len() >= 4 && self.is_literal_start(word);
         (prefixed || shaped || literal).then_some(start)
     }

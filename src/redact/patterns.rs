@@ -28,7 +28,7 @@ pub const TOKEN_CHARS: &str = "A-Za-z0-9_\\-";
 
 /// Text after which the next word is a secret value (`Bearer <token>`, `secret_key = <value>`):
 /// a stream holds such a word until it is complete.
-pub const VALUE_CONTEXT: &str = r#"(?i)(\bbearer|\bbasic|(key|token|secret|password|passwd|credentials?)["']?[ \t]*[:=])[ \t]*$"#;
+pub const VALUE_CONTEXT: &str = r#"(?i)(\bbearer|\bbasic|(?:^|[^a-z])(key|token|secret|password|passwd|credentials?)["']?[ \t]*[:=])[ \t]*$"#;
 
 /// Shapes of a trailing word that is the first part of a secret with no fixed prefix (a
 /// Telegram bot id and colon, a URL with `user:` but no `@` yet): a stream holds such a word.

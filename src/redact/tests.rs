@@ -37,6 +37,7 @@ fn ordinary_output_is_untouched() {
         "see https://example.com/path and the bearer of bad news:",
         "\x1b[1;32mgreen\x1b[0m and plain",
         "key-value store",
+        "monkey: banana",
     ] {
         assert_eq!(r.redact_str(text), text);
     }
@@ -179,6 +180,13 @@ fn typing_is_not_held_back() {
     assert_eq!(st.push(b"x"), b"ghx");
     assert_eq!(st.push(b" sk"), b" ");
     assert_eq!(st.flush(), b"sk");
+    // An answer after a `key:` prompt waits for the flush and is shown.
+    assert_eq!(st.push(b"\r\nPress a key: "), b"\r\nPress a key: ");
+    assert_eq!(st.push(b"y"), b"");
+    assert_eq!(st.flush(), b"y");
+    let mut st = StreamRedactor::new(red(), b"");
+    assert_eq!(st.push(b"monkey: "), b"monkey: ");
+    assert_eq!(st.push(b"banana"), b"banana");
 }
 
 #[test]
