@@ -1,6 +1,6 @@
 //! Part 4: what the security features cost. Echo through the redacted WebSocket stream
 //! against the same session's raw stream (an admin's `raw=true`), for an ordinary line and for
-//! a word that could be a secret's start (`sk-…`, typed without Enter: the stream holds it
+//! a word that could be a secret's start (`gh`, typed without Enter: the stream holds it
 //! until the idle flush); and the `send_line` reply time with the audit log at
 //! `synchronous = "full"` (the default), `"normal"`, and switched off.
 
@@ -24,10 +24,11 @@ pub struct SecurityResults {
     send_off: Vec<Duration>,
 }
 
-/// Types a possible secret prefix without Enter; times until the viewer shows it, then
-/// erases the line (Ctrl-U) and waits for the erase to show, untimed.
+/// Types a word that could be the start of a secret (`gh`, as in `ghp_…`) without Enter; times
+/// until the viewer shows it (the redacted stream holds it until the idle flush), then erases
+/// the line (Ctrl-U).
 async fn held_echo(typing: &mut WsView, watching: &mut WsView) -> Result<Duration> {
-    let token = format!("sk-{}", next_token());
+    let token = format!("{} gh", next_token());
     watching.buf.clear();
     let start = Instant::now();
     typing.send_input(&token).await?;

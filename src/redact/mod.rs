@@ -341,7 +341,8 @@ fn rebuild(raw: &[u8], v: &visible::Visible, spans: &[(usize, usize)]) -> Vec<u8
     let mut out = Vec::with_capacity(raw.len());
     let mut span = spans.iter().peekable();
     let mut raw_pos = 0;
-    for (vi, &ri) in v.raw_index.iter().enumerate() {
+    for vi in 0..v.text.len() {
+        let ri = v.raw_pos(vi);
         // Escape bytes between the previous visible byte and this one.
         out.extend_from_slice(&raw[raw_pos..ri]);
         raw_pos = ri + 1;

@@ -15,6 +15,8 @@ use super::{trailing_word_start, visible, Redactor, CONTEXT_BYTES};
 pub const FLUSH_AFTER: Duration = Duration::from_millis(20);
 /// Longest trailing word held back; longer ones are sent (and redacted if they match).
 const MAX_HOLD_BYTES: usize = 4096;
+/// How much text before the trailing word is looked at.
+const LOOK_BEHIND_BYTES: usize = 128;
 
 /// One stream's redaction state.
 pub struct StreamRedactor {
@@ -42,18 +44,25 @@ impl StreamRedactor {
         self.pending.extend_from_slice(chunk);
         let v = visible::project(&self.pending);
         let mut hold = v.incomplete_from.unwrap_or(self.pending.len());
-        // Judge the trailing word whole, though it may have begun in output already sent.
-        let tail = visible::project(&self.context[self.context.len().saturating_sub(128)..]);
-        let mut text = tail.text;
+        // Judge the trailing word whole, though it may have begun in output already sent; a
+        // little text before it says whether it follows `Bearer` or `key =`.
+        let from = trailing_word_start(&v.text).saturating_sub(LOOK_BEHIND_BYTES);
+        let mut text = Vec::new();
+        if from == 0 {
+            let tail = self.context.len().saturating_sub(LOOK_BEHIND_BYTES);
+            text.extend_from_slice(&visible::project(&self.context[tail..]).text);
+        }
         let sent = text.len();
-        text.extend_from_slice(&v.text);
+        text.extend_from_slice(&v.text[from..]);
         let word_start = trailing_word_start(&text);
         let word = &text[word_start..];
         let held = word.len() <= MAX_HOLD_BYTES
             && self.redactor.could_become_secret(&text[..word_start], word);
         if held {
-            let start_in_pending = word_start.saturating_sub(sent);
-            hold = hold.min(v.raw_index.get(start_in_pending).copied().unwrap_or(0));
+            let start_in_pending = word_start.saturating_sub(sent) + from;
+            if start_in_pending < v.text.len() {
+                hold = hold.min(v.raw_pos(start_in_pending));
+            }
         }
         let out = self.emit(hold, false);
         if self.pending.is_empty() {

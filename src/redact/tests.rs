@@ -239,3 +239,20 @@ fn secret_names_are_recognised() {
         assert_eq!(is_secret_name(name), secret, "{name}");
     }
 }
+
+/// Throughput of the stream redactor on ordinary output (`cargo test --release --lib
+/// redact_throughput -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn redact_throughput() {
+    let line: Vec<u8> = (b'!'..=b'~').cycle().take(99).chain([b'\n']).collect();
+    let chunk: Vec<u8> = line.iter().copied().cycle().take(64 * 1024).collect();
+    let mut st = StreamRedactor::new(red(), b"");
+    let start = std::time::Instant::now();
+    let mut n = 0;
+    while start.elapsed() < std::time::Duration::from_secs(2) {
+        n += st.push(&chunk).len();
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!("stream redactor: {:.1} MB/s", n as f64 / secs / 1e6);
+}

@@ -2,44 +2,66 @@
 //! and the short `ESC x` forms) are taken out, with a map back to raw byte positions. Secret
 //! patterns run on the visible text, so a key printed with colour codes inside it is still seen.
 
+use std::borrow::Cow;
+
 const ESC: u8 = 0x1b;
 const BEL: u8 = 0x07;
 
 /// Raw output projected to its visible bytes.
-#[derive(Debug, Default)]
-pub struct Visible {
-    /// The visible bytes, in order.
-    pub text: Vec<u8>,
-    /// `raw_index[i]` is the raw position of `text[i]`.
-    pub raw_index: Vec<usize>,
+#[derive(Debug)]
+pub struct Visible<'a> {
+    /// The visible bytes, in order (the raw bytes themselves when there is no escape).
+    pub text: Cow<'a, [u8]>,
+    /// `raw_index[i]` is the raw position of `text[i]`; `None` when they are the same.
+    raw_index: Option<Vec<usize>>,
     /// Where an escape sequence cut off by the end of the input begins (raw position), if any.
     pub incomplete_from: Option<usize>,
 }
 
+impl Visible<'_> {
+    /// The raw position of visible byte `i`.
+    pub fn raw_pos(&self, i: usize) -> usize {
+        match &self.raw_index {
+            Some(index) => index[i],
+            None => i,
+        }
+    }
+}
+
 /// Projects `raw` to its visible bytes.
-pub fn project(raw: &[u8]) -> Visible {
-    let mut v = Visible {
-        text: Vec::with_capacity(raw.len()),
-        raw_index: Vec::with_capacity(raw.len()),
-        incomplete_from: None,
-    };
+pub fn project(raw: &[u8]) -> Visible<'_> {
+    // Most output has no escape at all: then it is its own projection (no copy, no index).
+    if !raw.contains(&ESC) {
+        return Visible {
+            text: Cow::Borrowed(raw),
+            raw_index: None,
+            incomplete_from: None,
+        };
+    }
+    let mut text = Vec::with_capacity(raw.len());
+    let mut index = Vec::with_capacity(raw.len());
+    let mut incomplete_from = None;
     let mut i = 0;
     while i < raw.len() {
         if raw[i] != ESC {
-            v.text.push(raw[i]);
-            v.raw_index.push(i);
+            text.push(raw[i]);
+            index.push(i);
             i += 1;
             continue;
         }
         match escape_len(&raw[i..]) {
             Some(n) => i += n,
             None => {
-                v.incomplete_from = Some(i);
+                incomplete_from = Some(i);
                 break;
             }
         }
     }
-    v
+    Visible {
+        text: Cow::Owned(text),
+        raw_index: Some(index),
+        incomplete_from,
+    }
 }
 
 /// The length of the escape sequence at the start of `s` (which starts with ESC), or `None`
@@ -92,10 +114,10 @@ mod tests {
         ];
         for (raw, text, incomplete) in table {
             let v = project(raw);
-            assert_eq!(v.text, text.as_bytes(), "{raw:?}");
+            assert_eq!(&v.text[..], text.as_bytes(), "{raw:?}");
             assert_eq!(v.incomplete_from, *incomplete, "{raw:?}");
-            for (i, &r) in v.raw_index.iter().enumerate() {
-                assert_eq!(raw[r], v.text[i]);
+            for i in 0..v.text.len() {
+                assert_eq!(raw[v.raw_pos(i)], v.text[i]);
             }
         }
     }
