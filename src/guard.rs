@@ -1,7 +1,8 @@
 //! The command guard: one check every input that can run a command passes before it reaches a
-//! terminal (send_line, talk, send_line_to_agent, keys that spell a line, and WebSocket input
-//! that ends a line). Named patterns, case-insensitive and whitespace-tolerant; `[guard]` in
-//! `hub.toml` adds patterns, disables them by name, or allows them for a role.
+//! terminal (send_line, talk, send_line_to_agent, keys that spell a line, WebSocket input
+//! that ends a line, and task command lines). Named patterns, case-insensitive and
+//! whitespace-tolerant; `[guard]` in `hub.toml` adds patterns, disables them by name, or
+//! allows them for a role.
 //!
 //! This is a guardrail against mistakes (a leader agent typing `rm -rf /` into the wrong
 //! shell), not a security boundary: anyone who can type into a shell can spell a command in a

@@ -140,10 +140,10 @@ pub fn print(r: &SecurityResults) {
             &r.echo_raw,
         ),
         (
-            "echo of `sk-token` without Enter, redacted (held until idle flush)",
+            "echo of `token gh` without Enter, redacted (`gh` held until idle flush)",
             &r.held_redacted,
         ),
-        ("echo of `sk-token` without Enter, raw stream", &r.held_raw),
+        ("echo of `token gh` without Enter, raw stream", &r.held_raw),
         (
             "send_line reply, audit `synchronous=full` (default)",
             &r.send_full,
