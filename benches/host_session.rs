@@ -11,7 +11,9 @@
 //!    for waking idle threads and CPUs, as a real keystroke does);
 //! 2. `talk` latency for `true`;
 //! 3. ingest throughput of `cat` of a 100 MB text file, hub (seen by a WebSocket subscriber,
-//!    byte-exact) against a bare portable-pty, interleaved.
+//!    byte-exact) against a bare portable-pty, interleaved;
+//! 4. security costs (`security.rs`): echo through the redacted stream against the raw one,
+//!    the hold on a possible secret prefix, and the audit log's cost per `send_line`.
 //!
 //! Echo fairness: every echo row runs the same program, `bash --norc --noprofile` with
 //! `PS1='$ '`, and types the same kind of line, `#<token>` + Enter (a shell comment, so Enter
@@ -38,6 +40,9 @@ use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize}
 use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
+
+#[path = "host_session/security.rs"]
+mod security;
 
 const SKIPPED: &str = "host_session benchmark: skipped (run with cargo bench --bench host_session)";
 /// Longest any single sample may take before the benchmark gives up.
@@ -475,11 +480,20 @@ struct HubUnderTest {
 
 impl HubUnderTest {
     async fn start(tmux_socket: &str, data_dir: &Path) -> Result<Self> {
-        let config = HubConfig {
+        Self::start_with(tmux_socket, data_dir, |_| {}).await
+    }
+
+    async fn start_with(
+        tmux_socket: &str,
+        data_dir: &Path,
+        adjust: impl FnOnce(&mut HubConfig),
+    ) -> Result<Self> {
+        let mut config = HubConfig {
             tmux_socket: tmux_socket.to_string(),
             data_dir: data_dir.to_path_buf(),
             ..HubConfig::default()
         };
+        adjust(&mut config);
         let hub = Hub::new(config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);
@@ -1230,6 +1244,9 @@ fn run(plan: &Plan) -> Result<()> {
         eprintln!("measuring throughput...");
         let cat = measure_cat(&rt, &hut, plan, &dirs)?;
         print_cat_table(&cat);
+        eprintln!("measuring security costs...");
+        let security = security::measure(&rt, &hut, plan, &dirs)?;
+        security::print(&security);
         Ok(())
     })();
     rt.block_on(hut.stop());

@@ -269,6 +269,9 @@ impl HubClient {
         if q.encoding == crate::protocol::Encoding::Base64 {
             params.push("encoding=base64".into());
         }
+        if q.raw {
+            params.push("raw=true".into());
+        }
         let path = format!("{}?{}", Self::session_path(id, "/read"), params.join("&"));
         let value = self.get(&path).await?;
         serde_json::from_value(value.clone()).map_err(|e| ClientError {
@@ -324,6 +327,21 @@ impl HubClient {
             None::<&Value>,
         )
         .await
+    }
+
+    /// A page of audit records (`GET /v1/pty-traffic/events`); `filters` are name/value pairs.
+    pub async fn audit_events(&self, filters: &[(&str, String)]) -> Result<Value, ClientError> {
+        let query: Vec<String> = filters
+            .iter()
+            .map(|(k, v)| format!("{k}={}", encode(v)))
+            .collect();
+        self.get(&format!("/v1/pty-traffic/events?{}", query.join("&")))
+            .await
+    }
+
+    /// The WebSocket URL of the live audit stream.
+    pub fn audit_stream_url(&self) -> String {
+        format!("{}/v1/pty-traffic/stream", self.ws_base())
     }
 
     /// The WebSocket URL of the hub's event stream.

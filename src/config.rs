@@ -56,6 +56,12 @@ pub struct HubConfig {
     pub snapshots: bool,
     /// The newest bytes of each session a snapshot keeps.
     pub snapshot_max_bytes: usize,
+    /// The command guard (`[guard]`).
+    pub guard: crate::guard::GuardConfig,
+    /// Extra secrets to redact (`[redact]`).
+    pub redact: crate::redact::RedactConfig,
+    /// The audit log (`[audit]`).
+    pub audit: crate::audit::AuditConfig,
 }
 
 impl Default for HubConfig {
@@ -86,6 +92,9 @@ impl Default for HubConfig {
             snapshots: false,
             snapshot_max_bytes: 64 * 1024,
             policies_dir: None,
+            guard: Default::default(),
+            redact: Default::default(),
+            audit: Default::default(),
         }
     }
 }
@@ -166,6 +175,8 @@ impl HubConfig {
         if let Some(id) = &self.hub_id {
             check_hub_id(id)?;
         }
+        crate::guard::Guard::new(&self.guard)?;
+        self.audit.validate()?;
         for t in &self.tokens {
             if t.token.len() < 16 {
                 return Err(format!(

@@ -126,6 +126,15 @@ pub enum HubError {
     /// accident, so nothing was sent. `force: true` sends anyway.
     #[error("the agent is blocked on a question; nothing was sent (use force to send anyway)")]
     AgentBlocked { evidence: Vec<String> },
+    /// The command guard refused the input; nothing was written.
+    #[error("input blocked by the command guard (pattern '{pattern}'); nothing was written")]
+    CommandBlocked { pattern: String },
+    /// The audit log cannot be written, so the operation was refused (`audit.fail_open=false`).
+    #[error("the audit log cannot be written ({reason}); the operation was refused")]
+    AuditUnavailable { reason: String },
+    /// No audit record has this id.
+    #[error("no audit record with id {id}")]
+    AuditRecordNotFound { id: i64 },
     /// Something inside the hub failed; the message says what.
     #[error("internal error: {message}")]
     Internal { message: String },
@@ -167,6 +176,9 @@ impl HubError {
             HubError::PolicyNotFound { .. } => "POLICY_NOT_FOUND",
             HubError::PolicyInvalid { .. } => "POLICY_INVALID",
             HubError::AgentBlocked { .. } => "AGENT_BLOCKED",
+            HubError::CommandBlocked { .. } => "PTY_COMMAND_BLOCKED",
+            HubError::AuditUnavailable { .. } => "AUDIT_UNAVAILABLE",
+            HubError::AuditRecordNotFound { .. } => "NOT_FOUND",
             HubError::Internal { .. } => "INTERNAL",
         }
     }
@@ -188,7 +200,11 @@ impl HubError {
             HubError::BridgeUnavailable { .. } | HubError::BridgeError { .. } => 502,
             HubError::PolicyNotFound { .. } => 404,
             HubError::PolicyInvalid { .. } => 400,
-            HubError::TermBufferAccessDisabled | HubError::Forbidden { .. } => 403,
+            HubError::TermBufferAccessDisabled
+            | HubError::Forbidden { .. }
+            | HubError::CommandBlocked { .. } => 403,
+            HubError::AuditUnavailable { .. } => 503,
+            HubError::AuditRecordNotFound { .. } => 404,
             HubError::Unauthorized { .. } => 401,
             HubError::RouteNotMatched { .. } => 404,
             HubError::Ambiguous { .. } => 409,

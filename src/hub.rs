@@ -10,12 +10,16 @@ use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::Agents;
+use crate::api::auth::Role;
+use crate::audit::Audit;
 use crate::backend::pty::PtyBackend;
 use crate::backend::tmux::{TmuxBackend, TmuxPlace};
 use crate::backend::{Backend, SpawnSpec, TermSize};
 use crate::config::{check_size, HubConfig};
 use crate::error::{HubError, HubResult};
+use crate::guard::{Guard, GuardConfig};
 use crate::output::{ExitInfo, Output};
+use crate::redact::Redactor;
 use crate::session::input::TermSignal;
 use crate::session::{Owner, Session, SessionSpec};
 use crate::tasks::Tasks;
@@ -74,13 +78,32 @@ struct Inner {
     /// Lifecycle events for `/v1/events` (task, agent and session events), as JSON objects
     /// with a `type` field.
     events: tokio::sync::broadcast::Sender<serde_json::Value>,
+    /// The command guard every command-capable input passes.
+    guard: Guard,
+    /// Redaction for every output path.
+    redactor: Arc<Redactor>,
+    /// The durable audit log.
+    audit: Audit,
 }
 
 impl Hub {
     /// A hub with no sessions.
     pub fn new(config: HubConfig) -> Self {
-        Hub {
+        let guard = Guard::new(&config.guard).unwrap_or_else(|e| {
+            tracing::error!("{e}; using the default guard patterns");
+            Guard::new(&GuardConfig::default()).unwrap_or_else(|e| panic!("default guard: {e}"))
+        });
+        let redactor = Arc::new(Redactor::new());
+        redactor.add_literals(config.redact.secrets.iter().map(String::as_str));
+        for def in config.agent_defs() {
+            redactor.add_env_secrets(&def.env, &config.redact.secret_env);
+        }
+        let audit = Audit::open(&config.audit, &config.data_dir);
+        let hub = Hub {
             inner: Arc::new(Inner {
+                guard,
+                redactor,
+                audit,
                 sessions: RwLock::new(BTreeMap::new()),
                 issued_ids: Mutex::new(HashSet::new()),
                 container_sessions: Mutex::new(std::collections::HashMap::new()),
@@ -92,12 +115,49 @@ impl Hub {
                 events: tokio::sync::broadcast::channel(EVENTS_CHANNEL_CAPACITY).0,
                 config,
             }),
+        };
+        if tokio::runtime::Handle::try_current().is_ok() && hub.audit().enabled() {
+            hub.audit().spawn_retention(hub.closing());
+            crate::audit::events::spawn_recorder(&hub);
         }
+        hub
+    }
+
+    /// The one check every input that can run a command passes before it is written:
+    /// `PTY_COMMAND_BLOCKED` (naming the pattern) if the guard refuses it.
+    pub fn check_input(&self, text: &str, role: Role) -> HubResult<()> {
+        self.inner
+            .guard
+            .check(text, role)
+            .map_err(|b| HubError::CommandBlocked { pattern: b.pattern })
+    }
+
+    /// The guard for raw input (keys, WebSocket input): bytes that end a line are checked as
+    /// the text they spell; keystrokes without a line end pass (the line is checked when a
+    /// request carries it whole).
+    pub fn check_typed(&self, bytes: &[u8], role: Role) -> HubResult<()> {
+        if bytes.contains(&b'\r') || bytes.contains(&b'\n') {
+            self.check_input(&String::from_utf8_lossy(bytes), role)?;
+        }
+        Ok(())
+    }
+
+    /// Redaction shared by every output path (see [`crate::redact`]); call
+    /// `redactor().redact_bytes(..)` for anything that leaves the hub, snapshots included.
+    pub fn redactor(&self) -> &Arc<Redactor> {
+        &self.inner.redactor
+    }
+
+    /// The audit log.
+    pub fn audit(&self) -> &Audit {
+        &self.inner.audit
     }
 
     /// Publishes a lifecycle event (a JSON object with `type`); `at` is added. Never blocks:
     /// a subscriber that falls behind misses events and is told so.
     pub fn emit(&self, mut event: serde_json::Value) {
+        // Events leave the hub (`/v1/events`, the audit log): task output in them is redacted.
+        self.inner.redactor.redact_json(&mut event);
         if let Some(obj) = event.as_object_mut() {
             obj.entry("at")
                 .or_insert_with(|| serde_json::json!(Utc::now()));
@@ -190,6 +250,9 @@ impl Hub {
                 )));
             }
         }
+        self.inner
+            .redactor
+            .add_env_secrets(&req.env, &cfg.redact.secret_env);
         if let Some(name) = &req.policy {
             if self.policy().policy(name).is_none() {
                 return Err(HubError::PolicyNotFound { name: name.clone() });

@@ -12,6 +12,10 @@
 //! - [`process`]: stopping every process of a terminal.
 //! - [`routing`]: which session a leader means by agent id, owner session or label.
 //! - [`tasks`]: shell commands run to completion (in a PTY session or with pipes).
+//! - [`guard`]: the command guard every command-capable input passes (`Hub::check_input`).
+//! - [`redact`]: secret redaction for every output path (whole texts and byte streams).
+//! - [`audit`]: the durable SQLite audit log; `api::audit` records every mutating request
+//!   before its reply, `api::traffic` serves `/v1/pty-traffic/`.
 //! - [`api`]: REST + WebSocket translation; [`protocol`]: the wire types; [`error`]: stable codes.
 //! - [`client`]: the typed HTTP/WebSocket client the CLI uses; [`cli`]: one module per command.
 //! - [`external`]: registering terminals owned by other processes (bridge sessions).
@@ -26,6 +30,7 @@ pub mod activity;
 pub mod agent_state;
 pub mod agents;
 pub mod api;
+pub mod audit;
 pub mod backend;
 pub mod bridge;
 pub mod cli;
@@ -35,12 +40,14 @@ pub mod delivery;
 pub mod docker;
 pub mod error;
 pub mod external;
+pub mod guard;
 pub mod hub;
 pub mod output;
 pub mod persist;
 pub mod policy;
 pub mod process;
 pub mod protocol;
+pub mod redact;
 pub mod routing;
 pub mod screen;
 pub mod scrollback;

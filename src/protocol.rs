@@ -96,6 +96,9 @@ pub struct ReadQuery {
     pub timeout_ms: Option<u64>,
     #[serde(default)]
     pub encoding: Encoding,
+    /// Unredacted output: admin tokens only, and the request is audited.
+    #[serde(default)]
+    pub raw: bool,
 }
 
 /// `GET .../read` reply.
@@ -115,6 +118,9 @@ pub struct ReadReply {
 #[serde(deny_unknown_fields)]
 pub struct StreamQuery {
     pub since: Option<u64>,
+    /// Unredacted output: admin tokens only, and the request is audited.
+    #[serde(default)]
+    pub raw: bool,
 }
 
 /// Text frames a WebSocket client sends (binary frames are raw input bytes).

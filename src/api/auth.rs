@@ -47,6 +47,15 @@ pub struct Actor {
     pub token_name: String,
     /// The caller's `X-Agent-Id` header, if any.
     pub agent_id: Option<String>,
+    /// The token's role (`admin` when the hub has no tokens: an open hub allows everything).
+    pub role: Option<Role>,
+}
+
+impl Actor {
+    /// The role, `observer` if unknown.
+    pub fn role(&self) -> Role {
+        self.role.unwrap_or(Role::Observer)
+    }
 }
 
 /// Equal-time comparison: the time taken does not depend on where the inputs differ.
@@ -69,6 +78,14 @@ pub fn required_role(method: &Method, path: &str) -> Option<Role> {
         || path == "/v1/pty/resolve"
         || path == "/pty/read"
         || path == "/pty/buffer";
+    if let Some(rest) = path.strip_prefix("/v1/pty-traffic/") {
+        // The log holds (redacted) commands of every session: operators read it, admins prune.
+        return Some(if rest == "storage/cleanup" {
+            Role::Admin
+        } else {
+            Role::Operator
+        });
+    }
     let admin = path.starts_with("/v1/pty/register")
         || path.starts_with("/v1/pty/unregister")
         || path == "/v1/pty/update-ownership"
@@ -135,6 +152,7 @@ pub async fn authorize(State(hub): State<Hub>, mut req: Request, next: Next) -> 
         Actor {
             token_name: "anonymous".into(),
             agent_id,
+            role: Some(Role::Admin),
         }
     } else {
         let presented = presented_token(&req);
@@ -152,6 +170,7 @@ pub async fn authorize(State(hub): State<Hub>, mut req: Request, next: Next) -> 
             (None, _) => Actor {
                 token_name: "anonymous".into(),
                 agent_id,
+                role: None,
             },
             (Some(_), None) => {
                 let message = if presented.is_some() {
@@ -177,6 +196,7 @@ pub async fn authorize(State(hub): State<Hub>, mut req: Request, next: Next) -> 
             (Some(_), Some(token)) => Actor {
                 token_name: token.name.clone(),
                 agent_id,
+                role: Some(token.role),
             },
         }
     };
@@ -232,6 +252,14 @@ mod tests {
             (M::GET, "/v1/policies", Some(Role::Observer)),
             (M::GET, "/v1/policies/check", Some(Role::Observer)),
             (M::POST, "/v1/policies/reload", Some(Role::Admin)),
+            (M::GET, "/v1/pty-traffic/events", Some(Role::Operator)),
+            (M::GET, "/v1/pty-traffic/stream", Some(Role::Operator)),
+            (M::GET, "/v1/pty-traffic/health", Some(Role::Operator)),
+            (
+                M::POST,
+                "/v1/pty-traffic/storage/cleanup",
+                Some(Role::Admin),
+            ),
         ];
         for (method, path, role) in table {
             assert_eq!(required_role(&method, path), role, "{method} {path}");

@@ -72,6 +72,7 @@ impl IntoResponse for ApiError {
                 body["remote_status"] = json!(status);
                 body["remote_error_code"] = json!(remote_code);
             }
+            HubError::CommandBlocked { pattern } => body["pattern"] = json!(pattern),
             _ => {}
         }
         if status.is_server_error() {

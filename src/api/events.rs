@@ -18,17 +18,20 @@ pub async fn events(State(hub): State<Hub>, ws: WebSocketUpgrade) -> Response {
     // is delivered.
     let events = hub.subscribe_events();
     let closing = hub.closing();
-    ws.on_upgrade(move |socket| run(socket, events, closing))
+    ws.on_upgrade(move |socket| forward(socket, events, closing, |event| event))
 }
 
 fn text(value: &Value) -> Message {
     Message::Text(Utf8Bytes::from(value.to_string()))
 }
 
-async fn run(
+/// Sends every value of a broadcast channel (shaped by `frame`) as a text frame until the
+/// client leaves or the hub closes; a lag becomes `{type:"events_dropped", count}`.
+pub(crate) async fn forward(
     socket: WebSocket,
     mut events: broadcast::Receiver<Value>,
     closing: CancellationToken,
+    frame: fn(Value) -> Value,
 ) {
     let (mut tx, mut rx) = socket.split();
     loop {
@@ -42,7 +45,7 @@ async fn run(
                 Some(Ok(_)) => continue,
             },
             event = events.recv() => match event {
-                Ok(event) => text(&event),
+                Ok(event) => text(&frame(event)),
                 Err(broadcast::error::RecvError::Lagged(count)) => {
                     text(&json!({ "type": "events_dropped", "count": count }))
                 }

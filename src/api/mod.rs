@@ -2,16 +2,19 @@
 //! session, and shape JSON; rules live in `hub` and `session`, error mapping in `api::error`.
 
 mod agents;
+pub mod audit;
 pub mod auth;
 mod bridge;
 pub mod error;
 mod events;
 mod policies;
+pub mod redaction;
 mod registry;
 mod routing;
 mod sessions;
 mod stream;
 mod tasks;
+mod traffic;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -89,8 +92,26 @@ pub fn router(hub: Hub) -> Router {
         )
         .route("/v1/tasks/{id}/wait", post(tasks::wait_task))
         .route("/v1/events", get(events::events))
+        .route("/v1/pty-traffic/events", get(traffic::events))
+        .route("/v1/pty-traffic/events/{id}", get(traffic::event))
+        .route("/v1/pty-traffic/sessions", get(traffic::sessions))
+        .route("/v1/pty-traffic/sessions/{id}", get(traffic::session))
+        .route("/v1/pty-traffic/stats", get(traffic::stats))
+        .route("/v1/pty-traffic/blocked", get(traffic::blocked))
+        .route("/v1/pty-traffic/health", get(traffic::health))
+        .route("/v1/pty-traffic/storage/cleanup", post(traffic::cleanup))
+        .route("/v1/pty-traffic/stream", get(traffic::stream))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        // Outermost first: auth, then the audit record, then reply redaction.
+        .layer(axum::middleware::from_fn_with_state(
+            hub.clone(),
+            redaction::redact_replies,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            hub.clone(),
+            audit::record,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             hub.clone(),
             auth::authorize,

@@ -58,8 +58,10 @@ pub struct SendToAgent {
 /// `started: true`.
 pub async fn send_line_to_agent(
     State(hub): State<Hub>,
+    axum::Extension(actor): axum::Extension<super::auth::Actor>,
     ApiJson(req): ApiJson<SendToAgent>,
 ) -> ApiResult<Json<Value>> {
+    hub.check_input(&req.data, actor.role())?;
     let keys = RouteKeys {
         agent_id: req.agent_id,
         owner_session_id: req.owner_session_id,

@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
-use axum::Json;
+use axum::{Extension, Json};
 use serde_json::{json, Value};
 
+use super::auth::{Actor, Role};
 use super::error::{ApiJson, ApiQuery, ApiResult};
 use crate::backend::TermSize;
 use crate::config::check_size;
@@ -18,6 +19,9 @@ use crate::protocol::{
     SendLineRequest, SignalRequest, TalkRequest,
 };
 use crate::session::Owner;
+
+use crate::redact::stream::FLUSH_AFTER;
+use crate::redact::CONTEXT_BYTES;
 
 /// Default and largest `max_bytes` for `read`.
 const READ_DEFAULT_BYTES: usize = 4096;
@@ -97,10 +101,12 @@ pub async fn kill_session(
 
 pub async fn send_line(
     State(hub): State<Hub>,
+    Extension(actor): Extension<Actor>,
     Path(id): Path<String>,
     ApiJson(req): ApiJson<SendLineRequest>,
 ) -> ApiResult<Json<Value>> {
     let session = hub.get(&id)?;
+    hub.check_input(&req.data, actor.role())?;
     if req.submit {
         let opts = crate::delivery::Options {
             force: req.force,
@@ -123,13 +129,19 @@ pub async fn send_line(
 
 pub async fn send_keys(
     State(hub): State<Hub>,
+    Extension(actor): Extension<Actor>,
     Path(id): Path<String>,
     ApiJson(req): ApiJson<KeysRequest>,
 ) -> ApiResult<Json<Value>> {
     if req.keys.is_empty() {
         return Err(HubError::bad_request("keys must name at least one key").into());
     }
-    let n = hub.get(&id)?.send_keys(&req.keys).await?;
+    let session = hub.get(&id)?;
+    // Keys that spell a line (text, then Enter) pass the guard like send_line.
+    if let Ok(bytes) = crate::session::input::keys_bytes(&req.keys) {
+        hub.check_typed(&bytes, actor.role())?;
+    }
+    let n = session.send_keys(&req.keys).await?;
     Ok(Json(
         json!({ "ok": true, "session_id": id, "bytes_written": n }),
     ))
@@ -183,12 +195,14 @@ pub(super) fn with_ok(value: impl serde::Serialize) -> Result<Value, HubError> {
 
 pub async fn talk(
     State(hub): State<Hub>,
+    Extension(actor): Extension<Actor>,
     Path(id): Path<String>,
     ApiJson(req): ApiJson<TalkRequest>,
 ) -> ApiResult<Json<Value>> {
     let timeout_ms = req.timeout_ms.unwrap_or(hub.config().talk_timeout_ms);
     check_talk_timeout(timeout_ms)?;
     let session = hub.get(&id)?;
+    hub.check_input(&req.command, actor.role())?;
     let result = session
         .talk(
             &req.command,
@@ -219,9 +233,16 @@ pub async fn term_read(
 
 pub async fn read(
     State(hub): State<Hub>,
+    Extension(actor): Extension<Actor>,
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<ReadQuery>,
 ) -> ApiResult<Json<ReadReply>> {
+    if q.raw && actor.role() != Role::Admin {
+        return Err(HubError::Forbidden {
+            message: "raw (unredacted) output needs an admin token".into(),
+        }
+        .into());
+    }
     let max_bytes = q.max_bytes.unwrap_or(READ_DEFAULT_BYTES);
     if max_bytes == 0 || max_bytes > READ_MAX_BYTES {
         return Err(HubError::bad_request(format!("max_bytes must be 1-{READ_MAX_BYTES}")).into());
@@ -242,14 +263,37 @@ pub async fn read(
         }
         None => output.read(None, max_bytes),
     };
+    if q.encoding == Encoding::Utf8 {
+        // Leave a UTF-8 sequence cut at the end for the next read.
+        let keep = crate::session::input::complete_utf8_len(&chunk.bytes);
+        chunk.end_offset -= (chunk.bytes.len() - keep) as u64;
+        chunk.bytes.truncate(keep);
+    }
+    if !q.raw {
+        let before = output
+            .read(
+                Some(chunk.start_offset.saturating_sub(CONTEXT_BYTES as u64)),
+                CONTEXT_BYTES,
+            )
+            .bytes;
+        let before_len =
+            (chunk.start_offset - chunk.start_offset.saturating_sub(CONTEXT_BYTES as u64)) as usize;
+        let before = &before[..before.len().min(before_len)];
+        // More may follow at once: hold back a word that could be a secret's start.
+        let may_continue = output.exit().is_none()
+            && chunk.end_offset == output.end_offset()
+            && output.last_output_at().is_some_and(|t| {
+                (chrono::Utc::now() - t).to_std().unwrap_or_default() < FLUSH_AFTER
+            });
+        let (redacted, held) = hub
+            .redactor()
+            .redact_read(before, &chunk.bytes, may_continue);
+        chunk.end_offset -= held as u64;
+        chunk.bytes = redacted;
+    }
     let text = match q.encoding {
         Encoding::Base64 => crate::protocol::base64_encode(&chunk.bytes),
-        Encoding::Utf8 => {
-            // Leave a UTF-8 sequence cut at the end for the next read.
-            let keep = crate::session::input::complete_utf8_len(&chunk.bytes);
-            chunk.end_offset -= (chunk.bytes.len() - keep) as u64;
-            String::from_utf8_lossy(&chunk.bytes[..keep]).into_owned()
-        }
+        Encoding::Utf8 => String::from_utf8_lossy(&chunk.bytes).into_owned(),
     };
     Ok(Json(ReadReply {
         ok: true,

@@ -9,15 +9,20 @@ use std::sync::Arc;
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::response::Response;
+use axum::Extension;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 
+use super::auth::{Actor, Role};
 use super::error::{ApiQuery, ApiResult};
 use crate::backend::TermSize;
 use crate::config::check_size;
+use crate::error::{HubError, HubResult};
 use crate::hub::Hub;
 use crate::output::{CursorItem, OutputCursor};
 use crate::protocol::{ClientFrame, ServerFrame, StreamQuery};
+use crate::redact::stream::StreamRedactor;
+use crate::redact::{Redactor, CONTEXT_BYTES};
 use crate::session::Session;
 
 /// Largest output frame built by joining chunks that are already waiting.
@@ -27,17 +32,29 @@ const MAX_CLIENT_MESSAGE_BYTES: usize = 1 << 20;
 
 pub async fn stream(
     State(hub): State<Hub>,
+    Extension(actor): Extension<Actor>,
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<StreamQuery>,
     ws: WebSocketUpgrade,
 ) -> ApiResult<Response> {
+    if q.raw && actor.role() != Role::Admin {
+        return Err(HubError::Forbidden {
+            message: "raw (unredacted) output needs an admin token".into(),
+        }
+        .into());
+    }
     let session = hub.get(&id)?;
+    let redactor = (!q.raw).then(|| hub.redactor().clone());
+    let input = InputGuard {
+        hub: hub.clone(),
+        role: actor.role(),
+    };
     Ok(ws
         // Clients offer `agent-hub` next to their `agent-hub.bearer.<token>`: the server
         // answers with the former, so the token is never echoed back.
         .protocols(["agent-hub"])
         .max_message_size(MAX_CLIENT_MESSAGE_BYTES)
-        .on_upgrade(move |socket| run(socket, session, q.since, hub.closing())))
+        .on_upgrade(move |socket| run(socket, session, q.since, redactor, input, hub.closing())))
 }
 
 fn text(frame: &ServerFrame) -> Message {
@@ -45,10 +62,35 @@ fn text(frame: &ServerFrame) -> Message {
     Message::Text(Utf8Bytes::from(json))
 }
 
+/// What WebSocket input passes before it is written: the command guard, for input that ends
+/// a line.
+struct InputGuard {
+    hub: Hub,
+    role: Role,
+}
+
+impl InputGuard {
+    async fn send(&self, session: &Session, bytes: Vec<u8>) -> HubResult<()> {
+        self.hub.check_typed(&bytes, self.role)?;
+        session.send_bytes(bytes).await
+    }
+}
+
+/// The raw output just before `offset` (what a viewer's redaction looks back at).
+fn output_before(session: &Session, offset: u64) -> Vec<u8> {
+    let from = offset.saturating_sub(CONTEXT_BYTES as u64);
+    let mut chunk = session.output().read(Some(from), CONTEXT_BYTES);
+    let keep = offset.saturating_sub(chunk.start_offset) as usize;
+    chunk.bytes.truncate(keep.min(chunk.bytes.len()));
+    chunk.bytes
+}
+
 async fn run(
     socket: WebSocket,
     session: Arc<Session>,
     since: Option<u64>,
+    redactor: Option<Arc<Redactor>>,
+    input: InputGuard,
     closing: tokio_util::sync::CancellationToken,
 ) {
     let (mut tx, mut rx) = socket.split();
@@ -81,19 +123,24 @@ async fn run(
     if tx.send(text(&hello)).await.is_err() {
         return;
     }
-    if let Some(paint) = first_bytes {
+    if let Some(mut paint) = first_bytes {
+        if let Some(r) = &redactor {
+            paint = r.redact_bytes(&paint);
+        }
         if tx.send(Message::Binary(Bytes::from(paint))).await.is_err() {
             return;
         }
     }
+    let mut redact =
+        redactor.map(|r| StreamRedactor::new(r, &output_before(&session, cursor.next_offset())));
 
     let input_session = session.clone();
     let (error_tx, mut error_rx) = tokio::sync::mpsc::unbounded_channel::<ServerFrame>();
     let mut receiver = tokio::spawn(async move {
         while let Some(Ok(message)) = rx.next().await {
             let result = match message {
-                Message::Binary(bytes) => input_session.send_bytes(bytes.to_vec()).await,
-                Message::Text(t) => handle_text(&input_session, t.as_str()).await,
+                Message::Binary(bytes) => input.send(&input_session, bytes.to_vec()).await,
+                Message::Text(t) => handle_text(&input, &input_session, t.as_str()).await,
                 Message::Close(_) => break,
                 _ => Ok(()),
             };
@@ -107,8 +154,16 @@ async fn run(
     });
 
     loop {
+        let flush_at = redact.as_ref().and_then(StreamRedactor::flush_deadline);
         let message = tokio::select! {
             _ = &mut receiver => break,
+            _ = sleep_until(flush_at), if flush_at.is_some() => {
+                let held = redact.as_mut().map(StreamRedactor::flush).unwrap_or_default();
+                if held.is_empty() {
+                    continue;
+                }
+                Message::Binary(Bytes::from(held))
+            }
             _ = closing.cancelled() => {
                 let _ = tx.send(Message::Close(None)).await;
                 break;
@@ -128,6 +183,14 @@ async fn run(
                         }
                     }
                     if dropped_bytes > 0 {
+                        // What was held belongs before the gap; the gap ends its context.
+                        if let Some(r) = redact.as_mut() {
+                            let held = r.flush();
+                            if !held.is_empty() && tx.send(Message::Binary(Bytes::from(held))).await.is_err() {
+                                break;
+                            }
+                            *r = StreamRedactor::new(session_redactor(r), b"");
+                        }
                         let resync = ServerFrame::Resync {
                             dropped_bytes,
                             offset: cursor.next_offset() - bytes.len() as u64,
@@ -136,9 +199,20 @@ async fn run(
                             break;
                         }
                     }
+                    if let Some(r) = redact.as_mut() {
+                        bytes = Bytes::from(r.push(&bytes));
+                        if bytes.is_empty() {
+                            continue;
+                        }
+                    }
                     Message::Binary(bytes)
                 }
                 Some(CursorItem::Exited(exit)) => {
+                    if let Some(held) = redact.as_mut().map(StreamRedactor::flush) {
+                        if !held.is_empty() {
+                            let _ = tx.send(Message::Binary(Bytes::from(held))).await;
+                        }
+                    }
                     let _ = tx
                         .send(text(&ServerFrame::Exit { exit_code: exit.exit_code, reason: exit.reason }))
                         .await;
@@ -156,11 +230,21 @@ async fn run(
     drop(viewer);
 }
 
-async fn handle_text(session: &Session, text: &str) -> crate::error::HubResult<()> {
+fn session_redactor(r: &StreamRedactor) -> Arc<Redactor> {
+    r.redactor().clone()
+}
+
+async fn sleep_until(at: Option<std::time::Instant>) {
+    if let Some(at) = at {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+    }
+}
+
+async fn handle_text(input: &InputGuard, session: &Session, text: &str) -> HubResult<()> {
     let frame: ClientFrame = serde_json::from_str(text)
         .map_err(|e| crate::error::HubError::bad_request(format!("invalid frame: {e}")))?;
     match frame {
-        ClientFrame::Input { data } => session.send_bytes(data.into_bytes()).await,
+        ClientFrame::Input { data } => input.send(session, data.into_bytes()).await,
         ClientFrame::Resize { cols, rows } => {
             check_size(cols, rows).map_err(crate::error::HubError::bad_request)?;
             session.resize(TermSize { cols, rows }).await

@@ -24,8 +24,11 @@ pub struct WaitQuery {
 
 pub async fn create_task(
     State(hub): State<Hub>,
+    axum::Extension(actor): axum::Extension<super::auth::Actor>,
     ApiJson(req): ApiJson<CreateTask>,
 ) -> ApiResult<Json<Value>> {
+    // A task runs a command line: it passes the command guard like send_line.
+    hub.check_input(&req.cmd, actor.role())?;
     if req.pty {
         let task = tasks::start(&hub, req).await?;
         return Ok(Json(json!({

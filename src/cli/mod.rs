@@ -3,6 +3,7 @@
 
 mod agents;
 mod attach;
+mod audit;
 mod ops;
 mod policy;
 mod registry;
@@ -91,6 +92,8 @@ pub enum Command {
     Restart(agents::AgentOpArgs),
     /// Policies: `check` (dry run: what each policy would do now, and why), `list`, `reload`.
     Policy(policy::PolicyArgs),
+    /// Show the audit log (who typed what where, what the guard refused); --follow streams it.
+    Audit(audit::AuditArgs),
 }
 
 /// Runs a parsed command line; returns the process exit code.
@@ -128,6 +131,7 @@ pub fn run(cli: Cli) -> i32 {
             Command::Stop(args) => agents::run_op(args, "stop").await,
             Command::Restart(args) => agents::run_op(args, "restart").await,
             Command::Policy(args) => policy::run(args).await,
+            Command::Audit(args) => audit::run(args).await,
         }
     })
 }

@@ -165,6 +165,9 @@ pub struct ReadArgs {
     /// How many recent bytes to print first.
     #[arg(long, default_value_t = 4096)]
     pub max_bytes: usize,
+    /// Unredacted output (secrets shown): needs an admin token, and the hub audits the request.
+    #[arg(long)]
+    pub raw: bool,
     #[command(flatten)]
     pub opts: ClientOpts,
 }
@@ -180,6 +183,7 @@ pub async fn read(args: ReadArgs) -> i32 {
         } else {
             Encoding::Base64
         },
+        raw: args.raw,
     };
     let mut stdout = std::io::stdout();
     loop {

@@ -6,11 +6,11 @@ use serde_json::{json, Value};
 
 use crate::support::TestHub;
 
-const ADMIN: &str = "admin-token-0123456789abcdef";
-const OPERATOR: &str = "operator-token-0123456789abcdef";
+pub(crate) const ADMIN: &str = "admin-token-0123456789abcdef";
+pub(crate) const OPERATOR: &str = "operator-token-0123456789abcdef";
 const OBSERVER: &str = "observer-token-0123456789abcdef";
 
-async fn hub_with_tokens() -> TestHub {
+pub(crate) async fn hub_with_tokens() -> TestHub {
     let toml = format!(
         "[[tokens]]\nname = \"boss\"\ntoken = \"{ADMIN}\"\nrole = \"admin\"\n\
          [[tokens]]\nname = \"ops\"\ntoken = \"{OPERATOR}\"\nrole = \"operator\"\n\
@@ -27,10 +27,25 @@ async fn call(
     body: Option<Value>,
     token: Option<&str>,
 ) -> (u16, Value) {
+    call_as(hub, method, path, body, token, None).await
+}
+
+/// A request with a token and an `X-Agent-Id`, if given.
+pub(crate) async fn call_as(
+    hub: &TestHub,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+    token: Option<&str>,
+    agent: Option<&str>,
+) -> (u16, Value) {
     let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
     let mut req = hub.http.request(method, format!("{}{path}", hub.base));
     if let Some(t) = token {
         req = req.bearer_auth(t);
+    }
+    if let Some(a) = agent {
+        req = req.header("X-Agent-Id", a);
     }
     if let Some(b) = body {
         req = req.json(&b);
@@ -159,6 +174,15 @@ async fn every_route_times_every_role() {
         ("GET", "/v1/policies".into(), None, 1),
         ("GET", "/v1/policies/check".into(), None, 1),
         ("POST", "/v1/policies/reload".into(), Some(json!({})), 3),
+        ("GET", "/v1/pty-traffic/events".into(), None, 2),
+        ("GET", "/v1/pty-traffic/events/1".into(), None, 2),
+        ("GET", "/v1/pty-traffic/sessions".into(), None, 2),
+        ("GET", "/v1/pty-traffic/stats".into(), None, 2),
+        ("GET", "/v1/pty-traffic/blocked".into(), None, 2),
+        ("GET", "/v1/pty-traffic/health".into(), None, 2),
+        ("POST", "/v1/pty-traffic/storage/cleanup".into(), None, 3),
+        // Unredacted output: admins only.
+        ("GET", s("/read?max_bytes=10&raw=true"), None, 3),
     ];
     let roles: [(&str, Option<&str>, u8); 5] = [
         ("none", None, 0),

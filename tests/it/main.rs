@@ -7,13 +7,16 @@ mod persist;
 mod support;
 
 mod agent_state;
+mod audit;
 mod auth;
 mod bad_input;
 mod bridge;
 mod cli;
 mod docker;
+mod guard;
 mod policy;
 mod policy_support;
+mod redaction;
 mod routing;
 mod sessions;
 mod stream;

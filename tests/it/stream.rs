@@ -236,7 +236,7 @@ async fn next_text_frame(ws: &mut Ws, kind: &str) -> Value {
     panic!("no '{kind}' frame within 10 s");
 }
 
-fn decode_base64(text: &str) -> Vec<u8> {
+pub(crate) fn decode_base64(text: &str) -> Vec<u8> {
     let val = |c: u8| match c {
         b'A'..=b'Z' => c - b'A',
         b'a'..=b'z' => c - b'a' + 26,

@@ -1,0 +1,72 @@
+//! The layer that redacts every JSON reply: whatever a handler puts in a string (talk output,
+//! a timeout's partial output, task stdout, term_read lines, an agent's last screen), secrets
+//! leave the hub as `[REDACTED]`. Handlers of byte streams (read, stream) redact with context
+//! themselves; this layer is the net under everything else. Only an admin's explicit
+//! `raw=true` (itself audited) passes through untouched.
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::Response;
+
+use crate::api::auth::{Actor, Role};
+use crate::hub::Hub;
+
+/// Whether the query string asks for raw output (`raw=true` or `raw=1`).
+pub fn wants_raw(query: Option<&str>) -> bool {
+    query.is_some_and(|q| {
+        q.split('&')
+            .any(|kv| kv == "raw=true" || kv == "raw=1" || kv == "raw")
+    })
+}
+
+/// Whether this request may see unredacted output.
+pub fn raw_allowed(req_actor: Option<&Actor>, query: Option<&str>) -> bool {
+    wants_raw(query) && req_actor.is_some_and(|a| a.role() == Role::Admin)
+}
+
+pub async fn redact_replies(State(hub): State<Hub>, req: Request, next: Next) -> Response {
+    let raw = raw_allowed(req.extensions().get::<Actor>(), req.uri().query());
+    let response = next.run(req).await;
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if raw || !is_json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return Response::from_parts(parts, Body::empty());
+    };
+    let body = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Ok(mut value) => {
+            hub.redactor().redact_json(&mut value);
+            let text = serde_json::to_vec(&value).unwrap_or_default();
+            parts.headers.remove(header::CONTENT_LENGTH);
+            Body::from(text)
+        }
+        Err(_) => Body::from(hub.redactor().redact_bytes(&bytes)),
+    };
+    Response::from_parts(parts, body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_needs_the_flag() {
+        for (q, want) in [
+            (None, false),
+            (Some("raw=true"), true),
+            (Some("since=0&raw=1"), true),
+            (Some("raw=false"), false),
+            (Some("rawx=true"), false),
+        ] {
+            assert_eq!(wants_raw(q), want, "{q:?}");
+        }
+    }
+}

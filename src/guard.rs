@@ -1,0 +1,306 @@
+//! The command guard: one check every input that can run a command passes before it reaches a
+//! terminal (send_line, talk, send_line_to_agent, keys that spell a line, WebSocket input
+//! that ends a line, and task command lines). Named patterns, case-insensitive and
+//! whitespace-tolerant; `[guard]` in `hub.toml` adds patterns, disables them by name, or
+//! allows them for a role.
+//!
+//! This is a guardrail against mistakes (a leader agent typing `rm -rf /` into the wrong
+//! shell), not a security boundary: anyone who can type into a shell can spell a command in a
+//! way no pattern foresees.
+
+use std::collections::BTreeMap;
+
+use regex::Regex;
+use serde::Deserialize;
+
+use crate::api::auth::Role;
+
+/// The default patterns: (name, regex). Each regex is compiled with `(?im)`. The system-damage
+/// words (`shutdown`, `halt`, `init 0`) count only where a command starts (line start, after
+/// `;`, `&`, `|`, `(`, a backquote, `sudo`, `exec`, `nohup`, `doas`), so `echo shutdown` passes.
+pub const DEFAULT_PATTERNS: &[(&str, &str)] = &[
+    (
+        "rm-rf-root",
+        r"\brm\s+(?:-\S+\s+)*(?:-[a-z]*r[a-z]*f[a-z]*|-[a-z]*f[a-z]*r[a-z]*|(?:--recursive|-r)\s+(?:-\S+\s+)*(?:--force|-f)|(?:--force|-f)\s+(?:-\S+\s+)*(?:--recursive|-r))\s+(?:-\S+\s+)*(?:/|/\*|~|~/|~/\*|\$HOME|\$HOME/|\$HOME/\*|\$\{HOME\}/?)(?:\s|;|&|\||$)",
+    ),
+    (
+        "del-recursive",
+        r"\bdel\s+(?:\S+\s+)*/[sq]\s+(?:\S+\s+)*/[sq]\b",
+    ),
+    ("rmdir-recursive", r"\b(?:rmdir|rd)\s+(?:\S+\s+)*/s\b"),
+    ("format-drive", r"\bformat(?:\.com)?\s+[a-z]:"),
+    ("diskpart", r"\bdiskpart\b"),
+    ("mkfs", r"\bmkfs(?:\.\w+)?\b"),
+    ("dd-to-device", r"\bdd\s+(?:\S+\s+)*of\s*=\s*/dev/"),
+    ("fdisk", r"\b[sc]?fdisk\b"),
+    (
+        "fork-bomb",
+        r":\s*\(\s*\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:|%0\s*\|\s*%0",
+    ),
+    (
+        "shutdown",
+        r"(?:^|[;&|(`]|\bsudo\s+|\bexec\s+|\bnohup\s+|\bdoas\s+)\s*shutdown\b",
+    ),
+    (
+        "halt",
+        r"(?:^|[;&|(`]|\bsudo\s+|\bexec\s+|\bnohup\s+|\bdoas\s+)\s*(?:halt|poweroff)\b",
+    ),
+    (
+        "init-0",
+        r"(?:^|[;&|(`]|\bsudo\s+|\bexec\s+|\bnohup\s+|\bdoas\s+)\s*(?:tel)?init\s+0\b",
+    ),
+    (
+        "ssh-keys",
+        r"\b(?:cat|less|more|head|tail|base64|xxd|od|strings|cp|scp|tar|nl|tac)\s+(?:\S+\s+)*(?:~|\$HOME|\$\{HOME\}|/root|/home/[^/\s]+)/\.ssh/",
+    ),
+    (
+        "aws-credentials",
+        r"\b(?:cat|less|more|head|tail|base64|xxd|od|strings|cp|scp|tar|nl|tac)\s+(?:\S+\s+)*(?:~|\$HOME|\$\{HOME\}|/root|/home/[^/\s]+)/\.aws/",
+    ),
+    (
+        "reg-query-sam",
+        r"\breg(?:\.exe)?\s+(?:query|save|export)\s+(?:\S+\s+)*\S*\\(?:sam|security)\b",
+    ),
+    ("mimikatz", r"\bmimikatz\b|\bsekurlsa::"),
+    (
+        "reg-delete-hklm",
+        r"\breg(?:\.exe)?\s+delete\s+(?:hklm|hkey_local_machine)\b",
+    ),
+    ("bcdedit", r"\bbcdedit\b"),
+    ("vssadmin-delete", r"\bvssadmin(?:\.exe)?\s+delete\b"),
+    ("wbadmin-delete", r"\bwbadmin(?:\.exe)?\s+delete\b"),
+];
+
+/// `[guard]` in `hub.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GuardConfig {
+    /// Off switch for the whole guard.
+    pub enabled: bool,
+    /// Names of default patterns to switch off.
+    pub disable: Vec<String>,
+    /// Extra patterns.
+    pub patterns: Vec<PatternConfig>,
+    /// Pattern names a role may use anyway (`admin = ["shutdown"]`); a higher role may too.
+    pub allow: BTreeMap<Role, Vec<String>>,
+}
+
+impl Default for GuardConfig {
+    fn default() -> Self {
+        GuardConfig {
+            enabled: true,
+            disable: Vec::new(),
+            patterns: Vec::new(),
+            allow: BTreeMap::new(),
+        }
+    }
+}
+
+/// An extra pattern.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PatternConfig {
+    pub name: String,
+    /// A regex, matched case-insensitively, `^`/`$` at line boundaries.
+    pub regex: String,
+}
+
+/// A refused input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocked {
+    /// The name of the pattern that matched.
+    pub pattern: String,
+}
+
+/// The compiled guard.
+#[derive(Debug, Clone)]
+pub struct Guard {
+    patterns: Vec<(String, Regex)>,
+    allow: BTreeMap<Role, Vec<String>>,
+}
+
+impl Guard {
+    /// Compiles the defaults and the config; an error names the bad pattern.
+    pub fn new(config: &GuardConfig) -> Result<Self, String> {
+        let mut patterns = Vec::new();
+        if config.enabled {
+            for name in &config.disable {
+                let known = DEFAULT_PATTERNS.iter().any(|(n, _)| n == name)
+                    || config.patterns.iter().any(|p| &p.name == name);
+                if !known {
+                    return Err(format!("guard.disable: no pattern named '{name}'"));
+                }
+            }
+            let extra = config
+                .patterns
+                .iter()
+                .map(|p| (p.name.as_str(), p.regex.as_str()));
+            for (name, regex) in DEFAULT_PATTERNS.iter().copied().chain(extra) {
+                if config.disable.iter().any(|d| d == name) {
+                    continue;
+                }
+                let re = Regex::new(&format!("(?im){regex}"))
+                    .map_err(|e| format!("guard pattern '{name}': {e}"))?;
+                patterns.push((name.to_string(), re));
+            }
+        }
+        Ok(Guard {
+            patterns,
+            allow: config.allow.clone(),
+        })
+    }
+
+    /// The names of the active patterns.
+    pub fn pattern_names(&self) -> Vec<&str> {
+        self.patterns.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    /// Checks text about to be typed by a caller with `role`.
+    pub fn check(&self, text: &str, role: Role) -> Result<(), Blocked> {
+        // Tabs, non-breaking spaces and runs of blanks are all "whitespace" to the patterns.
+        let text: String = text
+            .chars()
+            .map(|c| {
+                if c.is_whitespace() && c != '\n' {
+                    ' '
+                } else {
+                    c
+                }
+            })
+            .collect();
+        for (name, re) in &self.patterns {
+            if re.is_match(&text) && !self.allowed(name, role) {
+                return Err(Blocked {
+                    pattern: name.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn allowed(&self, name: &str, role: Role) -> bool {
+        self.allow
+            .iter()
+            .any(|(r, names)| *r <= role && names.iter().any(|n| n == name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard() -> Guard {
+        Guard::new(&GuardConfig::default()).unwrap()
+    }
+
+    #[test]
+    fn dangerous_commands_are_blocked_in_any_case_and_spacing() {
+        let table = [
+            ("rm -rf /", "rm-rf-root"),
+            ("RM -RF /", "rm-rf-root"),
+            ("rm   -rf    /  ", "rm-rf-root"),
+            ("rm -fr /*", "rm-rf-root"),
+            ("rm -r -f ~", "rm-rf-root"),
+            ("rm --recursive --force /", "rm-rf-root"),
+            ("sudo rm -rf --no-preserve-root /", "rm-rf-root"),
+            ("cd /tmp && rm\t-Rf $HOME", "rm-rf-root"),
+            ("del /s /q C:\\", "del-recursive"),
+            ("DEL /Q /S *.*", "del-recursive"),
+            ("rmdir /s /q C:\\Windows", "rmdir-recursive"),
+            ("format c:", "format-drive"),
+            ("FORMAT  D: /q", "format-drive"),
+            ("diskpart", "diskpart"),
+            ("mkfs.ext4 /dev/sda1", "mkfs"),
+            ("MKFS -t xfs /dev/sdb", "mkfs"),
+            ("dd if=/dev/zero of=/dev/sda bs=1M", "dd-to-device"),
+            ("dd if=x.img  of = /dev/nvme0n1", "dd-to-device"),
+            ("fdisk /dev/sda", "fdisk"),
+            (":(){ :|:& };:", "fork-bomb"),
+            (": ( ) { : | : & } ; :", "fork-bomb"),
+            ("shutdown -h now", "shutdown"),
+            ("sudo SHUTDOWN now", "shutdown"),
+            ("ls; shutdown -r", "shutdown"),
+            ("halt", "halt"),
+            ("poweroff", "halt"),
+            ("init 0", "init-0"),
+            ("sudo  init   0", "init-0"),
+            ("cat ~/.ssh/id_rsa", "ssh-keys"),
+            ("CAT  ~/.ssh/id_ed25519", "ssh-keys"),
+            ("cat $HOME/.ssh/id_rsa", "ssh-keys"),
+            ("cat ~/.aws/credentials", "aws-credentials"),
+            ("reg query HKLM\\SAM\\SAM", "reg-query-sam"),
+            ("reg save hklm\\sam sam.hive", "reg-query-sam"),
+            ("mimikatz.exe", "mimikatz"),
+            ("Invoke-Mimikatz", "mimikatz"),
+            ("reg delete HKLM\\Software\\X /f", "reg-delete-hklm"),
+            ("bcdedit /set {default} recoveryenabled no", "bcdedit"),
+            ("vssadmin delete shadows /all /quiet", "vssadmin-delete"),
+            ("wbadmin delete catalog -quiet", "wbadmin-delete"),
+        ];
+        let g = guard();
+        for (text, pattern) in table {
+            assert_eq!(
+                g.check(text, Role::Admin),
+                Err(Blocked {
+                    pattern: pattern.into()
+                }),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn look_alikes_pass() {
+        let g = guard();
+        for text in [
+            "rm -rf ./build",
+            "rm -rf /tmp/scratch",
+            "rm -rf ~/project/target",
+            "rm -f /tmp/x",
+            "echo shutdown",
+            "grep halt notes.txt",
+            "git commit -m 'init 0.1'",
+            "cat ~/.bashrc",
+            "cat README.ssh.md",
+            "ls ~/.ssh",
+            "dd if=/dev/zero of=./disk.img",
+            "reg query HKCU\\Software",
+            "format_code.sh",
+            "delete /s",
+        ] {
+            assert_eq!(g.check(text, Role::Operator), Ok(()), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn config_adds_disables_and_allows_per_role() {
+        let config: GuardConfig = toml::from_str(
+            r#"
+            disable = ["fdisk"]
+            patterns = [{ name = "drop-db", regex = 'drop\s+database' }]
+            [allow]
+            admin = ["shutdown"]
+            operator = ["halt"]
+            "#,
+        )
+        .unwrap();
+        let g = Guard::new(&config).unwrap();
+        assert_eq!(g.check("fdisk /dev/sda", Role::Observer), Ok(()));
+        assert!(g.check("DROP   DATABASE prod;", Role::Admin).is_err());
+        assert!(g.check("shutdown now", Role::Operator).is_err());
+        assert_eq!(g.check("shutdown now", Role::Admin), Ok(()));
+        assert_eq!(g.check("halt", Role::Admin), Ok(()));
+        assert!(g.check("halt", Role::Observer).is_err());
+
+        let bad: GuardConfig = toml::from_str("disable = [\"nope\"]").unwrap();
+        assert!(Guard::new(&bad).unwrap_err().contains("nope"));
+        let bad: GuardConfig =
+            toml::from_str("patterns = [{ name = \"x\", regex = \"(\" }]").unwrap();
+        assert!(Guard::new(&bad).unwrap_err().contains("'x'"));
+        let off: GuardConfig = toml::from_str("enabled = false").unwrap();
+        assert_eq!(
+            Guard::new(&off).unwrap().check("rm -rf /", Role::Observer),
+            Ok(())
+        );
+    }
+}

@@ -1,0 +1,258 @@
+use super::stream::StreamRedactor;
+use super::*;
+
+fn red() -> Arc<Redactor> {
+    Arc::new(Redactor::new())
+}
+
+fn leaks(out: &[u8], secret: &str) -> bool {
+    let text = String::from_utf8_lossy(out);
+    // The secret, or any 8-byte piece of it (a partial leak), must not be visible.
+    let visible = String::from_utf8_lossy(&visible::project(text.as_bytes()).text).into_owned();
+    let secret = secret.as_bytes();
+    secret
+        .windows(secret.len().min(8))
+        .any(|w| visible.as_bytes().windows(w.len()).any(|x| x == w))
+}
+
+#[test]
+fn corpus_has_at_least_30_formats_and_each_is_redacted_whole() {
+    let r = red();
+    let samples = corpus::samples();
+    assert!(samples.len() >= 30, "{}", samples.len());
+    for s in &samples {
+        let out = r.redact_str(&s.line);
+        assert!(!leaks(out.as_bytes(), &s.secret), "{}: {out}", s.kind);
+        assert!(out.contains(MARKER), "{}: {out}", s.kind);
+    }
+}
+
+#[test]
+fn ordinary_output_is_untouched() {
+    let r = red();
+    for text in [
+        "ls -la\r\ntotal 0\r\n",
+        "skip the sk- prefix talk",
+        "echo $ANTHROPIC_API_KEY",
+        "see https://example.com/path and the bearer of bad news:",
+        "\x1b[1;32mgreen\x1b[0m and plain",
+        "key-value store",
+        "monkey: banana",
+    ] {
+        assert_eq!(r.redact_str(text), text);
+    }
+}
+
+#[test]
+fn secrets_inside_colour_codes_are_caught_and_escapes_kept() {
+    let r = red();
+    for s in corpus::samples() {
+        let secret = &s.secret;
+        let mid = secret.len() / 2;
+        let coloured = s.line.replacen(
+            secret.as_str(),
+            &format!(
+                "\x1b[31m{}\x1b[1;33m{}\x1b[0m",
+                &secret[..mid],
+                &secret[mid..]
+            ),
+            1,
+        );
+        let out = r.redact_bytes(coloured.as_bytes());
+        assert!(
+            !leaks(&out, secret),
+            "{}: {:?}",
+            s.kind,
+            String::from_utf8_lossy(&out)
+        );
+        let text = String::from_utf8_lossy(&out);
+        assert!(
+            text.contains("\x1b[1;33m") && text.contains("\x1b[0m"),
+            "{}",
+            s.kind
+        );
+    }
+}
+
+#[test]
+fn stream_catches_every_secret_split_at_every_byte() {
+    let r = red();
+    for s in corpus::samples() {
+        let line = format!("$ {}\r\n$ ", s.line);
+        let bytes = line.as_bytes();
+        for cut in 0..=bytes.len() {
+            let mut st = StreamRedactor::new(r.clone(), b"");
+            let mut out = st.push(&bytes[..cut]);
+            out.extend(st.push(&bytes[cut..]));
+            out.extend(st.flush());
+            assert!(
+                !leaks(&out, &s.secret),
+                "{} cut {cut}: {:?}",
+                s.kind,
+                String::from_utf8_lossy(&out)
+            );
+        }
+    }
+}
+
+#[test]
+fn stream_catches_coloured_secrets_split_at_every_byte() {
+    // Cuts fall inside the secret and inside its escape sequences.
+    let r = red();
+    for s in corpus::samples() {
+        let mid = s.secret.len() / 2;
+        let coloured = format!(
+            "\x1b[1;31m{}\x1b[0;33m{}\x1b[0m",
+            &s.secret[..mid],
+            &s.secret[mid..]
+        );
+        let line = format!("$ {}\r\n$ ", s.line.replacen(&s.secret, &coloured, 1));
+        let bytes = line.as_bytes();
+        for cut in 0..=bytes.len() {
+            let mut st = StreamRedactor::new(r.clone(), b"");
+            let mut out = st.push(&bytes[..cut]);
+            out.extend(st.push(&bytes[cut..]));
+            out.extend(st.flush());
+            assert!(
+                !leaks(&out, &s.secret),
+                "{} cut {cut}: {:?}",
+                s.kind,
+                String::from_utf8_lossy(&out)
+            );
+            assert!(
+                String::from_utf8_lossy(&out).contains("\x1b[0;33m"),
+                "{} cut {cut}",
+                s.kind
+            );
+        }
+    }
+}
+
+#[test]
+fn stream_split_with_a_flush_between_leaks_at_most_a_prefix() {
+    // The viewer went idle between the halves, so the first half was flushed on its own.
+    let r = red();
+    for s in corpus::samples() {
+        let line = format!("$ {}\r\n$ ", s.line);
+        let bytes = line.as_bytes();
+        let start = line.find(s.secret.as_str()).unwrap();
+        for cut in start..start + s.secret.len() {
+            let mut st = StreamRedactor::new(r.clone(), b"");
+            let mut out = st.push(&bytes[..cut]);
+            out.extend(st.flush());
+            out.extend(st.push(&bytes[cut..]));
+            out.extend(st.flush());
+            // A format's public prefix (`github_pat_`) may show; nothing after it may.
+            let core = patterns::PATTERNS
+                .iter()
+                .flat_map(|p| p.prefixes.iter())
+                .filter_map(|p| s.secret.strip_prefix(p))
+                .min_by_key(|c| c.len())
+                .unwrap_or(&s.secret);
+            assert!(
+                !leaks(&out, core),
+                "{} cut {cut}: {:?}",
+                s.kind,
+                String::from_utf8_lossy(&out)
+            );
+        }
+    }
+}
+
+#[test]
+fn typing_is_not_held_back() {
+    let r = red();
+    let mut st = StreamRedactor::new(r, b"");
+    for (chunk, sent) in [
+        ("$ ", "$ "),
+        ("l", "l"),
+        ("s", "s"),
+        (" -la", " -la"),
+        ("\r\n", "\r\n"),
+        ("echo hi", "echo hi"),
+    ] {
+        assert_eq!(st.push(chunk.as_bytes()), sent.as_bytes(), "{chunk:?}");
+        assert!(st.flush_deadline().is_none());
+    }
+    // A possible prefix waits for the next byte or the flush.
+    assert_eq!(st.push(b" gh"), b" ");
+    assert!(st.flush_deadline().is_some());
+    assert_eq!(st.push(b"x"), b"ghx");
+    assert_eq!(st.push(b" sk"), b" ");
+    assert_eq!(st.flush(), b"sk");
+    // An answer after a `key:` prompt waits for the flush and is shown.
+    assert_eq!(st.push(b"\r\nPress a key: "), b"\r\nPress a key: ");
+    assert_eq!(st.push(b"y"), b"");
+    assert_eq!(st.flush(), b"y");
+    let mut st = StreamRedactor::new(red(), b"");
+    assert_eq!(st.push(b"monkey: "), b"monkey: ");
+    assert_eq!(st.push(b"banana"), b"banana");
+}
+
+#[test]
+fn literal_secrets_are_redacted_split_or_not() {
+    let r = red();
+    let env: std::collections::BTreeMap<String, String> = [
+        ("MY_TOKEN".to_string(), "plainvalue-42-zz".to_string()),
+        ("HOME".to_string(), "/home/somebody".to_string()),
+        ("SHORT_KEY".to_string(), "abc".to_string()),
+    ]
+    .into();
+    r.add_env_secrets(&env, &[]);
+    assert_eq!(r.redact_str("v=plainvalue-42-zz."), format!("v={MARKER}."));
+    assert_eq!(r.redact_str("/home/somebody abc"), "/home/somebody abc");
+    let text = b"value: plainvalue-42-zz\r\n";
+    for cut in 0..text.len() {
+        let mut st = StreamRedactor::new(r.clone(), b"");
+        let mut out = st.push(&text[..cut]);
+        out.extend(st.flush());
+        out.extend(st.push(&text[cut..]));
+        out.extend(st.flush());
+        assert!(
+            !leaks(&out, "plainvalue-42-zz"),
+            "cut {cut}: {:?}",
+            String::from_utf8_lossy(&out)
+        );
+    }
+}
+
+#[test]
+fn json_strings_are_redacted_in_place() {
+    let r = red();
+    let mut v = serde_json::json!({"a": ["Bearer abcdefgh12345678"], "n": 3, "b": {"c": "ok"}});
+    r.redact_json(&mut v);
+    assert_eq!(v["a"][0], format!("Bearer {MARKER}"));
+    assert_eq!(v["b"]["c"], "ok");
+    assert_eq!(v["n"], 3);
+}
+
+#[test]
+fn secret_names_are_recognised() {
+    for (name, secret) in [
+        ("GITHUB_TOKEN", true),
+        ("OPENAI_API_KEY", true),
+        ("db_password", true),
+        ("AWS_SECRET_ACCESS_KEY", true),
+        ("PATH", false),
+        ("HOME", false),
+    ] {
+        assert_eq!(is_secret_name(name), secret, "{name}");
+    }
+}
+
+/// Throughput of the stream redactor on ordinary output (`cargo test --release --lib
+/// redact_throughput -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn redact_throughput() {
+    let line: Vec<u8> = (b'!'..=b'~').cycle().take(99).chain([b'\n']).collect();
+    let chunk: Vec<u8> = line.iter().copied().cycle().take(64 * 1024).collect();
+    let mut st = StreamRedactor::new(red(), b"");
+    let start = std::time::Instant::now();
+    let mut n = 0;
+    while start.elapsed() < std::time::Duration::from_secs(2) {
+        n += st.push(&chunk).len();
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!("stream redactor: {:.1} MB/s", n as f64 / secs / 1e6);
+}

@@ -1,0 +1,164 @@
+//! The command guard through every command-capable input: send_line, talk,
+//! send_line_to_agent, keys that spell a line, and WebSocket input. Blocked input is never
+//! written (each is `echo GUARD_LEAK_n # <dangerous>`, harmless if it ever ran, and its
+//! marker must never show up), the reply names the pattern, and the attempt is audited.
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::support::TestHub;
+
+/// Keys that spell `text` and press Enter.
+fn spelled(text: &str) -> Vec<String> {
+    text.chars()
+        .map(String::from)
+        .chain(["Enter".to_string()])
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocked_input_is_refused_on_every_path_and_never_written() {
+    let hub = TestHub::start().await;
+    let id = hub
+        .create_with(json!({ "backend": "pty", "label": "guarded" }))
+        .await;
+    let s = |op: &str| format!("/v1/pty/sessions/{id}/{op}");
+    // (path, body, pattern)
+    let cases: Vec<(String, Value, &str)> = vec![
+        (
+            s("send_line"),
+            json!({"data": "echo GUARD_LEAK_1 # rm -rf /"}),
+            "rm-rf-root",
+        ),
+        (
+            s("send_line"),
+            json!({"data": "echo GUARD_LEAK_2 # RM   -RF   /"}),
+            "rm-rf-root",
+        ),
+        (
+            s("send_line"),
+            json!({"data": "echo GUARD_LEAK_3 #;\tSHUTDOWN -h now"}),
+            "shutdown",
+        ),
+        (
+            s("talk"),
+            json!({"command": "echo GUARD_LEAK_4 || mkfs.ext4 /dev/sdz"}),
+            "mkfs",
+        ),
+        (
+            s("talk"),
+            json!({"command": "echo GUARD_LEAK_5 || cat ~/.ssh/id_rsa"}),
+            "ssh-keys",
+        ),
+        (
+            "/v1/pty/send_line_to_agent".into(),
+            json!({"label": "guarded", "data": "echo GUARD_LEAK_6 # :(){ :|:& };:"}),
+            "fork-bomb",
+        ),
+        (
+            s("keys"),
+            json!({"keys": spelled("echo GUARD_LEAK_7 # dd if=/dev/zero of=/dev/sdz")}),
+            "dd-to-device",
+        ),
+        (
+            s("send_line"),
+            json!({"data": "echo GUARD_LEAK_8 # vssadmin delete shadows"}),
+            "vssadmin-delete",
+        ),
+        (
+            "/v1/tasks".into(),
+            json!({"cmd": "echo GUARD_LEAK_10 # fdisk /dev/sdz", "pty": false}),
+            "fdisk",
+        ),
+    ];
+    for (path, body, pattern) in &cases {
+        let (status, v) = hub.post(path, body.clone()).await;
+        assert_eq!(
+            (status, v["error_code"].as_str(), v["pattern"].as_str()),
+            (403, Some("PTY_COMMAND_BLOCKED"), Some(*pattern)),
+            "{path} {body}: {v}"
+        );
+        assert!(v["message"].as_str().unwrap().contains(pattern), "{v}");
+    }
+    // WebSocket input that ends a line passes the guard too; the stream goes on.
+    let url = format!(
+        "{}/v1/pty/sessions/{id}/stream",
+        hub.base.replace("http://", "ws://")
+    );
+    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let _hello = ws.next().await;
+    ws.send(Message::Text(
+        json!({"type": "input", "data": "echo GUARD_LEAK_9 # bcdedit /set x\r"})
+            .to_string()
+            .into(),
+    ))
+    .await
+    .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match tokio::time::timeout_at(deadline, ws.next()).await {
+            Ok(Some(Ok(Message::Text(t)))) if t.contains("PTY_COMMAND_BLOCKED") => {
+                assert!(t.contains("bcdedit"), "{t}");
+                break;
+            }
+            Ok(Some(Ok(_))) => {}
+            other => panic!("no error frame: {other:?}"),
+        }
+    }
+    // Look-alikes go through; once their output is back, nothing blocked was ever typed.
+    let v = hub.talk(&id, "echo rm -rf ./build; echo shutdown").await;
+    assert_eq!(v["output"], "rm -rf ./build\nshutdown\n");
+    let seen = hub
+        .wait_output(&id, "shutdown", Duration::from_secs(5))
+        .await;
+    assert!(
+        !seen.contains("GUARD_LEAK"),
+        "blocked input reached the terminal:\n{seen}"
+    );
+
+    // Every refusal is in the audit log, blocked, with its pattern.
+    let (status, v) = hub.get("/v1/pty-traffic/blocked?limit=100").await;
+    assert_eq!(status, 200, "{v}");
+    let events = v["events"].as_array().unwrap();
+    assert_eq!(events.len(), cases.len(), "{v}");
+    for (event, (path, _, pattern)) in events.iter().zip(&cases) {
+        assert_eq!(event["blocked"], true);
+        assert_eq!(event["blocked_pattern"], *pattern, "{event}");
+        assert_eq!(event["error_code"], "PTY_COMMAND_BLOCKED");
+        if path != "/v1/tasks" {
+            assert_eq!(event["session_id"], id.as_str(), "{event}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_allows_a_pattern_for_a_role_and_adds_patterns() {
+    let config = agent_hub::config::HubConfig::parse(
+        "[guard]\npatterns = [{ name = \"drop-db\", regex = 'drop\\s+database' }]\n[guard.allow]\nadmin = [\"mkfs\"]\n",
+        "test.toml",
+    )
+    .unwrap();
+    // No tokens: the open hub's caller is an admin.
+    let hub = TestHub::start_with(|c| c.guard = config.guard.clone()).await;
+    let id = hub.create("pty").await;
+    let v = hub.talk(&id, "echo ALLOWED || mkfs.ext4 /dev/sdz").await;
+    assert_eq!(v["output"], "ALLOWED\n");
+    let (status, v) = hub
+        .post(
+            &format!("/v1/pty/sessions/{id}/send_line"),
+            json!({"data": "echo X # DROP  DATABASE prod"}),
+        )
+        .await;
+    assert_eq!(
+        (status, v["pattern"].as_str()),
+        (403, Some("drop-db")),
+        "{v}"
+    );
+    // A bad pattern in the file is reported with the file's name.
+    let e = agent_hub::config::HubConfig::parse("[guard]\ndisable = [\"nope\"]\n", "hub.toml")
+        .unwrap_err();
+    assert!(e.starts_with("hub.toml:") && e.contains("nope"), "{e}");
+}
