@@ -42,6 +42,7 @@ pub fn audited_action(method: &Method, path: &str, query: Option<&str>) -> Optio
         (&Method::DELETE, ["v1", "tasks", _]) => "task_cancel".into(),
         (_, ["v1", "pty", op, ..]) => op.replace('-', "_"),
         (_, ["v1", ..]) => parts[1..].join("_").replace('-', "_"),
+        (&Method::POST, ["pty", op @ ("write" | "talk")]) => format!("bridge_{op}"),
         _ => return None,
     };
     Some(action)
@@ -246,6 +247,11 @@ mod tests {
                 Some("audit_cleanup"),
             ),
             (M::GET, "/health", None, None),
+            (M::POST, "/pty/write", None, Some("bridge_write")),
+            (M::POST, "/pty/talk", None, Some("bridge_talk")),
+            (M::POST, "/pty/read", None, None),
+            (M::POST, "/pty/buffer", None, None),
+            (M::GET, "/pty/list", None, None),
         ];
         for (method, path, query, want) in table {
             assert_eq!(

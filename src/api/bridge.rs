@@ -5,9 +5,11 @@
 use std::time::Duration;
 
 use axum::extract::State;
+use axum::Extension;
 use axum::Json;
 use serde_json::{json, Value};
 
+use super::auth::Actor;
 use super::error::{ApiJson, ApiResult};
 use crate::bridge::{BufferRequest, ReadReply, ReadRequest, TalkRequest, WriteRequest};
 use crate::error::HubError;
@@ -31,12 +33,14 @@ fn own_session(hub: &Hub, id: &str) -> Result<std::sync::Arc<crate::session::Ses
 
 pub async fn write(
     State(hub): State<Hub>,
+    Extension(actor): Extension<Actor>,
     ApiJson(req): ApiJson<WriteRequest>,
 ) -> ApiResult<Json<Value>> {
     let bytes = match req.encoding {
         Encoding::Utf8 => req.data.into_bytes(),
         Encoding::Base64 => base64_decode(&req.data).map_err(HubError::bad_request)?,
     };
+    hub.check_typed(&bytes, actor.role())?;
     let n = bytes.len();
     own_session(&hub, &req.session_id)?
         .send_bytes(bytes)
@@ -65,13 +69,11 @@ pub async fn read(
     let mut chunk = output
         .read_wait(since, max_bytes, Duration::from_millis(req.timeout_ms))
         .await;
+    // Secrets never cross to another hub: no raw reads over the bridge.
+    super::redaction::prepare_read(&hub, output, &mut chunk, req.encoding, false);
     let data = match req.encoding {
         Encoding::Base64 => base64_encode(&chunk.bytes),
-        Encoding::Utf8 => {
-            let keep = crate::session::input::complete_utf8_len(&chunk.bytes);
-            chunk.end_offset -= (chunk.bytes.len() - keep) as u64;
-            String::from_utf8_lossy(&chunk.bytes[..keep]).into_owned()
-        }
+        Encoding::Utf8 => String::from_utf8_lossy(&chunk.bytes).into_owned(),
     };
     // Ended only once the reader has everything: a client stops reading at `alive: false`.
     let exit = output
@@ -93,10 +95,12 @@ pub async fn read(
 
 pub async fn talk(
     State(hub): State<Hub>,
+    Extension(actor): Extension<Actor>,
     ApiJson(req): ApiJson<TalkRequest>,
 ) -> ApiResult<Json<Value>> {
     let timeout_ms = req.timeout_ms.unwrap_or(hub.config().talk_timeout_ms);
     super::sessions::check_talk_timeout(timeout_ms)?;
+    hub.check_input(&req.command, actor.role())?;
     let result = own_session(&hub, &req.session_id)?
         .talk(
             &req.command,
@@ -104,7 +108,9 @@ pub async fn talk(
             Duration::from_millis(timeout_ms),
         )
         .await?;
-    Ok(Json(super::sessions::with_ok(result)?))
+    let mut body = super::sessions::with_ok(result)?;
+    body["session_id"] = json!(req.session_id);
+    Ok(Json(body))
 }
 
 pub async fn buffer(

@@ -12,6 +12,11 @@ use axum::response::Response;
 
 use crate::api::auth::{Actor, Role};
 use crate::hub::Hub;
+use crate::output::Output;
+use crate::protocol::Encoding;
+use crate::redact::stream::FLUSH_AFTER;
+use crate::redact::CONTEXT_BYTES;
+use crate::scrollback::Chunk;
 
 /// Whether the query string asks for raw output (`raw=true` or `raw=1`).
 pub fn wants_raw(query: Option<&str>) -> bool {
@@ -24,6 +29,35 @@ pub fn wants_raw(query: Option<&str>) -> bool {
 /// Whether this request may see unredacted output.
 pub fn raw_allowed(req_actor: Option<&Actor>, query: Option<&str>) -> bool {
     wants_raw(query) && req_actor.is_some_and(|a| a.role() == Role::Admin)
+}
+
+/// Gets a chunk read from `output` ready for a client: a UTF-8 sequence cut at the end is left
+/// for the next read (utf8 encoding), and, unless `raw`, secrets are redacted with the bytes
+/// before the chunk as context; a word at the very end that could still become a secret is
+/// held back for the next read while output is flowing (the chunk then ends before it).
+pub fn prepare_read(hub: &Hub, output: &Output, chunk: &mut Chunk, encoding: Encoding, raw: bool) {
+    if encoding == Encoding::Utf8 {
+        let keep = crate::session::input::complete_utf8_len(&chunk.bytes);
+        chunk.end_offset -= (chunk.bytes.len() - keep) as u64;
+        chunk.bytes.truncate(keep);
+    }
+    if raw {
+        return;
+    }
+    let context_start = chunk.start_offset.saturating_sub(CONTEXT_BYTES as u64);
+    let before = output.read(Some(context_start), CONTEXT_BYTES).bytes;
+    let before_len = (chunk.start_offset - context_start) as usize;
+    let before = &before[..before.len().min(before_len)];
+    let may_continue = output.exit().is_none()
+        && chunk.end_offset == output.end_offset()
+        && output
+            .last_output_at()
+            .is_some_and(|t| (chrono::Utc::now() - t).to_std().unwrap_or_default() < FLUSH_AFTER);
+    let (redacted, held) = hub
+        .redactor()
+        .redact_read(before, &chunk.bytes, may_continue);
+    chunk.end_offset -= held as u64;
+    chunk.bytes = redacted;
 }
 
 pub async fn redact_replies(State(hub): State<Hub>, req: Request, next: Next) -> Response {

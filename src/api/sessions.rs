@@ -20,9 +20,6 @@ use crate::protocol::{
 };
 use crate::session::Owner;
 
-use crate::redact::stream::FLUSH_AFTER;
-use crate::redact::CONTEXT_BYTES;
-
 /// Default and largest `max_bytes` for `read`.
 const READ_DEFAULT_BYTES: usize = 4096;
 const READ_MAX_BYTES: usize = 4 << 20;
@@ -263,34 +260,7 @@ pub async fn read(
         }
         None => output.read(None, max_bytes),
     };
-    if q.encoding == Encoding::Utf8 {
-        // Leave a UTF-8 sequence cut at the end for the next read.
-        let keep = crate::session::input::complete_utf8_len(&chunk.bytes);
-        chunk.end_offset -= (chunk.bytes.len() - keep) as u64;
-        chunk.bytes.truncate(keep);
-    }
-    if !q.raw {
-        let before = output
-            .read(
-                Some(chunk.start_offset.saturating_sub(CONTEXT_BYTES as u64)),
-                CONTEXT_BYTES,
-            )
-            .bytes;
-        let before_len =
-            (chunk.start_offset - chunk.start_offset.saturating_sub(CONTEXT_BYTES as u64)) as usize;
-        let before = &before[..before.len().min(before_len)];
-        // More may follow at once: hold back a word that could be a secret's start.
-        let may_continue = output.exit().is_none()
-            && chunk.end_offset == output.end_offset()
-            && output.last_output_at().is_some_and(|t| {
-                (chrono::Utc::now() - t).to_std().unwrap_or_default() < FLUSH_AFTER
-            });
-        let (redacted, held) = hub
-            .redactor()
-            .redact_read(before, &chunk.bytes, may_continue);
-        chunk.end_offset -= held as u64;
-        chunk.bytes = redacted;
-    }
+    super::redaction::prepare_read(&hub, output, &mut chunk, q.encoding, q.raw);
     let text = match q.encoding {
         Encoding::Base64 => crate::protocol::base64_encode(&chunk.bytes),
         Encoding::Utf8 => String::from_utf8_lossy(&chunk.bytes).into_owned(),

@@ -1,7 +1,7 @@
 //! Opt-in scrollback snapshots (`snapshots/<session>.bin` in the data dir): the newest bytes
 //! of each session's output, capped in size and written at most once per interval, so a host
 //! PTY that ended with the hub can still be read after a restart. Off by default: terminals
-//! hold secrets.
+//! hold secrets (and what is written is redacted like every other output path).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -32,7 +32,9 @@ pub fn write_changed(
         }
         let start = end.saturating_sub(max_bytes as u64);
         let chunk = session.output().read(Some(start), max_bytes);
-        super::registry_file::write_atomic(&path(dir, session.id()), &chunk.bytes)?;
+        // Snapshots are an output path too: what reaches the disk is redacted.
+        let bytes = hub.redactor().redact_bytes(&chunk.bytes);
+        super::registry_file::write_atomic(&path(dir, session.id()), &bytes)?;
         written.insert(session.id().to_string(), end);
     }
     written.retain(|id, _| sessions.iter().any(|s| s.id() == id));

@@ -151,6 +151,17 @@ async fn one_hub_lists_resolves_and_steers_another_hubs_sessions() {
         "{b_out}"
     );
 
+    // Secrets never cross the bridge: the remote hub redacts what it lends.
+    let secret = format!("ghp_{}", "aB3".repeat(12));
+    local
+        .post(
+            "/v1/pty/send_line_to_agent",
+            json!({"agent_id": "worker-a", "data": format!("echo {}''{}", &secret[..8], &secret[8..])}),
+        )
+        .await;
+    let seen = local.wait_output(&worker_a, "[REDACTED]", T).await;
+    assert!(!seen.contains(&secret), "{seen}");
+
     // talk and term_read go through; resize and kill are refused with their codes.
     let v = local.talk(&worker_b, "echo talk-$((2+3)); (exit 3)").await;
     assert_eq!(
