@@ -377,8 +377,36 @@ async fn bad_state_files_and_a_read_only_data_dir_do_not_stop_the_hub() {
         eprintln!("SKIPPED read-only part: cannot make a read-only directory here");
         return;
     };
-    let hub = serve(&ro.0, &format!("{socket}-ro"), &[]).await;
     let _tmux_ro = TmuxServerGuard(format!("{socket}-ro"));
+    // By default nothing that would go unaudited runs (#6: fail closed), with a clear error,
+    // while everything that only reads is served.
+    let hub = serve(&ro.0, &format!("{socket}-ro"), &[]).await;
+    let (status, v) = hub
+        .call_status(
+            Method::POST,
+            "/v1/pty/sessions",
+            json!({"args": ["--norc"]}),
+        )
+        .await;
+    assert_eq!(
+        (status, v["error_code"].as_str()),
+        (503, Some("AUDIT_UNAVAILABLE")),
+        "{v}"
+    );
+    let (status, v) = hub
+        .call_status(Method::GET, "/v1/pty/sessions", json!({}))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    drop(hub);
+    // With the audit log allowed to fail open, sessions start and run.
+    let config = dir.path().join("fail-open.toml");
+    std::fs::write(&config, "[audit]\nfail_open = true\n").unwrap();
+    let hub = serve(
+        &ro.0,
+        &format!("{socket}-ro"),
+        &["--config", config.to_str().unwrap()],
+    )
+    .await;
     let v = hub
         .call(
             Method::POST,
