@@ -1,6 +1,8 @@
 //! Recording hub events that are actions of their own: policy actions (`policy_*`, emitted by
-//! the policy engine), agent lifecycle (`agent_*`) and session lifecycle (`session_*`). They
-//! are recorded as they are published on the hub's event bus, with the hub as the actor.
+//! the policy engine), agent lifecycle (`agent_*`) and sessions brought back after a restart
+//! (`session_restored`). They are recorded as they are published on the hub's event bus, with
+//! the hub as the actor. Session events that follow from a request (created, killed,
+//! registered...) are not: the request itself is on record, once.
 
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
@@ -10,9 +12,7 @@ use crate::hub::Hub;
 
 /// Whether an event of this type is audited.
 pub fn audited_event(kind: &str) -> bool {
-    ["policy_", "agent_", "session_"]
-        .iter()
-        .any(|p| kind.starts_with(p))
+    kind == "session_restored" || ["policy_", "agent_"].iter().any(|p| kind.starts_with(p))
 }
 
 /// The record for an audited event.
@@ -73,7 +73,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn policy_agent_and_session_events_are_recorded() {
+    fn policy_agent_and_restore_events_are_recorded_request_echoes_are_not() {
         let table = [
             (
                 json!({"type": "policy_restart", "agentId": "a"}),
@@ -85,6 +85,11 @@ mod tests {
             ),
             (json!({"type": "task_log", "taskId": "t"}), None),
             (json!({"type": "ownership_changed"}), None),
+            (json!({"type": "session_created", "agentId": "c"}), None),
+            (
+                json!({"type": "session_restored", "agentId": "d"}),
+                Some(("d", true)),
+            ),
             (json!({"no": "type"}), None),
         ];
         for (event, want) in table {
