@@ -65,8 +65,8 @@ fn text(frame: &ServerFrame) -> Message {
 
 /// What WebSocket input passes before it is written. Keystrokes are collected into the line
 /// being typed; the frame that ends the line (Enter) is checked by the command guard as that
-/// whole line and recorded in the audit log (`ws_input`) before it is written, so a command
-/// typed key by key is guarded and audited like a `send_line`.
+/// whole line and recorded in the audit log (`ws_input`), so a command typed key by key is
+/// guarded and audited like a `send_line`.
 struct InputGuard {
     hub: Hub,
     actor: Actor,
@@ -84,30 +84,47 @@ impl InputGuard {
         let line = String::from_utf8_lossy(&std::mem::take(&mut self.line)).into_owned();
         // What follows the last line end begins the next line.
         edit_line(&mut self.line, &bytes[last_end + 1..]);
-        let checked = self.hub.check_input(&line, self.actor.role());
-        let audit = self.hub.audit();
-        if audit.enabled() {
-            let mut record = self.record(session, &line);
-            if let Err(HubError::CommandBlocked { pattern }) = &checked {
-                record.success = Some(false);
-                record.blocked = true;
-                record.blocked_pattern = Some(pattern.clone());
-                record.error_code = Some("PTY_COMMAND_BLOCKED".into());
-            }
-            if let Err(e) = audit.record(record).await {
-                if checked.is_ok() && !audit.fail_open() {
-                    return Err(HubError::AuditUnavailable { reason: e.0 });
-                }
-                audit.count_unaudited();
-            }
-        }
-        if let Err(e) = checked {
+        let audit = self.hub.audit().clone();
+        if let Err(e) = self.hub.check_input(&line, self.actor.role()) {
             // The keys are in the program's line editor already: kill the line (Ctrl-U, the
             // terminal's line-kill character) so the refused command does not linger there.
             let _ = session.send_bytes(vec![0x15]).await;
+            if audit.enabled() {
+                let mut record = self.record(session, &line);
+                record.success = Some(false);
+                record.blocked = true;
+                record.blocked_pattern = match &e {
+                    HubError::CommandBlocked { pattern } => Some(pattern.clone()),
+                    _ => None,
+                };
+                record.error_code = Some(e.code().into());
+                if audit.record(record).await.is_err() {
+                    audit.count_unaudited();
+                }
+            }
             return Err(e);
         }
-        session.send_bytes(bytes).await
+        if !audit.enabled() {
+            return session.send_bytes(bytes).await;
+        }
+        // A WebSocket frame gets no reply to hold back, so the line is written first (Enter is
+        // not delayed by the disk) and recorded right after; while the log is known to be
+        // down, lines are refused instead (unless fail_open).
+        if !audit.healthy() && !audit.fail_open() {
+            return Err(HubError::AuditUnavailable {
+                reason: "the audit log's last write failed".into(),
+            });
+        }
+        let written = session.send_bytes(bytes).await;
+        let mut record = self.record(session, &line);
+        if let Err(e) = &written {
+            record.success = Some(false);
+            record.error_code = Some(e.code().into());
+        }
+        if audit.record(record).await.is_err() {
+            audit.count_unaudited();
+        }
+        written
     }
 }
 

@@ -380,6 +380,34 @@ async fn an_unwritable_log_refuses_operations_unless_fail_open() {
     // Reads still work.
     let (status, _) = hub.get("/v1/pty/sessions").await;
     assert_eq!(status, 200);
+    // A line typed over the WebSocket is refused too (the session is made in-process).
+    let session = hub
+        .hub
+        .create_session(agent_hub::hub::CreateSession {
+            shell: Some("bash".into()),
+            args: vec!["--norc".into()],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let url = format!(
+        "{}/v1/pty/sessions/{}/stream",
+        hub.base.replace("http://", "ws://"),
+        session.id()
+    );
+    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    use futures_util::SinkExt;
+    ws.send(Message::Binary(b"echo x\r".to_vec().into()))
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match tokio::time::timeout_at(deadline, ws.next()).await {
+            Ok(Some(Ok(Message::Text(t)))) if t.contains("AUDIT_UNAVAILABLE") => break,
+            Ok(Some(Ok(_))) => {}
+            other => panic!("no AUDIT_UNAVAILABLE frame: {other:?}"),
+        }
+    }
 
     let p = path.clone();
     let open = TestHub::start_with(move |c| {
