@@ -51,6 +51,7 @@ fn ordinary_output_is_untouched() {
         "\x1b[1;32mgreen\x1b[0m and plain",
         "key-value store",
         "monkey: banana",
+        "tcp://127.0.0.1:1",
     ] {
         assert_eq!(r.redact_str(text), text);
     }
