@@ -96,6 +96,11 @@ async fn every_audited_action_is_recorded_once_with_its_actor() {
     )
     .await;
     assert_eq!(status, 200, "{v}");
+    // The hub's own tokens are redacted wherever they appear.
+    assert_eq!(
+        hub.hub.redactor().redact_str(&format!("t={OPERATOR}.")),
+        "t=[REDACTED]."
+    );
     // Agent operations are audited even when they fail.
     let (status, _) = call(&hub, "POST", "/v1/agents/none/start", None, OPERATOR, None).await;
     assert_eq!(status, 404);
