@@ -95,6 +95,8 @@ impl Hub {
         });
         let redactor = Arc::new(Redactor::new());
         redactor.add_literals(config.redact.secrets.iter().map(String::as_str));
+        // The hub's own API tokens, should one ever be typed or printed in a terminal.
+        redactor.add_literals(config.tokens.iter().map(|t| t.token.as_str()));
         for def in config.agent_defs() {
             redactor.add_env_secrets(&def.env, &config.redact.secret_env);
         }

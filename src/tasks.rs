@@ -715,11 +715,15 @@ struct LogPump {
     dropped_bytes: u64,
     /// When the pending bytes are due.
     flush_at: Option<Instant>,
+    /// Redaction across chunks: each event's text is redacted with the output before it as
+    /// context, so a secret cut between two events is still caught in the second.
+    redact: crate::redact::stream::StreamRedactor,
 }
 
 impl LogPump {
     fn new(hub: Hub, task_id: String, stream: Option<&'static str>) -> Self {
         LogPump {
+            redact: crate::redact::stream::StreamRedactor::new(hub.redactor().clone(), b""),
             hub,
             task_id,
             stream,
@@ -749,7 +753,9 @@ impl LogPump {
         };
         if keep > 0 || self.dropped_bytes > 0 {
             let rest = self.pending.split_off(keep);
-            let chunk = String::from_utf8_lossy(&self.pending).into_owned();
+            let mut redacted = self.redact.push(&self.pending);
+            redacted.extend(self.redact.flush());
+            let chunk = String::from_utf8_lossy(&redacted).into_owned();
             self.pending = rest;
             let mut event = json!({ "type": "task_log", "taskId": self.task_id, "chunk": chunk });
             if let Some(stream) = self.stream {

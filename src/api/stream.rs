@@ -47,7 +47,8 @@ pub async fn stream(
     let redactor = (!q.raw).then(|| hub.redactor().clone());
     let input = InputGuard {
         hub: hub.clone(),
-        role: actor.role(),
+        actor,
+        line: Vec::new(),
     };
     Ok(ws
         // Clients offer `agent-hub` next to their `agent-hub.bearer.<token>`: the server
@@ -62,18 +63,108 @@ fn text(frame: &ServerFrame) -> Message {
     Message::Text(Utf8Bytes::from(json))
 }
 
-/// What WebSocket input passes before it is written: the command guard, for input that ends
-/// a line.
+/// What WebSocket input passes before it is written. Keystrokes are collected into the line
+/// being typed; the frame that ends the line (Enter) is checked by the command guard as that
+/// whole line and recorded in the audit log (`ws_input`), so a command typed key by key is
+/// guarded and audited like a `send_line`.
 struct InputGuard {
     hub: Hub,
-    role: Role,
+    actor: Actor,
+    /// What has been typed since the last line end (simple editing applied).
+    line: Vec<u8>,
 }
 
 impl InputGuard {
-    async fn send(&self, session: &Session, bytes: Vec<u8>) -> HubResult<()> {
-        self.hub.check_typed(&bytes, self.role)?;
-        session.send_bytes(bytes).await
+    async fn send(&mut self, session: &Session, bytes: Vec<u8>) -> HubResult<()> {
+        let Some(last_end) = bytes.iter().rposition(|b| matches!(b, b'\r' | b'\n')) else {
+            edit_line(&mut self.line, &bytes);
+            return session.send_bytes(bytes).await;
+        };
+        edit_line(&mut self.line, &bytes[..last_end]);
+        let line = String::from_utf8_lossy(&std::mem::take(&mut self.line)).into_owned();
+        // What follows the last line end begins the next line.
+        edit_line(&mut self.line, &bytes[last_end + 1..]);
+        let audit = self.hub.audit().clone();
+        if let Err(e) = self.hub.check_input(&line, self.actor.role()) {
+            // The keys are in the program's line editor already: kill the line (Ctrl-U, the
+            // terminal's line-kill character) so the refused command does not linger there.
+            let _ = session.send_bytes(vec![0x15]).await;
+            if audit.enabled() {
+                let mut record = self.record(session, &line);
+                record.success = Some(false);
+                record.blocked = true;
+                record.blocked_pattern = match &e {
+                    HubError::CommandBlocked { pattern } => Some(pattern.clone()),
+                    _ => None,
+                };
+                record.error_code = Some(e.code().into());
+                if audit.record(record).await.is_err() {
+                    audit.count_unaudited();
+                }
+            }
+            return Err(e);
+        }
+        if !audit.enabled() {
+            return session.send_bytes(bytes).await;
+        }
+        // A WebSocket frame gets no reply to hold back, so the line is written first (Enter is
+        // not delayed by the disk) and recorded right after; while the log is known to be
+        // down, lines are refused instead (unless fail_open).
+        if !audit.healthy() && !audit.fail_open() {
+            return Err(HubError::AuditUnavailable {
+                reason: "the audit log's last write failed".into(),
+            });
+        }
+        let written = session.send_bytes(bytes).await;
+        let mut record = self.record(session, &line);
+        if let Err(e) = &written {
+            record.success = Some(false);
+            record.error_code = Some(e.code().into());
+        }
+        if audit.record(record).await.is_err() {
+            audit.count_unaudited();
+        }
+        written
     }
+}
+
+impl InputGuard {
+    /// The audit record of a typed line.
+    fn record(&self, session: &Session, line: &str) -> crate::audit::Record {
+        let mut record = crate::audit::new_record(
+            &self.actor.token_name,
+            self.actor.agent_id.clone(),
+            "ws_input",
+        );
+        let owner = session.owner();
+        record.session_id = Some(session.id().to_string());
+        record.agent_id = session.spec().agent_id.clone().or(owner.owner_agent_id);
+        record.owner_session_id = owner.owner_session_id;
+        record.label = owner.label;
+        record.cli_type = owner.cli_type;
+        record.command = Some(self.hub.redactor().redact_str(line));
+        record.success = Some(true);
+        record
+    }
+}
+
+/// Applies typed bytes to the line being typed: printable text is appended, backspace and
+/// Ctrl-U edit, a line end inside stays as `\n` (the guard sees each line). Longer than 10 KB,
+/// the oldest bytes are dropped.
+fn edit_line(line: &mut Vec<u8>, bytes: &[u8]) {
+    for &b in bytes {
+        match b {
+            b'\r' | b'\n' => line.push(b'\n'),
+            0x7f | 0x08 => {
+                line.pop();
+            }
+            0x15 => line.clear(),
+            b if b >= 0x20 || b == b'\t' => line.push(b),
+            _ => {}
+        }
+    }
+    let excess = line.len().saturating_sub(crate::audit::MAX_FIELD_BYTES);
+    line.drain(..excess);
 }
 
 /// The raw output just before `offset` (what a viewer's redaction looks back at).
@@ -90,7 +181,7 @@ async fn run(
     session: Arc<Session>,
     since: Option<u64>,
     redactor: Option<Arc<Redactor>>,
-    input: InputGuard,
+    mut input: InputGuard,
     closing: tokio_util::sync::CancellationToken,
 ) {
     let (mut tx, mut rx) = socket.split();
@@ -140,7 +231,7 @@ async fn run(
         while let Some(Ok(message)) = rx.next().await {
             let result = match message {
                 Message::Binary(bytes) => input.send(&input_session, bytes.to_vec()).await,
-                Message::Text(t) => handle_text(&input, &input_session, t.as_str()).await,
+                Message::Text(t) => handle_text(&mut input, &input_session, t.as_str()).await,
                 Message::Close(_) => break,
                 _ => Ok(()),
             };
@@ -240,7 +331,7 @@ async fn sleep_until(at: Option<std::time::Instant>) {
     }
 }
 
-async fn handle_text(input: &InputGuard, session: &Session, text: &str) -> HubResult<()> {
+async fn handle_text(input: &mut InputGuard, session: &Session, text: &str) -> HubResult<()> {
     let frame: ClientFrame = serde_json::from_str(text)
         .map_err(|e| crate::error::HubError::bad_request(format!("invalid frame: {e}")))?;
     match frame {
@@ -248,6 +339,24 @@ async fn handle_text(input: &InputGuard, session: &Session, text: &str) -> HubRe
         ClientFrame::Resize { cols, rows } => {
             check_size(cols, rows).map_err(crate::error::HubError::bad_request)?;
             session.resize(TermSize { cols, rows }).await
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn typed_lines_are_edited() {
+        for (typed, line) in [
+            (&b"ls -la"[..], "ls -la"),
+            (b"lsx\x7f -l", "ls -l"),
+            (b"rm -rf /tmp\x15echo hi", "echo hi"),
+            (b"a\tb\x1b[A", "a\tb[A"),
+            (b"rm -rf /\rxyz", "rm -rf /\nxyz"),
+        ] {
+            let mut buf = Vec::new();
+            super::edit_line(&mut buf, typed);
+            assert_eq!(String::from_utf8_lossy(&buf), line, "{typed:?}");
         }
     }
 }

@@ -253,6 +253,16 @@ impl Audit {
         let _ = self.inner.live.send(record);
     }
 
+    /// Whether the last write succeeded (no error since): for callers that write the terminal
+    /// first and the record after, to refuse while the log is known to be down.
+    pub fn healthy(&self) -> bool {
+        self.inner
+            .last_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+    }
+
     /// Counts an operation that went through unaudited (fail-open).
     pub fn count_unaudited(&self) {
         self.inner.unaudited.fetch_add(1, Ordering::Relaxed);

@@ -178,9 +178,10 @@ impl Redactor {
         String::from_utf8_lossy(&self.redact_window(&[], text.as_bytes(), false)).into_owned()
     }
 
-    /// Redacts complete output (for snapshots and whole replies).
+    /// Redacts complete output (for snapshots and whole replies): its end is an end, not a cut,
+    /// so a trailing `scheme://host:port` stays.
     pub fn redact_bytes(&self, raw: &[u8]) -> Vec<u8> {
-        self.redact_window(&[], raw, true)
+        self.redact_window(&[], raw, false)
     }
 
     /// Redacts a read of output that follows `before`. With `may_continue` (the program may be

@@ -15,6 +15,19 @@ fn leaks(out: &[u8], secret: &str) -> bool {
         .any(|w| visible.as_bytes().windows(w.len()).any(|x| x == w))
 }
 
+/// `bytes` through a stream as two chunks cut at `cut`; with `flush_between`, the viewer went
+/// idle between them (the first chunk's held tail was flushed on its own).
+fn two_chunks(r: &Arc<Redactor>, bytes: &[u8], cut: usize, flush_between: bool) -> Vec<u8> {
+    let mut st = StreamRedactor::new(r.clone(), b"");
+    let mut out = st.push(&bytes[..cut]);
+    if flush_between {
+        out.extend(st.flush());
+    }
+    out.extend(st.push(&bytes[cut..]));
+    out.extend(st.flush());
+    out
+}
+
 #[test]
 fn corpus_has_at_least_30_formats_and_each_is_redacted_whole() {
     let r = red();
@@ -38,6 +51,7 @@ fn ordinary_output_is_untouched() {
         "\x1b[1;32mgreen\x1b[0m and plain",
         "key-value store",
         "monkey: banana",
+        "tcp://127.0.0.1:1",
     ] {
         assert_eq!(r.redact_str(text), text);
     }
@@ -81,10 +95,7 @@ fn stream_catches_every_secret_split_at_every_byte() {
         let line = format!("$ {}\r\n$ ", s.line);
         let bytes = line.as_bytes();
         for cut in 0..=bytes.len() {
-            let mut st = StreamRedactor::new(r.clone(), b"");
-            let mut out = st.push(&bytes[..cut]);
-            out.extend(st.push(&bytes[cut..]));
-            out.extend(st.flush());
+            let out = two_chunks(&r, bytes, cut, false);
             assert!(
                 !leaks(&out, &s.secret),
                 "{} cut {cut}: {:?}",
@@ -109,10 +120,7 @@ fn stream_catches_coloured_secrets_split_at_every_byte() {
         let line = format!("$ {}\r\n$ ", s.line.replacen(&s.secret, &coloured, 1));
         let bytes = line.as_bytes();
         for cut in 0..=bytes.len() {
-            let mut st = StreamRedactor::new(r.clone(), b"");
-            let mut out = st.push(&bytes[..cut]);
-            out.extend(st.push(&bytes[cut..]));
-            out.extend(st.flush());
+            let out = two_chunks(&r, bytes, cut, false);
             assert!(
                 !leaks(&out, &s.secret),
                 "{} cut {cut}: {:?}",
@@ -137,11 +145,7 @@ fn stream_split_with_a_flush_between_leaks_at_most_a_prefix() {
         let bytes = line.as_bytes();
         let start = line.find(s.secret.as_str()).unwrap();
         for cut in start..start + s.secret.len() {
-            let mut st = StreamRedactor::new(r.clone(), b"");
-            let mut out = st.push(&bytes[..cut]);
-            out.extend(st.flush());
-            out.extend(st.push(&bytes[cut..]));
-            out.extend(st.flush());
+            let out = two_chunks(&r, bytes, cut, true);
             // A format's public prefix (`github_pat_`) may show; nothing after it may.
             let core = patterns::PATTERNS
                 .iter()
@@ -203,11 +207,7 @@ fn literal_secrets_are_redacted_split_or_not() {
     assert_eq!(r.redact_str("/home/somebody abc"), "/home/somebody abc");
     let text = b"value: plainvalue-42-zz\r\n";
     for cut in 0..text.len() {
-        let mut st = StreamRedactor::new(r.clone(), b"");
-        let mut out = st.push(&text[..cut]);
-        out.extend(st.flush());
-        out.extend(st.push(&text[cut..]));
-        out.extend(st.flush());
+        let out = two_chunks(&r, text, cut, true);
         assert!(
             !leaks(&out, "plainvalue-42-zz"),
             "cut {cut}: {:?}",

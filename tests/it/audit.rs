@@ -96,6 +96,35 @@ async fn every_audited_action_is_recorded_once_with_its_actor() {
     )
     .await;
     assert_eq!(status, 200, "{v}");
+    // The hub's own tokens are redacted wherever they appear.
+    assert_eq!(
+        hub.hub.redactor().redact_str(&format!("t={OPERATOR}.")),
+        "t=[REDACTED]."
+    );
+    // Agent operations are audited even when they fail.
+    let (status, _) = call(&hub, "POST", "/v1/agents/none/start", None, OPERATOR, None).await;
+    assert_eq!(status, 404);
+    // Policy actions (published on the hub's bus by the policy engine) are recorded too.
+    hub.hub
+        .emit(json!({ "type": "policy_restart", "agentId": "a1", "reason": "idle" }));
+    assert!(
+        wait_until(Duration::from_secs(5), || async {
+            let (_, v) = call(
+                &hub,
+                "GET",
+                "/v1/pty-traffic/events?action=policy_restart",
+                None,
+                OPERATOR,
+                None,
+            )
+            .await;
+            v["total"] == 1
+                && v["events"][0]["actor"] == "hub"
+                && v["events"][0]["agent_id"] == "a1"
+        })
+        .await,
+        "policy event not recorded"
+    );
     // Reads are not audited.
     call(&hub, "GET", &s("read"), None, OPERATOR, None).await;
     call(
@@ -136,6 +165,8 @@ async fn every_audited_action_is_recorded_once_with_its_actor() {
         ("task_cancel", "ops", None, true),
         ("update_ownership", "boss", None, true),
         ("kill", "boss", Some("human"), true),
+        ("agent_start", "ops", None, false),
+        ("policy_restart", "hub", None, true),
     ];
     for (action, actor, agent, success) in expected {
         let events = by_action
@@ -146,7 +177,7 @@ async fn every_audited_action_is_recorded_once_with_its_actor() {
         assert_eq!(e["actor"], actor, "{e}");
         assert_eq!(e["actor_agent_id"].as_str(), agent, "{e}");
         assert_eq!(e["success"], success, "{e}");
-        assert!(e["duration_ms"].is_number(), "{e}");
+        assert!(actor == "hub" || e["duration_ms"].is_number(), "{e}");
     }
     // send_line: one success and one blocked attempt.
     let sends = &by_action["send_line"];
@@ -380,6 +411,34 @@ async fn an_unwritable_log_refuses_operations_unless_fail_open() {
     // Reads still work.
     let (status, _) = hub.get("/v1/pty/sessions").await;
     assert_eq!(status, 200);
+    // A line typed over the WebSocket is refused too (the session is made in-process).
+    let session = hub
+        .hub
+        .create_session(agent_hub::hub::CreateSession {
+            shell: Some("bash".into()),
+            args: vec!["--norc".into()],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let url = format!(
+        "{}/v1/pty/sessions/{}/stream",
+        hub.base.replace("http://", "ws://"),
+        session.id()
+    );
+    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    use futures_util::SinkExt;
+    ws.send(Message::Binary(b"echo x\r".to_vec().into()))
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match tokio::time::timeout_at(deadline, ws.next()).await {
+            Ok(Some(Ok(Message::Text(t)))) if t.contains("AUDIT_UNAVAILABLE") => break,
+            Ok(Some(Ok(_))) => {}
+            other => panic!("no AUDIT_UNAVAILABLE frame: {other:?}"),
+        }
+    }
 
     let p = path.clone();
     let open = TestHub::start_with(move |c| {

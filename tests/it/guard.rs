@@ -108,6 +108,26 @@ async fn blocked_input_is_refused_on_every_path_and_never_written() {
             other => panic!("no error frame: {other:?}"),
         }
     }
+    // A command typed key by key over the WebSocket is checked as the whole line at Enter;
+    // the refused line is killed (Ctrl-U) in the shell's line editor, so it never runs.
+    for key in "echo $((6*7))XYZ # mimikatz".chars() {
+        ws.send(Message::Binary(key.to_string().into_bytes().into()))
+            .await
+            .unwrap();
+    }
+    ws.send(Message::Binary(b"\r".to_vec().into()))
+        .await
+        .unwrap();
+    loop {
+        match tokio::time::timeout_at(deadline, ws.next()).await {
+            Ok(Some(Ok(Message::Text(t)))) if t.contains("PTY_COMMAND_BLOCKED") => {
+                assert!(t.contains("mimikatz"), "{t}");
+                break;
+            }
+            Ok(Some(Ok(_))) => {}
+            other => panic!("no error frame: {other:?}"),
+        }
+    }
     // Look-alikes go through; once their output is back, nothing blocked was ever typed.
     let v = hub.talk(&id, "echo rm -rf ./build; echo shutdown").await;
     assert_eq!(v["output"], "rm -rf ./build\nshutdown\n");
@@ -119,10 +139,44 @@ async fn blocked_input_is_refused_on_every_path_and_never_written() {
         "blocked input reached the terminal:\n{seen}"
     );
 
+    // An allowed line typed over the WebSocket is audited as ws_input.
+    ws.send(Message::Binary(b"echo typed-$((1+1))ok\r".to_vec().into()))
+        .await
+        .unwrap();
+    hub.wait_output(&id, "typed-2ok", Duration::from_secs(5))
+        .await;
+    let (_, v) = hub.get("/v1/pty-traffic/events?action=ws_input").await;
+    let typed: Vec<(&str, &str)> = v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            assert_eq!(e["session_id"], id.as_str(), "{e}");
+            (
+                e["command"].as_str().unwrap(),
+                e["blocked_pattern"].as_str().unwrap_or("-"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        typed,
+        [
+            ("echo GUARD_LEAK_9 # bcdedit /set x", "bcdedit"),
+            ("echo $((6*7))XYZ # mimikatz", "mimikatz"),
+            ("echo typed-$((1+1))ok", "-"),
+        ]
+    );
+
     // Every refusal is in the audit log, blocked, with its pattern.
     let (status, v) = hub.get("/v1/pty-traffic/blocked?limit=100").await;
     assert_eq!(status, 200, "{v}");
-    let events = v["events"].as_array().unwrap();
+    assert_eq!(v["total"], cases.len() + 2, "{v}");
+    let events: Vec<&Value> = v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] != "ws_input")
+        .collect();
     assert_eq!(events.len(), cases.len(), "{v}");
     for (event, (path, _, pattern)) in events.iter().zip(&cases) {
         assert_eq!(event["blocked"], true);

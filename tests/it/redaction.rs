@@ -302,3 +302,27 @@ async fn attach_shows_redacted_output() {
     assert_clean("attach", term.raw_text().as_bytes(), &corpus);
     term.type_bytes(&[0x1d]);
 }
+
+/// A secret the terminal wraps onto a second row is whole in a default `term_read`, which
+/// joins wrapped rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrapped_secret_is_caught_in_term_read() {
+    let hub = TestHub::start().await;
+    let id = hub
+        .create_with(json!({ "backend": "pty", "cols": 30, "rows": 20 }))
+        .await;
+    let sample = samples()
+        .into_iter()
+        .find(|s| s.kind == "github-classic-pat")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("wrapped.txt");
+    std::fs::write(&file, format!("{}\n", sample.line)).unwrap();
+    hub.talk(&id, &format!("cat {}", file.display())).await;
+    let (_, v) = hub
+        .post(&format!("/v1/pty/sessions/{id}/term_read"), json!({}))
+        .await;
+    let text = v["text"].as_str().unwrap();
+    assert!(text.contains(MARKER), "{text}");
+    assert!(!leaked(text.as_bytes(), &sample.secret), "{text}");
+}
