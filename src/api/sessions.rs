@@ -21,7 +21,6 @@ use crate::protocol::{
 use crate::session::Owner;
 
 use crate::redact::stream::FLUSH_AFTER;
-use crate::redact::CONTEXT_BYTES;
 
 /// Default and largest `max_bytes` for `read`.
 const READ_DEFAULT_BYTES: usize = 4096;
@@ -244,15 +243,7 @@ pub async fn read(
         chunk.bytes.truncate(keep);
     }
     if !q.raw {
-        let before = output
-            .read(
-                Some(chunk.start_offset.saturating_sub(CONTEXT_BYTES as u64)),
-                CONTEXT_BYTES,
-            )
-            .bytes;
-        let before_len =
-            (chunk.start_offset - chunk.start_offset.saturating_sub(CONTEXT_BYTES as u64)) as usize;
-        let before = &before[..before.len().min(before_len)];
+        let before = crate::redact::output_before(output, chunk.start_offset);
         // More may follow at once: hold back a word that could be a secret's start.
         let may_continue = output.exit().is_none()
             && chunk.end_offset == output.end_offset()
@@ -261,7 +252,7 @@ pub async fn read(
             });
         let (redacted, held) = hub
             .redactor()
-            .redact_read(before, &chunk.bytes, may_continue);
+            .redact_read(&before, &chunk.bytes, may_continue);
         chunk.end_offset -= held as u64;
         chunk.bytes = redacted;
     }
