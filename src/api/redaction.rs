@@ -15,7 +15,6 @@ use crate::hub::Hub;
 use crate::output::Output;
 use crate::protocol::Encoding;
 use crate::redact::stream::FLUSH_AFTER;
-use crate::redact::CONTEXT_BYTES;
 use crate::scrollback::Chunk;
 
 /// Whether the query string asks for raw output (`raw=true` or `raw=1`).
@@ -44,10 +43,7 @@ pub fn prepare_read(hub: &Hub, output: &Output, chunk: &mut Chunk, encoding: Enc
     if raw {
         return;
     }
-    let context_start = chunk.start_offset.saturating_sub(CONTEXT_BYTES as u64);
-    let before = output.read(Some(context_start), CONTEXT_BYTES).bytes;
-    let before_len = (chunk.start_offset - context_start) as usize;
-    let before = &before[..before.len().min(before_len)];
+    let before = crate::redact::output_before(output, chunk.start_offset);
     let may_continue = output.exit().is_none()
         && chunk.end_offset == output.end_offset()
         && output
@@ -55,7 +51,7 @@ pub fn prepare_read(hub: &Hub, output: &Output, chunk: &mut Chunk, encoding: Enc
             .is_some_and(|t| (chrono::Utc::now() - t).to_std().unwrap_or_default() < FLUSH_AFTER);
     let (redacted, held) = hub
         .redactor()
-        .redact_read(before, &chunk.bytes, may_continue);
+        .redact_read(&before, &chunk.bytes, may_continue);
     chunk.end_offset -= held as u64;
     chunk.bytes = redacted;
 }

@@ -22,7 +22,7 @@ use crate::hub::Hub;
 use crate::output::{CursorItem, OutputCursor};
 use crate::protocol::{ClientFrame, ServerFrame, StreamQuery};
 use crate::redact::stream::StreamRedactor;
-use crate::redact::{Redactor, CONTEXT_BYTES};
+use crate::redact::{output_before, Redactor};
 use crate::session::Session;
 
 /// Largest output frame built by joining chunks that are already waiting.
@@ -167,15 +167,6 @@ fn edit_line(line: &mut Vec<u8>, bytes: &[u8]) {
     line.drain(..excess);
 }
 
-/// The raw output just before `offset` (what a viewer's redaction looks back at).
-fn output_before(session: &Session, offset: u64) -> Vec<u8> {
-    let from = offset.saturating_sub(CONTEXT_BYTES as u64);
-    let mut chunk = session.output().read(Some(from), CONTEXT_BYTES);
-    let keep = offset.saturating_sub(chunk.start_offset) as usize;
-    chunk.bytes.truncate(keep.min(chunk.bytes.len()));
-    chunk.bytes
-}
-
 async fn run(
     socket: WebSocket,
     session: Arc<Session>,
@@ -222,8 +213,8 @@ async fn run(
             return;
         }
     }
-    let mut redact =
-        redactor.map(|r| StreamRedactor::new(r, &output_before(&session, cursor.next_offset())));
+    let mut redact = redactor
+        .map(|r| StreamRedactor::new(r, &output_before(session.output(), cursor.next_offset())));
 
     let input_session = session.clone();
     let (error_tx, mut error_rx) = tokio::sync::mpsc::unbounded_channel::<ServerFrame>();

@@ -315,6 +315,16 @@ impl Redactor {
     }
 }
 
+/// The retained raw output just before `offset` (up to [`CONTEXT_BYTES`]): the context a
+/// piece of output starting at `offset` is redacted with.
+pub fn output_before(output: &crate::output::Output, offset: u64) -> Vec<u8> {
+    let from = offset.saturating_sub(CONTEXT_BYTES as u64);
+    let mut chunk = output.read(Some(from), CONTEXT_BYTES);
+    let keep = offset.saturating_sub(chunk.start_offset) as usize;
+    chunk.bytes.truncate(keep.min(chunk.bytes.len()));
+    chunk.bytes
+}
+
 /// Start of the run of non-whitespace bytes that ends `text`.
 pub(crate) fn trailing_word_start(text: &[u8]) -> usize {
     text.iter()

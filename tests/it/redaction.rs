@@ -326,3 +326,43 @@ async fn a_wrapped_secret_is_caught_in_term_read() {
     assert!(text.contains(MARKER), "{text}");
     assert!(!leaked(text.as_bytes(), &sample.secret), "{text}");
 }
+
+/// The CLI reads through the API: `agent-hub read` and `talk` print redacted output; only
+/// `read --raw` (an admin's, audited) prints the secret.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_prints_redacted_output_unless_raw() {
+    let hub = TestHub::start().await;
+    let id = hub.create("pty").await;
+    let sample = samples()
+        .into_iter()
+        .find(|s| s.kind == "anthropic-key")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("k.txt");
+    std::fs::write(&file, format!("{}\n", sample.line)).unwrap();
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(crate::cli::BIN)
+            .args(args)
+            .args(["--hub", &hub.base])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let talked = cli(&["talk", &id, &format!("cat {}", file.display())]);
+    assert!(
+        talked.contains(MARKER) && !leaked(talked.as_bytes(), &sample.secret),
+        "{talked}"
+    );
+    let read = cli(&["read", &id, "--max-bytes", "100000"]);
+    assert!(
+        read.contains(MARKER) && !leaked(read.as_bytes(), &sample.secret),
+        "{read}"
+    );
+    let raw = cli(&["read", &id, "--max-bytes", "100000", "--raw"]);
+    assert!(raw.contains(&sample.secret), "{raw}");
+}
