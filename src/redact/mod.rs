@@ -274,8 +274,10 @@ impl Redactor {
             .prefixes
             .iter()
             .any(|p| word.len() >= p.len() + PARTIAL_MIN_CHARS && word.starts_with(p.as_bytes()));
-        // After `key:` a short word is more likely an answer ("y") than a cut-off secret.
-        let shaped = self.hold_shapes.is_match(word)
+        // After `key:` a short word is more likely an answer ("y") than a cut-off secret, and
+        // `scheme://host:1234` is an address (dev servers end on it), not `user:pass` cut
+        // before its `@`: at most a 5-digit password could show.
+        let shaped = (self.hold_shapes.is_match(word) && !is_host_port(word))
             || (word.len() >= PARTIAL_MIN_CHARS && self.follows_value_context(&text[..start]));
         let literal = word.len() >= 4 && self.is_literal_start(word);
         (prefixed || shaped || literal).then_some(start)
@@ -326,6 +328,18 @@ pub fn output_before(output: &crate::output::Output, offset: u64) -> Vec<u8> {
 }
 
 /// Start of the run of non-whitespace bytes that ends `text`.
+/// `scheme://host:port` with a numeric port of at most 5 digits and nothing after it.
+fn is_host_port(word: &[u8]) -> bool {
+    let Some(colon) = word.iter().rposition(|&b| b == b':') else {
+        return false;
+    };
+    let port = &word[colon + 1..];
+    (1..=5).contains(&port.len())
+        && port.iter().all(u8::is_ascii_digit)
+        && !word.contains(&b'@')
+        && word[..colon].windows(3).any(|w| w == b"://")
+}
+
 pub(crate) fn trailing_word_start(text: &[u8]) -> usize {
     text.iter()
         .rposition(|b| b.is_ascii_whitespace())

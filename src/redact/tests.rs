@@ -256,3 +256,23 @@ fn redact_throughput() {
     let secs = start.elapsed().as_secs_f64();
     println!("stream redactor: {:.1} MB/s", n as f64 / secs / 1e6);
 }
+
+#[test]
+fn an_address_with_a_port_at_the_end_of_output_is_not_taken_for_a_cut_secret() {
+    let r = red();
+    for text in [
+        "serving on http://127.0.0.1:8080",
+        "open https://localhost:5173",
+    ] {
+        let out = r.redact_window(b"", text.as_bytes(), true);
+        assert_eq!(String::from_utf8_lossy(&out), text);
+    }
+    // A credential cut before its `@` is still redacted when the stream goes idle.
+    for cut in [
+        "fetch https://deploy:s3cretPa",
+        "fetch https://deploy:12345678",
+    ] {
+        let out = r.redact_window(b"", cut.as_bytes(), true);
+        assert!(String::from_utf8_lossy(&out).contains(MARKER), "{cut}");
+    }
+}
