@@ -53,6 +53,8 @@ pub struct Options {
     pub force: bool,
     pub pause: Duration,
     pub confirm_within: Duration,
+    /// The hub's own line (a policy's warning): written without counting as activity.
+    pub own: bool,
 }
 
 impl Default for Options {
@@ -61,6 +63,7 @@ impl Default for Options {
             force: false,
             pause: SUBMIT_PAUSE,
             confirm_within: CONFIRM_WITHIN,
+            own: false,
         }
     }
 }
@@ -98,13 +101,19 @@ pub async fn submit(session: &Session, text: &str, opts: Options) -> HubResult<D
     let paste = session.bracketed_paste();
     let body = payload(text, paste);
     let mut bytes_written = body.len();
+    let write = |bytes: Vec<u8>| async move {
+        match opts.own {
+            true => session.send_own_bytes(bytes).await,
+            false => session.send_bytes(bytes).await,
+        }
+    };
     if !body.is_empty() {
-        session.send_bytes(body).await?;
+        write(body).await?;
         tokio::time::sleep(opts.pause).await;
     }
     for enters in 1..=2u8 {
         let baseline = session.screen_fingerprint();
-        session.send_bytes(b"\r".to_vec()).await?;
+        write(b"\r".to_vec()).await?;
         bytes_written += 1;
         if screen_changes(session, baseline, opts.confirm_within).await {
             return Ok(DeliveryReport {

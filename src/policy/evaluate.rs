@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::time::Instant;
 
-use super::{IdleAction, Policy, StuckAction};
+use super::{IdleAction, Policy, StuckAction, WarnTo};
 use crate::agent_state::State;
 
 /// What a session looks like to a policy.
@@ -17,6 +17,8 @@ pub struct Snapshot {
     pub state: State,
     pub stuck: bool,
     pub last_activity_at: Instant,
+    /// Input written by someone using the session (the hub's own warning line is not).
+    pub last_input_at: Option<Instant>,
     pub started_at: Instant,
     pub label: Option<String>,
     pub role: Option<String>,
@@ -55,6 +57,9 @@ pub struct Verdict {
     pub trigger: Option<&'static str>,
     /// Milliseconds until the idle deadline, while the idle timer runs.
     pub idle_deadline_in_ms: Option<u64>,
+    /// The activity time the verdict counted from (see [`effective_activity`]).
+    #[serde(skip)]
+    pub activity_at: Option<Instant>,
 }
 
 impl Verdict {
@@ -65,6 +70,7 @@ impl Verdict {
             reason,
             trigger: None,
             idle_deadline_in_ms,
+            activity_at: None,
         }
     }
 
@@ -83,14 +89,16 @@ impl Verdict {
             reason,
             trigger: Some(trigger),
             idle_deadline_in_ms: None,
+            activity_at: None,
         }
     }
 
     /// Records in `memory` that this verdict was acted on (or reported, in a dry run).
     pub fn remember(&self, snap: &Snapshot, memory: &mut Memory) {
+        let activity = self.activity_at.unwrap_or(snap.last_activity_at);
         match self.trigger {
-            Some("warn_before") => memory.warned_for = Some(snap.last_activity_at),
-            Some("idle_timeout") => memory.idle_acted_for = Some(snap.last_activity_at),
+            Some("warn_before") => memory.warned_for = Some(activity),
+            Some("idle_timeout") => memory.idle_acted_for = Some(activity),
             Some("on_stuck") => memory.stuck_acted_for = Some(snap.last_activity_at),
             Some("max_lifetime") => memory.lifetime_acted_for = Some(snap.started_at),
             _ => {}
@@ -110,8 +118,39 @@ fn secs(d: Duration) -> String {
     format!("{:.1} s", d.as_secs_f64())
 }
 
+/// The activity the idle timer counts from. A warning line sent to the agent itself makes it
+/// answer (screen changes), and that must not restart the timer, or an agent that replies to
+/// each warning would be warned forever and never stopped: after such a warning only input
+/// from someone using the session counts again.
+pub fn effective_activity(policy: &Policy, snap: &Snapshot, memory: &Memory) -> Instant {
+    let warns_agent = policy.warn_line.is_some() && policy.warn_to == WarnTo::Agent;
+    match memory.warned_for {
+        Some(warned_for)
+            if warns_agent
+                && snap.last_activity_at > warned_for
+                && snap.last_input_at.is_none_or(|i| i <= warned_for) =>
+        {
+            warned_for
+        }
+        _ => snap.last_activity_at,
+    }
+}
+
 /// What `policy` would do to a session looking like `snap` at `now`.
 pub fn evaluate(policy: &Policy, snap: &Snapshot, memory: &Memory, now: Instant) -> Verdict {
+    let activity = effective_activity(policy, snap, memory);
+    let mut verdict = decide(policy, snap, activity, memory, now);
+    verdict.activity_at = Some(activity);
+    verdict
+}
+
+fn decide(
+    policy: &Policy,
+    snap: &Snapshot,
+    activity: Instant,
+    memory: &Memory,
+    now: Instant,
+) -> Verdict {
     if let Some(label) = snap
         .label
         .as_ref()
@@ -143,7 +182,7 @@ pub fn evaluate(policy: &Policy, snap: &Snapshot, memory: &Memory, now: Instant)
             );
         }
     }
-    let idle_for = now.saturating_duration_since(snap.last_activity_at);
+    let idle_for = now.saturating_duration_since(activity);
     if let Some(action) = policy.on_stuck {
         if snap.stuck && memory.stuck_acted_for != Some(snap.last_activity_at) {
             let action = match action {
@@ -172,7 +211,7 @@ pub fn evaluate(policy: &Policy, snap: &Snapshot, memory: &Memory, now: Instant)
     }
     let left = timeout.saturating_sub(idle_for);
     if left.is_zero() {
-        if memory.idle_acted_for == Some(snap.last_activity_at) {
+        if memory.idle_acted_for == Some(activity) {
             return Verdict::nothing(
                 format!("idle for {}: already acted", secs(idle_for)),
                 Some(0),
@@ -190,7 +229,7 @@ pub fn evaluate(policy: &Policy, snap: &Snapshot, memory: &Memory, now: Instant)
         );
     }
     if let Some(warn) = policy.warn_before_s.map(Duration::from_secs) {
-        if left <= warn && memory.warned_for != Some(snap.last_activity_at) {
+        if left <= warn && memory.warned_for != Some(activity) {
             let mut v = Verdict::act(
                 Action::Warn,
                 "warn_before",
@@ -458,6 +497,7 @@ mod tests {
                 state: case.state,
                 stuck: case.stuck,
                 last_activity_at: active,
+                last_input_at: None,
                 started_at: start,
                 label: case.label.map(String::from),
                 role: None,
@@ -483,6 +523,7 @@ mod tests {
             state: State::Idle,
             stuck: false,
             last_activity_at: start,
+            last_input_at: None,
             started_at: start,
             label: None,
             role: None,
@@ -501,5 +542,50 @@ mod tests {
             seen,
             vec![("policy_warned", 3000), ("policy_stopped", 5000)]
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_agents_answer_to_its_own_warning_does_not_restart_the_idle_timer() {
+        let p = policy(
+            "idle_timeout_s = 10\nwarn_before_s = 3\nwarn_line = \"stopping soon\"\nwarn_to = \"agent\"\n",
+        );
+        let start = Instant::now();
+        let mut snap = Snapshot {
+            state: State::Idle,
+            stuck: false,
+            last_activity_at: start,
+            last_input_at: None,
+            started_at: start,
+            label: None,
+            role: None,
+        };
+        let mut memory = Memory::default();
+        tokio::time::advance(Duration::from_secs(7)).await;
+        let v = evaluate(&p, &snap, &memory, Instant::now());
+        assert_eq!(v.action, Action::Warn, "{v:?}");
+        v.remember(&snap, &mut memory);
+        // The agent answers the warning: its screen changes at 8 s, then it is idle again.
+        snap.last_activity_at = start + Duration::from_secs(8);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let v = evaluate(&p, &snap, &memory, Instant::now());
+        assert_eq!(v.action, Action::None, "no second warning: {v:?}");
+        tokio::time::advance(Duration::from_secs(2)).await;
+        let v = evaluate(&p, &snap, &memory, Instant::now());
+        assert_eq!(
+            (v.action, v.trigger),
+            (Action::Stop, Some("idle_timeout")),
+            "stopped at the first deadline: {v:?}"
+        );
+        // Input from someone using the session does restart it.
+        snap.last_input_at = Some(start + Duration::from_secs(8));
+        let v = evaluate(&p, &snap, &memory, Instant::now());
+        assert_eq!(v.action, Action::None, "{v:?}");
+        // Warned to the leader, the agent's own activity counts as usual.
+        let to_leader = policy(
+            "idle_timeout_s = 10\nwarn_before_s = 3\nwarn_line = \"x\"\nwarn_to = \"leader\"\n",
+        );
+        snap.last_input_at = None;
+        let v = evaluate(&to_leader, &snap, &memory, Instant::now());
+        assert_eq!(v.action, Action::None, "{v:?}");
     }
 }

@@ -82,6 +82,7 @@ fn units(hub: &Hub) -> Vec<Unit> {
             state: report.state,
             stuck: report.stuck,
             last_activity_at: session.last_activity_instant(),
+            last_input_at: session.last_input_instant(),
             started_at: session.started_at(),
             label: owner.label.clone(),
             role: owner.owner_role.clone(),
@@ -202,7 +203,11 @@ async fn apply(hub: Hub, unit: Unit, verdict: Verdict) {
 }
 
 async fn deliver(session: &Session, line: &str) -> Result<(), String> {
-    crate::delivery::submit(session, line, crate::delivery::Options::default())
+    let opts = crate::delivery::Options {
+        own: true,
+        ..Default::default()
+    };
+    crate::delivery::submit(session, line, opts)
         .await
         .map(|_| ())
         .map_err(|e| e.to_string())

@@ -252,6 +252,16 @@ impl Session {
 
     /// Writes raw bytes through the session's single writer.
     pub async fn send_bytes(&self, bytes: Vec<u8>) -> HubResult<()> {
+        self.write_input(bytes, true).await
+    }
+
+    /// Writes the hub's own input (a policy's warning line): it is not the input of someone
+    /// using the session, so it neither counts as activity nor sets the `working` hold.
+    pub async fn send_own_bytes(&self, bytes: Vec<u8>) -> HubResult<()> {
+        self.write_input(bytes, false).await
+    }
+
+    async fn write_input(&self, bytes: Vec<u8>, counts: bool) -> HubResult<()> {
         if let Some(exit) = self.output.exit() {
             return Err(self.exited_error(exit, String::new()));
         }
@@ -266,8 +276,10 @@ impl Session {
                 .await
                 .map_err(|reason| HubError::WriteFailed { reason })?,
         }
-        self.lock().last_input_at = Some(Utc::now());
-        self.lock_watch().note_input(submits, sent_at);
+        if counts {
+            self.lock().last_input_at = Some(Utc::now());
+            self.lock_watch().note_input(submits, sent_at);
+        }
         Ok(())
     }
 
@@ -400,6 +412,11 @@ impl Session {
     /// When the session's watch started (its program's start, as the hub saw it).
     pub fn started_at(&self) -> tokio::time::Instant {
         self.lock_watch().created()
+    }
+
+    /// The monotonic time input was last written by someone using the session.
+    pub fn last_input_instant(&self) -> Option<tokio::time::Instant> {
+        self.lock_watch().last_input_at()
     }
 
     /// The monotonic time of the last meaningful activity.
