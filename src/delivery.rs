@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::agent_state::State;
 use crate::error::{HubError, HubResult};
-use crate::session::{input, Session};
+use crate::session::Session;
 
 /// Pause between the text and Enter, so the program has taken the paste in.
 pub const SUBMIT_PAUSE: Duration = Duration::from_millis(150);
@@ -68,24 +68,26 @@ impl Default for Options {
     }
 }
 
-/// The bytes of `text` without Enter: one bracketed paste (lines joined by CR) when `paste`,
-/// else the typed line (escapes decoded, line breaks dropped, as `send_line` does).
+/// The bytes of `text` without Enter, literally (a prompt is text, not `send_line`'s escape
+/// notation: `printf("a\n")` arrives as written): one bracketed paste with line breaks as CR
+/// when `paste` (paste markers inside the text are removed, so it cannot end the paste early),
+/// else one typed line with its line breaks turned into spaces (each would submit early).
 pub fn payload(text: &str, paste: bool) -> Vec<u8> {
-    let typed = |line: &str| {
-        let mut b = input::line_bytes(line);
-        b.pop();
-        b
-    };
-    if !paste || text.is_empty() {
-        return typed(text);
+    let text = text.trim_end_matches(['\r', '\n']);
+    if text.is_empty() {
+        return Vec::new();
     }
-    let lines: Vec<Vec<u8>> = text
-        .trim_end_matches(['\r', '\n'])
-        .split('\n')
-        .map(|l| typed(l.trim_end_matches('\r')))
-        .collect();
+    let lines: Vec<&str> = text.split('\n').map(|l| l.trim_end_matches('\r')).collect();
+    if !paste {
+        let line = lines.join(" ");
+        return line.bytes().filter(|&b| b != b'\r').collect();
+    }
+    let body = lines
+        .join("\r")
+        .replace("\x1b[201~", "")
+        .replace("\x1b[200~", "");
     let mut out = PASTE_START.to_vec();
-    out.extend_from_slice(&lines.join(&b'\r'));
+    out.extend_from_slice(body.as_bytes());
     out.extend_from_slice(PASTE_END);
     out
 }
@@ -162,7 +164,13 @@ mod tests {
     fn payloads() {
         let table: &[(&str, bool, &[u8])] = &[
             ("ls -la", false, b"ls -la"),
-            ("a\nb", false, b"ab"),
+            ("a\nb", false, b"a b"),
+            (r#"printf("a\n") \\ x"#, false, br#"printf("a\n") \\ x"#),
+            (
+                "end\x1b[201~rm -rf ~",
+                true,
+                b"\x1b[200~endrm -rf ~\x1b[201~",
+            ),
             ("a\nb", true, b"\x1b[200~a\rb\x1b[201~"),
             ("one line\n", true, b"\x1b[200~one line\x1b[201~"),
             ("x\r\ny", true, b"\x1b[200~x\ry\x1b[201~"),

@@ -92,6 +92,10 @@ impl Hub {
             cli_type: req.cli_type.clone(),
         };
         let client = BridgeClient::new(&req.bridge_url, req.bridge_token.clone())?;
+        // The bridge token is a secret like any other: never shown, logged or audited.
+        if let Some(token) = &req.bridge_token {
+            self.redactor().add_literals([token.as_str()]);
+        }
         if let Ok(existing) = self.get(&req.session_id) {
             let same = existing
                 .external()

@@ -185,6 +185,25 @@ impl Guard {
     }
 }
 
+/// Applies typed bytes to the line being typed: printable text is appended, backspace and
+/// Ctrl-U edit, a line end inside stays as `\n` (the guard sees each line). Longer than 10 KB,
+/// the oldest bytes are dropped.
+pub fn edit_line(line: &mut Vec<u8>, bytes: &[u8]) {
+    for &b in bytes {
+        match b {
+            b'\r' | b'\n' => line.push(b'\n'),
+            0x7f | 0x08 => {
+                line.pop();
+            }
+            0x15 => line.clear(),
+            b if b >= 0x20 || b == b'\t' => line.push(b),
+            _ => {}
+        }
+    }
+    let excess = line.len().saturating_sub(crate::audit::MAX_FIELD_BYTES);
+    line.drain(..excess);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

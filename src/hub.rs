@@ -139,9 +139,20 @@ impl Hub {
     /// request carries it whole).
     pub fn check_typed(&self, bytes: &[u8], role: Role) -> HubResult<()> {
         if bytes.contains(&b'\r') || bytes.contains(&b'\n') {
-            self.check_input(&String::from_utf8_lossy(bytes), role)?;
+            // As the line editor would see it: backspace and Ctrl-U applied.
+            let mut line = Vec::new();
+            crate::guard::edit_line(&mut line, bytes);
+            self.check_input(&String::from_utf8_lossy(&line), role)?;
         }
         Ok(())
+    }
+
+    /// The guard for a `send_line`: the line as it will be typed (escapes such as `\xNN`
+    /// decoded), not as it was sent.
+    pub fn check_line(&self, data: &str, role: Role) -> HubResult<()> {
+        self.check_input(data, role)?;
+        let typed = crate::session::input::line_bytes(data);
+        self.check_typed(&typed, role)
     }
 
     /// Redaction shared by every output path (see [`crate::redact`]); call

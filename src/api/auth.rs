@@ -60,7 +60,7 @@ impl Actor {
 
 /// Equal-time comparison: the time taken does not depend on where the inputs differ.
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = (a.len() ^ b.len()) as u8;
+    let mut diff = u8::from(a.len() != b.len());
     for i in 0..a.len().max(b.len()) {
         diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0);
     }
@@ -118,6 +118,23 @@ fn presented_token(req: &Request) -> Option<String> {
         .find_map(|p| p.trim().strip_prefix(WS_TOKEN_PROTOCOL).map(String::from))
 }
 
+/// Whether the request's `Host` names this machine's loopback (no `Host`, as HTTP/1.0 allows,
+/// is let through: a browser always sends one).
+fn loopback_host(req: &Request) -> bool {
+    let Some(host) = req.headers().get(header::HOST) else {
+        return true;
+    };
+    let host = host.to_str().unwrap_or("");
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// Whether a WebSocket `Origin` may connect: none (not a browser), or this host.
 fn origin_allowed(req: &Request) -> bool {
     let Some(origin) = req.headers().get(header::ORIGIN) else {
@@ -148,6 +165,14 @@ pub async fn authorize(State(hub): State<Hub>, mut req: Request, next: Next) -> 
         .map(String::from);
     let tokens = &hub.config().tokens;
     let needed = required_role(req.method(), req.uri().path());
+    if tokens.is_empty() && !loopback_host(&req) {
+        // An open hub answers loopback names only: a web page that re-points its own name at
+        // 127.0.0.1 (DNS rebinding) must not drive terminals.
+        return ApiError(HubError::Forbidden {
+            message: "this hub has no API token, so it only answers requests addressed to a loopback host (127.0.0.1, ::1, localhost)".into(),
+        })
+        .into_response();
+    }
     let actor = if tokens.is_empty() {
         Actor {
             token_name: "anonymous".into(),

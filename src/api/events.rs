@@ -18,7 +18,8 @@ pub async fn events(State(hub): State<Hub>, ws: WebSocketUpgrade) -> Response {
     // is delivered.
     let events = hub.subscribe_events();
     let closing = hub.closing();
-    ws.on_upgrade(move |socket| forward(socket, events, closing, |event| event))
+    ws.protocols(["agent-hub"])
+        .on_upgrade(move |socket| forward(socket, events, closing, |event| event))
 }
 
 fn text(value: &Value) -> Message {

@@ -57,7 +57,10 @@ pub fn prepare_read(hub: &Hub, output: &Output, chunk: &mut Chunk, encoding: Enc
 }
 
 pub async fn redact_replies(State(hub): State<Hub>, req: Request, next: Next) -> Response {
-    let raw = raw_allowed(req.extensions().get::<Actor>(), req.uri().query());
+    // Raw output is offered by `read` (and the stream, which is not JSON) only, where asking
+    // for it is audited; everywhere else `raw` is ignored.
+    let raw = req.uri().path().ends_with("/read")
+        && raw_allowed(req.extensions().get::<Actor>(), req.uri().query());
     let response = next.run(req).await;
     let is_json = response
         .headers()

@@ -61,7 +61,7 @@ pub async fn send_line_to_agent(
     axum::Extension(actor): axum::Extension<super::auth::Actor>,
     ApiJson(req): ApiJson<SendToAgent>,
 ) -> ApiResult<Json<Value>> {
-    hub.check_input(&req.data, actor.role())?;
+    hub.check_line(&req.data, actor.role())?;
     let keys = RouteKeys {
         agent_id: req.agent_id,
         owner_session_id: req.owner_session_id,
@@ -71,6 +71,8 @@ pub async fn send_line_to_agent(
     let session = match resolve_one(&hub, &keys) {
         Err(HubError::RouteNotMatched { .. }) if starts_on_message(&hub, &keys) => {
             let id = keys.agent_id.clone().unwrap_or_default();
+            crate::agents::start(&hub, &id).await?;
+            // Reported once the start succeeded (a failed start has its own event).
             hub.emit(json!({
                 "type": "policy_started",
                 "agent_id": id,
@@ -78,7 +80,6 @@ pub async fn send_line_to_agent(
                 "reason": "start_on_message: a line was sent to the stopped agent",
                 "dry_run": false,
             }));
-            crate::agents::start(&hub, &id).await?;
             started = true;
             let session = resolve_one(&hub, &keys)?;
             let within = hub.agents().def(&id).map(|d| d.ready_timeout())?;

@@ -42,8 +42,17 @@ pub async fn list_sessions(State(hub): State<Hub>) -> Json<Value> {
 
 pub async fn create_session(
     State(hub): State<Hub>,
+    Extension(actor): Extension<Actor>,
     ApiJson(req): ApiJson<CreateSessionRequest>,
 ) -> ApiResult<Json<Value>> {
+    // The program and its arguments are a command too (`sh -c 'rm -rf /'`).
+    if let Some(shell) = &req.shell {
+        let command = std::iter::once(shell.as_str())
+            .chain(req.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+        hub.check_input(&command, actor.role())?;
+    }
     let session = hub
         .create_session(CreateSession {
             backend: req.backend,
@@ -103,7 +112,7 @@ pub async fn send_line(
     ApiJson(req): ApiJson<SendLineRequest>,
 ) -> ApiResult<Json<Value>> {
     let session = hub.get(&id)?;
-    hub.check_input(&req.data, actor.role())?;
+    hub.check_line(&req.data, actor.role())?;
     if req.submit {
         let opts = crate::delivery::Options {
             force: req.force,

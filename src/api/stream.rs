@@ -74,16 +74,28 @@ struct InputGuard {
     line: Vec<u8>,
 }
 
+/// Input and resize frames need an operator: an observer's viewer is read-only.
+fn may_write(actor: &Actor) -> HubResult<()> {
+    if actor.role() < Role::Operator {
+        return Err(HubError::Forbidden {
+            message: "this token is read-only (observer): input and resize frames are refused"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
 impl InputGuard {
     async fn send(&mut self, session: &Session, bytes: Vec<u8>) -> HubResult<()> {
+        may_write(&self.actor)?;
         let Some(last_end) = bytes.iter().rposition(|b| matches!(b, b'\r' | b'\n')) else {
-            edit_line(&mut self.line, &bytes);
+            crate::guard::edit_line(&mut self.line, &bytes);
             return session.send_bytes(bytes).await;
         };
-        edit_line(&mut self.line, &bytes[..last_end]);
+        crate::guard::edit_line(&mut self.line, &bytes[..last_end]);
         let line = String::from_utf8_lossy(&std::mem::take(&mut self.line)).into_owned();
         // What follows the last line end begins the next line.
-        edit_line(&mut self.line, &bytes[last_end + 1..]);
+        crate::guard::edit_line(&mut self.line, &bytes[last_end + 1..]);
         let audit = self.hub.audit().clone();
         if let Err(e) = self.hub.check_input(&line, self.actor.role()) {
             // The keys are in the program's line editor already: kill the line (Ctrl-U, the
@@ -146,25 +158,6 @@ impl InputGuard {
         record.success = Some(true);
         record
     }
-}
-
-/// Applies typed bytes to the line being typed: printable text is appended, backspace and
-/// Ctrl-U edit, a line end inside stays as `\n` (the guard sees each line). Longer than 10 KB,
-/// the oldest bytes are dropped.
-fn edit_line(line: &mut Vec<u8>, bytes: &[u8]) {
-    for &b in bytes {
-        match b {
-            b'\r' | b'\n' => line.push(b'\n'),
-            0x7f | 0x08 => {
-                line.pop();
-            }
-            0x15 => line.clear(),
-            b if b >= 0x20 || b == b'\t' => line.push(b),
-            _ => {}
-        }
-    }
-    let excess = line.len().saturating_sub(crate::audit::MAX_FIELD_BYTES);
-    line.drain(..excess);
 }
 
 async fn run(
@@ -328,6 +321,7 @@ async fn handle_text(input: &mut InputGuard, session: &Session, text: &str) -> H
     match frame {
         ClientFrame::Input { data } => input.send(session, data.into_bytes()).await,
         ClientFrame::Resize { cols, rows } => {
+            may_write(&input.actor)?;
             check_size(cols, rows).map_err(crate::error::HubError::bad_request)?;
             session.resize(TermSize { cols, rows }).await
         }
@@ -346,7 +340,7 @@ mod tests {
             (b"rm -rf /\rxyz", "rm -rf /\nxyz"),
         ] {
             let mut buf = Vec::new();
-            super::edit_line(&mut buf, typed);
+            crate::guard::edit_line(&mut buf, typed);
             assert_eq!(String::from_utf8_lossy(&buf), line, "{typed:?}");
         }
     }

@@ -121,7 +121,7 @@ pub async fn stream(State(hub): State<Hub>, ws: WebSocketUpgrade) -> Response {
     // Subscribed before the upgrade completes: every record written after connect is sent.
     let records = hub.audit().subscribe();
     let closing = hub.closing();
-    ws.on_upgrade(move |socket| {
+    ws.protocols(["agent-hub"]).on_upgrade(move |socket| {
         super::events::forward(
             socket,
             records,

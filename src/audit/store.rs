@@ -69,6 +69,12 @@ pub struct Record {
 /// Opens (creating) the file in WAL mode with the given `synchronous` level.
 pub fn open(path: &std::path::Path, synchronous_full: bool) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
+    // Only the hub's user may read the log: it holds (redacted) commands of every session.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+    }
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(

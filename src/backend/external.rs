@@ -171,13 +171,21 @@ async fn pull_output(link: Arc<ExternalLink>, output: Arc<Output>, stop: Cancell
         match read {
             Ok(reply) => {
                 retry = RETRY_FIRST;
-                match crate::protocol::base64_decode(&reply.data) {
+                // A bridge may answer in text whatever was asked for; its `encoding` says.
+                let data = match reply.encoding {
+                    crate::protocol::Encoding::Base64 => {
+                        crate::protocol::base64_decode(&reply.data)
+                    }
+                    crate::protocol::Encoding::Utf8 => Ok(reply.data.clone().into_bytes()),
+                };
+                match data {
                     Ok(bytes) if !bytes.is_empty() => output.push(&bytes),
                     Ok(_) => {}
                     Err(e) => {
                         tracing::warn!(bridge = link.client.url(), "bad /pty/read data: {e}")
                     }
                 }
+                // A bridge without offsets (next_offset 0) is read as a stream of new output.
                 offset = reply.next_offset.max(offset);
                 if !reply.alive {
                     output.finish(ExitInfo {

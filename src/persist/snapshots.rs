@@ -33,7 +33,8 @@ pub fn write_changed(
         let start = end.saturating_sub(max_bytes as u64);
         let chunk = session.output().read(Some(start), max_bytes);
         // Snapshots are an output path too: what reaches the disk is redacted.
-        let bytes = hub.redactor().redact_bytes(&chunk.bytes);
+        let before = crate::redact::output_before(session.output(), chunk.start_offset);
+        let bytes = hub.redactor().redact_window(&before, &chunk.bytes, true);
         super::registry_file::write_atomic(&path(dir, session.id()), &bytes)?;
         written.insert(session.id().to_string(), end);
     }

@@ -152,6 +152,12 @@ pub async fn run_once(hub: &Hub) {
 async fn apply(hub: Hub, unit: Unit, verdict: Verdict) {
     let session = &unit.session;
     let agent = session.spec().agent_id.clone();
+    let stops = matches!(verdict.action, Action::Stop | Action::Restart);
+    if stops && session.last_input_instant() != unit.snapshot.last_input_at {
+        // Someone sent the agent something since the decision (a prompt delivered in the
+        // meantime): it is no longer idle, and the next tick decides again.
+        return;
+    }
     let result: Result<(), String> = match verdict.action {
         Action::None | Action::Notify => Ok(()),
         Action::Warn => match (&unit.policy.warn_line, unit.policy.warn_to) {

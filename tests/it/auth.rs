@@ -256,6 +256,71 @@ async fn websocket_needs_a_token_in_its_subprotocol_and_a_local_origin() {
     );
     let hello = ws.next().await.unwrap().unwrap();
     assert!(hello.to_text().unwrap().contains("\"hello\""));
+    // An observer's viewer is read-only: input and resize frames are refused, nothing typed.
+    use futures_util::SinkExt;
+    for frame in [
+        json!({"type": "input", "data": "echo OBSERVER_$((6*7))\r"}),
+        json!({"type": "resize", "cols": 50, "rows": 10}),
+    ] {
+        ws.send(tokio_tungstenite::tungstenite::Message::Text(
+            frame.to_string().into(),
+        ))
+        .await
+        .unwrap();
+        let refused = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+            loop {
+                let msg = ws.next().await.unwrap().unwrap();
+                if let Ok(text) = msg.to_text() {
+                    if text.contains("\"error\"") {
+                        return text.to_string();
+                    }
+                }
+            }
+        })
+        .await
+        .expect("an error frame for the observer's frame");
+        assert!(refused.contains("FORBIDDEN"), "{refused}");
+    }
+    ws.send(tokio_tungstenite::tungstenite::Message::Binary(
+        b"echo OBSERVER_$((6*7))\r".to_vec().into(),
+    ))
+    .await
+    .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (_, read) = call(
+        &hub,
+        "GET",
+        &format!("/v1/pty/sessions/{id}/read?since=0&max_bytes=100000&timeout_ms=0"),
+        None,
+        Some(OBSERVER),
+    )
+    .await;
+    assert!(
+        !read["output"].as_str().unwrap().contains("OBSERVER_42"),
+        "{read}"
+    );
+    let (_, info) = call(
+        &hub,
+        "GET",
+        &format!("/v1/pty/sessions/{id}"),
+        None,
+        Some(OBSERVER),
+    )
+    .await;
+    assert_eq!(info["session"]["cols"], 120, "{info}");
+    // The audit log's live stream takes the token the same way (it answers the subprotocol).
+    let audit_url = format!(
+        "{}/v1/pty-traffic/stream",
+        hub.base.replace("http://", "ws://")
+    );
+    let operator = agent_hub::client::HubClient::new(&hub.base).with_token(Some(OPERATOR.into()));
+    let (_, resp) = tokio_tungstenite::connect_async(operator.ws_request(&audit_url).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        resp.headers().get("sec-websocket-protocol").unwrap(),
+        "agent-hub"
+    );
     // A foreign Origin is refused even with a valid token.
     let mut req = client.ws_request(&url).unwrap();
     req.headers_mut()
@@ -291,4 +356,36 @@ async fn the_cli_sends_its_token() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no API token"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hub_without_tokens_answers_loopback_host_names_only() {
+    let hub = TestHub::start().await;
+    for (host, ok) in [
+        ("127.0.0.1:8100", true),
+        ("localhost", true),
+        ("[::1]:8100", true),
+        ("evil.example", false),
+        ("evil.example:8100", false),
+        ("10.0.0.5:8100", false),
+    ] {
+        let resp = hub
+            .http
+            .get(format!("{}/v1/pty/sessions", hub.base))
+            .header("host", host)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        let v: Value = resp.json().await.unwrap_or(Value::Null);
+        if ok {
+            assert_eq!(status, 200, "{host}: {v}");
+        } else {
+            assert_eq!(
+                (status, v["error_code"].as_str()),
+                (403, Some("FORBIDDEN")),
+                "{host}: {v}"
+            );
+        }
+    }
 }

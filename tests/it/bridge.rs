@@ -224,6 +224,24 @@ async fn one_hub_lists_resolves_and_steers_another_hubs_sessions() {
     );
     assert_eq!(v["bridge_url"], json!(dead), "{v}");
 
+    // A bridge token is a secret: not in the session info, nor in the audit log.
+    let bridge_token = "brtok-7Qx2mZ9wLk4vR8sT";
+    let (status, v) = local
+        .post(
+            "/v1/pty/register",
+            json!({"session_id": worker_a, "bridge_url": remote.base, "bridge_token": bridge_token}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let (_, audit) = local.get("/v1/pty-traffic/events?action=register").await;
+    assert!(audit["total"].as_u64().unwrap() >= 3, "{audit}");
+    assert!(!audit.to_string().contains(bridge_token), "{audit}");
+    assert!(!local
+        .session(&worker_a)
+        .await
+        .to_string()
+        .contains(bridge_token));
+
     // Heartbeats, one and many.
     let (status, v) = local
         .post(&format!("/v1/pty/heartbeat/{worker_a}"), json!({}))

@@ -19,6 +19,14 @@ fn spelled(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Keys that type `text`, press Backspace `back` times, then Enter.
+fn edited(text: &str, back: usize) -> Vec<String> {
+    let mut keys: Vec<String> = text.chars().map(String::from).collect();
+    keys.extend(std::iter::repeat_n("BSpace".to_string(), back));
+    keys.push("Enter".into());
+    keys
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blocked_input_is_refused_on_every_path_and_never_written() {
     let hub = TestHub::start().await;
@@ -72,6 +80,22 @@ async fn blocked_input_is_refused_on_every_path_and_never_written() {
             "/v1/tasks".into(),
             json!({"cmd": "echo GUARD_LEAK_10 # fdisk /dev/sdz", "pty": false}),
             "fdisk",
+        ),
+        // What is typed is checked, not what was sent: `\x72` is `r`, and backspaces edit.
+        (
+            s("send_line"),
+            json!({"data": "echo GUARD_LEAK_11 # \\x72m -rf /"}),
+            "rm-rf-root",
+        ),
+        (
+            s("keys"),
+            json!({"keys": edited("echo GUARD_LEAK_12 # rm -rf /tmpx", 4)}),
+            "rm-rf-root",
+        ),
+        (
+            "/v1/pty/sessions".into(),
+            json!({"shell": "sh", "args": ["-c", "echo GUARD_LEAK_13; rm -rf /"]}),
+            "rm-rf-root",
         ),
     ];
     for (path, body, pattern) in &cases {
@@ -182,7 +206,7 @@ async fn blocked_input_is_refused_on_every_path_and_never_written() {
         assert_eq!(event["blocked"], true);
         assert_eq!(event["blocked_pattern"], *pattern, "{event}");
         assert_eq!(event["error_code"], "PTY_COMMAND_BLOCKED");
-        if path != "/v1/tasks" {
+        if path != "/v1/tasks" && path != "/v1/pty/sessions" {
             assert_eq!(event["session_id"], id.as_str(), "{event}");
         }
     }
