@@ -37,6 +37,7 @@ pub struct RegisterRequest {
     pub owner_session_id: Option<String>,
     pub owner_role: Option<String>,
     pub label: Option<String>,
+    pub conversation_id: Option<String>,
 }
 
 /// What `reset` removed.
@@ -90,6 +91,7 @@ impl Hub {
             owner_role: req.owner_role.clone(),
             label: req.label.clone(),
             cli_type: req.cli_type.clone(),
+            conversation_id: req.conversation_id.clone(),
         };
         let client = BridgeClient::new(&req.bridge_url, req.bridge_token.clone())?;
         // The bridge token is a secret like any other: never shown, logged or audited.

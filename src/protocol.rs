@@ -27,6 +27,8 @@ pub struct CreateSessionRequest {
     pub owner_session_id: Option<String>,
     pub owner_role: Option<String>,
     pub cli_type: Option<String>,
+    /// The agent conversation the terminal belongs to.
+    pub conversation_id: Option<String>,
     /// A loaded policy's name (idle timeout and the rest apply to the session).
     pub policy: Option<String>,
 }

@@ -89,6 +89,7 @@ mod tests {
                 owner_role: None,
                 label: label.map(String::from),
                 cli_type: None,
+                conversation_id: None,
             },
             cols: 80,
             rows: 24,

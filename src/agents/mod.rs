@@ -453,6 +453,7 @@ pub(crate) async fn attach(
                 owner_role: def.owner_role.clone(),
                 label: def.label.clone(),
                 cli_type: def.cli_type.clone(),
+                conversation_id: None,
             };
             hub.insert_session(spec, size, owner, output, Box::new(backend))
         }

@@ -143,6 +143,7 @@ pub struct UpdateOwnership {
     owner_role: Option<String>,
     label: Option<String>,
     cli_type: Option<String>,
+    conversation_id: Option<String>,
 }
 
 pub async fn update_ownership(
@@ -161,6 +162,7 @@ pub async fn update_ownership(
         owner_role: req.owner_role,
         label: req.label,
         cli_type: req.cli_type,
+        conversation_id: req.conversation_id,
     });
     hub.emit(json!({ "type": "ownership_changed", "sessionId": req.session_id, "owner": session.owner() }));
     Ok(Json(json!({ "ok": true, "session": session.info() })))

@@ -69,6 +69,7 @@ pub async fn create_session(
                 owner_role: req.owner_role,
                 label: req.label,
                 cli_type: req.cli_type,
+                conversation_id: req.conversation_id,
             },
             policy: req.policy,
         })

@@ -228,6 +228,7 @@ async fn restore_external(hub: &Hub, saved: &SavedSession) -> crate::error::HubR
         owner_session_id: saved.owner.owner_session_id.clone(),
         owner_role: saved.owner.owner_role.clone(),
         label: saved.owner.label.clone(),
+        conversation_id: saved.owner.conversation_id.clone(),
     };
     let (session, _) = hub.register_external(req, false).await?;
     if let Some(link) = session.external().cloned() {

@@ -32,6 +32,9 @@ pub struct Owner {
     pub owner_role: Option<String>,
     pub label: Option<String>,
     pub cli_type: Option<String>,
+    /// The agent conversation this terminal belongs to (for example a Claude Code session id).
+    #[serde(default)]
+    pub conversation_id: Option<String>,
 }
 
 /// The fixed facts about a session, set when it starts.
@@ -236,6 +239,7 @@ impl Session {
             (&mut o.owner_role, update.owner_role),
             (&mut o.label, update.label),
             (&mut o.cli_type, update.cli_type),
+            (&mut o.conversation_id, update.conversation_id),
         ] {
             if value.is_some() {
                 *field = value;

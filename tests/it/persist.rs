@@ -94,7 +94,7 @@ async fn host_sessions_come_back_after_sigkill_with_their_owner_identity() {
     hub.call(
         Method::POST,
         "/v1/pty/update-ownership",
-        json!({"session_id": tmux_ids[0], "owner_session_id": "leader-7", "label": "Renamed"}),
+        json!({"session_id": tmux_ids[0], "owner_session_id": "leader-7", "label": "Renamed", "conversation_id": "conv-42"}),
     )
     .await;
     let v = hub
@@ -158,6 +158,7 @@ async fn host_sessions_come_back_after_sigkill_with_their_owner_identity() {
             "owner_role",
             "label",
             "cli_type",
+            "conversation_id",
             "backend",
             "tmux_session",
         ] {
@@ -188,6 +189,13 @@ async fn host_sessions_come_back_after_sigkill_with_their_owner_identity() {
             .find(|s| s["id"] == json!(tmux_ids[0]))
             .unwrap()["owner_session_id"],
         "leader-7"
+    );
+    assert_eq!(
+        after
+            .iter()
+            .find(|s| s["id"] == json!(tmux_ids[0]))
+            .unwrap()["conversation_id"],
+        "conv-42"
     );
     // The host PTY died with the hub: listed as exited, with the reason and its snapshot.
     let pty = after
