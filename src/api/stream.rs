@@ -143,11 +143,35 @@ impl InputGuard {
 impl InputGuard {
     /// The audit record of a typed line.
     fn record(&self, session: &Session, line: &str) -> crate::audit::Record {
-        let mut record = crate::audit::new_record(
-            &self.actor.token_name,
-            self.actor.agent_id.clone(),
-            "ws_input",
-        );
+        self.record_action(session, "ws_input", line)
+    }
+
+    /// Resizes the terminal (a viewer's window changed) and records it, like `resize`.
+    async fn resize(&self, session: &Session, size: TermSize) -> HubResult<()> {
+        let audit = self.hub.audit();
+        if audit.enabled() && !audit.healthy() && !audit.fail_open() {
+            return Err(HubError::AuditUnavailable {
+                reason: "the audit log's last write failed".into(),
+            });
+        }
+        let result = session.resize(size).await;
+        if audit.enabled() {
+            let text = format!("{{\"cols\":{},\"rows\":{}}}", size.cols, size.rows);
+            let mut record = self.record_action(session, "ws_resize", &text);
+            if let Err(e) = &result {
+                record.success = Some(false);
+                record.error_code = Some(e.code().into());
+            }
+            if audit.record(record).await.is_err() {
+                audit.count_unaudited();
+            }
+        }
+        result
+    }
+
+    fn record_action(&self, session: &Session, action: &str, line: &str) -> crate::audit::Record {
+        let mut record =
+            crate::audit::new_record(&self.actor.token_name, self.actor.agent_id.clone(), action);
         let owner = session.owner();
         record.session_id = Some(session.id().to_string());
         record.agent_id = session.spec().agent_id.clone().or(owner.owner_agent_id);
@@ -323,7 +347,7 @@ async fn handle_text(input: &mut InputGuard, session: &Session, text: &str) -> H
         ClientFrame::Resize { cols, rows } => {
             may_write(&input.actor)?;
             check_size(cols, rows).map_err(crate::error::HubError::bad_request)?;
-            session.resize(TermSize { cols, rows }).await
+            input.resize(session, TermSize { cols, rows }).await
         }
     }
 }

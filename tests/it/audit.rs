@@ -651,3 +651,36 @@ async fn the_cli_lists_and_follows_the_log() {
     );
     assert!(!line.contains("echo fine"), "{line}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_viewers_resize_is_recorded_like_a_resize() {
+    use futures_util::SinkExt;
+    let hub = TestHub::start().await;
+    let id = hub.create("pty").await;
+    let url = format!(
+        "{}/v1/pty/sessions/{id}/stream",
+        hub.base.replace("http://", "ws://")
+    );
+    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    ws.send(Message::Text(
+        json!({"type": "resize", "cols": 91, "rows": 21})
+            .to_string()
+            .into(),
+    ))
+    .await
+    .unwrap();
+    let recorded = wait_until(Duration::from_secs(10), || async {
+        let (_, v) = hub.get("/v1/pty-traffic/events?action=ws_resize").await;
+        v["total"] == 1
+    })
+    .await;
+    let (_, v) = hub.get("/v1/pty-traffic/events?action=ws_resize").await;
+    assert!(recorded, "{v}");
+    let record = &v["events"][0];
+    assert_eq!(record["session_id"], json!(id), "{record}");
+    assert!(
+        record["command"].as_str().unwrap().contains("91"),
+        "{record}"
+    );
+    assert_eq!(hub.session(&id).await["cols"], 91);
+}
