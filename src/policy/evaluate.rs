@@ -172,7 +172,7 @@ fn decide(
     if let Some(max) = policy.max_lifetime_s.map(Duration::from_secs) {
         if alive_for >= max && memory.lifetime_acted_for != Some(snap.started_at) {
             return Verdict::act(
-                idle_action(policy.idle_action),
+                idle_action(policy.max_lifetime_action),
                 "max_lifetime",
                 format!(
                     "running for {} (max_lifetime {})",
@@ -390,6 +390,24 @@ mod tests {
                 99,
                 100,
                 Action::Stop,
+                Some("max_lifetime"),
+            ),
+            c(
+                "max lifetime stops even when the idle action only notifies",
+                "max_lifetime_s = 100\nidle_timeout_s = 5\nidle_action = \"notify\"\n",
+                State::Working,
+                99,
+                100,
+                Action::Stop,
+                Some("max_lifetime"),
+            ),
+            c(
+                "max lifetime with its own action",
+                "max_lifetime_s = 100\nmax_lifetime_action = \"restart\"\n",
+                State::Idle,
+                99,
+                100,
+                Action::Restart,
                 Some("max_lifetime"),
             ),
             c(

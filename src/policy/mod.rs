@@ -69,8 +69,11 @@ pub struct Policy {
     pub warn_line: Option<String>,
     #[serde(default)]
     pub warn_to: WarnTo,
-    /// Seconds after start when `idle_action` is taken whatever the state.
+    /// Seconds after start when `max_lifetime_action` is taken whatever the state.
     pub max_lifetime_s: Option<u64>,
+    /// What `max_lifetime_s` does: `stop` (default), `notify` or `restart`.
+    #[serde(default)]
+    pub max_lifetime_action: IdleAction,
     /// Sessions whose label is one of these are never acted on.
     #[serde(default)]
     pub exempt_labels: Vec<String>,
