@@ -53,7 +53,10 @@ fn shipped_profiles_classify_their_test_screens() {
             let got = classify::classify(&profile, &rows, stable_for);
             assert_eq!(got.state.as_str(), expected, "{name}/{stem}: {got:?}");
             if got.rule.starts_with("fallback") {
-                assert_eq!(expected, "unknown", "{name}/{stem}: only by a rule: {got:?}");
+                assert_eq!(
+                    expected, "unknown",
+                    "{name}/{stem}: only by a rule: {got:?}"
+                );
                 assert!(got.evidence.is_empty());
             } else {
                 assert!(
