@@ -106,7 +106,7 @@ both_backends!(fake_agent_is_classified_and_delivery_gives_receipts);
 async fn last_activity_ignores_redraws_resizes_and_viewers_but_not_input_or_output() {
     let hub = TestHub::start().await;
     let inner = format!("{}-inner", hub.tmux_socket);
-    let _kill = KillTmux(inner.clone());
+    let _kill = crate::support::TmuxServerGuard(inner.clone());
     let nested = nested_clock_session(&hub, &inner, None).await;
     assert_clock_moves(&hub, &nested).await;
     // A program that, after its first line, only moves the cursor, blinks it, sets the title

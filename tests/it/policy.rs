@@ -18,7 +18,7 @@ async fn idle_sessions_are_stopped_on_time_and_a_printing_one_never_is() {
     let dir = policies_dir();
     let hub = hub_with_policies(&dir, "").await;
     let inner = format!("{}-inner", hub.tmux_socket);
-    let _kill = KillTmux(inner.clone());
+    let _kill = crate::support::TmuxServerGuard(inner.clone());
     let (host_events, nested_events) = (hub.hub.subscribe_events(), hub.hub.subscribe_events());
     // Host tmux (control mode) with a clock in its status line.
     let host = hub

@@ -217,15 +217,6 @@ pub async fn assert_clock_moves(hub: &TestHub, id: &str) {
     assert!(hub.hub.get(id).unwrap().output().end_offset() > offset);
 }
 
-pub struct KillTmux(pub String);
-impl Drop for KillTmux {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("tmux")
-            .args(["-L", &self.0, "kill-server"])
-            .output();
-    }
-}
-
 /// Asserts the idle session is stopped between 3 s and 4 s after its last meaningful
 /// activity, although a clock redraws every second, and that its program ends. Returns the
 /// instant of its last meaningful activity.
