@@ -31,7 +31,6 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::pin::Pin;
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use agent_hub::backend::tmux_control::{send_bytes_commands, ControlMessage, ControlParser};
@@ -53,6 +52,10 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::Message;
+
+#[path = "common/mod.rs"]
+mod common;
+use common::*;
 
 const SKIPPED: &str =
     "docker_agents benchmark: skipped (run with cargo bench --bench docker_agents)";
@@ -212,57 +215,6 @@ fn docker_missing(image: &str) -> Option<String> {
 // ---------------------------------------------------------------------------------------------
 // Statistics and report
 
-#[derive(Debug, Clone, Copy)]
-struct Stats {
-    n: usize,
-    p50_ms: f64,
-    p99_ms: f64,
-    max_ms: f64,
-    /// Samples of at least [`SLOW_MS`] (a 40 ms delayed ACK shows up here).
-    slow: usize,
-}
-
-const SLOW_MS: f64 = 30.0;
-
-/// Nearest-rank percentiles of `samples`.
-fn stats(samples: &[Duration]) -> Stats {
-    let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
-    ms.sort_by(f64::total_cmp);
-    let pct = |p: f64| {
-        let rank = ((p * ms.len() as f64).ceil() as usize).clamp(1, ms.len().max(1));
-        ms.get(rank - 1).copied().unwrap_or(f64::NAN)
-    };
-    Stats {
-        n: ms.len(),
-        p50_ms: pct(0.50),
-        p99_ms: pct(0.99),
-        max_ms: ms.last().copied().unwrap_or(f64::NAN),
-        slow: ms.iter().filter(|&&m| m >= SLOW_MS).count(),
-    }
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
-fn verdict(pass: bool) -> &'static str {
-    if pass {
-        "PASS"
-    } else {
-        "FAIL"
-    }
-}
-
-fn join<T>(items: impl IntoIterator<Item = T>, f: impl Fn(T) -> String) -> String {
-    items.into_iter().map(f).collect::<Vec<_>>().join(", ")
-}
-
 /// One line of the final summary table.
 struct SummaryRow {
     name: String,
@@ -311,26 +263,6 @@ fn print_summary(rows: &[SummaryRow]) {
 
 // ---------------------------------------------------------------------------------------------
 // Tokens, byte search, checksums
-
-static TOKEN_SEQ: AtomicU64 = AtomicU64::new(0);
-
-/// A token that never occurs in the output before it is typed.
-fn next_token() -> String {
-    format!("ah{:07}q", TOKEN_SEQ.fetch_add(1, Ordering::Relaxed))
-}
-
-fn find(haystack: &[u8], needle: &[u8], from: usize) -> Option<usize> {
-    haystack
-        .get(from..)?
-        .windows(needle.len())
-        .position(|w| w == needle)
-        .map(|i| i + from)
-}
-
-/// Where to resume a search after `len` bytes were searched without a match.
-fn resume_at(len: usize, needle: &[u8], from: usize) -> usize {
-    (len + 1).saturating_sub(needle.len()).max(from)
-}
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
@@ -404,16 +336,6 @@ fn docker_cli(args: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn command_output(program: &str, args: &[&str]) -> String {
-    Command::new(program)
-        .args(args)
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "unknown".into())
-}
-
 /// Removes every container labelled with this benchmark's hub id when dropped: on success,
 /// on error and on panic.
 struct ContainerGuard(String);
@@ -445,15 +367,6 @@ impl Drop for ContainerGuard {
             );
         }
     }
-}
-
-fn clock_ticks_per_second() -> f64 {
-    static TICK: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
-    *TICK.get_or_init(|| {
-        command_output("getconf", &["CLK_TCK"])
-            .parse()
-            .unwrap_or(100.0)
-    })
 }
 
 /// utime + stime of a process, in seconds.

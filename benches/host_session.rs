@@ -27,7 +27,6 @@ use std::collections::BTreeMap;
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use agent_hub::client::HubClient;
@@ -41,8 +40,12 @@ use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
+#[path = "common/mod.rs"]
+mod common;
 #[path = "host_session/security.rs"]
 mod security;
+
+use common::*;
 
 const SKIPPED: &str = "host_session benchmark: skipped (run with cargo bench --bench host_session)";
 /// Longest any single sample may take before the benchmark gives up.
@@ -112,50 +115,6 @@ fn main() {
 
 // ---------------------------------------------------------------------------------------------
 // Statistics and report
-
-#[derive(Debug, Clone, Copy)]
-struct Stats {
-    n: usize,
-    p50_ms: f64,
-    p99_ms: f64,
-    min_ms: f64,
-    max_ms: f64,
-}
-
-/// Nearest-rank percentiles of `samples`.
-fn stats(samples: &[Duration]) -> Stats {
-    let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
-    ms.sort_by(f64::total_cmp);
-    let pct = |p: f64| {
-        let rank = ((p * ms.len() as f64).ceil() as usize).clamp(1, ms.len().max(1));
-        ms.get(rank - 1).copied().unwrap_or(f64::NAN)
-    };
-    Stats {
-        n: ms.len(),
-        p50_ms: pct(0.50),
-        p99_ms: pct(0.99),
-        min_ms: ms.first().copied().unwrap_or(f64::NAN),
-        max_ms: ms.last().copied().unwrap_or(f64::NAN),
-    }
-}
-
-fn verdict(pass: bool) -> &'static str {
-    if pass {
-        "PASS"
-    } else {
-        "FAIL"
-    }
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
 
 fn latency_row(name: &str, s: Stats, target: &str, result: &str) {
     println!(
@@ -254,29 +213,6 @@ fn print_latency_table(echo: &EchoResults, talk: &[Duration]) {
         &format!("p50 <= {TALK_P50_TARGET_MS} ms"),
         verdict(t.p50_ms <= TALK_P50_TARGET_MS),
     );
-}
-
-// ---------------------------------------------------------------------------------------------
-// Tokens and byte search
-
-static TOKEN_SEQ: AtomicU64 = AtomicU64::new(0);
-
-/// A token that never occurs in the output before it is typed.
-fn next_token() -> String {
-    format!("ah{:07}q", TOKEN_SEQ.fetch_add(1, Ordering::Relaxed))
-}
-
-fn find(haystack: &[u8], needle: &[u8], from: usize) -> Option<usize> {
-    haystack
-        .get(from..)?
-        .windows(needle.len())
-        .position(|w| w == needle)
-        .map(|i| i + from)
-}
-
-/// Where to resume a search after `len` bytes were searched without a match.
-fn resume_at(len: usize, needle: &[u8], from: usize) -> usize {
-    (len + 1).saturating_sub(needle.len()).max(from)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -885,15 +821,6 @@ impl CpuTimes {
     }
 }
 
-fn clock_ticks_per_second() -> f64 {
-    static TICK: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
-    *TICK.get_or_init(|| {
-        command_output("getconf", &["CLK_TCK"])
-            .parse()
-            .unwrap_or(100.0)
-    })
-}
-
 /// One `cat` run: time from the trigger to the last expected byte, and what arrived.
 #[derive(Debug, Clone, Copy, Default)]
 struct CatRun {
@@ -1047,10 +974,6 @@ fn mb_per_s(bytes: u64, secs: f64) -> f64 {
     bytes as f64 / secs / 1e6
 }
 
-fn join<T>(items: impl IntoIterator<Item = T>, f: impl Fn(T) -> String) -> String {
-    items.into_iter().map(f).collect::<Vec<_>>().join(", ")
-}
-
 fn print_cat_table(c: &CatResults) {
     let rates = |runs: &[CatRun]| -> Vec<f64> {
         runs.iter()
@@ -1182,16 +1105,6 @@ fn tmux_socket_path(name: &str) -> Option<PathBuf> {
         .to_string();
     let dir = std::env::var_os("TMUX_TMPDIR").unwrap_or_else(|| "/tmp".into());
     Some(PathBuf::from(dir).join(format!("tmux-{uid}")).join(name))
-}
-
-fn command_output(program: &str, args: &[&str]) -> String {
-    Command::new(program)
-        .args(args)
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "unknown".into())
 }
 
 fn print_header(plan: &Plan) {

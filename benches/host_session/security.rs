@@ -10,9 +10,8 @@ use std::time::{Duration, Instant};
 use agent_hub::hub::BackendKind;
 use anyhow::Result;
 
-use super::{
-    hub_ws_echo, latency_row, next_token, stats, timed_out, Dirs, HubUnderTest, Plan, WsView,
-};
+use super::common::{next_token, stats};
+use super::{hub_ws_echo, latency_row, timed_out, Dirs, HubUnderTest, Plan, WsView};
 
 pub struct SecurityResults {
     echo_redacted: Vec<Duration>,
