@@ -63,14 +63,6 @@ pub fn check_session_id(id: &str) -> HubResult<()> {
     }
 }
 
-/// Checks an owner role given by a client.
-pub fn check_owner_role(role: Option<&str>) -> HubResult<()> {
-    match role {
-        None | Some("leader") | Some("worker") => Ok(()),
-        Some(_) => Err(HubError::bad_request("owner_role must be leader or worker")),
-    }
-}
-
 impl Hub {
     /// Adds a terminal served by a bridge. Registering the same session (same bridge and
     /// remote id) again updates its owner fields in place and returns `(session, false)`.
@@ -80,7 +72,7 @@ impl Hub {
         check_bridge: bool,
     ) -> HubResult<(Arc<Session>, bool)> {
         check_session_id(&req.session_id)?;
-        check_owner_role(req.owner_role.as_deref())?;
+        crate::routing::check_owner_role(req.owner_role.as_deref())?;
         let remote_id = req
             .remote_session_id
             .clone()

@@ -56,6 +56,16 @@ pub fn resolve(keys: &RouteKeys, sessions: &[SessionInfo]) -> Resolution {
     }
 }
 
+/// Checks an owner role given by a client: `leader` or `worker`.
+pub fn check_owner_role(role: Option<&str>) -> Result<(), crate::error::HubError> {
+    match role {
+        None | Some("leader") | Some("worker") => Ok(()),
+        Some(_) => Err(crate::error::HubError::bad_request(
+            "owner_role must be leader or worker",
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -150,11 +150,7 @@ pub async fn update_ownership(
     State(hub): State<Hub>,
     ApiJson(req): ApiJson<UpdateOwnership>,
 ) -> ApiResult<Json<Value>> {
-    if let Some(role) = &req.owner_role {
-        if role != "leader" && role != "worker" {
-            return Err(HubError::bad_request("owner_role must be leader or worker").into());
-        }
-    }
+    crate::routing::check_owner_role(req.owner_role.as_deref())?;
     let session = hub.get(&req.session_id)?;
     session.update_owner(Owner {
         owner_agent_id: req.owner_agent_id,

@@ -267,6 +267,19 @@ mod tests {
         super::super::parse_policy(text, "p.toml", "p").unwrap()
     }
 
+    /// A session in `state`, last active at `active`, started at `started`.
+    fn snapshot(state: State, active: Instant, started: Instant) -> Snapshot {
+        Snapshot {
+            state,
+            stuck: false,
+            last_activity_at: active,
+            last_input_at: None,
+            started_at: started,
+            label: None,
+            role: None,
+        }
+    }
+
     struct Case {
         what: &'static str,
         policy: &'static str,
@@ -512,13 +525,9 @@ mod tests {
             let p = policy(case.policy);
             let active = start + Duration::from_secs(case.active_at_s);
             let snap = Snapshot {
-                state: case.state,
                 stuck: case.stuck,
-                last_activity_at: active,
-                last_input_at: None,
-                started_at: start,
                 label: case.label.map(String::from),
-                role: None,
+                ..snapshot(case.state, active, start)
             };
             let memory = (case.memory)(active);
             tokio::time::advance(Duration::from_secs(case.now_s)).await;
@@ -537,15 +546,7 @@ mod tests {
     async fn a_dry_run_reports_each_step_once() {
         let p = policy("idle_timeout_s = 5\nwarn_before_s = 2\ndry_run = true\n");
         let start = Instant::now();
-        let snap = Snapshot {
-            state: State::Idle,
-            stuck: false,
-            last_activity_at: start,
-            last_input_at: None,
-            started_at: start,
-            label: None,
-            role: None,
-        };
+        let snap = snapshot(State::Idle, start, start);
         let mut memory = Memory::default();
         let mut seen = Vec::new();
         for _ in 0..20 {
@@ -568,15 +569,7 @@ mod tests {
             "idle_timeout_s = 10\nwarn_before_s = 3\nwarn_line = \"stopping soon\"\nwarn_to = \"agent\"\n",
         );
         let start = Instant::now();
-        let mut snap = Snapshot {
-            state: State::Idle,
-            stuck: false,
-            last_activity_at: start,
-            last_input_at: None,
-            started_at: start,
-            label: None,
-            role: None,
-        };
+        let mut snap = snapshot(State::Idle, start, start);
         let mut memory = Memory::default();
         tokio::time::advance(Duration::from_secs(7)).await;
         let v = evaluate(&p, &snap, &memory, Instant::now());

@@ -175,7 +175,7 @@ impl Redactor {
     /// Redacts a complete text (a JSON string, a record): its end is its end, so a trailing
     /// word is not taken for a cut-off secret (`http://host:port` stays readable).
     pub fn redact_str(&self, text: &str) -> String {
-        String::from_utf8_lossy(&self.redact_window(&[], text.as_bytes(), false)).into_owned()
+        String::from_utf8_lossy(&self.redact_bytes(text.as_bytes())).into_owned()
     }
 
     /// Redacts complete output (for snapshots and whole replies): its end is an end, not a cut,

@@ -81,6 +81,16 @@ impl HubProcess {
         (status, resp.json().await.unwrap_or(Value::Null))
     }
 
+    /// Runs `command` in session `id` with talk; returns the reply.
+    pub async fn talk(&self, id: &str, command: &str) -> Value {
+        self.call(
+            reqwest::Method::POST,
+            &format!("/v1/pty/sessions/{id}/talk"),
+            serde_json::json!({ "command": command }),
+        )
+        .await
+    }
+
     /// SIGKILL, and wait for the process to be gone.
     pub fn kill9(&mut self) {
         let _ = self.child.kill();

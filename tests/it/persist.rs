@@ -80,13 +80,7 @@ async fn host_sessions_come_back_after_sigkill_with_their_owner_identity() {
             )
             .await;
         let id = v["session_id"].as_str().expect("tmux session").to_string();
-        let v = hub
-            .call(
-                Method::POST,
-                &format!("/v1/pty/sessions/{id}/talk"),
-                json!({"command": format!("echo before-crash-{n}")}),
-            )
-            .await;
+        let v = hub.talk(&id, &format!("echo before-crash-{n}")).await;
         assert_eq!(v["exit_code"], 0, "{v}");
         tmux_ids.push(id);
     }
@@ -105,12 +99,7 @@ async fn host_sessions_come_back_after_sigkill_with_their_owner_identity() {
         )
         .await;
     let pty_id = v["session_id"].as_str().unwrap().to_string();
-    hub.call(
-        Method::POST,
-        &format!("/v1/pty/sessions/{pty_id}/talk"),
-        json!({"command": "echo pty-marker-$((40+2))"}),
-    )
-    .await;
+    hub.talk(&pty_id, "echo pty-marker-$((40+2))").await;
     let before: Vec<Value> = sessions(&hub).await;
     // The debounced write lands within about a second; the snapshot within two.
     assert!(
@@ -341,13 +330,7 @@ async fn bad_state_files_and_a_read_only_data_dir_do_not_stop_the_hub() {
     assert_eq!(list.len(), 1, "{list:?}");
     assert_eq!(list[0]["tmux_session"], "survivor");
     let id = list[0]["id"].as_str().unwrap();
-    let v = hub
-        .call(
-            Method::POST,
-            &format!("/v1/pty/sessions/{id}/talk"),
-            json!({"command": "echo rebuilt"}),
-        )
-        .await;
+    let v = hub.talk(id, "echo rebuilt").await;
     assert_eq!(v["output"], "rebuilt\n", "{v}");
     assert!(
         wait_until(T, || async { registry_has(&data, "survivor") }).await,
@@ -426,13 +409,7 @@ async fn bad_state_files_and_a_read_only_data_dir_do_not_stop_the_hub() {
         .as_str()
         .expect("sessions still start")
         .to_string();
-    let v = hub
-        .call(
-            Method::POST,
-            &format!("/v1/pty/sessions/{id}/talk"),
-            json!({"command": "echo still-serving"}),
-        )
-        .await;
+    let v = hub.talk(&id, "echo still-serving").await;
     assert_eq!(v["output"], "still-serving\n", "{v}");
     let said = wait_until(T, || async {
         let h = hub.call(Method::GET, "/health", json!({})).await;
