@@ -14,6 +14,8 @@
 //! - [`tasks`]: shell commands run to completion (in a PTY session or with pipes).
 //! - [`guard`]: the command guard every command-capable input passes (`Hub::check_input`).
 //! - [`redact`]: secret redaction for every output path (whole texts and byte streams).
+//! - [`escape`]: where escape sequences begin and end in terminal output (used by `redact`
+//!   and `screen`).
 //! - [`audit`]: the durable SQLite audit log; `api::audit` records every mutating request
 //!   before its reply, `api::traffic` serves `/v1/pty-traffic/`.
 //! - [`api`]: REST + WebSocket translation; [`protocol`]: the wire types; [`error`]: stable codes.
@@ -39,6 +41,7 @@ pub mod config;
 pub mod delivery;
 pub mod docker;
 pub mod error;
+pub mod escape;
 pub mod external;
 pub mod guard;
 pub mod hub;
