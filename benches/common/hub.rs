@@ -1,0 +1,108 @@
+//! The hub under test, in this process: the one place a benchmark's hub is wired (config in,
+//! API served on 127.0.0.1:0, agent sync started) and shut down, plus the API calls on it both
+//! benchmarks make.
+
+use std::time::{Duration, Instant};
+
+use agent_hub::client::HubClient;
+use agent_hub::config::HubConfig;
+use agent_hub::hub::Hub;
+use agent_hub::protocol::CreateSessionRequest;
+use anyhow::{anyhow, Result};
+use serde_json::Value;
+
+use super::timed_out;
+
+/// Longest one agent start or stop request may take.
+pub const OP_TIMEOUT: Duration = Duration::from_secs(600);
+
+pub struct HubUnderTest {
+    pub hub: Hub,
+    pub client: HubClient,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl HubUnderTest {
+    /// Wires a hub from `config` and serves its API; the client talks to it over TCP.
+    pub async fn start(config: HubConfig) -> Result<Self> {
+        let hub = Hub::new(config);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let base = format!("http://{}", listener.local_addr()?);
+        let server = tokio::spawn(agent_hub::api::serve(listener, hub.clone(), hub.closing()));
+        agent_hub::agents::sync::spawn(&hub);
+        Ok(HubUnderTest {
+            hub,
+            client: HubClient::new(&base),
+            server,
+        })
+    }
+
+    /// Creates a session; returns its id.
+    pub async fn create(&self, req: CreateSessionRequest) -> Result<String> {
+        let reply = self.client.create(&req).await?;
+        reply["session_id"]
+            .as_str()
+            .map(String::from)
+            .ok_or_else(|| anyhow!("create reply without session_id: {reply}"))
+    }
+
+    /// The session's output end offset (REST).
+    pub async fn output_offset(&self, sid: &str) -> Result<u64> {
+        let info = self.client.session(sid).await?;
+        info["session"]["output_offset"]
+            .as_u64()
+            .ok_or_else(|| anyhow!("session {sid} has no output_offset: {info}"))
+    }
+
+    /// Stops every agent still running, deletes every session still registered, then shuts
+    /// the hub and its server down.
+    pub async fn stop(self) {
+        let running: Vec<String> = self
+            .client
+            .agents()
+            .await
+            .ok()
+            .and_then(|v| v["agents"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter(|a| a["status"] != "stopped")
+            .filter_map(|a| a["id"].as_str().map(String::from))
+            .collect();
+        let _ = agent_ops(self.client.base(), &running, "stop").await;
+        for session in self.hub.list() {
+            let _ = self.client.kill(session.id()).await;
+        }
+        self.hub.shutdown().await;
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.server).await;
+    }
+}
+
+/// One agent operation's outcome.
+pub struct OpResult {
+    pub id: String,
+    pub took: Duration,
+    pub outcome: Result<Value>,
+}
+
+/// `POST /v1/agents/{id}/{op}` for every id at once, from a client of its own (dropped at the
+/// end, so its connections do not stay in this process). Returns each outcome and the wall
+/// time until the last reply.
+pub async fn agent_ops(base: &str, ids: &[String], op: &str) -> (Vec<OpResult>, Duration) {
+    let client = HubClient::new(base);
+    let start = Instant::now();
+    let ops = ids.iter().map(|id| {
+        let client = client.clone();
+        async move {
+            let t0 = Instant::now();
+            let outcome =
+                timed_out(async { Ok(client.agent_op(id, op).await?) }, OP_TIMEOUT, op).await;
+            OpResult {
+                id: id.clone(),
+                took: t0.elapsed(),
+                outcome,
+            }
+        }
+    });
+    let results = futures_util::future::join_all(ops).await;
+    (results, start.elapsed())
+}
