@@ -143,6 +143,9 @@ pub async fn run_once(hub: &Hub) {
             "idle_for_ms": now.saturating_duration_since(unit.snapshot.last_activity_at).as_millis() as u64,
             "dry_run": unit.policy.dry_run,
         }));
+        let action = json!(verdict.action);
+        hub.metrics()
+            .policy_action(action.as_str().unwrap_or("unknown"), unit.policy.dry_run);
         if !unit.policy.dry_run {
             tokio::spawn(apply(hub.clone(), unit, verdict));
         }

@@ -14,6 +14,7 @@ mod bridge;
 mod cli;
 mod docker;
 mod guard;
+mod metrics;
 mod policy;
 mod policy_support;
 mod redaction;
