@@ -25,6 +25,11 @@ impl Drop for HubContainer {
     }
 }
 
+async fn get_json(http: &reqwest::Client, url: &str) -> Value {
+    let resp = http.get(url).send().await.expect("GET");
+    resp.json().await.expect("JSON reply")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hub_image_serves_and_starts_an_agent_through_the_host_socket() {
     crate::require_docker!();
@@ -98,14 +103,7 @@ async fn hub_image_serves_and_starts_an_agent_through_the_host_socket() {
         "the hub in its container did not answer /health; its log:\n{}",
         docker(&["logs", &name])
     );
-    let v: Value = http
-        .get(format!("{base}/health"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v = get_json(&http, &format!("{base}/health")).await;
     assert_eq!(v["hub_id"], hub_id.as_str(), "{v}");
     assert_eq!(v["agents"], 1, "{v}");
 
@@ -128,14 +126,7 @@ async fn hub_image_serves_and_starts_an_agent_through_the_host_socket() {
     ]);
     assert_eq!(ids.split_whitespace().count(), 1, "agent containers: {ids}");
     // Its terminal is live through the hub in the container.
-    let sessions: Value = http
-        .get(format!("{base}/v1/pty/sessions"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let sessions = get_json(&http, &format!("{base}/v1/pty/sessions")).await;
     assert!(sessions.to_string().contains("\"boxed\""), "{sessions}");
     // Its log is JSON and says what it serves.
     let log = Command::new("docker")

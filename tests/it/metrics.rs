@@ -12,6 +12,12 @@ use crate::support::{wait_until, TestHub};
 
 const SECRET: &str = "metric-literal-secret-0123456789";
 
+/// `send_line` of `data` into session `id`: the reply's status and body.
+async fn send_line(hub: &TestHub, id: &str, data: &str) -> (u16, serde_json::Value) {
+    let path = format!("/v1/pty/sessions/{id}/send_line");
+    hub.post(&path, json!({ "data": data })).await
+}
+
 /// One scrape's text.
 async fn scrape(hub: &TestHub) -> String {
     let resp = hub
@@ -48,6 +54,12 @@ fn value(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
         .sum()
 }
 
+/// Live host sessions in a scrape.
+fn host_sessions(text: &str) -> f64 {
+    let labels = [("source", "host"), ("alive", "true")];
+    value(text, "agent_hub_sessions", &labels)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_move_with_the_work_done() {
     let hub = TestHub::start_with(|c| c.redact.secrets.push(SECRET.into())).await;
@@ -60,24 +72,11 @@ async fn metrics_move_with_the_work_done() {
     // A session created.
     let id = hub.create("pty").await;
     let m = scrape(&hub).await;
-    assert_eq!(
-        value(
-            &m,
-            "agent_hub_sessions",
-            &[("source", "host"), ("alive", "true")]
-        ),
-        1.0,
-        "{m}"
-    );
+    assert_eq!(host_sessions(&m), 1.0, "{m}");
     assert_eq!(value(&m, "agent_hub_sessions_by_state", &[]), 1.0, "{m}");
 
     // A line sent: counted as an input operation, its output as ingested bytes.
-    let (status, v) = hub
-        .post(
-            &format!("/v1/pty/sessions/{id}/send_line"),
-            json!({"data": "echo METRIC_LINE_$((6*7))"}),
-        )
-        .await;
+    let (status, v) = send_line(&hub, &id, "echo METRIC_LINE_$((6*7))").await;
     assert_eq!(status, 200, "{v}");
     hub.wait_output(&id, "METRIC_LINE_42", Duration::from_secs(10))
         .await;
@@ -106,12 +105,7 @@ async fn metrics_move_with_the_work_done() {
     assert!(value(&m, "agent_hub_audit_write_duration_seconds_count", &[]) >= 2.0);
 
     // A guard refusal.
-    let (status, v) = hub
-        .post(
-            &format!("/v1/pty/sessions/{id}/send_line"),
-            json!({"data": "rm -rf /"}),
-        )
-        .await;
+    let (status, v) = send_line(&hub, &id, "rm -rf /").await;
     assert_eq!(status, 403, "{v}");
     let pattern = v["pattern"].as_str().expect("pattern").to_string();
     let m = scrape(&hub).await;
@@ -179,14 +173,7 @@ async fn metrics_move_with_the_work_done() {
     let (status, _) = hub.delete(&format!("/v1/pty/sessions/{id}")).await;
     assert_eq!(status, 200);
     let m = scrape(&hub).await;
-    assert_eq!(
-        value(
-            &m,
-            "agent_hub_sessions",
-            &[("source", "host"), ("alive", "true")]
-        ),
-        0.0
-    );
+    assert_eq!(host_sessions(&m), 0.0, "{m}");
     // A counter: the removed session's bytes stay counted.
     assert!(value(&m, "agent_hub_output_bytes_total", &[("source", "host")]) >= ingested);
 }

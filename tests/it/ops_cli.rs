@@ -35,6 +35,17 @@ fn doctor(args: &[&str], env: &[(&str, &str)]) -> (i32, Value) {
     (out.status.code().expect("exit code"), report)
 }
 
+/// `doctor` of a config, a data dir and a hub URL (with `env`).
+fn doctor_of(
+    config: &std::path::Path,
+    data: &std::path::Path,
+    hub: &str,
+    env: &[(&str, &str)],
+) -> (i32, Value) {
+    let (config, data) = (config.to_str().unwrap(), data.to_str().unwrap());
+    doctor(&["--config", config, "--data-dir", data, "--hub", hub], env)
+}
+
 /// The finding whose check starts with `prefix`.
 fn finding<'a>(report: &'a Value, prefix: &str) -> &'a Value {
     report["findings"]
@@ -68,17 +79,7 @@ async fn doctor_passes_on_a_healthy_machine() {
     )
     .unwrap();
     let data = dir.path().join("data");
-    let (code, report) = doctor(
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--data-dir",
-            data.to_str().unwrap(),
-            "--hub",
-            &hub.base,
-        ],
-        &[],
-    );
+    let (code, report) = doctor_of(&config, &data, &hub.base, &[]);
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["ok"], true);
     for f in report["findings"].as_array().unwrap() {
@@ -145,17 +146,8 @@ async fn doctor_explains_every_failed_check() {
     let empty_path = dir.path().join("bin");
     std::fs::create_dir(&empty_path).unwrap();
     let no_hub = format!("http://127.0.0.1:{}", free_port());
-    let (code, report) = doctor(
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "--data-dir",
-            data.to_str().unwrap(),
-            "--hub",
-            &no_hub,
-        ],
-        &[("PATH", empty_path.to_str().unwrap())],
-    );
+    let path = [("PATH", empty_path.to_str().unwrap())];
+    let (code, report) = doctor_of(&config, &data, &no_hub, &path);
     assert_eq!(code, 1, "{report:#}");
     assert_eq!(report["ok"], false);
     assert_fails_with_fix(&report, "tmux");

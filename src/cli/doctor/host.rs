@@ -52,14 +52,18 @@ fn tmux_verdict(version: Option<&str>) -> Finding {
     }
 }
 
-/// Whether `dir` can be created and written (a file is written and removed).
+/// Creates `dir` if needed and writes (then removes) a file in it.
+fn write_probe(dir: &Path) -> std::io::Result<()> {
+    let probe = dir.join(format!(".agent-hub-doctor-{}", std::process::id()));
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(&probe, b"ok")?;
+    std::fs::remove_file(&probe)
+}
+
+/// Whether the data dir can be created and written.
 pub fn data_dir(dir: &Path) -> Finding {
     const WHY: &str = "the hub keeps its id, the session registry, the lifecycle log, snapshots and (by default) the audit log there";
-    let probe = dir.join(format!(".doctor-{}", std::process::id()));
-    let result = std::fs::create_dir_all(dir)
-        .and_then(|()| std::fs::write(&probe, b"ok"))
-        .and_then(|()| std::fs::remove_file(&probe));
-    match result {
+    match write_probe(dir) {
         Ok(()) => Finding::ok("data dir", format!("{} is writable", dir.display()), WHY),
         Err(e) => Finding::problem(
             Status::Fail,
@@ -97,11 +101,7 @@ pub fn audit_log(config: &HubConfig) -> Finding {
             .open(&path)
             .map(drop)
     } else {
-        let dir = path.parent().unwrap_or(Path::new("."));
-        let probe = dir.join(format!(".doctor-audit-{}", std::process::id()));
-        std::fs::create_dir_all(dir)
-            .and_then(|()| std::fs::write(&probe, b"ok"))
-            .and_then(|()| std::fs::remove_file(&probe))
+        write_probe(path.parent().unwrap_or(Path::new(".")))
     };
     match result {
         Ok(()) => Finding::ok("audit log", format!("{} is writable", path.display()), WHY),
