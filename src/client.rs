@@ -36,17 +36,16 @@ pub struct HubClient {
     token: Option<String>,
 }
 
-/// A path segment, percent-encoded.
+/// What stays as is in a path segment or query value: RFC 3986's unreserved characters.
+const COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// A path segment or query value, percent-encoded (UTF-8).
 pub fn encode(component: &str) -> String {
-    component
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    percent_encoding::utf8_percent_encode(component, COMPONENT).to_string()
 }
 
 impl HubClient {
@@ -436,5 +435,16 @@ impl HubClient {
             self.ws_base(),
             Self::session_path(id, "/stream")
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn components_are_percent_encoded() {
+        assert_eq!(super::encode("abc-_.~09"), "abc-_.~09");
+        assert_eq!(super::encode("a b/c?d&e=f#"), "a%20b%2Fc%3Fd%26e%3Df%23");
+        assert_eq!(super::encode("it's \"q\""), "it%27s%20%22q%22");
+        assert_eq!(super::encode("naïve ✓"), "na%C3%AFve%20%E2%9C%93");
     }
 }

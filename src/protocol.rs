@@ -174,3 +174,22 @@ pub fn base64_decode(text: &str) -> Result<Vec<u8>, String> {
         .decode(text)
         .map_err(|e| format!("invalid base64: {e}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_round_trips_and_refuses_bad_input() {
+        for raw in ["", "f", "fo", "foobar", "naïve ✓\x1b[0m"] {
+            let enc = base64_encode(raw.as_bytes());
+            assert_eq!(base64_decode(&enc).unwrap(), raw.as_bytes());
+        }
+        assert_eq!(base64_decode("Zm8=").unwrap(), b"fo");
+        // What the old hand-written decoder silently accepted (dropping or guessing bytes).
+        for bad in ["Zm9v!", "Zg=", "Zm 9v", "Zm9vY", "é==="] {
+            let err = base64_decode(bad).unwrap_err();
+            assert!(err.starts_with("invalid base64"), "{bad}: {err}");
+        }
+    }
+}

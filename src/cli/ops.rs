@@ -194,7 +194,13 @@ pub async fn read(args: ReadArgs) -> i32 {
         if args.opts.json {
             println!("{}", serde_json::to_string(&reply).unwrap_or_default());
         } else {
-            let bytes = base64_decode(&reply.output);
+            let bytes = match crate::protocol::base64_decode(&reply.output) {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    eprintln!("agent-hub: the hub's reply is not valid base64 output: {e}");
+                    return 1;
+                }
+            };
             let _ = stdout.write_all(&bytes);
             let _ = stdout.flush();
         }
@@ -205,28 +211,6 @@ pub async fn read(args: ReadArgs) -> i32 {
         query.max_bytes = Some(1 << 20);
         query.timeout_ms = Some(30_000);
     }
-}
-
-fn base64_decode(text: &str) -> Vec<u8> {
-    let value = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    };
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    for group in text.as_bytes().chunks(4) {
-        let vals: Vec<u32> = group.iter().filter_map(|&c| value(c)).collect();
-        let n = vals.iter().fold(0u32, |acc, v| acc << 6 | v) << (6 * (4 - vals.len() as u32));
-        for i in 0..vals.len().saturating_sub(1) {
-            out.push((n >> (16 - 8 * i)) as u8);
-        }
-    }
-    out
 }
 
 #[derive(Debug, Args)]
@@ -428,21 +412,6 @@ pub async fn kill(args: KillArgs) -> i32 {
             v["exit_reason"].as_str().unwrap_or("gone")
         )
     })
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn base64_decodes_what_the_api_encodes() {
-        for (enc, raw) in [
-            ("", ""),
-            ("Zg==", "f"),
-            ("Zm8=", "fo"),
-            ("Zm9vYmFy", "foobar"),
-        ] {
-            assert_eq!(super::base64_decode(enc), raw.as_bytes());
-        }
-    }
 }
 
 #[derive(Debug, Args)]
