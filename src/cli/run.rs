@@ -237,9 +237,9 @@ async fn run_piped(
         }
         Err(e) if e.error_code == "PTY_TIMEOUT" => {
             if opts.json {
-                println!("{}", e.body);
+                super::ops::print_json(&e.body);
             } else {
-                print(&e.body);
+                print(&Value::Object(e.body.details.clone()));
                 eprintln!("agent-hub: {e}");
             }
             EXIT_TIMEOUT
