@@ -56,6 +56,8 @@ pub struct StateReport {
     /// The screen lines the rule matched.
     pub evidence: Vec<String>,
     pub profile: String,
+    /// The CLI versions the profile was checked against.
+    pub profile_checked_with: Vec<String>,
     /// Last meaningful screen change or input.
     pub last_activity_at: DateTime<Utc>,
     /// Milliseconds since then.
@@ -245,6 +247,7 @@ impl Watch {
             rule: self.current.rule.clone(),
             evidence: self.current.evidence.clone(),
             profile: self.profile.name.clone(),
+            profile_checked_with: self.profile.checked_with.clone(),
             last_activity_at: activity::wall_clock(last),
             idle_for_ms: now.duration_since(last).as_millis() as u64,
         }

@@ -75,9 +75,22 @@ pub async fn create_session(
         })
         .await?;
     let info = session.info();
+    let resolved = hub
+        .policy()
+        .loaded()
+        .profiles
+        .resolve(session.owner().cli_type.as_deref());
+    let warnings: Vec<&str> = resolved
+        .unknown_cli_type
+        .as_ref()
+        .map(|_| resolved.reason.as_str())
+        .into_iter()
+        .collect();
     Ok(Json(json!({
         "ok": true,
         "session_id": info.spec.id,
+        "profile": resolved.profile.name,
+        "warnings": warnings,
         "shell": info.spec.shell,
         "cwd": info.spec.cwd,
         "cols": info.cols,
