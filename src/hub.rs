@@ -360,7 +360,11 @@ impl Hub {
         event: &str,
     ) -> Arc<Session> {
         let id = spec.id.clone();
-        let resolved = self.policy().loaded().profiles.resolve(owner.cli_type.as_deref());
+        let resolved = self
+            .policy()
+            .loaded()
+            .profiles
+            .resolve(owner.cli_type.as_deref());
         if resolved.unknown_cli_type.is_some() {
             tracing::warn!(session = %id, "{}", resolved.reason);
         }

@@ -378,7 +378,10 @@ mod tests {
         assert_eq!(set.resolve(None).unknown_cli_type, None);
         assert!(set.known_names().contains(&"claude".to_string()));
         let claude = set.for_cli_type(Some("claude"));
-        assert!(claude.checked_with.iter().any(|v| v.starts_with("claude-code ")));
+        assert!(claude
+            .checked_with
+            .iter()
+            .any(|v| v.starts_with("claude-code ")));
     }
 
     #[test]
