@@ -82,6 +82,9 @@ struct RuleFile {
     #[serde(default)]
     priority: i32,
     rows: Option<u16>,
+    /// The rule applies only once the screen has been still this long.
+    #[serde(default)]
+    stable_ms: u64,
 }
 
 fn default_bottom_rows() -> u16 {
@@ -119,6 +122,9 @@ pub struct Rule {
     pub priority: i32,
     /// How many of the bottom non-empty rows the rule looks at.
     pub rows: u16,
+    /// The rule applies only once the screen has been still this long (for a screen that
+    /// looks the same at rest and while text streams in above it).
+    pub stable: Duration,
 }
 
 /// A loaded, validated profile.
@@ -313,6 +319,7 @@ pub fn parse(text: &str, origin: &str, stem: &str) -> Result<Profile, String> {
             regex: regex(&r.pattern)?,
             priority: r.priority,
             rows: r.rows.unwrap_or(file.bottom_rows).max(1),
+            stable: Duration::from_millis(r.stable_ms),
         });
     }
     rules.sort_by_key(|r| std::cmp::Reverse(r.priority));

@@ -43,12 +43,18 @@ fn shipped_profiles_classify_their_test_screens() {
             let text = std::fs::read_to_string(&path).unwrap();
             let p = parser(&text, 24);
             let rows = crate::activity::content_rows(p.screen(), &profile.masks);
-            // Screens of a known state must be read by a rule: classify them as just appeared,
-            // so no stability fallback can stand in. `unknown-*` screens are the fallback's.
+            // Screens of a known state must be read by a rule: classify them as still for no
+            // longer than the rules need, so no stability fallback can stand in (the check
+            // below). `unknown-*` screens are the fallback's.
             let stable_for = if expected == "unknown" {
                 Duration::from_secs(3600)
             } else {
-                Duration::ZERO
+                profile
+                    .rules
+                    .iter()
+                    .map(|r| r.stable)
+                    .max()
+                    .unwrap_or_default()
             };
             let got = classify::classify(&profile, &rows, stable_for);
             assert_eq!(got.state.as_str(), expected, "{name}/{stem}: {got:?}");

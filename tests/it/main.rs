@@ -3,6 +3,7 @@
 
 mod docker_support;
 mod hub_process;
+mod model_standin;
 mod persist;
 mod support;
 
@@ -16,6 +17,7 @@ mod docker;
 mod guard;
 mod policy;
 mod policy_support;
+mod real_cli;
 mod redaction;
 mod routing;
 mod sessions;
