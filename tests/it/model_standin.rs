@@ -186,8 +186,7 @@ async fn messages(Json(body): Json<Value>) -> Response {
                 blocks
                     .iter()
                     .filter_map(|b| b["text"].as_str())
-                    .filter(|t| !t.starts_with('<'))
-                    .next_back()
+                    .rfind(|t| !t.starts_with('<'))
                     .unwrap_or_default()
                     .to_string(),
                 false,

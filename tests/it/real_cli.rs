@@ -180,7 +180,7 @@ fn percentile(samples: &mut [Duration], p: f64) -> Duration {
     samples[i]
 }
 
-fn report_latency(cli: &str, samples: &mut Vec<Duration>) {
+fn report_latency(cli: &str, samples: &mut [Duration]) {
     let p50 = percentile(samples, 0.5);
     let p95 = percentile(samples, 0.95);
     println!(
