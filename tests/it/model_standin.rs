@@ -22,6 +22,14 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
+/// Tool calls are numbered: a CLI keys its answer by the call's id.
+static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn call_id(prefix: &str) -> String {
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{prefix}_standin_{n}")
+}
+
 /// Words of the slow reply, one a second.
 pub const SLOW_WORDS: usize = 8;
 /// The instant reply and the reply after a tool call.
@@ -221,7 +229,7 @@ async fn messages(Json(body): Json<Value>) -> Response {
             let input =
                 json!({"command": "touch made-by-tool.txt", "description": "Create a file"});
             tx.event("content_block_start", json!({"type": "content_block_start", "index": 0,
-                "content_block": {"type": "tool_use", "id": "toolu_standin", "name": "Bash", "input": {}}}))
+                "content_block": {"type": "tool_use", "id": call_id("toolu"), "name": "Bash", "input": {}}}))
                 .await;
             tx.event(
                 "content_block_delta",
@@ -299,7 +307,7 @@ async fn responses(Json(body): Json<Value>) -> Response {
             let args = json!({"cmd": "touch made-by-tool.txt",
                               "sandbox_permissions": "require_escalated",
                               "justification": "Create the file?"});
-            let item = json!({"type": "function_call", "id": "fc_standin", "call_id": "call_standin",
+            let item = json!({"type": "function_call", "id": call_id("fc"), "call_id": call_id("call"),
                               "name": "exec_command", "arguments": args.to_string()});
             tx.event(
                 "response.output_item.added",
