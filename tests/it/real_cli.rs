@@ -447,3 +447,65 @@ async fn codex_states_on_the_real_cli() {
     }
     wait_state(&hub, &id, "exited", t).await;
 }
+
+/// An idle policy (3 s) on a real Claude Code: never stopped while a reply streams a word a
+/// second (nor reported stuck), stopped on time once idle after a tool call.
+#[tokio::test]
+async fn an_idle_policy_stops_real_claude_code_on_time_and_never_while_it_streams() {
+    let Some(claude) = cli("claude") else { return };
+    let standin = ModelStandIn::start().await;
+    let dir = crate::policy_support::policies_dir();
+    let hub = crate::policy_support::hub_with_policies(&dir, "").await;
+    let home = Home::new();
+    let env = home.claude_env(&standin, false);
+    let mut events = hub.hub.subscribe_events();
+    let (status, v) = hub
+        .post(
+            "/v1/pty/sessions",
+            json!({
+                "backend": "tmux", "shell": claude, "args": [], "cwd": home.proj(),
+                "cols": 80, "rows": 24, "env": env, "cli_type": "claude", "policy": "fast-idle",
+            }),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let id = v["session_id"].as_str().unwrap().to_string();
+    let target = v["tmux_session"].as_str().unwrap().to_string();
+    let t = Duration::from_secs(30);
+    assert!(
+        wait_until(t, || async {
+            pane(&hub, &target).contains("? for shortcuts")
+        })
+        .await
+    );
+
+    // A slow stream of 8 s, longer than the 3 s idle timeout: never stopped, never stuck.
+    submit(&hub, &id, "answer slowly", false).await;
+    let streamed = wait_until(Duration::from_secs(20), || async {
+        let s = state(&hub, &id).await;
+        assert_eq!(s["stuck"], false, "{s}");
+        pane(&hub, &target).contains("word7")
+    })
+    .await;
+    assert!(streamed, "{}", pane(&hub, &target));
+    while let Ok(e) = events.try_recv() {
+        assert!(
+            !(e["type"] == "policy_stopped" && e["session_id"] == id.as_str()),
+            "stopped while streaming: {e}"
+        );
+    }
+
+    // A tool call, answered; then idle, and stopped 3 s after its last activity.
+    submit(&hub, &id, "please run a tool", false).await;
+    assert!(
+        wait_until(t, || async {
+            pane(&hub, &target).contains("Do you want to proceed?")
+        })
+        .await
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    keys(&hub, &id, &["1"]).await;
+    assert!(wait_until(t, || async { pane(&hub, &target).contains(AFTER_TOOL) }).await);
+    let session = hub.hub.get(&id).unwrap();
+    crate::policy_support::assert_stopped_on_time(&hub, session, events).await;
+}
