@@ -449,12 +449,20 @@ async fn codex_states_on_the_real_cli() {
 }
 
 /// An idle policy (3 s) on a real Claude Code: never stopped while a reply streams a word a
-/// second (nor reported stuck), stopped on time once idle after a tool call.
+/// second, nor reported stuck with a stuck detector of 2 s (the growing token count is
+/// progress); stopped on time once idle after a tool call.
 #[tokio::test]
 async fn an_idle_policy_stops_real_claude_code_on_time_and_never_while_it_streams() {
     let Some(claude) = cli("claude") else { return };
     let standin = ModelStandIn::start().await;
     let dir = crate::policy_support::policies_dir();
+    let shipped = include_str!("../../policies/agents/claude-code.toml");
+    assert!(shipped.contains("stuck_after_s = 600"));
+    std::fs::write(
+        dir.path().join("agents/claude-code.toml"),
+        shipped.replace("stuck_after_s = 600", "stuck_after_s = 2"),
+    )
+    .unwrap();
     let hub = crate::policy_support::hub_with_policies(&dir, "").await;
     let home = Home::new();
     let env = home.claude_env(&standin, false);
@@ -483,7 +491,7 @@ async fn an_idle_policy_stops_real_claude_code_on_time_and_never_while_it_stream
     submit(&hub, &id, "answer slowly", false).await;
     let streamed = wait_until(Duration::from_secs(20), || async {
         let s = state(&hub, &id).await;
-        assert_eq!(s["stuck"], false, "{s}");
+        assert_eq!(s["stuck"], false, "stuck while streaming: {s}");
         pane(&hub, &target).contains("word7")
     })
     .await;
