@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::session::SessionInfo;
 
 /// The keys a caller may route by (at least one).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouteKeys {
     pub agent_id: Option<String>,
@@ -82,7 +82,7 @@ mod tests {
         SessionInfo {
             spec: SessionSpec {
                 id: id.into(),
-                backend: "pty",
+                backend: crate::protocol::SessionBackend::Pty,
                 source: "host".into(),
                 shell: "sh".into(),
                 args: vec![],

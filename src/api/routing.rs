@@ -2,12 +2,15 @@
 
 use axum::extract::State;
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::error::{ApiJson, ApiResult};
 use crate::error::HubError;
 use crate::hub::Hub;
+use crate::protocol::{
+    ResolveReply, SendResult, SendToAgentReply, SendToAgentRequest, SessionReply,
+    UpdateOwnershipRequest,
+};
 use crate::routing::{resolve, Resolution, RouteKeys};
 use crate::session::{Owner, Session};
 
@@ -33,23 +36,13 @@ fn resolve_one(hub: &Hub, keys: &RouteKeys) -> Result<std::sync::Arc<Session>, H
 pub async fn resolve_route(
     State(hub): State<Hub>,
     ApiJson(keys): ApiJson<RouteKeys>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ResolveReply>> {
     let session = resolve_one(&hub, &keys)?;
-    Ok(Json(
-        json!({ "ok": true, "session_id": session.id(), "session": session.info() }),
-    ))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SendToAgent {
-    data: String,
-    /// Send even when the agent is blocked on a question.
-    #[serde(default)]
-    force: bool,
-    agent_id: Option<String>,
-    owner_session_id: Option<String>,
-    label: Option<String>,
+    Ok(Json(ResolveReply {
+        ok: true,
+        session_id: session.id().to_string(),
+        session: session.info(),
+    }))
 }
 
 /// Delivers a prompt to the agent the keys name (see [`crate::delivery`]). When no live
@@ -59,8 +52,8 @@ pub struct SendToAgent {
 pub async fn send_line_to_agent(
     State(hub): State<Hub>,
     axum::Extension(actor): axum::Extension<super::auth::Actor>,
-    ApiJson(req): ApiJson<SendToAgent>,
-) -> ApiResult<Json<Value>> {
+    ApiJson(req): ApiJson<SendToAgentRequest>,
+) -> ApiResult<Json<SendToAgentReply>> {
     hub.check_line(&req.data, actor.role())?;
     let keys = RouteKeys {
         agent_id: req.agent_id,
@@ -93,14 +86,21 @@ pub async fn send_line_to_agent(
         ..Default::default()
     };
     let report = crate::delivery::submit(&session, &req.data, opts).await?;
-    Ok(Json(json!({
-        "ok": true,
-        "started": started,
-        "resolved_session_id": session.id(),
-        "resolved_session": session.info(),
-        "receipt": report.receipt,
-        "send_result": { "ok": true, "bytes_written": report.bytes_written, "delivery": report },
-    })))
+    let delivery = serde_json::to_value(&report).map_err(|e| HubError::Internal {
+        message: e.to_string(),
+    })?;
+    Ok(Json(SendToAgentReply {
+        ok: true,
+        started,
+        resolved_session_id: session.id().to_string(),
+        resolved_session: session.info(),
+        receipt: delivery["receipt"].as_str().unwrap_or_default().to_string(),
+        send_result: SendResult {
+            ok: true,
+            bytes_written: report.bytes_written,
+            delivery,
+        },
+    }))
 }
 
 /// Waits (at most `within`) until the agent's profile reads it as idle at its prompt, so a
@@ -134,22 +134,10 @@ fn starts_on_message(hub: &Hub, keys: &RouteKeys) -> bool {
         .is_some_and(|p| p.start_on_message && !p.dry_run)
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UpdateOwnership {
-    session_id: String,
-    owner_agent_id: Option<String>,
-    owner_session_id: Option<String>,
-    owner_role: Option<String>,
-    label: Option<String>,
-    cli_type: Option<String>,
-    conversation_id: Option<String>,
-}
-
 pub async fn update_ownership(
     State(hub): State<Hub>,
-    ApiJson(req): ApiJson<UpdateOwnership>,
-) -> ApiResult<Json<Value>> {
+    ApiJson(req): ApiJson<UpdateOwnershipRequest>,
+) -> ApiResult<Json<SessionReply>> {
     crate::routing::check_owner_role(req.owner_role.as_deref())?;
     let session = hub.get(&req.session_id)?;
     session.update_owner(Owner {
@@ -161,5 +149,8 @@ pub async fn update_ownership(
         conversation_id: req.conversation_id,
     });
     hub.emit(json!({ "type": "ownership_changed", "sessionId": req.session_id, "owner": session.owner() }));
-    Ok(Json(json!({ "ok": true, "session": session.info() })))
+    Ok(Json(SessionReply {
+        ok: true,
+        session: session.info(),
+    }))
 }
