@@ -368,7 +368,15 @@ impl Hub {
         event: &str,
     ) -> Arc<Session> {
         let id = spec.id.clone();
-        let profile = self.policy().profile_for(owner.cli_type.as_deref());
+        let resolved = self
+            .policy()
+            .loaded()
+            .profiles
+            .resolve(owner.cli_type.as_deref());
+        if resolved.unknown_cli_type.is_some() {
+            tracing::warn!(session = %id, "{}", resolved.reason);
+        }
+        let profile = resolved.profile;
         let ingested = self.metrics().output_bytes(&spec.source);
         output.count_into(ingested);
         let session = Session::new(spec, size, owner, output, backend, profile);

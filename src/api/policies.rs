@@ -8,9 +8,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::error::{ApiQuery, ApiResult};
-use crate::agent_state::StateReport;
 use crate::error::HubError;
 use crate::hub::Hub;
+use crate::session::Session;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -19,7 +19,10 @@ pub struct StateQuery {
     explain: bool,
 }
 
-fn state_json(report: StateReport, explain: bool) -> Value {
+/// The state as JSON; with `explain`, the rule, its evidence and the profile: which one, why
+/// (the session's `cli_type`), and the CLI versions it was checked against.
+fn state_json(hub: &Hub, session: &Session, explain: bool) -> Value {
+    let report = session.state_report();
     let mut v = json!({
         "state": report.state,
         "since": report.since,
@@ -29,8 +32,12 @@ fn state_json(report: StateReport, explain: bool) -> Value {
         "idle_for_ms": report.idle_for_ms,
     });
     if explain {
+        let cli_type = session.owner().cli_type;
+        let resolved = hub.policy().loaded().profiles.resolve(cli_type.as_deref());
         v["rule"] = json!(report.rule);
         v["evidence"] = json!(report.evidence);
+        v["profile_reason"] = json!(resolved.reason);
+        v["profile_checked_with"] = json!(report.profile_checked_with);
     }
     v
 }
@@ -40,8 +47,8 @@ pub async fn session_state(
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<StateQuery>,
 ) -> ApiResult<Json<Value>> {
-    let report = hub.get(&id)?.state_report();
-    let mut v = state_json(report, q.explain);
+    let session = hub.get(&id)?;
+    let mut v = state_json(&hub, &session, q.explain);
     v["ok"] = json!(true);
     v["session_id"] = json!(id);
     Ok(Json(v))
@@ -59,7 +66,7 @@ pub async fn agent_state(
         .and_then(|s| hub.get(s).ok())
         .filter(|s| s.output().exit().is_none());
     let mut v = match &session {
-        Some(s) => state_json(s.state_report(), q.explain),
+        Some(s) => state_json(&hub, s, q.explain),
         None => {
             let mut v = json!({ "state": "exited", "since": null, "stuck": false });
             if q.explain {

@@ -108,6 +108,18 @@ fn print_checks(v: &Value) {
             r["would"].as_str().unwrap_or(""),
             r["reason"].as_str().unwrap_or(""),
         );
+        if let Some(profile) = r["profile"].as_str() {
+            let checked = match join(&r["profile_checked_with"]) {
+                s if s.is_empty() => "not checked against a recorded CLI".to_string(),
+                s => format!("checked with {s}"),
+            };
+            println!(
+                "{:<17} profile {profile} ({checked}); rule {}: {}",
+                "",
+                r["rule"].as_str().unwrap_or(""),
+                join(&r["evidence"]),
+            );
+        }
     }
 }
 

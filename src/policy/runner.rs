@@ -44,6 +44,12 @@ pub struct CheckRow {
     pub reason: String,
     pub idle_deadline_in_ms: Option<u64>,
     pub start_on_message: bool,
+    /// The agent profile reading the screen, the CLI versions it was checked against, and the
+    /// rule and screen lines behind `state`.
+    pub profile: Option<String>,
+    pub profile_checked_with: Vec<String>,
+    pub rule: Option<String>,
+    pub evidence: Vec<String>,
 }
 
 /// Starts the loop; it ends when the hub closes.
@@ -244,6 +250,10 @@ pub fn check(hub: &Hub, agent: Option<&str>) -> Vec<CheckRow> {
                 reason: v.reason,
                 idle_deadline_in_ms: v.idle_deadline_in_ms,
                 start_on_message: u.policy.start_on_message,
+                profile: Some(u.report.profile.clone()),
+                profile_checked_with: u.report.profile_checked_with.clone(),
+                rule: Some(u.report.rule.clone()),
+                evidence: u.report.evidence.clone(),
             }
         })
         .collect();
@@ -268,6 +278,10 @@ pub fn check(hub: &Hub, agent: Option<&str>) -> Vec<CheckRow> {
             reason: "not running".into(),
             idle_deadline_in_ms: None,
             start_on_message: policy.start_on_message,
+            profile: None,
+            profile_checked_with: Vec::new(),
+            rule: None,
+            evidence: Vec::new(),
         });
     }
     rows.retain(|r| {

@@ -3,6 +3,7 @@
 
 mod docker_support;
 mod hub_process;
+mod model_standin;
 mod persist;
 mod support;
 
@@ -20,6 +21,7 @@ mod metrics;
 mod ops_cli;
 mod policy;
 mod policy_support;
+mod real_cli;
 mod redaction;
 mod routing;
 mod sessions;
