@@ -291,7 +291,7 @@ async fn the_session_checks_every_callers_input_and_not_the_hubs_own() {
     );
     blocked(
         session
-            .send_bytes(op, b"echo SESSION_LEAK_3 # shutdown now\r".to_vec())
+            .send_bytes(op, b"echo SESSION_LEAK_3 #; shutdown now\r".to_vec())
             .await,
         "send_bytes",
         "shutdown",
@@ -313,7 +313,7 @@ async fn the_session_checks_every_callers_input_and_not_the_hubs_own() {
         submit(
             &session,
             By::Caller(op),
-            "echo SESSION_LEAK_5 # halt",
+            "echo SESSION_LEAK_5 #; halt",
             Options::default(),
         )
         .await
