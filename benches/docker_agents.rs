@@ -525,9 +525,7 @@ impl HubUnderTest {
 
     async fn output_offset(&self, sid: &str) -> Result<u64> {
         let info = self.client.session(sid).await?;
-        info["session"]["output_offset"]
-            .as_u64()
-            .ok_or_else(|| anyhow!("session {sid} has no output_offset: {info}"))
+        Ok(info.session.output_offset)
     }
 
     /// Stops every agent still running, then shuts the hub and its server down.
@@ -1092,7 +1090,10 @@ async fn measure_talk(hut: &HubUnderTest, sid: &str, plan: &Plan) -> Result<Vec<
         )
         .await?;
         let elapsed = start.elapsed();
-        ensure!(reply["exit_code"] == 0, "talk `true` replied {reply}");
+        ensure!(
+            reply.result.exit_code == Some(0),
+            "talk `true` replied {reply:?}"
+        );
         if i >= plan.warmup {
             samples.push(elapsed);
         }
@@ -1756,13 +1757,11 @@ fn memory_parts(n: usize, capacity: usize) -> MemoryParts {
 /// Sum over the running sessions of the bytes their rings hold.
 async fn ring_bytes(hut: &HubUnderTest, capacity: usize) -> Result<u64> {
     let list = hut.client.list().await?;
-    Ok(list["sessions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|s| s["alive"] == true)
-        .filter_map(|s| s["output_offset"].as_u64())
-        .map(|o| o.min(capacity as u64))
+    Ok(list
+        .sessions
+        .iter()
+        .filter(|s| s.alive)
+        .map(|s| s.output_offset.min(capacity as u64))
         .sum())
 }
 

@@ -263,11 +263,11 @@ impl Hub {
                 return Err(HubError::PolicyNotFound { name: name.clone() });
             }
         }
-        let prefix = match req.backend {
-            BackendKind::Pty => "pty",
-            BackendKind::Tmux => "tmux",
+        let kind = match req.backend {
+            BackendKind::Pty => crate::protocol::SessionBackend::Pty,
+            BackendKind::Tmux => crate::protocol::SessionBackend::Tmux,
         };
-        let id = self.new_id(prefix);
+        let id = self.new_id(kind.as_str());
         let cwd = match req.cwd {
             Some(cwd) => cwd,
             None => std::env::var_os("HOME")
@@ -301,7 +301,7 @@ impl Hub {
         };
         let spec = SessionSpec {
             id: id.clone(),
-            backend: prefix,
+            backend: kind,
             source: "host".into(),
             shell: spawn.program,
             args: spawn.args,
@@ -497,7 +497,10 @@ impl Hub {
         let running_ptys: Vec<Arc<Session>> = self
             .list()
             .into_iter()
-            .filter(|s| s.spec().backend == "pty" && s.output().exit().is_none())
+            .filter(|s| {
+                s.spec().backend == crate::protocol::SessionBackend::Pty
+                    && s.output().exit().is_none()
+            })
             .collect();
         for session in &running_ptys {
             let _ = session.terminate(TermSignal::Hup).await;
@@ -506,7 +509,7 @@ impl Hub {
             session.output().wait_exit(EXIT_RECORD_WAIT).await;
         }
         for session in self.list() {
-            if session.spec().backend != "pty" {
+            if session.spec().backend != crate::protocol::SessionBackend::Pty {
                 session.detach().await;
             }
         }

@@ -11,7 +11,7 @@ use crate::error::{HubError, HubResult};
 use crate::session::{Session, SessionInfo};
 
 /// The keys a caller may route by (at least one).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouteKeys {
     pub agent_id: Option<String>,
@@ -109,7 +109,7 @@ mod tests {
         SessionInfo {
             spec: SessionSpec {
                 id: id.into(),
-                backend: "pty",
+                backend: crate::protocol::SessionBackend::Pty,
                 source: "host".into(),
                 shell: "sh".into(),
                 args: vec![],

@@ -433,7 +433,7 @@ pub(crate) async fn attach(
     };
     let spec = SessionSpec {
         id: session_id.clone(),
-        backend: "docker",
+        backend: crate::protocol::SessionBackend::Docker,
         source: "docker".into(),
         shell: spec.program,
         args: spec.args,

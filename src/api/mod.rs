@@ -7,6 +7,7 @@ pub mod auth;
 mod bridge;
 pub mod error;
 mod events;
+pub mod openapi;
 mod policies;
 pub mod redaction;
 mod registry;
@@ -22,7 +23,6 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{Method, Uri};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
-use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -43,6 +43,7 @@ pub fn router(hub: Hub) -> Router {
     let limit = hub.config().max_body_bytes;
     Router::new()
         .route("/health", get(health))
+        .route("/openapi.json", get(openapi::document))
         .route(
             "/v1/pty/sessions",
             get(sessions::list_sessions).post(sessions::create_session),
@@ -120,15 +121,17 @@ pub fn router(hub: Hub) -> Router {
         .with_state(hub)
 }
 
-async fn health(State(hub): State<Hub>) -> Json<Value> {
-    Json(json!({
-        "ok": true,
-        "version": env!("CARGO_PKG_VERSION"),
-        "sessions": hub.list().len(),
-        "agents": hub.agents().defs().count(),
-        "hub_id": hub.agents().hub_id(),
-        "persistence": hub.persistence().map(|p| p.status()),
-    }))
+async fn health(State(hub): State<Hub>) -> Json<crate::protocol::HealthReply> {
+    Json(crate::protocol::HealthReply {
+        ok: true,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        sessions: hub.list().len(),
+        agents: hub.agents().defs().count(),
+        hub_id: hub.agents().hub_id().to_string(),
+        persistence: hub
+            .persistence()
+            .and_then(|p| serde_json::to_value(p.status()).ok()),
+    })
 }
 
 async fn not_found(method: Method, uri: Uri) -> ApiError {

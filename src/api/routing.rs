@@ -2,35 +2,29 @@
 
 use axum::extract::State;
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::error::{ApiJson, ApiResult};
+use crate::error::HubError;
 use crate::hub::Hub;
 use crate::policy::start_on_message::send_to_agent;
+use crate::protocol::{
+    ResolveReply, SendResult, SendToAgentReply, SendToAgentRequest, SessionReply,
+    UpdateOwnershipRequest,
+};
 use crate::routing::RouteKeys;
 use crate::session::Owner;
 
 pub async fn resolve_route(
     State(hub): State<Hub>,
     ApiJson(keys): ApiJson<RouteKeys>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ResolveReply>> {
     let session = crate::routing::resolve_session(&hub.list(), &keys)?;
-    Ok(Json(
-        json!({ "ok": true, "session_id": session.id(), "session": session.info() }),
-    ))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SendToAgent {
-    data: String,
-    /// Send even when the agent is blocked on a question.
-    #[serde(default)]
-    force: bool,
-    agent_id: Option<String>,
-    owner_session_id: Option<String>,
-    label: Option<String>,
+    Ok(Json(ResolveReply {
+        ok: true,
+        session_id: session.id().to_string(),
+        session: session.info(),
+    }))
 }
 
 /// Delivers a prompt to the agent the keys name, starting a stopped agent first when its
@@ -38,8 +32,8 @@ pub struct SendToAgent {
 pub async fn send_line_to_agent(
     State(hub): State<Hub>,
     axum::Extension(actor): axum::Extension<crate::actor::Actor>,
-    ApiJson(req): ApiJson<SendToAgent>,
-) -> ApiResult<Json<Value>> {
+    ApiJson(req): ApiJson<SendToAgentRequest>,
+) -> ApiResult<Json<SendToAgentReply>> {
     let keys = RouteKeys {
         agent_id: req.agent_id,
         owner_session_id: req.owner_session_id,
@@ -51,32 +45,27 @@ pub async fn send_line_to_agent(
     };
     let sent = send_to_agent(&hub, &actor, &keys, &req.data, opts).await?;
     let (session, report) = (sent.session, sent.report);
-    Ok(Json(json!({
-        "ok": true,
-        "started": sent.started,
-        "resolved_session_id": session.id(),
-        "resolved_session": session.info(),
-        "receipt": report.receipt,
-        "send_result": { "ok": true, "bytes_written": report.bytes_written, "delivery": report },
-    })))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UpdateOwnership {
-    session_id: String,
-    owner_agent_id: Option<String>,
-    owner_session_id: Option<String>,
-    owner_role: Option<String>,
-    label: Option<String>,
-    cli_type: Option<String>,
-    conversation_id: Option<String>,
+    let delivery = serde_json::to_value(&report).map_err(|e| HubError::Internal {
+        message: e.to_string(),
+    })?;
+    Ok(Json(SendToAgentReply {
+        ok: true,
+        started: sent.started,
+        resolved_session_id: session.id().to_string(),
+        resolved_session: session.info(),
+        receipt: delivery["receipt"].as_str().unwrap_or_default().to_string(),
+        send_result: SendResult {
+            ok: true,
+            bytes_written: report.bytes_written,
+            delivery,
+        },
+    }))
 }
 
 pub async fn update_ownership(
     State(hub): State<Hub>,
-    ApiJson(req): ApiJson<UpdateOwnership>,
-) -> ApiResult<Json<Value>> {
+    ApiJson(req): ApiJson<UpdateOwnershipRequest>,
+) -> ApiResult<Json<SessionReply>> {
     crate::routing::check_owner_role(req.owner_role.as_deref())?;
     let session = hub.get(&req.session_id)?;
     session.update_owner(Owner {
@@ -88,5 +77,8 @@ pub async fn update_ownership(
         conversation_id: req.conversation_id,
     });
     hub.emit(json!({ "type": "ownership_changed", "sessionId": req.session_id, "owner": session.owner() }));
-    Ok(Json(json!({ "ok": true, "session": session.info() })))
+    Ok(Json(SessionReply {
+        ok: true,
+        session: session.info(),
+    }))
 }

@@ -100,10 +100,10 @@ pub async fn run_op(args: AgentOpArgs, op: &'static str) -> i32 {
             Err(e) => {
                 failed += 1;
                 if args.opts.json {
-                    println!("{}", e.body);
+                    super::ops::print_json(&e.body);
                 } else {
                     println!("FAIL {id:<16} {e}");
-                    if let Some(screen) = e.body["screen"].as_str() {
+                    if let Some(screen) = e.body.details.get("screen").and_then(|s| s.as_str()) {
                         println!("     last screen:\n{}", indent(screen));
                     }
                 }

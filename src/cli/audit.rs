@@ -128,7 +128,7 @@ pub async fn run(args: AuditArgs) -> i32 {
     let client = args.opts.client();
     let fail = |e: &crate::client::ClientError| {
         if args.opts.json {
-            println!("{}", e.body);
+            super::ops::print_json(&e.body);
         } else {
             eprintln!("agent-hub: {e}");
         }

@@ -63,7 +63,7 @@ pub async fn run(args: PolicyArgs) -> i32 {
         }
         Err(e) => {
             if opts.json {
-                println!("{}", e.body);
+                super::ops::print_json(&e.body);
             } else {
                 eprintln!("agent-hub: {e}");
             }

@@ -46,26 +46,9 @@ pub struct RunArgs {
     pub opts: ClientOpts,
 }
 
-/// Quotes one word for `sh` (unchanged when it needs no quoting).
-pub fn shell_quote(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_-./,:@%+".contains(&b));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
-
 /// Joins words into one `sh -c` command line that runs exactly them.
 pub fn shell_join(words: &[String]) -> String {
-    words
-        .iter()
-        .map(|w| shell_quote(w))
-        .collect::<Vec<_>>()
-        .join(" ")
+    shell_words::join(words)
 }
 
 /// SIGINT, caught from the start so Ctrl-C never kills the client before it cancels the task.
@@ -254,9 +237,9 @@ async fn run_piped(
         }
         Err(e) if e.error_code == "PTY_TIMEOUT" => {
             if opts.json {
-                println!("{}", e.body);
+                super::ops::print_json(&e.body);
             } else {
-                print(&e.body);
+                print(&Value::Object(e.body.details.clone()));
                 eprintln!("agent-hub: {e}");
             }
             EXIT_TIMEOUT
@@ -277,6 +260,41 @@ mod tests {
         assert_eq!(join(&["echo", "it's"]), r"echo 'it'\''s'");
         assert_eq!(join(&["A=1", "~", "$HOME", "*"]), "'A=1' '~' '$HOME' '*'");
         assert_eq!(join(&["sh", "-c", "exit 3"]), "sh -c 'exit 3'");
+    }
+
+    /// The joined line, run by a real `sh`, gives the program exactly the words it was given.
+    #[test]
+    fn sh_receives_the_words_unchanged() {
+        let words: Vec<String> = [
+            "printf",
+            "%s|",
+            "a b",
+            "",
+            "it's",
+            "\"q\"",
+            "$HOME",
+            "`id`",
+            "*",
+            "~",
+            "naïve ✓",
+            "tab\there",
+            "line\nbreak",
+            "a\\b",
+            "{a,b}",
+            "!x",
+            "; exit 9",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(shell_join(&words))
+            .output()
+            .unwrap();
+        let expected: String = words[2..].iter().map(|w| format!("{w}|")).collect();
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
+        assert!(out.status.success());
     }
 
     #[test]

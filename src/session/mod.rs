@@ -41,11 +41,10 @@ pub struct Owner {
 }
 
 /// The fixed facts about a session, set when it starts.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SessionSpec {
     pub id: String,
-    /// `pty`, `tmux`, `docker` or `external`.
-    pub backend: &'static str,
+    pub backend: crate::protocol::SessionBackend,
     /// Where the terminal lives: `host` (host PTYs and tmux), `docker`, or for external
     /// sessions what their registration said (`remote-hub`, `ide`, ...).
     pub source: String,
@@ -64,7 +63,7 @@ pub struct SessionSpec {
 }
 
 /// Everything a client sees about a session (`GET /v1/pty/sessions/{id}`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SessionInfo {
     #[serde(flatten)]
     pub spec: SessionSpec,
@@ -331,7 +330,7 @@ impl Session {
     /// so programs that ask at start-up do not hang.
     async fn answer_queries(&self) {
         let replies = self.with_screen(|s| s.take_replies());
-        let hub_answers = self.spec.backend == "pty"
+        let hub_answers = self.spec.backend == crate::protocol::SessionBackend::Pty
             && self.viewers.load(std::sync::atomic::Ordering::SeqCst) == 0;
         if hub_answers {
             for reply in replies {

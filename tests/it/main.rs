@@ -12,6 +12,7 @@ mod auth;
 mod bad_input;
 mod bridge;
 mod cli;
+mod cli_targets;
 mod docker;
 mod guard;
 mod policy;
