@@ -22,6 +22,7 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::actor::Actor;
 use crate::error::{HubError, HubResult};
 use crate::hub::{BackendKind, CreateSession, Hub};
 use crate::output::{CursorItem, OutputCursor};
@@ -351,8 +352,10 @@ fn started_event(hub: &Hub, info: &TaskInfo) {
     }));
 }
 
-/// Starts a PTY task: `sh -c CMD` in a new PTY session. Returns at once.
-pub async fn start(hub: &Hub, req: CreateTask) -> HubResult<TaskInfo> {
+/// Starts a PTY task for `actor`: `sh -c CMD` in a new PTY session. Returns at once. The
+/// command line passes the command guard first, like a `send_line`.
+pub async fn start(hub: &Hub, actor: &Actor, req: CreateTask) -> HubResult<TaskInfo> {
+    hub.guard().check_input(&req.cmd, actor.role())?;
     hub.tasks().purge(hub);
     let plan = plan(&req)?;
     let id = hub.new_id("task");
@@ -497,7 +500,8 @@ impl Drop for StopOnDrop {
 /// Runs a piped task (`pty: false`) to its end: `sh -c CMD` with stdout and stderr captured,
 /// in its own process group. A timeout is an error ([`HubError::TaskTimedOut`]) carrying the
 /// partial output.
-pub async fn run(hub: &Hub, req: CreateTask) -> HubResult<RunOutput> {
+pub async fn run(hub: &Hub, actor: &Actor, req: CreateTask) -> HubResult<RunOutput> {
+    hub.guard().check_input(&req.cmd, actor.role())?;
     hub.tasks().purge(hub);
     let plan = plan(&req)?;
     let id = hub.new_id("task");

@@ -24,13 +24,11 @@ pub struct WaitQuery {
 
 pub async fn create_task(
     State(hub): State<Hub>,
-    axum::Extension(actor): axum::Extension<super::auth::Actor>,
+    axum::Extension(actor): axum::Extension<crate::actor::Actor>,
     ApiJson(req): ApiJson<CreateTask>,
 ) -> ApiResult<Json<Value>> {
-    // A task runs a command line: it passes the command guard like send_line.
-    hub.check_input(&req.cmd, actor.role())?;
     if req.pty {
-        let task = tasks::start(&hub, req).await?;
+        let task = tasks::start(&hub, &actor, req).await?;
         return Ok(Json(json!({
             "ok": true,
             "taskId": task.id,
@@ -39,7 +37,7 @@ pub async fn create_task(
             "task": task,
         })));
     }
-    let run = tasks::run(&hub, req).await?;
+    let run = tasks::run(&hub, &actor, req).await?;
     Ok(Json(json!({
         "ok": true,
         "taskId": run.task.id,
