@@ -4,11 +4,13 @@
 mod agents;
 mod attach;
 mod audit;
+mod mcp;
 mod ops;
 mod policy;
 mod registry;
 mod run;
 mod serve;
+mod wait_state;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -94,6 +96,12 @@ pub enum Command {
     Policy(policy::PolicyArgs),
     /// Show the audit log (who typed what where, what the guard refused); --follow streams it.
     Audit(audit::AuditArgs),
+    /// Wait until a session's (or agent's) state is one of STATES (idle, blocked, working,
+    /// stuck, exited); exits 0 when reached, 124 at the timeout.
+    WaitState(wait_state::WaitStateArgs),
+    /// Serve the MCP tools k_pty and k_agents on stdin/stdout for an agent CLI
+    /// (`claude mcp add agent-hub -- agent-hub mcp`), talking to the hub at --hub.
+    Mcp(mcp::McpArgs),
 }
 
 /// Runs a parsed command line; returns the process exit code.
@@ -132,6 +140,8 @@ pub fn run(cli: Cli) -> i32 {
             Command::Restart(args) => agents::run_op(args, "restart").await,
             Command::Policy(args) => policy::run(args).await,
             Command::Audit(args) => audit::run(args).await,
+            Command::WaitState(args) => wait_state::run(args).await,
+            Command::Mcp(args) => mcp::run(args).await,
         }
     })
 }

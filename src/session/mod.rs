@@ -4,6 +4,7 @@
 
 pub mod input;
 pub mod talk;
+mod wait;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -129,6 +130,9 @@ pub struct Session {
     /// Interactive viewers attached (WebSocket screen mode): while there is one, its terminal
     /// answers the program's terminal queries; otherwise the hub does (PTY sessions only).
     viewers: std::sync::atomic::AtomicUsize,
+    /// Counts input written by users of the session: state waiters wake on it (input turns the
+    /// state to `working` at once, before any output).
+    inputs: tokio::sync::watch::Sender<u64>,
 }
 
 impl Session {
@@ -156,6 +160,7 @@ impl Session {
             talk_lock: tokio::sync::Mutex::new(()),
             cancel: CancellationToken::new(),
             viewers: std::sync::atomic::AtomicUsize::new(0),
+            inputs: tokio::sync::watch::channel(0).0,
         });
         tokio::spawn(follow_screen(
             Arc::downgrade(&session),
@@ -283,6 +288,7 @@ impl Session {
         if counts {
             self.lock().last_input_at = Some(Utc::now());
             self.lock_watch().note_input(submits, sent_at);
+            self.inputs.send_modify(|n| *n += 1);
         }
         Ok(())
     }

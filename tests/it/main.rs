@@ -14,6 +14,7 @@ mod bridge;
 mod cli;
 mod docker;
 mod guard;
+mod mcp;
 mod policy;
 mod policy_support;
 mod redaction;
