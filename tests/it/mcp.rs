@@ -590,3 +590,54 @@ async fn state_route_long_polls_until_the_state_is_reached() {
     let (_, v) = hub.get(&wait("wait=exited&timeout_ms=10000")).await;
     assert_eq!(v["reached"], true, "{v}");
 }
+
+/// The agent variant of the long-poll, on a real container agent: a stopped agent is `exited`
+/// at once, and a wait for `idle` started while it is stopped answers once it has started and
+/// reached its prompt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_state_route_waits_through_a_start() {
+    crate::require_docker!();
+    use crate::docker_support::{agent_toml, hub_with_agents};
+    let (hub, _guard) = hub_with_agents(&agent_toml("wst", "cli_type = \"shell\"")).await;
+    let (_, v) = hub
+        .get("/v1/agents/wst/state?wait=exited&timeout_ms=5000")
+        .await;
+    assert_eq!(
+        (v["reached"].as_bool(), v["state"].as_str()),
+        (Some(true), Some("exited")),
+        "{v}"
+    );
+
+    let base = hub.base.clone();
+    let waiter = tokio::spawn(async move {
+        let started = Instant::now();
+        let v: Value = reqwest::get(format!(
+            "{base}/v1/agents/wst/state?wait=idle&timeout_ms=60000"
+        ))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+        (v, started.elapsed())
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiter.is_finished(), "a stopped agent is not idle");
+    let (status, v) = hub.post("/v1/agents/wst/start", json!({})).await;
+    assert_eq!(status, 200, "{v}");
+    let (v, waited) = waiter.await.unwrap();
+    assert_eq!(
+        (
+            v["reached"].as_bool(),
+            v["state"].as_str(),
+            v["status"].as_str()
+        ),
+        (Some(true), Some("idle"), Some("running")),
+        "{v}"
+    );
+    assert!(
+        v["session_id"].is_string() && waited >= Duration::from_millis(300),
+        "{v}"
+    );
+    hub.post("/v1/agents/wst/stop", json!({})).await;
+}
