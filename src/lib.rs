@@ -19,6 +19,8 @@
 //!   before its reply, `api::traffic` serves `/v1/pty-traffic/`.
 //! - [`api`]: REST + WebSocket translation; [`protocol`]: the wire types; [`error`]: stable codes.
 //! - [`client`]: the typed HTTP/WebSocket client the CLI uses; [`cli`]: one module per command.
+//! - [`mcp`]: the MCP tools `k_pty` and `k_agents` (stdio via `agent-hub mcp`, and `/mcp`), each
+//!   action a REST request run through the hub's own router or over HTTP.
 //! - [`external`]: registering terminals owned by other processes (bridge sessions).
 //! - [`persist`]: the registry file, the lifecycle log, snapshots, and restoring after restart.
 //! - [`activity`]: meaningful activity (screen-text fingerprints with volatile parts masked).
@@ -45,6 +47,7 @@ pub mod error;
 pub mod external;
 pub mod guard;
 pub mod hub;
+pub mod mcp;
 pub mod metrics;
 pub mod output;
 pub mod persist;

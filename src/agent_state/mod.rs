@@ -16,6 +16,7 @@
 
 pub mod classify;
 pub mod profile;
+pub mod wait;
 
 use std::sync::Arc;
 
@@ -273,6 +274,26 @@ impl Watch {
     pub fn stuck(&self, now: Instant) -> bool {
         self.current.state == State::Working
             && now.duration_since(self.last_activity_at()) >= self.profile.stuck_after
+    }
+
+    /// The next moment the state (or `stuck`) could change with no new output or input: a
+    /// candidate's dwell ends, the `working` hold after input ends, the screen has been still
+    /// for `stable_after`, or `working` turns stuck. `None` when only new output or input can
+    /// change it. A waiter sleeps until then instead of polling.
+    pub fn next_due(&self, now: Instant) -> Option<Instant> {
+        let p = &self.profile;
+        let changed_at = self.clock.last_change_at().unwrap_or(self.created);
+        let working = self.current.state == State::Working;
+        [
+            self.candidate.map(|(_, from)| from + p.dwell),
+            self.pending_input.map(|sent| sent + p.input_hold),
+            (self.current.state != State::Exited).then_some(changed_at + p.stable_after),
+            working.then(|| self.last_activity_at() + p.stuck_after),
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|due| *due > now)
+        .min()
     }
 
     /// The report for the API.

@@ -207,3 +207,34 @@ async fn a_change_first_seen_late_is_dated_by_the_output_that_made_it() {
     w.observe_output(screen.screen(), false, None, Instant::now());
     assert_eq!(w.state(), State::Idle);
 }
+
+/// Sleeping until `next_due` and looking again is enough to see every change that needs no new
+/// output: the hold after unanswered input ends, then the dwell, then idle; with nothing
+/// pending there is nothing to wake for.
+#[tokio::test(start_paused = true)]
+async fn next_due_wakes_a_waiter_exactly_when_the_state_can_change() {
+    let profile = shell();
+    let mut w = Watch::new(profile.clone(), Instant::now());
+    let prompt = parser("$ ", 5);
+    w.observe(prompt.screen(), false, Instant::now());
+    assert_eq!(w.state(), State::Idle);
+
+    let sent = Instant::now();
+    w.note_input(true, sent);
+    assert_eq!(w.state(), State::Working);
+    let mut wakes = 0;
+    while w.state() != State::Idle {
+        let due = w.next_due(Instant::now()).expect("something is pending");
+        assert!(due > Instant::now());
+        tokio::time::advance(due - Instant::now()).await;
+        w.observe(prompt.screen(), false, Instant::now());
+        wakes += 1;
+        assert!(wakes < 10, "{wakes} wakes");
+    }
+    assert!(Instant::now() - sent >= profile.input_hold);
+
+    // Still at the prompt long after: nothing can change without output or input.
+    tokio::time::advance(profile.stable_after + profile.dwell).await;
+    w.observe(prompt.screen(), false, Instant::now());
+    assert_eq!(w.next_due(Instant::now()), None);
+}

@@ -34,6 +34,10 @@ pub fn required_role(method: &Method, path: &str) -> Option<Role> {
     if path == "/health" {
         return None;
     }
+    if path == "/mcp" {
+        // Any valid token opens an MCP session; each tool call then needs its REST route's role.
+        return Some(Role::Observer);
+    }
     let read_only = *method == Method::GET
         || path.ends_with("/term_read")
         || (path.starts_with("/v1/tasks/") && path.ends_with("/wait"))
@@ -209,6 +213,8 @@ mod tests {
         use Method as M;
         let table = [
             (M::GET, "/health", None),
+            (M::POST, "/mcp", Some(Role::Observer)),
+            (M::DELETE, "/mcp", Some(Role::Observer)),
             (M::GET, "/v1/pty/sessions", Some(Role::Observer)),
             (M::GET, "/v1/pty/sessions/x/read", Some(Role::Observer)),
             (M::GET, "/v1/pty/sessions/x/stream", Some(Role::Observer)),

@@ -37,8 +37,24 @@ pub(crate) fn body_limit() -> usize {
     BODY_LIMIT.load(Ordering::Relaxed)
 }
 
-/// The hub's routes, ready to serve or to call in tests without a socket.
+/// The hub's routes, ready to serve or to call in tests without a socket: the REST API, and
+/// the MCP server at `/mcp`, whose tools call the REST routes in-process (see [`crate::mcp`]).
 pub fn router(hub: Hub) -> Router {
+    let rest = rest_router(hub.clone());
+    let mcp = crate::mcp::http::service(&hub, rest.clone());
+    rest.merge(
+        Router::new()
+            .route_service("/mcp", mcp)
+            .layer(axum::middleware::from_fn_with_state(
+                hub.clone(),
+                auth::authorize,
+            ))
+            .layer(DefaultBodyLimit::max(hub.config().max_body_bytes)),
+    )
+}
+
+/// The REST API's routes with their layers (auth, audit, redaction).
+fn rest_router(hub: Hub) -> Router {
     BODY_LIMIT.store(hub.config().max_body_bytes, Ordering::Relaxed);
     let limit = hub.config().max_body_bytes;
     Router::new()
@@ -133,6 +149,7 @@ async fn health(State(hub): State<Hub>) -> Json<crate::protocol::HealthReply> {
         sessions: hub.list().len(),
         agents: hub.agents().defs().count(),
         hub_id: hub.agents().hub_id().to_string(),
+        term_buffer_access: hub.config().term_buffer_access,
         persistence: hub
             .persistence()
             .and_then(|p| serde_json::to_value(p.status()).ok()),

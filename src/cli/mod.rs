@@ -7,11 +7,13 @@ mod audit;
 mod completions;
 mod doctor;
 pub mod logging;
+mod mcp;
 mod ops;
 mod policy;
 mod registry;
 mod run;
 mod serve;
+mod wait_state;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -102,6 +104,12 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Print a shell completion script: `agent-hub completions bash > /etc/bash_completion.d/agent-hub`.
     Completions(completions::CompletionsArgs),
+    /// Wait until a session's (or agent's) state is one of STATES (idle, blocked, working,
+    /// stuck, exited); exits 0 when reached, 124 at the timeout.
+    WaitState(wait_state::WaitStateArgs),
+    /// Serve the MCP tools k_pty and k_agents on stdin/stdout for an agent CLI
+    /// (`claude mcp add agent-hub -- agent-hub mcp`), talking to the hub at --hub.
+    Mcp(mcp::McpArgs),
 }
 
 /// Runs a parsed command line; returns the process exit code.
@@ -142,6 +150,8 @@ pub fn run(cli: Cli) -> i32 {
             Command::Audit(args) => audit::run(args).await,
             Command::Doctor(args) => doctor::run(args).await,
             Command::Completions(args) => completions::run(args),
+            Command::WaitState(args) => wait_state::run(args).await,
+            Command::Mcp(args) => mcp::run(args).await,
         }
     })
 }

@@ -86,6 +86,8 @@ pub struct HealthReply {
     pub sessions: usize,
     pub agents: usize,
     pub hub_id: String,
+    /// Whether `term_read` may be asked for (`[hub] term_buffer_access`).
+    pub term_buffer_access: bool,
     /// The registry file, events log and snapshots: where, when last saved, problems.
     #[schema(value_type = Option<Object>)]
     pub persistence: Option<Value>,

@@ -5,6 +5,7 @@
 
 pub mod input;
 pub mod talk;
+mod wait;
 pub mod write;
 
 use std::sync::{Arc, Mutex};
@@ -133,6 +134,9 @@ pub struct Session {
     /// Interactive viewers attached (WebSocket screen mode): while there is one, its terminal
     /// answers the program's terminal queries; otherwise the hub does (PTY sessions only).
     viewers: std::sync::atomic::AtomicUsize,
+    /// Counts input written by users of the session: state waiters wake on it (input turns the
+    /// state to `working` at once, before any output).
+    inputs: tokio::sync::watch::Sender<u64>,
 }
 
 impl Session {
@@ -162,6 +166,7 @@ impl Session {
             talk_lock: tokio::sync::Mutex::new(()),
             cancel: CancellationToken::new(),
             viewers: std::sync::atomic::AtomicUsize::new(0),
+            inputs: tokio::sync::watch::channel(0).0,
         });
         tokio::spawn(follow_screen(
             Arc::downgrade(&session),

@@ -17,6 +17,7 @@ mod cli_targets;
 mod docker;
 mod guard;
 mod hub_image;
+mod mcp;
 mod metrics;
 mod ops_cli;
 mod policy;
