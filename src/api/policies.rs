@@ -4,135 +4,135 @@
 
 use axum::extract::{Path, State};
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
 
 use super::error::{ApiQuery, ApiResult};
-use crate::agent_state::StateReport;
+use crate::agent_state::{State as AgentState, StateReport};
 use crate::error::HubError;
 use crate::hub::Hub;
+use crate::protocol::{
+    AgentStateReply, CheckQuery, PolicyCheckReply, PolicyEntry, PolicyListReply, PolicyReloadReply,
+    SessionStateReply, StateQuery, StateView,
+};
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StateQuery {
-    #[serde(default)]
-    explain: bool,
-}
-
-fn state_json(report: StateReport, explain: bool) -> Value {
-    let mut v = json!({
-        "state": report.state,
-        "since": report.since,
-        "stuck": report.stuck,
-        "profile": report.profile,
-        "last_activity_at": report.last_activity_at,
-        "idle_for_ms": report.idle_for_ms,
-    });
-    if explain {
-        v["rule"] = json!(report.rule);
-        v["evidence"] = json!(report.evidence);
+fn state_view(report: StateReport, explain: bool) -> StateView {
+    StateView {
+        state: report.state,
+        since: Some(report.since),
+        stuck: report.stuck,
+        profile: Some(report.profile),
+        last_activity_at: Some(report.last_activity_at),
+        idle_for_ms: Some(report.idle_for_ms),
+        rule: explain.then_some(report.rule),
+        evidence: explain.then_some(report.evidence),
     }
-    v
 }
 
 pub async fn session_state(
     State(hub): State<Hub>,
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<StateQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SessionStateReply>> {
     let report = hub.get(&id)?.state_report();
-    let mut v = state_json(report, q.explain);
-    v["ok"] = json!(true);
-    v["session_id"] = json!(id);
-    Ok(Json(v))
+    Ok(Json(SessionStateReply {
+        ok: true,
+        session_id: id,
+        state: state_view(report, q.explain),
+    }))
 }
 
 pub async fn agent_state(
     State(hub): State<Hub>,
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<StateQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<AgentStateReply>> {
     let info = crate::agents::info(&hub, &id)?;
     let session = info
         .session_id
         .as_deref()
         .and_then(|s| hub.get(s).ok())
         .filter(|s| s.output().exit().is_none());
-    let mut v = match &session {
-        Some(s) => state_json(s.state_report(), q.explain),
-        None => {
-            let mut v = json!({ "state": "exited", "since": null, "stuck": false });
-            if q.explain {
-                v["rule"] = json!("agent:not_running");
-                v["evidence"] = json!([format!("agent status: {}", info.status)]);
-            }
-            v
-        }
+    let state = match &session {
+        Some(s) => state_view(s.state_report(), q.explain),
+        None => StateView {
+            state: AgentState::Exited,
+            since: None,
+            stuck: false,
+            profile: None,
+            last_activity_at: None,
+            idle_for_ms: None,
+            rule: q.explain.then(|| "agent:not_running".into()),
+            evidence: q
+                .explain
+                .then(|| vec![format!("agent status: {}", info.status)]),
+        },
     };
-    v["ok"] = json!(true);
-    v["agent_id"] = json!(id);
-    v["status"] = json!(info.status);
-    v["session_id"] = json!(session.map(|s| s.id().to_string()));
-    Ok(Json(v))
-}
-
-pub async fn list_policies(State(hub): State<Hub>) -> Json<Value> {
-    let loaded = hub.policy().loaded();
-    let sessions = hub.list();
-    let policies: Vec<Value> = loaded
-        .policies
-        .values()
-        .map(|p| {
-            let agents: Vec<&str> = hub
-                .agents()
-                .defs()
-                .filter(|d| d.policy.as_deref() == Some(p.name.as_str()))
-                .map(|d| d.id.as_str())
-                .collect();
-            let host_sessions: Vec<&str> = sessions
-                .iter()
-                .filter(|s| s.spec().agent_id.is_none())
-                .filter(|s| s.spec().policy.as_deref() == Some(p.name.as_str()))
-                .map(|s| s.id())
-                .collect();
-            json!({ "name": p.name, "settings": p, "agents": agents, "sessions": host_sessions })
-        })
-        .collect();
-    Json(json!({
-        "ok": true,
-        "dir": loaded.dir,
-        "policies": policies,
-        "profiles": loaded.profiles.names(),
+    Ok(Json(AgentStateReply {
+        ok: true,
+        agent_id: id,
+        status: info.status,
+        session_id: session.map(|s| s.id().to_string()),
+        state,
     }))
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CheckQuery {
-    agent: Option<String>,
+pub async fn list_policies(State(hub): State<Hub>) -> Json<PolicyListReply> {
+    let loaded = hub.policy().loaded();
+    let sessions = hub.list();
+    let policies = loaded
+        .policies
+        .values()
+        .map(|p| {
+            let agents = hub
+                .agents()
+                .defs()
+                .filter(|d| d.policy.as_deref() == Some(p.name.as_str()))
+                .map(|d| d.id.clone())
+                .collect();
+            let host_sessions = sessions
+                .iter()
+                .filter(|s| s.spec().agent_id.is_none())
+                .filter(|s| s.spec().policy.as_deref() == Some(p.name.as_str()))
+                .map(|s| s.id().to_string())
+                .collect();
+            PolicyEntry {
+                name: p.name.clone(),
+                settings: p.clone(),
+                agents,
+                sessions: host_sessions,
+            }
+        })
+        .collect();
+    Json(PolicyListReply {
+        ok: true,
+        dir: loaded.dir.clone(),
+        policies,
+        profiles: loaded.profiles.names(),
+    })
 }
 
 pub async fn check(
     State(hub): State<Hub>,
     ApiQuery(q): ApiQuery<CheckQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<PolicyCheckReply>> {
     if let Some(a) = &q.agent {
         let known = hub.agents().def(a).is_ok() || hub.get(a).is_ok();
         if !known {
             return Err(HubError::AgentNotFound { id: a.clone() }.into());
         }
     }
-    let rows = crate::policy::runner::check(&hub, q.agent.as_deref());
-    Ok(Json(
-        json!({ "ok": true, "count": rows.len(), "checks": rows }),
-    ))
+    let checks = crate::policy::runner::check(&hub, q.agent.as_deref());
+    Ok(Json(PolicyCheckReply {
+        ok: true,
+        count: checks.len(),
+        checks,
+    }))
 }
 
-pub async fn reload(State(hub): State<Hub>) -> ApiResult<Json<Value>> {
+pub async fn reload(State(hub): State<Hub>) -> ApiResult<Json<PolicyReloadReply>> {
     let loaded = crate::policy::runner::reload(&hub)?;
-    Ok(Json(json!({
-        "ok": true,
-        "policies": loaded.policies.keys().collect::<Vec<_>>(),
-        "profiles": loaded.profiles.names(),
-    })))
+    Ok(Json(PolicyReloadReply {
+        ok: true,
+        policies: loaded.policies.keys().cloned().collect(),
+        profiles: loaded.profiles.names(),
+    }))
 }

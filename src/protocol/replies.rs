@@ -1,7 +1,5 @@
 //! Reply bodies of the REST API (and the request bodies of the routing and registry routes).
-//! Every success reply carries `ok: true`; every failure is an [`ErrorBody`]. Objects the hub
-//! describes elsewhere (agents, tasks, policies, audit records) travel as JSON objects here and
-//! are documented as such.
+//! Every success reply carries `ok: true`; every failure is an [`ErrorBody`].
 
 use std::collections::BTreeMap;
 
@@ -98,7 +96,6 @@ pub struct SessionListReply {
     pub count: usize,
     /// How many sessions of each backend.
     pub by_source: BTreeMap<SessionBackend, usize>,
-    #[schema(value_type = Vec<Object>)]
     pub sessions: Vec<SessionInfo>,
 }
 
@@ -120,7 +117,6 @@ pub struct SessionCreatedReply {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct SessionReply {
     pub ok: bool,
-    #[schema(value_type = Object)]
     pub session: SessionInfo,
 }
 
@@ -173,7 +169,6 @@ pub struct TalkReply {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     #[serde(flatten)]
-    #[schema(value_type = Object)]
     pub result: TalkResult,
 }
 
@@ -183,7 +178,6 @@ pub struct TermReadReply {
     pub ok: bool,
     pub session_id: String,
     #[serde(flatten)]
-    #[schema(value_type = Object)]
     pub read: TermRead,
 }
 
@@ -192,7 +186,6 @@ pub struct TermReadReply {
 pub struct ResolveReply {
     pub ok: bool,
     pub session_id: String,
-    #[schema(value_type = Object)]
     pub session: SessionInfo,
 }
 
@@ -228,7 +221,6 @@ pub struct SendToAgentReply {
     /// The agent was stopped and its policy started it for this message.
     pub started: bool,
     pub resolved_session_id: String,
-    #[schema(value_type = Object)]
     pub resolved_session: SessionInfo,
     /// `submitted` or `stalled`.
     pub receipt: String,
@@ -256,7 +248,6 @@ pub struct RegisterReply {
     pub session_id: String,
     /// `false` when the session was registered already (the registration was updated).
     pub created: bool,
-    #[schema(value_type = Object)]
     pub session: SessionInfo,
 }
 
@@ -275,7 +266,6 @@ pub struct ForceQuery {
 pub struct UnregisterReply {
     pub ok: bool,
     pub session_id: String,
-    #[schema(value_type = Object)]
     pub session: SessionInfo,
 }
 
@@ -316,7 +306,6 @@ pub struct ResetReply {
 pub struct BridgeSession {
     pub session_id: String,
     #[serde(flatten)]
-    #[schema(value_type = Object)]
     pub info: SessionInfo,
 }
 
