@@ -84,6 +84,7 @@ struct Inner {
     redactor: Arc<Redactor>,
     /// The durable audit log.
     audit: Audit,
+    metrics: crate::metrics::Metrics,
 }
 
 impl Hub {
@@ -101,8 +102,10 @@ impl Hub {
             redactor.add_env_secrets(&def.env, &config.redact.secret_env);
         }
         let audit = Audit::open(&config.audit, &config.data_dir);
+        let metrics = crate::metrics::Metrics::new(redactor.counter(), audit.meters());
         let hub = Hub {
             inner: Arc::new(Inner {
+                metrics,
                 guard,
                 redactor,
                 audit,
@@ -128,10 +131,15 @@ impl Hub {
     /// The one check every input that can run a command passes before it is written:
     /// `PTY_COMMAND_BLOCKED` (naming the pattern) if the guard refuses it.
     pub fn check_input(&self, text: &str, role: Role) -> HubResult<()> {
-        self.inner
-            .guard
-            .check(text, role)
-            .map_err(|b| HubError::CommandBlocked { pattern: b.pattern })
+        self.inner.guard.check(text, role).map_err(|b| {
+            self.inner.metrics.guard_refusal(&b.pattern);
+            HubError::CommandBlocked { pattern: b.pattern }
+        })
+    }
+
+    /// The hub's metrics.
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.inner.metrics
     }
 
     /// The guard for raw input (keys, WebSocket input): bytes that end a line are checked as
@@ -360,7 +368,17 @@ impl Hub {
         event: &str,
     ) -> Arc<Session> {
         let id = spec.id.clone();
-        let profile = self.policy().profile_for(owner.cli_type.as_deref());
+        let resolved = self
+            .policy()
+            .loaded()
+            .profiles
+            .resolve(owner.cli_type.as_deref());
+        if resolved.unknown_cli_type.is_some() {
+            tracing::warn!(session = %id, "{}", resolved.reason);
+        }
+        let profile = resolved.profile;
+        let ingested = self.metrics().output_bytes(&spec.source);
+        output.count_into(ingested);
         let session = Session::new(spec, size, owner, output, backend, profile);
         self.inner
             .sessions

@@ -25,6 +25,7 @@
 //!   hysteresis and `stuck`; [`policy`]: idle timeouts and other policies, one loop applying
 //!   them; [`delivery`]: submitting a prompt to an agent TUI with a receipt.
 //! - [`config`]: the `hub.toml` settings.
+//! - [`metrics`]: Prometheus metrics (`GET /metrics`).
 
 pub mod activity;
 pub mod agent_state;
@@ -42,6 +43,7 @@ pub mod error;
 pub mod external;
 pub mod guard;
 pub mod hub;
+pub mod metrics;
 pub mod output;
 pub mod persist;
 pub mod policy;

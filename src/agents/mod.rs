@@ -234,7 +234,10 @@ pub async fn start(hub: &Hub, id: &str) -> HubResult<(AgentInfo, bool)> {
         rt.exit_code = None;
     });
     emit(hub, id, "agent_starting", "starting");
-    match start_locked(hub, id).await {
+    let started = std::time::Instant::now();
+    let result = start_locked(hub, id).await;
+    hub.metrics().agent_op("start", result.is_ok(), started);
+    match result {
         Ok(()) => {
             emit(hub, id, "agent_started", "running");
             Ok((info(hub, id)?, false))
@@ -514,7 +517,10 @@ async fn detach_session(hub: &Hub, id: &str) {
 pub async fn stop(hub: &Hub, id: &str) -> HubResult<AgentInfo> {
     let lock = hub.agents().op_lock(id)?;
     let _op = lock.lock().await;
-    stop_locked(hub, id).await?;
+    let started = std::time::Instant::now();
+    let result = stop_locked(hub, id).await;
+    hub.metrics().agent_op("stop", result.is_ok(), started);
+    result?;
     info(hub, id)
 }
 

@@ -88,7 +88,10 @@ impl IntoResponse for ApiError {
         if status.is_server_error() {
             tracing::warn!(code = e.code(), "{e}");
         }
-        (status, axum::Json(body)).into_response()
+        let mut response = (status, axum::Json(body)).into_response();
+        let code = crate::metrics::http::ErrorCode(e.code());
+        response.extensions_mut().insert(code);
+        response
     }
 }
 

@@ -44,6 +44,7 @@ pub fn router(hub: Hub) -> Router {
     Router::new()
         .route("/health", get(health))
         .route("/openapi.json", get(openapi::document))
+        .route("/metrics", get(crate::metrics::http::scrape))
         .route(
             "/v1/pty/sessions",
             get(sessions::list_sessions).post(sessions::create_session),
@@ -116,6 +117,10 @@ pub fn router(hub: Hub) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             hub.clone(),
             auth::authorize,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            hub.clone(),
+            crate::metrics::http::track,
         ))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(hub)

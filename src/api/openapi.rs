@@ -27,6 +27,7 @@ use crate::screen::TermReadRequest;
     paths(
         health,
         openapi,
+        metrics,
         list_sessions,
         create_session,
         get_session,
@@ -104,6 +105,18 @@ fn health() {}
     responses((status = 200, body = Object), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn openapi() {}
+
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    operation_id = "metrics",
+    summary = "Prometheus metrics in the OpenMetrics text format (observer).",
+    responses(
+        (status = 200, body = String, content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8"),
+        (status = "default", body = ErrorBody, description = "Failed")
+    )
+)]
+fn metrics() {}
 
 #[utoipa::path(
     get,

@@ -6,15 +6,24 @@ use axum::extract::{Path, State};
 use axum::Json;
 
 use super::error::{ApiQuery, ApiResult};
-use crate::agent_state::{State as AgentState, StateReport};
+use crate::agent_state::State as AgentState;
 use crate::error::HubError;
 use crate::hub::Hub;
 use crate::protocol::{
     AgentStateReply, CheckQuery, PolicyCheckReply, PolicyEntry, PolicyListReply, PolicyReloadReply,
     SessionStateReply, StateQuery, StateView,
 };
+use crate::session::Session;
 
-fn state_view(report: StateReport, explain: bool) -> StateView {
+/// A session's state; with `explain`, the rule, its evidence and the profile: which one, why
+/// (the session's `cli_type`), and the CLI versions it was checked against.
+fn state_view(hub: &Hub, session: &Session, explain: bool) -> StateView {
+    let report = session.state_report();
+    let profile_reason = explain.then(|| {
+        let cli_type = session.owner().cli_type;
+        let profiles = &hub.policy().loaded().profiles;
+        profiles.resolve(cli_type.as_deref()).reason
+    });
     StateView {
         state: report.state,
         since: Some(report.since),
@@ -24,6 +33,8 @@ fn state_view(report: StateReport, explain: bool) -> StateView {
         idle_for_ms: Some(report.idle_for_ms),
         rule: explain.then_some(report.rule),
         evidence: explain.then_some(report.evidence),
+        profile_reason,
+        profile_checked_with: explain.then_some(report.profile_checked_with),
     }
 }
 
@@ -32,11 +43,11 @@ pub async fn session_state(
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<StateQuery>,
 ) -> ApiResult<Json<SessionStateReply>> {
-    let report = hub.get(&id)?.state_report();
+    let session = hub.get(&id)?;
     Ok(Json(SessionStateReply {
         ok: true,
         session_id: id,
-        state: state_view(report, q.explain),
+        state: state_view(&hub, &session, q.explain),
     }))
 }
 
@@ -52,7 +63,7 @@ pub async fn agent_state(
         .and_then(|s| hub.get(s).ok())
         .filter(|s| s.output().exit().is_none());
     let state = match &session {
-        Some(s) => state_view(s.state_report(), q.explain),
+        Some(s) => state_view(&hub, s, q.explain),
         None => StateView {
             state: AgentState::Exited,
             since: None,
@@ -64,6 +75,8 @@ pub async fn agent_state(
             evidence: q
                 .explain
                 .then(|| vec![format!("agent status: {}", info.status)]),
+            profile_reason: None,
+            profile_checked_with: None,
         },
     };
     Ok(Json(AgentStateReply {

@@ -78,9 +78,20 @@ pub async fn create_session(
         })
         .await?;
     let info = session.info();
+    let resolved = hub
+        .policy()
+        .loaded()
+        .profiles
+        .resolve(session.owner().cli_type.as_deref());
     Ok(Json(SessionCreatedReply {
         ok: true,
         session_id: info.spec.id,
+        profile: resolved.profile.name.clone(),
+        warnings: resolved
+            .unknown_cli_type
+            .map(|_| resolved.reason)
+            .into_iter()
+            .collect(),
         shell: info.spec.shell,
         cwd: info.spec.cwd,
         cols: info.cols,

@@ -44,6 +44,7 @@ pub async fn stream(
         .into());
     }
     let session = hub.get(&id)?;
+    let meter = hub.metrics().stream(&session.spec().source);
     let redactor = (!q.raw).then(|| hub.redactor().clone());
     let input = InputGuard {
         hub: hub.clone(),
@@ -55,7 +56,17 @@ pub async fn stream(
         // answers with the former, so the token is never echoed back.
         .protocols(["agent-hub"])
         .max_message_size(MAX_CLIENT_MESSAGE_BYTES)
-        .on_upgrade(move |socket| run(socket, session, q.since, redactor, input, hub.closing())))
+        .on_upgrade(move |socket| {
+            run(
+                socket,
+                session,
+                q.since,
+                redactor,
+                input,
+                hub.closing(),
+                meter,
+            )
+        }))
 }
 
 fn text(frame: &ServerFrame) -> Message {
@@ -191,6 +202,7 @@ async fn run(
     redactor: Option<Arc<Redactor>>,
     mut input: InputGuard,
     closing: tokio_util::sync::CancellationToken,
+    meter: crate::metrics::StreamMeter,
 ) {
     let (mut tx, mut rx) = socket.split();
     let info = session.info();
@@ -238,7 +250,12 @@ async fn run(
     let mut receiver = tokio::spawn(async move {
         while let Some(Ok(message)) = rx.next().await {
             let result = match message {
-                Message::Binary(bytes) => input.send(&input_session, bytes.to_vec()).await,
+                Message::Binary(bytes) => {
+                    let sent = input.send(&input_session, bytes.to_vec()).await;
+                    let outcome = sent.as_ref().err().map_or("ok", HubError::code);
+                    input.hub.metrics().input_op("ws_input", outcome);
+                    sent
+                }
                 Message::Text(t) => handle_text(&mut input, &input_session, t.as_str()).await,
                 Message::Close(_) => break,
                 _ => Ok(()),
@@ -282,6 +299,7 @@ async fn run(
                         }
                     }
                     if dropped_bytes > 0 {
+                        meter.resync(dropped_bytes);
                         // What was held belongs before the gap; the gap ends its context.
                         if let Some(r) = redact.as_mut() {
                             let held = r.flush();
@@ -304,6 +322,7 @@ async fn run(
                             continue;
                         }
                     }
+                    meter.sent(bytes.len());
                     Message::Binary(bytes)
                 }
                 Some(CursorItem::Exited(exit)) => {

@@ -179,7 +179,7 @@ pub async fn run(args: AuditArgs) -> i32 {
             continue;
         };
         let e = match serde_json::from_str::<TrafficFrame>(text.as_str()) {
-            Ok(TrafficFrame::AuditEvent { event }) => event,
+            Ok(TrafficFrame::AuditEvent { event }) => *event,
             Ok(TrafficFrame::EventsDropped { count }) => {
                 eprintln!("agent-hub: {count} audit records were not shown (too slow)");
                 continue;

@@ -4,6 +4,9 @@
 mod agents;
 mod attach;
 mod audit;
+mod completions;
+mod doctor;
+pub mod logging;
 mod ops;
 mod policy;
 mod registry;
@@ -94,6 +97,11 @@ pub enum Command {
     Policy(policy::PolicyArgs),
     /// Show the audit log (who typed what where, what the guard refused); --follow streams it.
     Audit(audit::AuditArgs),
+    /// Check this machine for what a hub needs (tmux, Docker engines and agent images, data
+    /// dir, audit log, listen address and auth, a hub at --hub); explains each problem with a fix.
+    Doctor(doctor::DoctorArgs),
+    /// Print a shell completion script: `agent-hub completions bash > /etc/bash_completion.d/agent-hub`.
+    Completions(completions::CompletionsArgs),
 }
 
 /// Runs a parsed command line; returns the process exit code.
@@ -132,6 +140,8 @@ pub fn run(cli: Cli) -> i32 {
             Command::Restart(args) => agents::run_op(args, "restart").await,
             Command::Policy(args) => policy::run(args).await,
             Command::Audit(args) => audit::run(args).await,
+            Command::Doctor(args) => doctor::run(args).await,
+            Command::Completions(args) => completions::run(args),
         }
     })
 }

@@ -106,6 +106,18 @@ fn print_checks(v: &PolicyCheckReply) {
             would.as_str().unwrap_or(""),
             r.reason,
         );
+        if let Some(profile) = &r.profile {
+            let checked = match r.profile_checked_with.join(", ") {
+                s if s.is_empty() => "not checked against a recorded CLI".to_string(),
+                s => format!("checked with {s}"),
+            };
+            println!(
+                "{:<17} profile {profile} ({checked}); rule {}: {}",
+                "",
+                r.rule.as_deref().unwrap_or(""),
+                r.evidence.join(", "),
+            );
+        }
     }
 }
 

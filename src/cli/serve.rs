@@ -39,6 +39,9 @@ pub struct ServeArgs {
     /// can still be read after a restart (off by default: terminals hold secrets).
     #[arg(long, env = "AGENT_HUB_SNAPSHOTS")]
     pub snapshots: bool,
+    /// Log lines as text or as one JSON object per line (for log shippers).
+    #[arg(long, env = "AGENT_HUB_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: super::logging::LogFormat,
 }
 
 fn build_config(args: &ServeArgs) -> Result<HubConfig, String> {
@@ -88,13 +91,7 @@ fn build_config(args: &ServeArgs) -> Result<HubConfig, String> {
 }
 
 pub async fn run(args: ServeArgs) -> i32 {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("AGENT_HUB_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .try_init();
+    super::logging::init(args.log_format);
     let config = match build_config(&args) {
         Ok(c) => c,
         Err(e) => {
@@ -130,6 +127,7 @@ pub async fn run(args: ServeArgs) -> i32 {
     }
     // Before the Docker sync: container sessions get their ids and owners back.
     let persistence = crate::persist::start(&hub).await;
+    let restored = hub.list().len();
     crate::agents::sync::spawn(&hub);
     crate::policy::runner::spawn(&hub);
     tokio::spawn(reload_on_sighup(hub.clone()));
@@ -149,7 +147,7 @@ pub async fn run(args: ServeArgs) -> i32 {
             Err(e) => eprintln!("agent-hub: could not open a shell session: {e}"),
         }
     }
-    eprintln!("agent-hub: listening on http://{addr}");
+    super::logging::started(&hub, addr, restored);
     let shutdown = hub.closing();
     tokio::spawn(signal_shutdown(shutdown.clone()));
     let result = crate::api::serve(listener, hub.clone(), shutdown).await;

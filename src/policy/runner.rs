@@ -127,6 +127,9 @@ pub async fn run_once(hub: &Hub) {
             "idle_for_ms": now.saturating_duration_since(unit.snapshot.last_activity_at).as_millis() as u64,
             "dry_run": unit.policy.dry_run,
         }));
+        let action = json!(verdict.action);
+        hub.metrics()
+            .policy_action(action.as_str().unwrap_or("unknown"), unit.policy.dry_run);
         if !unit.policy.dry_run {
             tokio::spawn(apply(hub.clone(), unit, verdict));
         }
@@ -225,6 +228,10 @@ pub fn check(hub: &Hub, agent: Option<&str>) -> Vec<CheckRow> {
                 reason: v.reason,
                 idle_deadline_in_ms: v.idle_deadline_in_ms,
                 start_on_message: u.policy.start_on_message,
+                profile: Some(u.report.profile.clone()),
+                profile_checked_with: u.report.profile_checked_with.clone(),
+                rule: Some(u.report.rule.clone()),
+                evidence: u.report.evidence.clone(),
             }
         })
         .collect();
@@ -249,6 +256,10 @@ pub fn check(hub: &Hub, agent: Option<&str>) -> Vec<CheckRow> {
             reason: "not running".into(),
             idle_deadline_in_ms: None,
             start_on_message: policy.start_on_message,
+            profile: None,
+            profile_checked_with: Vec::new(),
+            rule: None,
+            evidence: Vec::new(),
         });
     }
     rows.retain(|r| {

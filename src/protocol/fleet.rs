@@ -159,7 +159,7 @@ pub struct CleanupReply {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum TrafficFrame {
     /// A record as it was written.
-    AuditEvent { event: AuditRecord },
+    AuditEvent { event: Box<AuditRecord> },
     /// This viewer fell behind and `count` records were not sent.
     EventsDropped { count: u64 },
 }

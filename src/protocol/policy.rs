@@ -55,6 +55,12 @@ pub struct CheckRow {
     pub reason: String,
     pub idle_deadline_in_ms: Option<u64>,
     pub start_on_message: bool,
+    /// The agent profile reading the screen, the CLI versions it was checked against, and the
+    /// rule and screen lines behind `state`.
+    pub profile: Option<String>,
+    pub profile_checked_with: Vec<String>,
+    pub rule: Option<String>,
+    pub evidence: Vec<String>,
 }
 
 /// `GET .../state` query.
@@ -68,8 +74,8 @@ pub struct StateQuery {
 }
 
 /// An agent's state as `GET .../state` reports it. `profile`, `last_activity_at` and
-/// `idle_for_ms` are absent for an agent that is not running; `rule` and `evidence` come with
-/// `explain=true`.
+/// `idle_for_ms` are absent for an agent that is not running; `rule`, `evidence` and the
+/// profile's reason and versions come with `explain=true`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct StateView {
     #[schema(value_type = String, example = "idle")]
@@ -86,6 +92,12 @@ pub struct StateView {
     pub rule: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Vec<String>>,
+    /// Which profile and why (from the session's `cli_type`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_reason: Option<String>,
+    /// The CLI versions the profile was checked against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_checked_with: Option<Vec<String>>,
 }
 
 /// `GET /v1/pty/sessions/{id}/state`

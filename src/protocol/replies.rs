@@ -104,6 +104,12 @@ pub struct SessionListReply {
 pub struct SessionCreatedReply {
     pub ok: bool,
     pub session_id: String,
+    /// The agent profile reading the session's screen (chosen by its `cli_type`).
+    #[serde(default)]
+    pub profile: String,
+    /// Things the caller should know: a `cli_type` that names no profile.
+    #[serde(default)]
+    pub warnings: Vec<String>,
     pub shell: String,
     pub cwd: String,
     pub cols: u16,

@@ -402,7 +402,15 @@ impl Session {
     fn observe_screen(&self) -> tokio::time::Instant {
         let now = tokio::time::Instant::now();
         let exited = self.output.exit().is_some();
-        self.with_screen(|s| self.lock_watch().observe(s.vt(), exited, now));
+        // The output's wall-clock time as an instant: when the screen last changed, at most.
+        let output_at = self.output.last_output_at().map(|t| {
+            let ago = (chrono::Utc::now() - t).to_std().unwrap_or_default();
+            now.checked_sub(ago).unwrap_or(now)
+        });
+        self.with_screen(|s| {
+            self.lock_watch()
+                .observe_output(s.vt(), exited, output_at, now)
+        });
         now
     }
 

@@ -3,6 +3,7 @@
 
 mod docker_support;
 mod hub_process;
+mod model_standin;
 mod persist;
 mod support;
 
@@ -15,8 +16,12 @@ mod cli;
 mod cli_targets;
 mod docker;
 mod guard;
+mod hub_image;
+mod metrics;
+mod ops_cli;
 mod policy;
 mod policy_support;
+mod real_cli;
 mod redaction;
 mod routing;
 mod sessions;
