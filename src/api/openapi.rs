@@ -711,4 +711,49 @@ mod tests {
             serde_json::json!(["pty", "tmux", "docker", "external"])
         );
     }
+
+    /// Only the document itself and the two audit-store reports whose fields depend on the
+    /// store (stats, health) are free-form objects; every other success reply names its own
+    /// schema.
+    #[test]
+    fn success_replies_have_their_own_schemas() {
+        let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        let mut generic = Vec::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let body = &op["responses"]["200"]["content"]["application/json"]["schema"];
+                let named = body["$ref"].as_str();
+                if body.is_object() && named.is_none_or(|r| r.ends_with("/ObjectReply")) {
+                    generic.push(format!("{method} {path}"));
+                }
+            }
+        }
+        generic.sort();
+        assert_eq!(
+            generic,
+            [
+                "get /openapi.json",
+                "get /v1/pty-traffic/health",
+                "get /v1/pty-traffic/stats"
+            ],
+            "replies without a schema of their own"
+        );
+        let schemas = &doc["components"]["schemas"];
+        for name in [
+            "AgentInfo",
+            "TaskInfo",
+            "AuditRecord",
+            "CheckRow",
+            "SessionInfo",
+            "TalkResult",
+            "TermRead",
+            "BridgeReadRequest",
+        ] {
+            assert!(schemas[name].is_object(), "no schema {name}");
+        }
+        assert_eq!(
+            schemas["PolicyTrigger"]["enum"],
+            serde_json::json!(["idle_timeout", "warn_before", "max_lifetime", "on_stuck"])
+        );
+    }
 }

@@ -41,6 +41,7 @@ CREATE INDEX IF NOT EXISTS events_action ON events(action);
 /// One audit record. `success` is `None` while an operation runs (and stays so if the hub
 /// died before it finished: the attempt is on record, its outcome is not).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[schema(as = AuditRecord)]
 pub struct Record {
     #[serde(default)]
     pub id: i64,
