@@ -9,8 +9,8 @@ use chrono::Utc;
 use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
+use crate::actor::Actor;
 use crate::agents::Agents;
-use crate::api::auth::Role;
 use crate::audit::Audit;
 use crate::backend::pty::PtyBackend;
 use crate::backend::tmux::{TmuxBackend, TmuxPlace};
@@ -79,7 +79,7 @@ struct Inner {
     /// with a `type` field.
     events: tokio::sync::broadcast::Sender<serde_json::Value>,
     /// The command guard every command-capable input passes.
-    guard: Guard,
+    guard: Arc<Guard>,
     /// Redaction for every output path.
     redactor: Arc<Redactor>,
     /// The durable audit log.
@@ -102,11 +102,12 @@ impl Hub {
             redactor.add_env_secrets(&def.env, &config.redact.secret_env);
         }
         let audit = Audit::open(&config.audit, &config.data_dir);
-        let metrics = crate::metrics::Metrics::new(redactor.counter(), audit.meters());
+        let metrics =
+            crate::metrics::Metrics::new(redactor.counter(), guard.refusals(), audit.meters());
         let hub = Hub {
             inner: Arc::new(Inner {
                 metrics,
-                guard,
+                guard: Arc::new(guard),
                 redactor,
                 audit,
                 sessions: RwLock::new(BTreeMap::new()),
@@ -128,39 +129,14 @@ impl Hub {
         hub
     }
 
-    /// The one check every input that can run a command passes before it is written:
-    /// `PTY_COMMAND_BLOCKED` (naming the pattern) if the guard refuses it.
-    pub fn check_input(&self, text: &str, role: Role) -> HubResult<()> {
-        self.inner.guard.check(text, role).map_err(|b| {
-            self.inner.metrics.guard_refusal(&b.pattern);
-            HubError::CommandBlocked { pattern: b.pattern }
-        })
-    }
-
     /// The hub's metrics.
     pub fn metrics(&self) -> &crate::metrics::Metrics {
         &self.inner.metrics
     }
 
-    /// The guard for raw input (keys, WebSocket input): bytes that end a line are checked as
-    /// the text they spell; keystrokes without a line end pass (the line is checked when a
-    /// request carries it whole).
-    pub fn check_typed(&self, bytes: &[u8], role: Role) -> HubResult<()> {
-        if bytes.contains(&b'\r') || bytes.contains(&b'\n') {
-            // As the line editor would see it: backspace and Ctrl-U applied.
-            let mut line = Vec::new();
-            crate::guard::edit_line(&mut line, bytes);
-            self.check_input(&String::from_utf8_lossy(&line), role)?;
-        }
-        Ok(())
-    }
-
-    /// The guard for a `send_line`: the line as it will be typed (escapes such as `\xNN`
-    /// decoded), not as it was sent.
-    pub fn check_line(&self, data: &str, role: Role) -> HubResult<()> {
-        self.check_input(data, role)?;
-        let typed = crate::session::input::line_bytes(data);
-        self.check_typed(&typed, role)
+    /// The command guard (the sessions enforce it on every caller's input).
+    pub fn guard(&self) -> &Arc<Guard> {
+        &self.inner.guard
     }
 
     /// Redaction shared by every output path (see [`crate::redact`]); call
@@ -245,7 +221,24 @@ impl Hub {
             .unwrap_or_else(|| "/bin/bash".into())
     }
 
-    /// Starts a session and registers it.
+    /// Starts a session for `actor`: its program and arguments are a command too
+    /// (`sh -c 'rm -rf /'`), so they pass the command guard first.
+    pub async fn create_session_as(
+        &self,
+        actor: &Actor,
+        req: CreateSession,
+    ) -> HubResult<Arc<Session>> {
+        if let Some(shell) = &req.shell {
+            let command = std::iter::once(shell.as_str())
+                .chain(req.args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" ");
+            self.inner.guard.check_input(&command, actor.role())?;
+        }
+        self.create_session(req).await
+    }
+
+    /// Starts a session and registers it (the hub's own sessions: not checked by the guard).
     pub async fn create_session(&self, req: CreateSession) -> HubResult<Arc<Session>> {
         let cfg = &self.inner.config;
         let size = TermSize {
@@ -379,7 +372,15 @@ impl Hub {
         let profile = resolved.profile;
         let ingested = self.metrics().output_bytes(&spec.source);
         output.count_into(ingested);
-        let session = Session::new(spec, size, owner, output, backend, profile);
+        let session = Session::new(
+            spec,
+            size,
+            owner,
+            output,
+            backend,
+            profile,
+            self.inner.guard.clone(),
+        );
         self.inner
             .sessions
             .write()

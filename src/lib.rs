@@ -12,7 +12,8 @@
 //! - [`process`]: stopping every process of a terminal.
 //! - [`routing`]: which session a leader means by agent id, owner session or label.
 //! - [`tasks`]: shell commands run to completion (in a PTY session or with pipes).
-//! - [`guard`]: the command guard every command-capable input passes (`Hub::check_input`).
+//! - [`guard`]: the command guard every command-capable input passes, enforced inside the
+//!   session's input operations (`session::write`) with the caller's [`actor`].
 //! - [`redact`]: secret redaction for every output path (whole texts and byte streams).
 //! - [`audit`]: the durable SQLite audit log; `api::audit` records every mutating request
 //!   before its reply, `api::traffic` serves `/v1/pty-traffic/`.
@@ -28,6 +29,7 @@
 //! - [`metrics`]: Prometheus metrics (`GET /metrics`).
 
 pub mod activity;
+pub mod actor;
 pub mod agent_state;
 pub mod agents;
 pub mod api;

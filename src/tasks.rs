@@ -23,6 +23,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use utoipa::ToSchema;
 
+use crate::actor::Actor;
 use crate::error::{HubError, HubResult};
 use crate::hub::{BackendKind, CreateSession, Hub};
 use crate::output::{CursorItem, OutputCursor};
@@ -352,8 +353,10 @@ fn started_event(hub: &Hub, info: &TaskInfo) {
     }));
 }
 
-/// Starts a PTY task: `sh -c CMD` in a new PTY session. Returns at once.
-pub async fn start(hub: &Hub, req: CreateTask) -> HubResult<TaskInfo> {
+/// Starts a PTY task for `actor`: `sh -c CMD` in a new PTY session. Returns at once. The
+/// command line passes the command guard first, like a `send_line`.
+pub async fn start(hub: &Hub, actor: &Actor, req: CreateTask) -> HubResult<TaskInfo> {
+    hub.guard().check_input(&req.cmd, actor.role())?;
     hub.tasks().purge(hub);
     let plan = plan(&req)?;
     let id = hub.new_id("task");
@@ -498,7 +501,8 @@ impl Drop for StopOnDrop {
 /// Runs a piped task (`pty: false`) to its end: `sh -c CMD` with stdout and stderr captured,
 /// in its own process group. A timeout is an error ([`HubError::TaskTimedOut`]) carrying the
 /// partial output.
-pub async fn run(hub: &Hub, req: CreateTask) -> HubResult<RunOutput> {
+pub async fn run(hub: &Hub, actor: &Actor, req: CreateTask) -> HubResult<RunOutput> {
+    hub.guard().check_input(&req.cmd, actor.role())?;
     hub.tasks().purge(hub);
     let plan = plan(&req)?;
     let id = hub.new_id("task");

@@ -9,8 +9,8 @@ use axum::extract::State;
 use axum::Extension;
 use axum::Json;
 
-use super::auth::Actor;
 use super::error::{ApiJson, ApiResult};
+use crate::actor::Actor;
 use crate::bridge::{BufferRequest, ReadReply, ReadRequest, TalkRequest, WriteRequest};
 use crate::error::HubError;
 use crate::hub::Hub;
@@ -40,10 +40,9 @@ pub async fn write(
         Encoding::Utf8 => req.data.into_bytes(),
         Encoding::Base64 => base64_decode(&req.data).map_err(HubError::bad_request)?,
     };
-    hub.check_typed(&bytes, actor.role())?;
     let n = bytes.len();
     own_session(&hub, &req.session_id)?
-        .send_bytes(bytes)
+        .send_bytes(&actor, bytes)
         .await?;
     Ok(Json(super::sessions::written(req.session_id, n)))
 }
@@ -98,9 +97,9 @@ pub async fn talk(
 ) -> ApiResult<Json<TalkReply>> {
     let timeout_ms = req.timeout_ms.unwrap_or(hub.config().talk_timeout_ms);
     super::sessions::check_talk_timeout(timeout_ms)?;
-    hub.check_input(&req.command, actor.role())?;
     let result = own_session(&hub, &req.session_id)?
         .talk(
+            &actor,
             &req.command,
             req.sentinel.as_deref(),
             Duration::from_millis(timeout_ms),

@@ -7,10 +7,11 @@ use std::time::Duration;
 use axum::extract::{Path, State};
 use axum::{Extension, Json};
 
-use super::auth::{Actor, Role};
 use super::error::{ApiJson, ApiQuery, ApiResult};
+use crate::actor::{Actor, Role};
 use crate::backend::TermSize;
 use crate::config::check_size;
+use crate::delivery::By;
 use crate::error::HubError;
 use crate::hub::{CreateSession, Hub};
 use crate::protocol::{
@@ -48,34 +49,29 @@ pub async fn create_session(
     Extension(actor): Extension<Actor>,
     ApiJson(req): ApiJson<CreateSessionRequest>,
 ) -> ApiResult<Json<SessionCreatedReply>> {
-    // The program and its arguments are a command too (`sh -c 'rm -rf /'`).
-    if let Some(shell) = &req.shell {
-        let command = std::iter::once(shell.as_str())
-            .chain(req.args.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join(" ");
-        hub.check_input(&command, actor.role())?;
-    }
     let session = hub
-        .create_session(CreateSession {
-            backend: req.backend,
-            shell: req.shell,
-            args: req.args,
-            cwd: req.cwd.map(Into::into),
-            cols: req.cols,
-            rows: req.rows,
-            env: req.env,
-            tmux_session: req.tmux_session,
-            owner: Owner {
-                owner_agent_id: req.owner_agent_id,
-                owner_session_id: req.owner_session_id,
-                owner_role: req.owner_role,
-                label: req.label,
-                cli_type: req.cli_type,
-                conversation_id: req.conversation_id,
+        .create_session_as(
+            &actor,
+            CreateSession {
+                backend: req.backend,
+                shell: req.shell,
+                args: req.args,
+                cwd: req.cwd.map(Into::into),
+                cols: req.cols,
+                rows: req.rows,
+                env: req.env,
+                tmux_session: req.tmux_session,
+                owner: Owner {
+                    owner_agent_id: req.owner_agent_id,
+                    owner_session_id: req.owner_session_id,
+                    owner_role: req.owner_role,
+                    label: req.label,
+                    cli_type: req.cli_type,
+                    conversation_id: req.conversation_id,
+                },
+                policy: req.policy,
             },
-            policy: req.policy,
-        })
+        )
         .await?;
     let info = session.info();
     let resolved = hub
@@ -141,13 +137,12 @@ pub async fn send_line(
     ApiJson(req): ApiJson<SendLineRequest>,
 ) -> ApiResult<Json<WriteReply>> {
     let session = hub.get(&id)?;
-    hub.check_line(&req.data, actor.role())?;
     if req.submit {
         let opts = crate::delivery::Options {
             force: req.force,
             ..Default::default()
         };
-        let report = crate::delivery::submit(&session, &req.data, opts).await?;
+        let report = crate::delivery::submit(&session, By::Caller(&actor), &req.data, opts).await?;
         let delivery = serde_json::to_value(&report).map_err(|e| HubError::Internal {
             message: e.to_string(),
         })?;
@@ -157,7 +152,7 @@ pub async fn send_line(
             ..written(id, report.bytes_written)
         }));
     }
-    let n = session.send_line(&req.data).await?;
+    let n = session.send_line(&actor, &req.data).await?;
     Ok(Json(written(id, n)))
 }
 
@@ -172,10 +167,7 @@ pub async fn send_keys(
     }
     let session = hub.get(&id)?;
     // Keys that spell a line (text, then Enter) pass the guard like send_line.
-    if let Ok(bytes) = crate::session::input::keys_bytes(&req.keys) {
-        hub.check_typed(&bytes, actor.role())?;
-    }
-    let n = session.send_keys(&req.keys).await?;
+    let n = session.send_keys(&actor, &req.keys).await?;
     Ok(Json(written(id, n)))
 }
 
@@ -230,9 +222,9 @@ pub async fn talk(
     let timeout_ms = req.timeout_ms.unwrap_or(hub.config().talk_timeout_ms);
     check_talk_timeout(timeout_ms)?;
     let session = hub.get(&id)?;
-    hub.check_input(&req.command, actor.role())?;
     let result = session
         .talk(
+            &actor,
             &req.command,
             req.sentinel.as_deref(),
             Duration::from_millis(timeout_ms),

@@ -20,13 +20,11 @@ const WAIT_MAX_TIMEOUT_MS: u64 = 600_000;
 
 pub async fn create_task(
     State(hub): State<Hub>,
-    axum::Extension(actor): axum::Extension<super::auth::Actor>,
+    axum::Extension(actor): axum::Extension<crate::actor::Actor>,
     ApiJson(req): ApiJson<CreateTask>,
 ) -> ApiResult<Json<TaskCreatedReply>> {
-    // A task runs a command line: it passes the command guard like send_line.
-    hub.check_input(&req.cmd, actor.role())?;
     if req.pty {
-        let task = tasks::start(&hub, req).await?;
+        let task = tasks::start(&hub, &actor, req).await?;
         return Ok(Json(TaskCreatedReply::Started(TaskStartedReply {
             ok: true,
             task_id: task.id.clone(),
@@ -35,7 +33,7 @@ pub async fn create_task(
             task,
         })));
     }
-    let run = tasks::run(&hub, req).await?;
+    let run = tasks::run(&hub, &actor, req).await?;
     Ok(Json(TaskCreatedReply::Ran(TaskRunReply {
         ok: true,
         task_id: run.task.id.clone(),

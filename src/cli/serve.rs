@@ -74,10 +74,10 @@ fn build_config(args: &ServeArgs) -> Result<HubConfig, String> {
         config.term_buffer_access = false;
     }
     if let Ok(token) = std::env::var("AGENT_HUB_TOKEN") {
-        config.tokens.push(crate::api::auth::TokenConfig {
+        config.tokens.push(crate::config::TokenConfig {
             name: "env".into(),
             token,
-            role: crate::api::auth::Role::Admin,
+            role: crate::actor::Role::Admin,
         });
     }
     config.validate()?;

@@ -44,11 +44,6 @@ struct InputLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct PatternLabels {
-    pattern: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PolicyLabels {
     action: String,
     dry_run: String,
@@ -110,7 +105,6 @@ struct Inner {
     resyncs: Counter,
     dropped_bytes: Counter,
     input_ops: Family<InputLabels, Counter>,
-    guard_refusals: Family<PatternLabels, Counter>,
     policy_actions: Family<PolicyLabels, Counter>,
     agent_ops: HistogramFamily<AgentOpLabels>,
     api_requests: HistogramFamily<RouteLabels>,
@@ -121,7 +115,11 @@ struct Inner {
 impl Metrics {
     /// Registers every metric; `redactions` and `audit` belong to the redactor and the audit
     /// log, which count on their own.
-    pub fn new(redactions: &Counter, audit: &AuditMeters) -> Self {
+    pub fn new(
+        redactions: &Counter,
+        guard_refusals: &crate::guard::Refusals,
+        audit: &AuditMeters,
+    ) -> Self {
         let mut registry = Registry::with_prefix("agent_hub");
         let output_bytes = Family::default();
         let sent_bytes = Family::default();
@@ -129,7 +127,6 @@ impl Metrics {
         let resyncs = Counter::default();
         let dropped_bytes = Counter::default();
         let input_ops = Family::default();
-        let guard_refusals = Family::default();
         let policy_actions = Family::default();
         let agent_ops: HistogramFamily<AgentOpLabels> =
             Family::new_with_constructor(slow_buckets as fn() -> Histogram);
@@ -217,7 +214,6 @@ impl Metrics {
                 resyncs,
                 dropped_bytes,
                 input_ops,
-                guard_refusals,
                 policy_actions,
                 agent_ops,
                 api_requests,
@@ -256,16 +252,6 @@ impl Metrics {
             .get_or_create(&InputLabels {
                 kind: kind.into(),
                 outcome: outcome.into(),
-            })
-            .inc();
-    }
-
-    /// The guard refused an input matching `pattern`.
-    pub fn guard_refusal(&self, pattern: &str) {
-        self.inner
-            .guard_refusals
-            .get_or_create(&PatternLabels {
-                pattern: pattern.into(),
             })
             .inc();
     }

@@ -177,7 +177,7 @@ async fn apply(hub: Hub, unit: Unit, verdict: Verdict) {
             None => Err("host sessions cannot be restarted; use idle_action = \"stop\"".into()),
         },
         Action::Interrupt => session
-            .send_bytes(session.profile().interrupt_bytes.clone())
+            .send_unchecked(session.profile().interrupt_bytes.clone())
             .await
             .map_err(|e| e.to_string()),
     };
@@ -196,11 +196,8 @@ async fn apply(hub: Hub, unit: Unit, verdict: Verdict) {
 }
 
 async fn deliver(session: &Session, line: &str) -> Result<(), String> {
-    let opts = crate::delivery::Options {
-        own: true,
-        ..Default::default()
-    };
-    crate::delivery::submit(session, line, opts)
+    let opts = crate::delivery::Options::default();
+    crate::delivery::submit(session, crate::delivery::By::Hub, line, opts)
         .await
         .map(|_| ())
         .map_err(|e| e.to_string())

@@ -1,9 +1,11 @@
 //! A session is one terminal: identity, metadata, the output pipeline, the rendered screen and a
 //! backend. The operations people and agents use (send_line, keys, signal, talk, resize, kill)
-//! are written here once, whatever the backend.
+//! are written here once, whatever the backend; `write` holds the input operations and the
+//! command guard they enforce.
 
 pub mod input;
 pub mod talk;
+pub mod write;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -16,6 +18,7 @@ use crate::agent_state::profile::Profile;
 use crate::agent_state::{StateReport, Watch};
 use crate::backend::{Backend, TermSize};
 use crate::error::{HubError, HubResult};
+use crate::guard::Guard;
 use crate::output::{CursorItem, ExitInfo, Output, OutputCursor};
 use crate::screen::Screen;
 use input::{SignalAction, TermSignal};
@@ -121,6 +124,8 @@ pub struct Session {
     /// Meaningful activity and agent state (see [`crate::agent_state`]).
     watch: Mutex<Watch>,
     backend: Box<dyn Backend>,
+    /// The command guard every caller's input passes (see [`write`]).
+    guard: Arc<Guard>,
     /// Serialises talks so two never interleave on one terminal.
     talk_lock: tokio::sync::Mutex<()>,
     /// Stops the session's background tasks when it is removed.
@@ -139,6 +144,7 @@ impl Session {
         output: Arc<Output>,
         backend: Box<dyn Backend>,
         profile: Arc<Profile>,
+        guard: Arc<Guard>,
     ) -> Arc<Self> {
         let session = Arc::new(Session {
             spec,
@@ -152,6 +158,7 @@ impl Session {
             screen: Mutex::new(Screen::new(size)),
             watch: Mutex::new(Watch::new(profile, tokio::time::Instant::now())),
             backend,
+            guard,
             talk_lock: tokio::sync::Mutex::new(()),
             cancel: CancellationToken::new(),
             viewers: std::sync::atomic::AtomicUsize::new(0),
@@ -253,60 +260,11 @@ impl Session {
         }
     }
 
-    /// Writes raw bytes through the session's single writer.
-    pub async fn send_bytes(&self, bytes: Vec<u8>) -> HubResult<()> {
-        self.write_input(bytes, true).await
-    }
-
-    /// Writes the hub's own input (a policy's warning line): it is not the input of someone
-    /// using the session, so it neither counts as activity nor sets the `working` hold.
-    pub async fn send_own_bytes(&self, bytes: Vec<u8>) -> HubResult<()> {
-        self.write_input(bytes, false).await
-    }
-
-    async fn write_input(&self, bytes: Vec<u8>, counts: bool) -> HubResult<()> {
-        if let Some(exit) = self.output.exit() {
-            return Err(self.exited_error(exit, String::new()));
-        }
-        let submits = submits(&bytes);
-        // Taken before writing: the program may answer before the write returns.
-        let sent_at = tokio::time::Instant::now();
-        match self.backend.external() {
-            Some(link) => link.write(&bytes).await?,
-            None => self
-                .backend
-                .write(bytes)
-                .await
-                .map_err(|reason| HubError::WriteFailed { reason })?,
-        }
-        if counts {
-            self.lock().last_input_at = Some(Utc::now());
-            self.lock_watch().note_input(submits, sent_at);
-        }
-        Ok(())
-    }
-
-    /// Types one line and presses Enter (see [`input::line_bytes`]).
-    pub async fn send_line(&self, text: &str) -> HubResult<usize> {
-        let bytes = input::line_bytes(text);
-        let n = bytes.len();
-        self.send_bytes(bytes).await?;
-        Ok(n)
-    }
-
-    /// Presses named keys.
-    pub async fn send_keys(&self, names: &[String]) -> HubResult<usize> {
-        let bytes = input::keys_bytes(names).map_err(|e| HubError::bad_request(e.to_string()))?;
-        let n = bytes.len();
-        self.send_bytes(bytes).await?;
-        Ok(n)
-    }
-
-    /// Delivers a signal: SIGINT and SIGQUIT as their control characters, the others by
-    /// terminating the terminal's processes.
+    /// Delivers a signal: SIGINT and SIGQUIT as their control characters (runs nothing, so
+    /// unchecked), the others by terminating the terminal's processes.
     pub async fn signal(&self, name: &str) -> HubResult<()> {
         match input::signal_action(name).map_err(HubError::bad_request)? {
-            SignalAction::Write(bytes) => self.send_bytes(bytes.to_vec()).await,
+            SignalAction::Write(bytes) => self.send_unchecked(bytes.to_vec()).await,
             SignalAction::Terminate(sig) => self.terminate(sig).await,
         }
     }
@@ -454,14 +412,17 @@ impl Session {
         f(&mut screen)
     }
 
-    /// Runs one shell command and returns its output and exit code. Talks on one session
-    /// queue behind each other; other readers are not disturbed.
+    /// Runs one shell command for `actor` (checked by the guard first) and returns its output
+    /// and exit code. Talks on one session queue behind each other; other readers are not
+    /// disturbed.
     pub async fn talk(
         &self,
+        actor: &crate::actor::Actor,
         command: &str,
         sentinel: Option<&str>,
         timeout: Duration,
     ) -> HubResult<TalkResult> {
+        self.check_command(actor, command)?;
         if let Some(link) = self.backend.external() {
             let result = link
                 .client
@@ -476,7 +437,7 @@ impl Session {
         let mut cursor = OutputCursor::new(self.output.clone(), self.output.end_offset());
         let mut line = plan.line.clone().into_bytes();
         line.push(b'\r');
-        self.send_bytes(line).await?;
+        self.send_unchecked(line).await?;
 
         let partial = |s: &talk::TalkScanner| input::plain_text(s.partial());
         let deadline = tokio::time::Instant::now() + timeout;
