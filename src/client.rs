@@ -6,7 +6,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::external::RegisterRequest;
-use crate::protocol::{BridgeListReply, RegisterReply, UnregisterReply};
+use crate::protocol::{
+    AgentListReply, AgentReply, AgentStartReply, AuditPageReply, BridgeListReply, CreateTask,
+    PolicyCheckReply, PolicyListReply, PolicyReloadReply, RegisterReply, TaskCreatedReply,
+    TaskListReply, TaskReply, TaskWaitReply, UnregisterReply,
+};
 use crate::protocol::{
     CreateSessionRequest, ErrorBody, HealthReply, KeysRequest, KillReply, ReadQuery, ReadReply,
     ResizeReply, ResizeRequest, ResolveReply, SendLineRequest, SendToAgentReply,
@@ -155,7 +159,7 @@ impl HubClient {
     }
 
     /// `GET /v1/policies/check[?agent=ID]`: what each policy would do now.
-    pub async fn policy_check(&self, agent: Option<&str>) -> Result<Value, ClientError> {
+    pub async fn policy_check(&self, agent: Option<&str>) -> Result<PolicyCheckReply, ClientError> {
         let query = agent
             .map(|a| format!("?agent={}", encode(a)))
             .unwrap_or_default();
@@ -163,12 +167,12 @@ impl HubClient {
     }
 
     /// `GET /v1/policies`.
-    pub async fn policies(&self) -> Result<Value, ClientError> {
+    pub async fn policies(&self) -> Result<PolicyListReply, ClientError> {
         self.get("/v1/policies").await
     }
 
     /// `POST /v1/policies/reload`.
-    pub async fn policies_reload(&self) -> Result<Value, ClientError> {
+    pub async fn policies_reload(&self) -> Result<PolicyReloadReply, ClientError> {
         self.post("/v1/policies/reload", &serde_json::json!({}))
             .await
     }
@@ -291,16 +295,16 @@ impl HubClient {
         self.get(&path).await
     }
 
-    pub async fn agents(&self) -> Result<Value, ClientError> {
+    pub async fn agents(&self) -> Result<AgentListReply, ClientError> {
         self.get("/v1/agents").await
     }
 
-    pub async fn agent(&self, id: &str) -> Result<Value, ClientError> {
+    pub async fn agent(&self, id: &str) -> Result<AgentReply, ClientError> {
         self.get(&format!("/v1/agents/{}", encode(id))).await
     }
 
-    /// `op` is `start`, `stop` or `restart`.
-    pub async fn agent_op(&self, id: &str, op: &str) -> Result<Value, ClientError> {
+    /// `op` is `start`, `stop` or `restart` (only `start` sets `already_running`).
+    pub async fn agent_op(&self, id: &str, op: &str) -> Result<AgentStartReply, ClientError> {
         self.post(
             &format!("/v1/agents/{}/{op}", encode(id)),
             &serde_json::json!({}),
@@ -310,21 +314,21 @@ impl HubClient {
 
     /// Starts a task. A PTY task answers at once (`taskId`, `sessionId`); a piped one
     /// (`pty: false`) when it ends (`stdout`, `stderr`, `exitCode`).
-    pub async fn create_task(&self, req: &crate::tasks::CreateTask) -> Result<Value, ClientError> {
+    pub async fn create_task(&self, req: &CreateTask) -> Result<TaskCreatedReply, ClientError> {
         self.call(reqwest::Method::POST, "/v1/tasks", Some(req))
             .await
     }
 
-    pub async fn tasks(&self) -> Result<Value, ClientError> {
+    pub async fn tasks(&self) -> Result<TaskListReply, ClientError> {
         self.get("/v1/tasks").await
     }
 
-    pub async fn task(&self, id: &str) -> Result<Value, ClientError> {
+    pub async fn task(&self, id: &str) -> Result<TaskReply, ClientError> {
         self.get(&format!("/v1/tasks/{}", encode(id))).await
     }
 
     /// Waits up to `timeout_ms` for a task to end: `{task, finished}`.
-    pub async fn wait_task(&self, id: &str, timeout_ms: u64) -> Result<Value, ClientError> {
+    pub async fn wait_task(&self, id: &str, timeout_ms: u64) -> Result<TaskWaitReply, ClientError> {
         self.post(
             &format!("/v1/tasks/{}/wait?timeout_ms={timeout_ms}", encode(id)),
             &serde_json::json!({}),
@@ -333,7 +337,7 @@ impl HubClient {
     }
 
     /// Cancels a task (kills all its processes): `{task}`.
-    pub async fn cancel_task(&self, id: &str) -> Result<Value, ClientError> {
+    pub async fn cancel_task(&self, id: &str) -> Result<TaskReply, ClientError> {
         self.call(
             reqwest::Method::DELETE,
             &format!("/v1/tasks/{}", encode(id)),
@@ -343,7 +347,10 @@ impl HubClient {
     }
 
     /// A page of audit records (`GET /v1/pty-traffic/events`); `filters` are name/value pairs.
-    pub async fn audit_events(&self, filters: &[(&str, String)]) -> Result<Value, ClientError> {
+    pub async fn audit_events(
+        &self,
+        filters: &[(&str, String)],
+    ) -> Result<AuditPageReply, ClientError> {
         let query: Vec<String> = filters
             .iter()
             .map(|(k, v)| format!("{k}={}", encode(v)))
@@ -383,15 +390,14 @@ impl HubClient {
             Err(e) if e.error_code != "PTY_SESSION_NOT_FOUND" => return Err(e),
             Err(_) => {}
         }
-        if let Ok(v) = self.agent(target).await {
-            let agent = &v["agent"];
-            return match agent["session_id"].as_str() {
-                Some(sid) if agent["pty_attached"] == true => Ok(sid.to_string()),
+        if let Ok(AgentReply { agent, .. }) = self.agent(target).await {
+            return match agent.session_id {
+                Some(sid) if agent.pty_attached => Ok(sid),
                 _ => Err(ClientError::new(
                     "AGENT_NOT_RUNNING",
                     format!(
                         "agent '{target}' is {}; start it with `agent-hub start {target}`",
-                        agent["status"].as_str().unwrap_or("not running")
+                        agent.status
                     ),
                 )),
             };

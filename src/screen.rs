@@ -100,7 +100,7 @@ pub struct TermReadRequest {
 }
 
 /// A rendered read.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TermRead {
     pub text: String,
     pub lines: Vec<String>,

@@ -21,6 +21,7 @@ use serde_json::json;
 use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 use tokio::time::Instant;
+use utoipa::ToSchema;
 
 use crate::actor::Actor;
 use crate::error::{HubError, HubResult};
@@ -50,7 +51,7 @@ const CANCEL_WAIT: Duration = Duration::from_secs(10);
 const MAX_DEFAULT_NAME_CHARS: usize = 80;
 
 /// `POST /v1/tasks`
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateTask {
     /// A shell command line, run with `sh -c`.
@@ -74,7 +75,7 @@ fn default_pty() -> bool {
 }
 
 /// Where a task is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TaskState {
     Running,
@@ -89,7 +90,7 @@ pub enum TaskState {
 }
 
 /// A task as clients see it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskInfo {
     pub id: String,

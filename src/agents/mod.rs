@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use bollard::Docker;
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::backend::tmux::{TmuxBackend, TmuxPlace};
 use crate::backend::{SpawnSpec, TermSize};
@@ -38,7 +39,7 @@ const POLL_INTERVAL: Duration = Duration::from_millis(100);
 const EXIT_SETTLE: Duration = Duration::from_secs(1);
 
 /// Where an agent is in its life.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AgentStatus {
     #[default]
@@ -72,7 +73,7 @@ struct Runtime {
 }
 
 /// What clients see of an agent.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct AgentInfo {
     pub id: String,
     pub status: AgentStatus,

@@ -9,6 +9,10 @@
 use axum::Json;
 use utoipa::OpenApi;
 
+use crate::bridge::{
+    BufferRequest, ReadReply as BridgeReadReply, ReadRequest, TalkRequest as BridgeTalkRequest,
+    WriteRequest,
+};
 use crate::external::RegisterRequest;
 use crate::protocol::*;
 use crate::routing::RouteKeys;
@@ -75,7 +79,7 @@ use crate::screen::TermReadRequest;
         traffic_cleanup,
         traffic_stream
     ),
-    components(schemas(ClientFrame, ServerFrame, SessionBackend))
+    components(schemas(ClientFrame, ServerFrame, SessionBackend, TrafficFrame, PolicyTrigger))
 )]
 pub struct ApiDoc;
 
@@ -244,8 +248,8 @@ fn stream() {}
     path = "/v1/pty/sessions/{id}/state",
     operation_id = "session_state",
     summary = "The agent state of a session (?explain=true adds the rule).",
-    params(("id" = String, Path, description = "Session, agent, task or record id")),
-    responses((status = 200, body = ObjectReply), (status = "default", body = ErrorBody, description = "Failed"))
+    params(StateQuery, ("id" = String, Path, description = "Session, agent, task or record id")),
+    responses((status = 200, body = SessionStateReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn session_state() {}
 
@@ -254,8 +258,8 @@ fn session_state() {}
     path = "/v1/agents/{id}/state",
     operation_id = "agent_state",
     summary = "The agent state of a container agent.",
-    params(("id" = String, Path, description = "Session, agent, task or record id")),
-    responses((status = 200, body = ObjectReply), (status = "default", body = ErrorBody, description = "Failed"))
+    params(StateQuery, ("id" = String, Path, description = "Session, agent, task or record id")),
+    responses((status = 200, body = AgentStateReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn agent_state() {}
 
@@ -264,7 +268,7 @@ fn agent_state() {}
     path = "/v1/policies",
     operation_id = "list_policies",
     summary = "Loaded policies and profiles.",
-    responses((status = 200, body = ObjectReply), (status = "default", body = ErrorBody, description = "Failed"))
+    responses((status = 200, body = PolicyListReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn list_policies() {}
 
@@ -273,7 +277,8 @@ fn list_policies() {}
     path = "/v1/policies/check",
     operation_id = "check_policies",
     summary = "Dry run: what each policy would do now, and why.",
-    responses((status = 200, body = ObjectReply), (status = "default", body = ErrorBody, description = "Failed"))
+    params(CheckQuery),
+    responses((status = 200, body = PolicyCheckReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn check_policies() {}
 
@@ -282,7 +287,7 @@ fn check_policies() {}
     path = "/v1/policies/reload",
     operation_id = "reload_policies",
     summary = "Reload policies and profiles from disk.",
-    responses((status = 200, body = ObjectReply), (status = "default", body = ErrorBody, description = "Failed"))
+    responses((status = 200, body = PolicyReloadReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn reload_policies() {}
 
@@ -370,7 +375,7 @@ fn reset() {}
     path = "/pty/write",
     operation_id = "bridge_write",
     summary = "Bridge API: write bytes to one of this hub's sessions.",
-    request_body = Object,
+    request_body = WriteRequest,
     responses((status = 200, body = WriteReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn bridge_write() {}
@@ -380,8 +385,8 @@ fn bridge_write() {}
     path = "/pty/read",
     operation_id = "bridge_read",
     summary = "Bridge API: read output from an offset.",
-    request_body = Object,
-    responses((status = 200, body = Object), (status = "default", body = ErrorBody, description = "Failed"))
+    request_body = ReadRequest,
+    responses((status = 200, body = BridgeReadReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn bridge_read() {}
 
@@ -390,7 +395,7 @@ fn bridge_read() {}
     path = "/pty/talk",
     operation_id = "bridge_talk",
     summary = "Bridge API: talk.",
-    request_body = Object,
+    request_body = BridgeTalkRequest,
     responses((status = 200, body = TalkReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn bridge_talk() {}
@@ -400,7 +405,7 @@ fn bridge_talk() {}
     path = "/pty/buffer",
     operation_id = "bridge_buffer",
     summary = "Bridge API: a rendered read.",
-    request_body = Object,
+    request_body = BufferRequest,
     responses((status = 200, body = TermReadReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn bridge_buffer() {}
@@ -419,7 +424,7 @@ fn bridge_list() {}
     path = "/v1/agents",
     operation_id = "list_agents",
     summary = "Container agents and their status.",
-    responses((status = 200, body = ObjectReply), (status = "default", body = ErrorBody, description = "Failed"))
+    responses((status = 200, body = AgentListReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn list_agents() {}
 
@@ -429,7 +434,7 @@ fn list_agents() {}
     operation_id = "get_agent",
     summary = "One container agent.",
     params(("id" = String, Path, description = "Session, agent, task or record id")),
-    responses((status = 200, body = ObjectReply), (status = "default", body = ErrorBody, description = "Failed"))
+    responses((status = 200, body = AgentReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn get_agent() {}
 
@@ -439,7 +444,7 @@ fn get_agent() {}
     operation_id = "start_agent",
     summary = "Start a container agent and wait until it is ready.",
     params(("id" = String, Path, description = "Session, agent, task or record id")),
-    responses((status = 200, body = ObjectReply), (status = "default", body = ErrorBody, description = "Failed"))
+    responses((status = 200, body = AgentStartReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn start_agent() {}
 
@@ -449,7 +454,7 @@ fn start_agent() {}
     operation_id = "stop_agent",
     summary = "Stop a container agent.",
     params(("id" = String, Path, description = "Session, agent, task or record id")),
-    responses((status = 200, body = ObjectReply), (status = "default", body = ErrorBody, description = "Failed"))
+    responses((status = 200, body = AgentReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn stop_agent() {}
 
@@ -459,7 +464,7 @@ fn stop_agent() {}
     operation_id = "restart_agent",
     summary = "Restart a container agent.",
     params(("id" = String, Path, description = "Session, agent, task or record id")),
-    responses((status = 200, body = ObjectReply), (status = "default", body = ErrorBody, description = "Failed"))
+    responses((status = 200, body = AgentReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn restart_agent() {}
 
@@ -468,7 +473,7 @@ fn restart_agent() {}
     path = "/v1/tasks",
     operation_id = "list_tasks",
     summary = "Tasks.",
-    responses((status = 200, body = ObjectReply), (status = "default", body = ErrorBody, description = "Failed"))
+    responses((status = 200, body = TaskListReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn list_tasks() {}
 
@@ -477,8 +482,8 @@ fn list_tasks() {}
     path = "/v1/tasks",
     operation_id = "create_task",
     summary = "Run a command as a task (in a PTY, or piped and answered when it ends).",
-    request_body = Object,
-    responses((status = 200, body = ObjectReply), (status = "default", body = ErrorBody, description = "Failed"))
+    request_body = CreateTask,
+    responses((status = 200, body = TaskCreatedReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn create_task() {}
 
@@ -488,7 +493,7 @@ fn create_task() {}
     operation_id = "get_task",
     summary = "One task.",
     params(("id" = String, Path, description = "Session, agent, task or record id")),
-    responses((status = 200, body = ObjectReply), (status = "default", body = ErrorBody, description = "Failed"))
+    responses((status = 200, body = TaskReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn get_task() {}
 
@@ -498,7 +503,7 @@ fn get_task() {}
     operation_id = "cancel_task",
     summary = "Cancel a task (kills all its processes).",
     params(("id" = String, Path, description = "Session, agent, task or record id")),
-    responses((status = 200, body = ObjectReply), (status = "default", body = ErrorBody, description = "Failed"))
+    responses((status = 200, body = TaskReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn cancel_task() {}
 
@@ -507,8 +512,8 @@ fn cancel_task() {}
     path = "/v1/tasks/{id}/wait",
     operation_id = "wait_task",
     summary = "Wait for a task to end.",
-    params(("id" = String, Path, description = "Session, agent, task or record id")),
-    responses((status = 200, body = ObjectReply), (status = "default", body = ErrorBody, description = "Failed"))
+    params(WaitQuery, ("id" = String, Path, description = "Session, agent, task or record id")),
+    responses((status = 200, body = TaskWaitReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn wait_task() {}
 
@@ -526,7 +531,8 @@ fn events() {}
     path = "/v1/pty-traffic/events",
     operation_id = "traffic_events",
     summary = "A page of audit records (filters and pagination).",
-    responses((status = 200, body = ObjectReply), (status = "default", body = ErrorBody, description = "Failed"))
+    params(TrafficFilter),
+    responses((status = 200, body = AuditPageReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn traffic_events() {}
 
@@ -536,7 +542,7 @@ fn traffic_events() {}
     operation_id = "traffic_event",
     summary = "One audit record.",
     params(("id" = String, Path, description = "Session, agent, task or record id")),
-    responses((status = 200, body = ObjectReply), (status = "default", body = ErrorBody, description = "Failed"))
+    responses((status = 200, body = AuditEventReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn traffic_event() {}
 
@@ -545,7 +551,7 @@ fn traffic_event() {}
     path = "/v1/pty-traffic/sessions",
     operation_id = "traffic_sessions",
     summary = "Per-session audit aggregates.",
-    responses((status = 200, body = ObjectReply), (status = "default", body = ErrorBody, description = "Failed"))
+    responses((status = 200, body = AuditSessionsReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn traffic_sessions() {}
 
@@ -555,7 +561,7 @@ fn traffic_sessions() {}
     operation_id = "traffic_session",
     summary = "One session's audit aggregate.",
     params(("id" = String, Path, description = "Session, agent, task or record id")),
-    responses((status = 200, body = ObjectReply), (status = "default", body = ErrorBody, description = "Failed"))
+    responses((status = 200, body = AuditSessionReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn traffic_session() {}
 
@@ -573,7 +579,8 @@ fn traffic_stats() {}
     path = "/v1/pty-traffic/blocked",
     operation_id = "traffic_blocked",
     summary = "Inputs the guard refused.",
-    responses((status = 200, body = ObjectReply), (status = "default", body = ErrorBody, description = "Failed"))
+    params(TrafficFilter),
+    responses((status = 200, body = AuditPageReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn traffic_blocked() {}
 
@@ -591,7 +598,7 @@ fn traffic_health() {}
     path = "/v1/pty-traffic/storage/cleanup",
     operation_id = "traffic_cleanup",
     summary = "Prune old audit records (admin).",
-    responses((status = 200, body = ObjectReply), (status = "default", body = ErrorBody, description = "Failed"))
+    responses((status = 200, body = CleanupReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 fn traffic_cleanup() {}
 
@@ -702,6 +709,51 @@ mod tests {
         assert_eq!(
             schemas["SessionBackend"]["enum"],
             serde_json::json!(["pty", "tmux", "docker", "external"])
+        );
+    }
+
+    /// Only the document itself and the two audit-store reports whose fields depend on the
+    /// store (stats, health) are free-form objects; every other success reply names its own
+    /// schema.
+    #[test]
+    fn success_replies_have_their_own_schemas() {
+        let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        let mut generic = Vec::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let body = &op["responses"]["200"]["content"]["application/json"]["schema"];
+                let named = body["$ref"].as_str();
+                if body.is_object() && named.is_none_or(|r| r.ends_with("/ObjectReply")) {
+                    generic.push(format!("{method} {path}"));
+                }
+            }
+        }
+        generic.sort();
+        assert_eq!(
+            generic,
+            [
+                "get /openapi.json",
+                "get /v1/pty-traffic/health",
+                "get /v1/pty-traffic/stats"
+            ],
+            "replies without a schema of their own"
+        );
+        let schemas = &doc["components"]["schemas"];
+        for name in [
+            "AgentInfo",
+            "TaskInfo",
+            "AuditRecord",
+            "CheckRow",
+            "SessionInfo",
+            "TalkResult",
+            "TermRead",
+            "BridgeReadRequest",
+        ] {
+            assert!(schemas[name].is_object(), "no schema {name}");
+        }
+        assert_eq!(
+            schemas["PolicyTrigger"]["enum"],
+            serde_json::json!(["idle_timeout", "warn_before", "max_lifetime", "on_stuck"])
         );
     }
 }

@@ -1,107 +1,99 @@
 //! Agent state and policy endpoints: `GET /v1/pty/sessions/{id}/state`,
-//! `GET /v1/agents/{id}/state` (`?explain=true` adds the rule and the matched lines; with
-//! `?wait=idle,blocked&timeout_ms=N` a long-poll that answers the moment the state is one of
-//! those, or at the timeout, with `reached`), `GET /v1/policies`, `GET /v1/policies/check` and
-//! `POST /v1/policies/reload`.
+//! `GET /v1/agents/{id}/state` (`?explain=true` adds the rule and the matched lines),
+//! `GET /v1/policies`, `GET /v1/policies/check` and `POST /v1/policies/reload`.
 
 use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
 
 use super::error::{ApiQuery, ApiResult};
 use crate::agent_state::wait::Wanted;
-use crate::agent_state::StateReport;
+use crate::agent_state::{State as AgentState, StateReport};
 use crate::error::HubError;
 use crate::hub::Hub;
+use crate::protocol::{
+    AgentStateReply, CheckQuery, PolicyCheckReply, PolicyEntry, PolicyListReply, PolicyReloadReply,
+    SessionStateReply, StateQuery, StateView,
+};
 use crate::session::Session;
 
 /// Default and largest `timeout_ms` of a state wait.
 const WAIT_DEFAULT_TIMEOUT_MS: u64 = 30_000;
 const WAIT_MAX_TIMEOUT_MS: u64 = 600_000;
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StateQuery {
-    #[serde(default)]
-    explain: bool,
-    /// States to wait for, comma-separated (`idle,blocked`; `stuck` too).
-    wait: Option<String>,
-    timeout_ms: Option<u64>,
-}
-
-impl StateQuery {
-    /// The wait asked for, checked: what to wait for and for how long.
-    fn wait(&self) -> Result<Option<(Wanted, Duration)>, HubError> {
-        let Some(list) = &self.wait else {
-            if self.timeout_ms.is_some() {
-                return Err(HubError::bad_request(
-                    "timeout_ms needs wait=STATE[,STATE...]",
-                ));
-            }
-            return Ok(None);
-        };
-        let wanted = Wanted::parse(list).map_err(HubError::bad_request)?;
-        let timeout_ms = self.timeout_ms.unwrap_or(WAIT_DEFAULT_TIMEOUT_MS);
-        if timeout_ms > WAIT_MAX_TIMEOUT_MS {
-            return Err(HubError::bad_request(format!(
-                "timeout_ms must be 0-{WAIT_MAX_TIMEOUT_MS}"
-            )));
+/// The wait a state query asks for, checked: what to wait for and for how long.
+fn wait_of(q: &StateQuery) -> Result<Option<(Wanted, Duration)>, HubError> {
+    let Some(list) = &q.wait else {
+        if q.timeout_ms.is_some() {
+            return Err(HubError::bad_request(
+                "timeout_ms needs wait=STATE[,STATE...]",
+            ));
         }
-        Ok(Some((wanted, Duration::from_millis(timeout_ms))))
+        return Ok(None);
+    };
+    let wanted = Wanted::parse(list).map_err(HubError::bad_request)?;
+    let timeout_ms = q.timeout_ms.unwrap_or(WAIT_DEFAULT_TIMEOUT_MS);
+    if timeout_ms > WAIT_MAX_TIMEOUT_MS {
+        return Err(HubError::bad_request(format!(
+            "timeout_ms must be 0-{WAIT_MAX_TIMEOUT_MS}"
+        )));
     }
+    Ok(Some((wanted, Duration::from_millis(timeout_ms))))
 }
 
-/// The state as JSON; with `explain`, the rule, its evidence and the profile: which one, why
+/// A session's state; with `explain`, the rule, its evidence and the profile: which one, why
 /// (the session's `cli_type`), and the CLI versions it was checked against.
-fn state_json(hub: &Hub, session: &Session, report: StateReport, explain: bool) -> Value {
-    let mut v = json!({
-        "state": report.state,
-        "since": report.since,
-        "stuck": report.stuck,
-        "profile": report.profile,
-        "last_activity_at": report.last_activity_at,
-        "idle_for_ms": report.idle_for_ms,
-    });
-    if explain {
+fn state_view(hub: &Hub, session: &Session, report: StateReport, explain: bool) -> StateView {
+    let profile_reason = explain.then(|| {
         let cli_type = session.owner().cli_type;
-        let resolved = hub.policy().loaded().profiles.resolve(cli_type.as_deref());
-        v["rule"] = json!(report.rule);
-        v["evidence"] = json!(report.evidence);
-        v["profile_reason"] = json!(resolved.reason);
-        v["profile_checked_with"] = json!(report.profile_checked_with);
+        let profiles = &hub.policy().loaded().profiles;
+        profiles.resolve(cli_type.as_deref()).reason
+    });
+    StateView {
+        state: report.state,
+        since: Some(report.since),
+        stuck: report.stuck,
+        profile: Some(report.profile),
+        last_activity_at: Some(report.last_activity_at),
+        idle_for_ms: Some(report.idle_for_ms),
+        rule: explain.then_some(report.rule),
+        evidence: explain.then_some(report.evidence),
+        profile_reason,
+        profile_checked_with: explain.then_some(report.profile_checked_with),
+        reached: None,
     }
-    v
 }
 
 pub async fn session_state(
     State(hub): State<Hub>,
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<StateQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SessionStateReply>> {
     let session = hub.get(&id)?;
-    let mut v = match q.wait()? {
-        None => state_json(&hub, &session, session.state_report(), q.explain),
+    let state = match wait_of(&q)? {
+        None => state_view(&hub, &session, session.state_report(), q.explain),
         Some((wanted, timeout)) => {
             let (report, reached) = session.wait_state(&wanted, timeout).await;
-            let mut v = state_json(&hub, &session, report, q.explain);
-            v["reached"] = json!(reached);
-            v
+            StateView {
+                reached: Some(reached),
+                ..state_view(&hub, &session, report, q.explain)
+            }
         }
     };
-    v["ok"] = json!(true);
-    v["session_id"] = json!(id);
-    Ok(Json(v))
+    Ok(Json(SessionStateReply {
+        ok: true,
+        session_id: id,
+        state,
+    }))
 }
 
 pub async fn agent_state(
     State(hub): State<Hub>,
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<StateQuery>,
-) -> ApiResult<Json<Value>> {
-    let wait = q.wait()?;
+) -> ApiResult<Json<AgentStateReply>> {
+    let wait = wait_of(&q)?;
     let mut info = crate::agents::info(&hub, &id)?;
     let mut reached = None;
     if let Some((wanted, timeout)) = &wait {
@@ -110,25 +102,32 @@ pub async fn agent_state(
         reached = Some(r);
     }
     let session = live_session(&hub, &info);
-    let mut v = match &session {
-        Some(s) => state_json(&hub, s, s.state_report(), q.explain),
-        None => {
-            let mut v = json!({ "state": "exited", "since": null, "stuck": false });
-            if q.explain {
-                v["rule"] = json!("agent:not_running");
-                v["evidence"] = json!([format!("agent status: {}", info.status)]);
-            }
-            v
-        }
+    let state = match &session {
+        Some(s) => state_view(&hub, s, s.state_report(), q.explain),
+        None => StateView {
+            state: AgentState::Exited,
+            since: None,
+            stuck: false,
+            profile: None,
+            last_activity_at: None,
+            idle_for_ms: None,
+            rule: q.explain.then(|| "agent:not_running".into()),
+            evidence: q
+                .explain
+                .then(|| vec![format!("agent status: {}", info.status)]),
+            profile_reason: None,
+            profile_checked_with: None,
+            reached: None,
+        },
     };
-    if let Some(reached) = reached {
-        v["reached"] = json!(reached);
-    }
-    v["ok"] = json!(true);
-    v["agent_id"] = json!(id);
-    v["status"] = json!(info.status);
-    v["session_id"] = json!(session.map(|s| s.id().to_string()));
-    Ok(Json(v))
+    let state = StateView { reached, ..state };
+    Ok(Json(AgentStateReply {
+        ok: true,
+        agent_id: id,
+        status: info.status,
+        session_id: session.map(|s| s.id().to_string()),
+        state,
+    }))
 }
 
 /// The agent's session, if its program is running.
@@ -185,63 +184,64 @@ async fn wait_agent_state(
     }
 }
 
-pub async fn list_policies(State(hub): State<Hub>) -> Json<Value> {
+pub async fn list_policies(State(hub): State<Hub>) -> Json<PolicyListReply> {
     let loaded = hub.policy().loaded();
     let sessions = hub.list();
-    let policies: Vec<Value> = loaded
+    let policies = loaded
         .policies
         .values()
         .map(|p| {
-            let agents: Vec<&str> = hub
+            let agents = hub
                 .agents()
                 .defs()
                 .filter(|d| d.policy.as_deref() == Some(p.name.as_str()))
-                .map(|d| d.id.as_str())
+                .map(|d| d.id.clone())
                 .collect();
-            let host_sessions: Vec<&str> = sessions
+            let host_sessions = sessions
                 .iter()
                 .filter(|s| s.spec().agent_id.is_none())
                 .filter(|s| s.spec().policy.as_deref() == Some(p.name.as_str()))
-                .map(|s| s.id())
+                .map(|s| s.id().to_string())
                 .collect();
-            json!({ "name": p.name, "settings": p, "agents": agents, "sessions": host_sessions })
+            PolicyEntry {
+                name: p.name.clone(),
+                settings: p.clone(),
+                agents,
+                sessions: host_sessions,
+            }
         })
         .collect();
-    Json(json!({
-        "ok": true,
-        "dir": loaded.dir,
-        "policies": policies,
-        "profiles": loaded.profiles.names(),
-    }))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CheckQuery {
-    agent: Option<String>,
+    Json(PolicyListReply {
+        ok: true,
+        dir: loaded.dir.clone(),
+        policies,
+        profiles: loaded.profiles.names(),
+    })
 }
 
 pub async fn check(
     State(hub): State<Hub>,
     ApiQuery(q): ApiQuery<CheckQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<PolicyCheckReply>> {
     if let Some(a) = &q.agent {
         let known = hub.agents().def(a).is_ok() || hub.get(a).is_ok();
         if !known {
             return Err(HubError::AgentNotFound { id: a.clone() }.into());
         }
     }
-    let rows = crate::policy::runner::check(&hub, q.agent.as_deref());
-    Ok(Json(
-        json!({ "ok": true, "count": rows.len(), "checks": rows }),
-    ))
+    let checks = crate::policy::runner::check(&hub, q.agent.as_deref());
+    Ok(Json(PolicyCheckReply {
+        ok: true,
+        count: checks.len(),
+        checks,
+    }))
 }
 
-pub async fn reload(State(hub): State<Hub>) -> ApiResult<Json<Value>> {
+pub async fn reload(State(hub): State<Hub>) -> ApiResult<Json<PolicyReloadReply>> {
     let loaded = crate::policy::runner::reload(&hub)?;
-    Ok(Json(json!({
-        "ok": true,
-        "policies": loaded.policies.keys().collect::<Vec<_>>(),
-        "profiles": loaded.profiles.names(),
-    })))
+    Ok(Json(PolicyReloadReply {
+        ok: true,
+        policies: loaded.policies.keys().cloned().collect(),
+        profiles: loaded.profiles.names(),
+    }))
 }

@@ -7,7 +7,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -29,28 +28,7 @@ struct Unit {
     report: StateReport,
 }
 
-/// A row of `policy check`.
-#[derive(Debug, Clone, Serialize)]
-pub struct CheckRow {
-    pub agent_id: Option<String>,
-    pub session_id: Option<String>,
-    pub policy: String,
-    pub dry_run: bool,
-    pub state: Option<crate::agent_state::State>,
-    pub stuck: bool,
-    pub idle_for_ms: Option<u64>,
-    pub would: Action,
-    pub event: Option<&'static str>,
-    pub reason: String,
-    pub idle_deadline_in_ms: Option<u64>,
-    pub start_on_message: bool,
-    /// The agent profile reading the screen, the CLI versions it was checked against, and the
-    /// rule and screen lines behind `state`.
-    pub profile: Option<String>,
-    pub profile_checked_with: Vec<String>,
-    pub rule: Option<String>,
-    pub evidence: Vec<String>,
-}
+pub use crate::protocol::CheckRow;
 
 /// Starts the loop; it ends when the hub closes.
 pub fn spawn(hub: &Hub) -> tokio::task::JoinHandle<()> {
@@ -243,7 +221,7 @@ pub fn check(hub: &Hub, agent: Option<&str>) -> Vec<CheckRow> {
                 stuck: u.report.stuck,
                 idle_for_ms: Some(u.report.idle_for_ms),
                 would: v.action,
-                event: v.event,
+                event: v.event.map(String::from),
                 reason: v.reason,
                 idle_deadline_in_ms: v.idle_deadline_in_ms,
                 start_on_message: u.policy.start_on_message,

@@ -1,8 +1,12 @@
 //! Wire types of the REST and WebSocket API, shared by the server (`api`) and the client
-//! (`client`, the CLI): requests here, replies in [`replies`], the error body in [`ErrorBody`].
+//! (`client`, the CLI): session requests here, their replies in [`replies`], the agent, task and
+//! audit-traffic routes in [`fleet`], the policy and state routes in [`policy`], the error body
+//! in [`ErrorBody`].
 //! Only data, and the base64 form of bytes. The OpenAPI document (`api::openapi`) is generated
 //! from these types.
 
+mod fleet;
+mod policy;
 mod replies;
 
 use std::collections::BTreeMap;
@@ -12,6 +16,8 @@ use utoipa::ToSchema;
 
 use crate::hub::BackendKind;
 
+pub use fleet::*;
+pub use policy::*;
 pub use replies::*;
 
 /// `POST /v1/pty/sessions`

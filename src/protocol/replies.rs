@@ -1,7 +1,5 @@
 //! Reply bodies of the REST API (and the request bodies of the routing and registry routes).
-//! Every success reply carries `ok: true`; every failure is an [`ErrorBody`]. Objects the hub
-//! describes elsewhere (agents, tasks, policies, audit records) travel as JSON objects here and
-//! are documented as such.
+//! Every success reply carries `ok: true`; every failure is an [`ErrorBody`].
 
 use std::collections::BTreeMap;
 
@@ -100,7 +98,6 @@ pub struct SessionListReply {
     pub count: usize,
     /// How many sessions of each backend.
     pub by_source: BTreeMap<SessionBackend, usize>,
-    #[schema(value_type = Vec<Object>)]
     pub sessions: Vec<SessionInfo>,
 }
 
@@ -128,7 +125,6 @@ pub struct SessionCreatedReply {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct SessionReply {
     pub ok: bool,
-    #[schema(value_type = Object)]
     pub session: SessionInfo,
 }
 
@@ -181,7 +177,6 @@ pub struct TalkReply {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     #[serde(flatten)]
-    #[schema(value_type = Object)]
     pub result: TalkResult,
 }
 
@@ -191,7 +186,6 @@ pub struct TermReadReply {
     pub ok: bool,
     pub session_id: String,
     #[serde(flatten)]
-    #[schema(value_type = Object)]
     pub read: TermRead,
 }
 
@@ -200,7 +194,6 @@ pub struct TermReadReply {
 pub struct ResolveReply {
     pub ok: bool,
     pub session_id: String,
-    #[schema(value_type = Object)]
     pub session: SessionInfo,
 }
 
@@ -236,7 +229,6 @@ pub struct SendToAgentReply {
     /// The agent was stopped and its policy started it for this message.
     pub started: bool,
     pub resolved_session_id: String,
-    #[schema(value_type = Object)]
     pub resolved_session: SessionInfo,
     /// `submitted` or `stalled`.
     pub receipt: String,
@@ -264,7 +256,6 @@ pub struct RegisterReply {
     pub session_id: String,
     /// `false` when the session was registered already (the registration was updated).
     pub created: bool,
-    #[schema(value_type = Object)]
     pub session: SessionInfo,
 }
 
@@ -283,7 +274,6 @@ pub struct ForceQuery {
 pub struct UnregisterReply {
     pub ok: bool,
     pub session_id: String,
-    #[schema(value_type = Object)]
     pub session: SessionInfo,
 }
 
@@ -324,7 +314,6 @@ pub struct ResetReply {
 pub struct BridgeSession {
     pub session_id: String,
     #[serde(flatten)]
-    #[schema(value_type = Object)]
     pub info: SessionInfo,
 }
 

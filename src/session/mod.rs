@@ -29,7 +29,7 @@ use input::{SignalAction, TermSignal};
 const SCREEN_FOLLOW_INTERVAL: Duration = Duration::from_millis(20);
 
 /// Who a session belongs to: the routing keys leaders use instead of session ids.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Owner {
     pub owner_agent_id: Option<String>,
     pub owner_session_id: Option<String>,
@@ -42,7 +42,7 @@ pub struct Owner {
 }
 
 /// The fixed facts about a session, set when it starts.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SessionSpec {
     pub id: String,
     pub backend: crate::protocol::SessionBackend,
@@ -64,7 +64,7 @@ pub struct SessionSpec {
 }
 
 /// Everything a client sees about a session (`GET /v1/pty/sessions/{id}`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SessionInfo {
     #[serde(flatten)]
     pub spec: SessionSpec,
@@ -94,7 +94,7 @@ pub struct SessionInfo {
 }
 
 /// The result of a talk.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TalkResult {
     pub output: String,
     pub exit_code: Option<i32>,

@@ -158,7 +158,7 @@ pub async fn hub_answers(url: &str) -> Finding {
         }
     };
     let body = match reply {
-        Ok(r) if r.status().is_success() => r.json::<serde_json::Value>().await.ok(),
+        Ok(r) if r.status().is_success() => r.json::<crate::protocol::HealthReply>().await.ok(),
         Ok(r) => {
             return Finding::problem(
                 Status::Fail,
@@ -178,17 +178,14 @@ pub async fn hub_answers(url: &str) -> Finding {
             )
         }
     };
-    let body = body.unwrap_or_default();
-    Finding::ok(
-        "hub",
-        format!(
+    let summary = match body {
+        Some(h) => format!(
             "agent-hub {} at {url}: {} session(s), {} agent(s)",
-            body["version"].as_str().unwrap_or("?"),
-            body["sessions"],
-            body["agents"]
+            h.version, h.sessions, h.agents
         ),
-        WHY,
-    )
+        None => format!("agent-hub ? at {url}: its /health reply is not the hub's"),
+    };
+    Finding::ok("hub", summary, WHY)
 }
 
 #[cfg(test)]
