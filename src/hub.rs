@@ -362,6 +362,22 @@ impl Hub {
         let id = spec.id.clone();
         let profile = self.policy().profile_for(owner.cli_type.as_deref());
         let session = Session::new(spec, size, owner, output, backend, profile);
+        let events = self.inner.events.clone();
+        let agent_id = session.spec().agent_id.clone();
+        let session_id = id.clone();
+        session.set_on_state_change(move |c| {
+            // No terminal text in it (state and rule names only): nothing to redact.
+            let _ = events.send(serde_json::json!({
+                "type": "session_state_changed",
+                "sessionId": session_id,
+                "agentId": agent_id,
+                "state": c.state,
+                "previous": c.previous,
+                "since": c.since,
+                "rule": c.rule,
+                "at": Utc::now(),
+            }));
+        });
         self.inner
             .sessions
             .write()

@@ -10,6 +10,7 @@
 
 pub mod classify;
 pub mod profile;
+pub mod question;
 
 use std::sync::Arc;
 

@@ -15,6 +15,7 @@ mod sessions;
 mod stream;
 mod tasks;
 mod traffic;
+mod web;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -43,6 +44,10 @@ pub fn router(hub: Hub) -> Router {
     let limit = hub.config().max_body_bytes;
     Router::new()
         .route("/health", get(health))
+        .route("/", get(web::index))
+        .route("/favicon.ico", get(web::favicon))
+        .route("/web/{*path}", get(web::asset))
+        .route("/v1/whoami", get(web::whoami))
         .route(
             "/v1/pty/sessions",
             get(sessions::list_sessions).post(sessions::create_session),

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::error::{ApiQuery, ApiResult};
-use crate::agent_state::StateReport;
+use crate::agent_state::{question, State as AgentState, StateReport};
 use crate::error::HubError;
 use crate::hub::Hub;
 
@@ -19,7 +19,8 @@ pub struct StateQuery {
     explain: bool,
 }
 
-fn state_json(report: StateReport, explain: bool) -> Value {
+/// A state report as the API shows it; a blocked agent's question and choices always come along.
+pub(super) fn state_json(report: StateReport, explain: bool) -> Value {
     let mut v = json!({
         "state": report.state,
         "since": report.since,
@@ -28,6 +29,10 @@ fn state_json(report: StateReport, explain: bool) -> Value {
         "last_activity_at": report.last_activity_at,
         "idle_for_ms": report.idle_for_ms,
     });
+    if report.state == AgentState::Blocked {
+        v["question"] = json!(question::question(&report.evidence));
+        v["choices"] = json!(question::choices(&report.evidence));
+    }
     if explain {
         v["rule"] = json!(report.rule);
         v["evidence"] = json!(report.evidence);

@@ -30,10 +30,17 @@ const READ_MAX_TIMEOUT_MS: u64 = 60_000;
 const TALK_MAX_TIMEOUT_MS: u64 = 3_600_000;
 
 pub async fn list_sessions(State(hub): State<Hub>) -> Json<Value> {
-    let sessions: Vec<_> = hub.list().iter().map(|s| s.info()).collect();
+    let live = hub.list();
     let mut by_source: BTreeMap<&str, usize> = BTreeMap::new();
-    for s in &sessions {
-        *by_source.entry(s.spec.backend).or_default() += 1;
+    let mut sessions = Vec::with_capacity(live.len());
+    for s in &live {
+        let info = s.info();
+        *by_source.entry(info.spec.backend).or_default() += 1;
+        let mut v = json!(info);
+        // Each session's agent state too (what `GET .../state` says), so a fleet view needs one
+        // request, not one per session.
+        v["agent_state"] = super::policies::state_json(s.state_report(), false);
+        sessions.push(v);
     }
     Json(
         json!({ "ok": true, "count": sessions.len(), "by_source": by_source, "sessions": sessions }),

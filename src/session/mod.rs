@@ -23,6 +23,8 @@ use input::{SignalAction, TermSignal};
 /// How often the background screen follower catches up with new output at most. Readers of
 /// the screen always catch up first, so this only bounds how far behind it may drift.
 const SCREEN_FOLLOW_INTERVAL: Duration = Duration::from_millis(20);
+/// How often a quiet session's screen is looked at again for a change of agent state.
+const STATE_LOOK_INTERVAL: Duration = Duration::from_millis(250);
 
 /// Who a session belongs to: the routing keys leaders use instead of session ids.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -129,6 +131,17 @@ pub struct Session {
     /// Interactive viewers attached (WebSocket screen mode): while there is one, its terminal
     /// answers the program's terminal queries; otherwise the hub does (PTY sessions only).
     viewers: std::sync::atomic::AtomicUsize,
+    /// Told of every change of the reported agent state (the hub publishes it as an event).
+    on_state_change: std::sync::OnceLock<Box<dyn Fn(StateChange) + Send + Sync>>,
+}
+
+/// The reported agent state changed (`session_state_changed` on the event bus).
+#[derive(Debug, Clone)]
+pub struct StateChange {
+    pub state: crate::agent_state::State,
+    pub previous: crate::agent_state::State,
+    pub since: DateTime<Utc>,
+    pub rule: String,
 }
 
 impl Session {
@@ -156,6 +169,7 @@ impl Session {
             talk_lock: tokio::sync::Mutex::new(()),
             cancel: CancellationToken::new(),
             viewers: std::sync::atomic::AtomicUsize::new(0),
+            on_state_change: std::sync::OnceLock::new(),
         });
         tokio::spawn(follow_screen(
             Arc::downgrade(&session),
@@ -282,7 +296,7 @@ impl Session {
         }
         if counts {
             self.lock().last_input_at = Some(Utc::now());
-            self.lock_watch().note_input(submits, sent_at);
+            self.watch_changing(|w| w.note_input(submits, sent_at));
         }
         Ok(())
     }
@@ -399,11 +413,37 @@ impl Session {
         self.lock_watch().profile().clone()
     }
 
+    /// Sets who is told of state changes (once; later calls are ignored).
+    pub fn set_on_state_change(&self, f: impl Fn(StateChange) + Send + Sync + 'static) {
+        let _ = self.on_state_change.set(Box::new(f));
+    }
+
+    /// Runs `f` on the watch and reports a change of the state it made.
+    fn watch_changing(&self, f: impl FnOnce(&mut Watch)) {
+        let change = {
+            let mut w = self.lock_watch();
+            let previous = w.state();
+            f(&mut w);
+            (w.state() != previous).then(|| {
+                let r = w.report(tokio::time::Instant::now());
+                StateChange {
+                    state: r.state,
+                    previous,
+                    since: r.since,
+                    rule: r.rule,
+                }
+            })
+        };
+        if let (Some(change), Some(tell)) = (change, self.on_state_change.get()) {
+            tell(change);
+        }
+    }
+
     /// Looks at the screen now: records meaningful change and updates the state.
     fn observe_screen(&self) -> tokio::time::Instant {
         let now = tokio::time::Instant::now();
         let exited = self.output.exit().is_some();
-        self.with_screen(|s| self.lock_watch().observe(s.vt(), exited, now));
+        self.with_screen(|s| self.watch_changing(|w| w.observe(s.vt(), exited, now)));
         now
     }
 
@@ -546,6 +586,9 @@ async fn follow_screen(session: std::sync::Weak<Session>, cancel: CancellationTo
         tokio::select! {
             _ = cancel.cancelled() => return,
             changed = progress.changed() => if changed.is_err() { return },
+            // A state can change with no output (a quiet screen settles into `idle` after the
+            // profile's dwell): look again now and then, so the change is reported in time.
+            _ = tokio::time::sleep(STATE_LOOK_INTERVAL) => {}
         }
     }
 }
