@@ -90,7 +90,7 @@ function start() {
       document.body.dataset.live = up ? "yes" : "no";
     },
   });
-  setInterval(() => app.fleet.render(), 1000);
+  setInterval(() => app.fleet.tick(), 1000);
   route();
 }
 

@@ -201,8 +201,9 @@ export class Fleet {
         s?.label && s.label !== u.name ? h("span.dim", {}, ` ${s.label}`) : "",
         s?.cli_type ? h("span.dim", {}, ` (${s.cli_type})`) : ""),
       h("td", {}, h("span", { class: `badge ${u.state}` }, u.state)),
-      h("td.since", {}, ago(u.since, now)),
-      h("td", {}, ago(s?.last_activity_at || u.agent?.last_activity_at, now)),
+      h("td.since", { "data-since": u.since }, ago(u.since, now)),
+      h("td", { "data-since": s?.last_activity_at || u.agent?.last_activity_at },
+        ago(s?.last_activity_at || u.agent?.last_activity_at, now)),
       h("td", {}, container),
       h("td", {}, s?.policy || u.agent?.policy || "", this.countdown(u, now)),
       h("td.controls", {}, controls));
@@ -221,8 +222,18 @@ export class Fleet {
     const left = c.idle_deadline_in_ms - (now - this.checkedAt);
     const action = this.policies.get(c.policy)?.idle_action || "stop";
     const word = ACTION_WORDS[action] || action;
-    return h("span.countdown", { "data-left-ms": Math.max(0, left) },
-      ` ${word} in ${span(Math.max(0, left))}${c.dry_run ? " (dry run)" : ""}`);
+    const text = (left) => ` ${word} in ${span(Math.max(0, left))}${c.dry_run ? " (dry run)" : ""}`;
+    const el = h("span.countdown", { "data-deadline": now + left }, text(left));
+    el.text = text;
+    return el;
+  }
+
+  /** Once a second: the relative times move on (in place, so nothing under the pointer is
+   * replaced). */
+  tick() {
+    const now = Date.now();
+    for (const el of this.root.querySelectorAll("[data-since]")) el.textContent = ago(el.dataset.since, now);
+    for (const el of this.root.querySelectorAll(".countdown")) el.textContent = el.text(Number(el.dataset.deadline) - now);
   }
 
   async agentOp(agent, op, button) {
