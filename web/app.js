@@ -196,6 +196,7 @@ function showGrid(ids) {
   if (!app.grid.length) root.append(h("p.empty", {}, "no terminals: open one from the fleet (\"terminal\") or tick several and press \"grid of ticked\""));
   for (const p of app.grid) if (!p.started) { p.started = true; p.start(); }
   if (app.grid.length === 1) toggleMax(app.grid[0], true);
+  else if (app.maximized) toggleMax(app.maximized, false);
 }
 
 function toggleMax(panel, on) {
