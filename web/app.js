@@ -6,7 +6,9 @@
 import "./csp.js";
 import { api, follow, setToken, token } from "./api.js";
 import { Fleet, STATES } from "./fleet.js";
-import { TermPanel, setTerminalTheme, terminals } from "./terminal.js";
+// xterm.js (350 kB) is loaded when the first terminal opens, not with the fleet page.
+let termModule = null;
+const loadTerminals = () => (termModule ??= import("./terminal.js"));
 import { Tasks, AuditTail } from "./panels.js";
 import { h } from "./util.js";
 
@@ -23,7 +25,7 @@ const app = {
   live: false,
 };
 // The browser tests look at the page's state through this.
-window.agentHub = { app, terminals };
+window.agentHub = { app, terminals: new Map() };
 
 function canOperate() {
   return ROLES.indexOf(app.who?.role) >= ROLES.indexOf("operator");
@@ -171,11 +173,16 @@ function route() {
   $("grid").hidden = !grid;
   $("nav-fleet").classList.toggle("current", !grid);
   $("nav-grid").classList.toggle("current", grid);
-  if (grid) showGrid(gridIds());
+  if (grid) {
+    loadTerminals().then((m) => {
+      window.agentHub.terminals = m.terminals;
+      showGrid(m, gridIds());
+    });
+  }
 }
 window.addEventListener("hashchange", route);
 
-function showGrid(ids) {
+function showGrid({ TermPanel }, ids) {
   const writable = canOperate() && !$("read-only").checked;
   const keep = [];
   for (const p of app.grid) {
@@ -218,7 +225,7 @@ $("read-only").addEventListener("change", () => {
 function setTheme(name) {
   document.documentElement.dataset.theme = name;
   localStorage.setItem("agent-hub.theme", name);
-  setTerminalTheme(name);
+  termModule?.then((m) => m.setTerminalTheme(name));
 }
 setTheme(localStorage.getItem("agent-hub.theme") ||
   (matchMedia("(prefers-color-scheme: light)").matches ? "light" : "dark"));

@@ -415,15 +415,20 @@ async fn measured_fleet_page_with_50_sessions() {
     for _ in 0..50 {
         ids.push(hub.create("pty").await);
     }
-    let started = Instant::now();
-    open_fleet(&b, &hub).await;
-    b.wait_js(
-        "50 rows",
-        "return document.querySelectorAll('tr[data-unit]').length === 50",
-        T,
-    )
-    .await;
-    let loaded = started.elapsed();
+    // Twice: the first load is the browser's first (cold caches), the second is what a person
+    // reloading the page sees.
+    let mut loaded = Vec::new();
+    for _ in 0..2 {
+        let started = Instant::now();
+        open_fleet(&b, &hub).await;
+        b.wait_js(
+            "50 rows",
+            "return document.querySelectorAll('tr[data-unit]').length === 50",
+            T,
+        )
+        .await;
+        loaded.push(started.elapsed().as_millis());
+    }
     let page = b
         .js(
             "const n = performance.getEntriesByType('navigation')[0]; return [n.domContentLoadedEventEnd, performance.now()]",
@@ -441,8 +446,9 @@ async fn measured_fleet_page_with_50_sessions() {
     wait_row_state(&b, one, "working").await;
     let change = sent.elapsed();
     eprintln!(
-        "figure: fleet page with 50 sessions loaded and live in {} ms (navigation to rows drawn; DOMContentLoaded at {:.0} ms); a state change shown {} ms after the input",
-        loaded.as_millis(),
+        "figure: fleet page with 50 sessions loaded and live in {} ms cold, {} ms on a reload (navigation to 50 rows drawn, event stream open; DOMContentLoaded at {:.0} ms); a state change shown {} ms after the input",
+        loaded[0],
+        loaded[1],
         page[0].as_f64().unwrap_or(0.0),
         change.as_millis()
     );
@@ -467,12 +473,18 @@ async fn measured_terminal_follows_a_10_mb_per_s_flood() {
     let (_, before) = hub.get(&format!("/v1/pty/sessions/{id}")).await;
     let start_offset = before["session"]["output_offset"].as_u64().unwrap();
     let started = Instant::now();
-    // 50 x (1 MB of random data as base64: 1.35 MB) with 0.1 s pauses: about 10 MB/s for 6-7 s.
-    hub.talk(
-        &id,
-        "for i in $(seq 1 50); do head -c 1000000 /dev/urandom | base64 -w 100; sleep 0.1; done; echo FLOOD-DONE",
+    // 30 x (700 kB of random data as base64: 0.95 MB) with 0.1 s pauses: about 10 MB/s for
+    // about 3 s. Sent as a line (a `talk` would collect all of it).
+    hub.post(
+        &format!("/v1/pty/sessions/{id}/send_line"),
+        json!({ "data": "for i in $(seq 1 30); do head -c 700000 /dev/urandom | base64 -w 100; sleep 0.1; done; echo FLOOD-DONE" }),
     )
     .await;
+    let done = wait_until(Duration::from_secs(120), || async {
+        hub_screen(&hub, &id).await.iter().any(|l| l == "FLOOD-DONE")
+    })
+    .await;
+    assert!(done, "the flood did not end");
     let flood = started.elapsed();
     let (_, after) = hub.get(&format!("/v1/pty/sessions/{id}")).await;
     let bytes = after["session"]["output_offset"].as_u64().unwrap() - start_offset;
