@@ -176,7 +176,10 @@ impl Browser {
                 let body = self
                     .js("return document.body.innerText.slice(0, 3000)", json!([]))
                     .await;
-                panic!("page: {what}: not within {within:?}\npage text:\n{}", body.as_str().unwrap_or(""));
+                panic!(
+                    "page: {what}: not within {within:?}\npage text:\n{}",
+                    body.as_str().unwrap_or("")
+                );
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }

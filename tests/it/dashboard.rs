@@ -86,7 +86,10 @@ async fn wait_same_screen(b: &Browser, hub: &TestHub, id: &str, within: Duration
     .await;
     if !same {
         let (_, read) = hub
-            .post(&format!("/v1/pty/sessions/{id}/term_read"), json!({ "mode": "viewport" }))
+            .post(
+                &format!("/v1/pty/sessions/{id}/term_read"),
+                json!({ "mode": "viewport" }),
+            )
             .await;
         panic!(
             "the page's terminal ({:?}) differs from term_read ({}x{})\npage: {:#?}\nhub: {:#?}",
@@ -173,8 +176,14 @@ async fn fleet_page_follows_states_live_and_answers_a_question() {
     let (status, v) = submit(&hub, &id, "work 2", false).await;
     assert_eq!(status, 200, "{v}");
     let shown = wait_row_state(&b, &id, "working").await;
-    eprintln!("figure: working shown on the page {} ms after the prompt was submitted", shown.as_millis());
-    assert!(shown < Duration::from_secs(1), "working shown after {shown:?}");
+    eprintln!(
+        "figure: working shown on the page {} ms after the prompt was submitted",
+        shown.as_millis()
+    );
+    assert!(
+        shown < Duration::from_secs(1),
+        "working shown after {shown:?}"
+    );
     wait_row_state(&b, &id, "idle").await;
 
     // A question: blocked, with the question and a button per answer.
@@ -188,12 +197,25 @@ async fn fleet_page_follows_states_live_and_answers_a_question() {
         )
         .await;
     let question = question.as_str().unwrap();
-    assert!(question.contains("Allow write to main.rs? [y/n]"), "{question}");
-    assert!(question.contains("yes") && question.contains("no"), "{question}");
+    assert!(
+        question.contains("Allow write to main.rs? [y/n]"),
+        "{question}"
+    );
+    assert!(
+        question.contains("yes") && question.contains("no"),
+        "{question}"
+    );
     let blocked_icon = b
-        .js("return document.getElementById('favicon').dataset.blocked", json!([]))
+        .js(
+            "return document.getElementById('favicon').dataset.blocked",
+            json!([]),
+        )
         .await;
-    assert_eq!(blocked_icon, json!("1"), "the favicon counts the blocked agent");
+    assert_eq!(
+        blocked_icon,
+        json!("1"),
+        "the favicon counts the blocked agent"
+    );
     b.screenshot("fleet").await;
 
     b.click(&format!(
@@ -208,7 +230,10 @@ async fn fleet_page_follows_states_live_and_answers_a_question() {
     )
     .await;
     // Nothing on the page was reloaded to get here.
-    assert_eq!(b.js("return window.__noReload === true", json!([])).await, json!(true));
+    assert_eq!(
+        b.js("return window.__noReload === true", json!([])).await,
+        json!(true)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -249,7 +274,10 @@ async fn terminal_matches_term_read_takes_typing_and_resizes_the_pty() {
         out["output"].as_str().unwrap_or("").trim() == format!("{rows} {cols}")
     })
     .await;
-    assert!(resized, "stty size did not follow the panel ({before:?} before)");
+    assert!(
+        resized,
+        "stty size did not follow the panel ({before:?} before)"
+    );
 
     // A grid of three live terminals; a click on a title makes it full size. (The first one
     // was resized twice: after a resize the two emulators lay out old lines differently, so the
@@ -266,7 +294,8 @@ async fn terminal_matches_term_read_takes_typing_and_resizes_the_pty() {
         wait_sized(&b, &hub, s).await;
     }
     hub.talk(&two, "seq 1 5").await;
-    hub.talk(&three, "printf '\\e[32mgreen\\e[0m third\\n'").await;
+    hub.talk(&three, "printf '\\e[32mgreen\\e[0m third\\n'")
+        .await;
     for s in [&two, &three] {
         wait_same_screen(&b, &hub, s, T).await;
     }
@@ -305,7 +334,8 @@ async fn sign_in_refuses_a_wrong_token_and_an_observer_cannot_type() {
         T,
     )
     .await;
-    b.type_into("#token", "wrong-token-0123456789\u{E007}").await;
+    b.type_into("#token", "wrong-token-0123456789\u{E007}")
+        .await;
     b.wait_js(
         "a wrong token refused",
         "return document.getElementById('signin-error').textContent === 'invalid token'",
@@ -323,7 +353,10 @@ async fn sign_in_refuses_a_wrong_token_and_an_observer_cannot_type() {
     assert!(!url.as_str().unwrap().contains(OBSERVER), "{url}");
     // No controls for an observer.
     let controls = b
-        .js("return document.querySelectorAll('button[data-op]').length", json!([]))
+        .js(
+            "return document.querySelectorAll('button[data-op]').length",
+            json!([]),
+        )
         .await;
     assert_eq!(controls, json!(0));
 
@@ -352,10 +385,7 @@ async fn sign_in_refuses_a_wrong_token_and_an_observer_cannot_type() {
         None,
     )
     .await;
-    assert!(
-        !read["output"].as_str().unwrap().contains("nope"),
-        "{read}"
-    );
+    assert!(!read["output"].as_str().unwrap().contains("nope"), "{read}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -375,7 +405,8 @@ async fn start_and_stop_from_the_page_drive_the_container() {
     )
     .await;
 
-    b.click("[data-unit=\"web-a\"] button[data-op=\"start\"]").await;
+    b.click("[data-unit=\"web-a\"] button[data-op=\"start\"]")
+        .await;
     b.wait_js(
         "web-a running",
         "return document.querySelector('[data-unit=\"web-a\"] .status')?.textContent === 'running'",
@@ -384,7 +415,8 @@ async fn start_and_stop_from_the_page_drive_the_container() {
     .await;
     let (_, v) = hub.get("/v1/agents/web-a").await;
     let container = v["agent"]["container_id"].as_str().unwrap().to_string();
-    let running = crate::docker_support::docker(&["inspect", "-f", "{{.State.Running}}", &container]);
+    let running =
+        crate::docker_support::docker(&["inspect", "-f", "{{.State.Running}}", &container]);
     assert_eq!(running.trim(), "true");
     b.wait_js(
         "web-a has a state",
@@ -394,14 +426,16 @@ async fn start_and_stop_from_the_page_drive_the_container() {
     .await;
     b.screenshot("fleet-docker").await;
 
-    b.click("[data-unit=\"web-a\"] button[data-op=\"stop\"]").await;
+    b.click("[data-unit=\"web-a\"] button[data-op=\"stop\"]")
+        .await;
     b.wait_js(
         "web-a stopped",
         "return document.querySelector('[data-unit=\"web-a\"] .status')?.textContent === 'stopped'",
         Duration::from_secs(60),
     )
     .await;
-    let running = crate::docker_support::docker(&["inspect", "-f", "{{.State.Running}}", &container]);
+    let running =
+        crate::docker_support::docker(&["inspect", "-f", "{{.State.Running}}", &container]);
     assert_eq!(running.trim(), "false");
 }
 
@@ -481,7 +515,10 @@ async fn measured_terminal_follows_a_10_mb_per_s_flood() {
     )
     .await;
     let done = wait_until(Duration::from_secs(120), || async {
-        hub_screen(&hub, &id).await.iter().any(|l| l == "FLOOD-DONE")
+        hub_screen(&hub, &id)
+            .await
+            .iter()
+            .any(|l| l == "FLOOD-DONE")
     })
     .await;
     assert!(done, "the flood did not end");
