@@ -543,3 +543,129 @@ async fn measured_terminal_follows_a_10_mb_per_s_flood() {
         lag.as_f64().unwrap_or(0.0),
     );
 }
+
+/// The API the page stands on, without a browser: the files and their headers, `whoami`,
+/// `session_state_changed` events of the promised shape, and a blocked agent's question and
+/// choices in the session list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_and_its_api_without_a_browser() {
+    let hub = hub_with_tokens().await;
+    let page = hub.http.get(format!("{}/", hub.base)).send().await.unwrap();
+    assert_eq!(page.status(), 200, "the page needs no token");
+    let csp = page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        csp.contains("script-src 'self';") && !csp.contains("unsafe"),
+        "{csp}"
+    );
+    let nonce = csp
+        .split("'nonce-")
+        .nth(1)
+        .unwrap()
+        .split('\'')
+        .next()
+        .unwrap();
+    let html = page.text().await.unwrap();
+    assert!(
+        html.contains(&format!("content=\"{nonce}\"")),
+        "the page gets its nonce"
+    );
+    let js = hub
+        .http
+        .get(format!("{}/web/app.js", hub.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        js.headers()["content-type"],
+        "text/javascript; charset=utf-8"
+    );
+    let (status, v) = crate::auth::call_as(&hub, "GET", "/web/nope.js", None, None, None).await;
+    assert_eq!(
+        (status, v["error_code"].as_str()),
+        (404, Some("NOT_FOUND")),
+        "{v}"
+    );
+    // Data needs a token; whoami tells its role.
+    let (status, _) = crate::auth::call_as(&hub, "GET", "/v1/whoami", None, None, None).await;
+    assert_eq!(status, 401);
+    let (status, v) =
+        crate::auth::call_as(&hub, "GET", "/v1/whoami", None, Some(OBSERVER), None).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        (
+            v["role"].as_str(),
+            v["token_name"].as_str(),
+            v["auth_required"].as_bool()
+        ),
+        (Some("observer"), Some("eyes"), Some(true))
+    );
+
+    let dir = policies_dir();
+    let hub = hub_with_policies(&dir, "").await;
+    let (_, v) = hub.get("/v1/whoami").await;
+    assert_eq!(
+        (v["role"].as_str(), v["auth_required"].as_bool()),
+        (Some("admin"), Some(false))
+    );
+    let mut events = hub.hub.subscribe_events();
+    let id = hub
+        .create_with(json!({
+            "backend": "pty", "shell": "bash", "args": [fake_agent()], "cli_type": "fake",
+        }))
+        .await;
+    let changed = |want: &'static str| {
+        let id = id.clone();
+        move |e: &Value| {
+            e["type"] == "session_state_changed" && e["sessionId"] == id && e["state"] == want
+        }
+    };
+    let idle = next_event(&mut events, changed("idle")).await;
+    assert_eq!(idle["agentId"], Value::Null, "{idle}");
+    assert_eq!(idle["rule"], "prompt", "{idle}");
+    assert!(
+        idle["previous"].is_string() && idle["since"].is_string() && idle["at"].is_string(),
+        "{idle}"
+    );
+    submit(&hub, &id, "ask", false).await;
+    let blocked = next_event(&mut events, changed("blocked")).await;
+    assert_eq!(blocked["previous"], "working", "{blocked}");
+    let (_, list) = hub.get("/v1/pty/sessions").await;
+    let st = &list["sessions"][0]["agent_state"];
+    assert_eq!(st["state"], "blocked", "{list}");
+    assert_eq!(st["question"], "Allow write to main.rs? [y/n]", "{st}");
+    assert_eq!(
+        st["choices"],
+        json!([{ "label": "yes", "keys": ["y", "Enter"] }, { "label": "no", "keys": ["n", "Enter"] }])
+    );
+    hub.post(
+        &format!("/v1/pty/sessions/{id}/keys"),
+        json!({ "keys": ["n", "Enter"] }),
+    )
+    .await;
+    hub.wait_output(&id, "answered: n", T).await;
+    let after = next_event(&mut events, move |e: &Value| {
+        e["type"] == "session_state_changed" && e["previous"] == "blocked"
+    })
+    .await;
+    assert_ne!(after["state"], "blocked", "{after}");
+}
+
+async fn next_event(
+    events: &mut tokio::sync::broadcast::Receiver<Value>,
+    wanted: impl Fn(&Value) -> bool,
+) -> Value {
+    tokio::time::timeout(T, async {
+        loop {
+            match events.recv().await {
+                Ok(e) if wanted(&e) => return e,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => panic!("events: {e}"),
+            }
+        }
+    })
+    .await
+    .expect("the event within the deadline")
+}
