@@ -100,7 +100,9 @@ export class Fleet {
       const st = u.session?.alive ? u.session.agent_state : null;
       u.state = st ? (st.stuck ? "stuck" : st.state) : "exited";
       u.since = st?.since;
-      u.team = u.session?.owner_agent_id || u.agent?.owner_agent_id || "";
+      // A container agent's terminal names the agent itself as its owner: its team is the
+      // agent's own owner (its leader), if any.
+      u.team = (u.agent ? u.agent.owner_agent_id : u.session?.owner_agent_id) || "";
       u.leader = u.session?.owner_session_id || "";
       u.check = this.checks.get(u.key) || (u.session && this.checks.get(u.session.id));
     }
