@@ -125,6 +125,18 @@ impl Browser {
     }
 
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        self.try_call(method.clone(), path, body)
+            .await
+            .unwrap_or_else(|e| panic!("WebDriver {method} {path}: {e}"))
+    }
+
+    /// A WebDriver call; `Err` carries the driver's error object.
+    async fn try_call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, Value> {
         let mut req = self
             .http
             .request(method.clone(), format!("{}{path}", self.session));
@@ -139,9 +151,9 @@ impl Browser {
             .await
             .expect("WebDriver reply");
         if reply["value"]["error"].is_string() {
-            panic!("WebDriver {method} {path}: {}", reply["value"]);
+            return Err(reply["value"].clone());
         }
-        reply["value"].clone()
+        Ok(reply["value"].clone())
     }
 
     pub async fn goto(&self, url: &str) {
@@ -201,14 +213,25 @@ impl Browser {
     }
 
     /// A real click (WebDriver moves the pointer and clicks), on the element `css` selects.
+    /// The live page re-renders rows when events arrive: an element replaced between finding
+    /// and clicking it is found again.
     pub async fn click(&self, css: &str) {
-        let id = self.find(css).await;
-        self.call(
-            reqwest::Method::POST,
-            &format!("/element/{id}/click"),
-            Some(json!({})),
-        )
-        .await;
+        for _ in 0..5 {
+            let id = self.find(css).await;
+            match self
+                .try_call(
+                    reqwest::Method::POST,
+                    &format!("/element/{id}/click"),
+                    Some(json!({})),
+                )
+                .await
+            {
+                Ok(_) => return,
+                Err(e) if e["error"] == "stale element reference" => continue,
+                Err(e) => panic!("click {css}: {e}"),
+            }
+        }
+        panic!("click {css}: the element kept being replaced");
     }
 
     /// Types `text` into the element `css` selects, as key events (`\u{E007}` is Enter).
