@@ -381,6 +381,22 @@ impl Hub {
             profile,
             self.inner.guard.clone(),
         );
+        let events = self.inner.events.clone();
+        let agent_id = session.spec().agent_id.clone();
+        let session_id = id.clone();
+        session.set_on_state_change(move |c| {
+            // No terminal text in it (state and rule names only): nothing to redact.
+            let _ = events.send(serde_json::json!({
+                "type": "session_state_changed",
+                "sessionId": session_id,
+                "agentId": agent_id,
+                "state": c.state,
+                "previous": c.previous,
+                "since": c.since,
+                "rule": c.rule,
+                "at": Utc::now(),
+            }));
+        });
         self.inner
             .sessions
             .write()

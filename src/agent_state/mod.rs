@@ -16,6 +16,7 @@
 
 pub mod classify;
 pub mod profile;
+pub mod question;
 pub mod wait;
 
 use std::sync::Arc;

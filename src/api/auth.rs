@@ -31,7 +31,10 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// The role a route needs (pure, so the whole table is tested).
 pub fn required_role(method: &Method, path: &str) -> Option<Role> {
-    if path == "/health" {
+    // The dashboard's files are static (no data): the page loads, then signs in.
+    let dashboard = *method == Method::GET
+        && (path == "/" || path == "/favicon.ico" || path.starts_with("/web/"));
+    if path == "/health" || dashboard {
         return None;
     }
     if path == "/mcp" {
@@ -215,6 +218,11 @@ mod tests {
             (M::GET, "/health", None),
             (M::POST, "/mcp", Some(Role::Observer)),
             (M::DELETE, "/mcp", Some(Role::Observer)),
+            (M::GET, "/", None),
+            (M::GET, "/web/app.js", None),
+            (M::GET, "/favicon.ico", None),
+            (M::POST, "/", Some(Role::Operator)),
+            (M::GET, "/v1/whoami", Some(Role::Observer)),
             (M::GET, "/v1/pty/sessions", Some(Role::Observer)),
             (M::GET, "/v1/pty/sessions/x/read", Some(Role::Observer)),
             (M::GET, "/v1/pty/sessions/x/stream", Some(Role::Observer)),

@@ -16,6 +16,7 @@ mod sessions;
 mod stream;
 mod tasks;
 mod traffic;
+mod web;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -61,6 +62,10 @@ fn rest_router(hub: Hub) -> Router {
         .route("/health", get(health))
         .route("/openapi.json", get(openapi::document))
         .route("/metrics", get(crate::metrics::http::scrape))
+        .route("/", get(web::index))
+        .route("/favicon.ico", get(web::favicon))
+        .route("/web/{*path}", get(web::asset))
+        .route("/v1/whoami", get(web::whoami))
         .route(
             "/v1/pty/sessions",
             get(sessions::list_sessions).post(sessions::create_session),

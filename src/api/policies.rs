@@ -9,7 +9,7 @@ use axum::Json;
 
 use super::error::{ApiQuery, ApiResult};
 use crate::agent_state::wait::Wanted;
-use crate::agent_state::{State as AgentState, StateReport};
+use crate::agent_state::{question, State as AgentState, StateReport};
 use crate::error::HubError;
 use crate::hub::Hub;
 use crate::protocol::{
@@ -43,14 +43,23 @@ fn wait_of(q: &StateQuery) -> Result<Option<(Wanted, Duration)>, HubError> {
 }
 
 /// A session's state; with `explain`, the rule, its evidence and the profile: which one, why
-/// (the session's `cli_type`), and the CLI versions it was checked against.
-fn state_view(hub: &Hub, session: &Session, report: StateReport, explain: bool) -> StateView {
+/// (the session's `cli_type`), and the CLI versions it was checked against. A blocked agent's
+/// question and its choices always come along.
+pub(super) fn state_view(
+    hub: &Hub,
+    session: &Session,
+    report: StateReport,
+    explain: bool,
+) -> StateView {
     let profile_reason = explain.then(|| {
         let cli_type = session.owner().cli_type;
         let profiles = &hub.policy().loaded().profiles;
         profiles.resolve(cli_type.as_deref()).reason
     });
+    let blocked = report.state == AgentState::Blocked;
     StateView {
+        question: blocked.then(|| question::question(&report.evidence)),
+        choices: blocked.then(|| question::choices(&report.evidence)),
         state: report.state,
         since: Some(report.since),
         stuck: report.stuck,
@@ -118,6 +127,8 @@ pub async fn agent_state(
             profile_reason: None,
             profile_checked_with: None,
             reached: None,
+            question: None,
+            choices: None,
         },
     };
     let state = StateView { reached, ..state };

@@ -31,10 +31,19 @@ const READ_MAX_TIMEOUT_MS: u64 = 60_000;
 const TALK_MAX_TIMEOUT_MS: u64 = 3_600_000;
 
 pub async fn list_sessions(State(hub): State<Hub>) -> Json<SessionListReply> {
-    let sessions: Vec<_> = hub.list().iter().map(|s| s.info()).collect();
+    let live = hub.list();
     let mut by_source = BTreeMap::new();
-    for s in &sessions {
-        *by_source.entry(s.spec.backend).or_default() += 1;
+    let mut sessions = Vec::with_capacity(live.len());
+    for s in &live {
+        let mut info = s.info();
+        *by_source.entry(info.spec.backend).or_default() += 1;
+        info.agent_state = Some(super::policies::state_view(
+            &hub,
+            s,
+            s.state_report(),
+            false,
+        ));
+        sessions.push(info);
     }
     Json(SessionListReply {
         ok: true,

@@ -148,6 +148,7 @@ pub async fn run(args: ServeArgs) -> i32 {
         }
     }
     super::logging::started(&hub, addr, restored);
+    tracing::info!(url = %dashboard_url(addr), "dashboard at {}", dashboard_url(addr));
     let shutdown = hub.closing();
     tokio::spawn(signal_shutdown(shutdown.clone()));
     let result = crate::api::serve(listener, hub.clone(), shutdown).await;
@@ -264,4 +265,24 @@ async fn signal_shutdown(token: CancellationToken) {
     #[cfg(not(unix))]
     let _ = tokio::signal::ctrl_c().await;
     token.cancel();
+}
+
+/// The dashboard's address for people: a wildcard listen address is reached as `localhost`.
+fn dashboard_url(addr: std::net::SocketAddr) -> String {
+    if addr.ip().is_unspecified() {
+        format!("http://localhost:{}/", addr.port())
+    } else {
+        format!("http://{addr}/")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn wildcard_addresses_become_localhost() {
+        let url = |s: &str| super::dashboard_url(s.parse().unwrap());
+        assert_eq!(url("127.0.0.1:8080"), "http://127.0.0.1:8080/");
+        assert_eq!(url("0.0.0.0:7000"), "http://localhost:7000/");
+        assert_eq!(url("[::1]:7000"), "http://[::1]:7000/");
+    }
 }

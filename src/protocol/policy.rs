@@ -106,6 +106,12 @@ pub struct StateView {
     /// With `wait`: whether one of the wanted states was reached before the timeout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reached: Option<bool>,
+    /// A blocked agent's question, as it reads on the screen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
+    /// A blocked agent's answers, each with the keys that choose it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choices: Option<Vec<crate::agent_state::question::Choice>>,
 }
 
 /// `GET /v1/pty/sessions/{id}/state`

@@ -27,6 +27,8 @@ use input::{SignalAction, TermSignal};
 /// How often the background screen follower catches up with new output at most. Readers of
 /// the screen always catch up first, so this only bounds how far behind it may drift.
 const SCREEN_FOLLOW_INTERVAL: Duration = Duration::from_millis(20);
+/// How often a quiet session's screen is looked at again for a change of agent state.
+const STATE_LOOK_INTERVAL: Duration = Duration::from_millis(250);
 
 /// Who a session belongs to: the routing keys leaders use instead of session ids.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -91,6 +93,10 @@ pub struct SessionInfo {
     /// For external sessions: the bridge and its health.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub external: Option<crate::backend::external::ExternalInfo>,
+    /// The agent state, in the session list (what `GET .../state` says), so a fleet view needs
+    /// one request, not one per session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_state: Option<crate::protocol::StateView>,
 }
 
 /// The result of a talk.
@@ -137,6 +143,17 @@ pub struct Session {
     /// Counts input written by users of the session: state waiters wake on it (input turns the
     /// state to `working` at once, before any output).
     inputs: tokio::sync::watch::Sender<u64>,
+    /// Told of every change of the reported agent state (the hub publishes it as an event).
+    on_state_change: std::sync::OnceLock<Box<dyn Fn(StateChange) + Send + Sync>>,
+}
+
+/// The reported agent state changed (`session_state_changed` on the event bus).
+#[derive(Debug, Clone)]
+pub struct StateChange {
+    pub state: crate::agent_state::State,
+    pub previous: crate::agent_state::State,
+    pub since: DateTime<Utc>,
+    pub rule: String,
 }
 
 impl Session {
@@ -167,6 +184,7 @@ impl Session {
             cancel: CancellationToken::new(),
             viewers: std::sync::atomic::AtomicUsize::new(0),
             inputs: tokio::sync::watch::channel(0).0,
+            on_state_change: std::sync::OnceLock::new(),
         });
         tokio::spawn(follow_screen(
             Arc::downgrade(&session),
@@ -222,6 +240,7 @@ impl Session {
             last_heartbeat_at: m.last_heartbeat_at,
             output_offset: self.output.end_offset(),
             external: self.backend.external().map(|link| link.info()),
+            agent_state: None,
         }
     }
 
@@ -361,6 +380,32 @@ impl Session {
         self.lock_watch().profile().clone()
     }
 
+    /// Sets who is told of state changes (once; later calls are ignored).
+    pub fn set_on_state_change(&self, f: impl Fn(StateChange) + Send + Sync + 'static) {
+        let _ = self.on_state_change.set(Box::new(f));
+    }
+
+    /// Runs `f` on the watch and reports a change of the state it made.
+    fn watch_changing(&self, f: impl FnOnce(&mut Watch)) {
+        let change = {
+            let mut w = self.lock_watch();
+            let previous = w.state();
+            f(&mut w);
+            (w.state() != previous).then(|| {
+                let r = w.report(tokio::time::Instant::now());
+                StateChange {
+                    state: r.state,
+                    previous,
+                    since: r.since,
+                    rule: r.rule,
+                }
+            })
+        };
+        if let (Some(change), Some(tell)) = (change, self.on_state_change.get()) {
+            tell(change);
+        }
+    }
+
     /// Looks at the screen now: records meaningful change and updates the state.
     fn observe_screen(&self) -> tokio::time::Instant {
         let now = tokio::time::Instant::now();
@@ -371,8 +416,7 @@ impl Session {
             now.checked_sub(ago).unwrap_or(now)
         });
         self.with_screen(|s| {
-            self.lock_watch()
-                .observe_output(s.vt(), exited, output_at, now)
+            self.watch_changing(|w| w.observe_output(s.vt(), exited, output_at, now))
         });
         now
     }
@@ -519,6 +563,9 @@ async fn follow_screen(session: std::sync::Weak<Session>, cancel: CancellationTo
         tokio::select! {
             _ = cancel.cancelled() => return,
             changed = progress.changed() => if changed.is_err() { return },
+            // A state can change with no output (a quiet screen settles into `idle` after the
+            // profile's dwell): look again now and then, so the change is reported in time.
+            _ = tokio::time::sleep(STATE_LOOK_INTERVAL) => {}
         }
     }
 }

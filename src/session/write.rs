@@ -156,7 +156,7 @@ impl Session {
         }
         if counts {
             self.lock().last_input_at = Some(Utc::now());
-            self.lock_watch().note_input(submits, sent_at);
+            self.watch_changing(|w| w.note_input(submits, sent_at));
             self.inputs.send_modify(|n| *n += 1);
         }
         Ok(())

@@ -1,6 +1,7 @@
 //! Integration tests: a real hub on loopback, real PTYs, real tmux, real HTTP and WebSocket
 //! clients. One test binary (modules below) keeps link time down.
 
+mod browser_support;
 mod docker_support;
 mod hub_process;
 mod model_standin;
@@ -14,6 +15,7 @@ mod bad_input;
 mod bridge;
 mod cli;
 mod cli_targets;
+mod dashboard;
 mod docker;
 mod guard;
 mod hub_image;
