@@ -28,6 +28,10 @@ use crate::screen::TermReadRequest;
         health,
         openapi,
         metrics,
+        dashboard_index,
+        dashboard_asset,
+        dashboard_favicon,
+        whoami,
         list_sessions,
         create_session,
         get_session,
@@ -117,6 +121,49 @@ fn openapi() {}
     )
 )]
 fn metrics() {}
+
+#[utoipa::path(
+    get,
+    path = "/",
+    operation_id = "dashboard_index",
+    summary = "The web dashboard's page (no token: static, no data; it signs in itself).",
+    responses((status = 200, body = String, content_type = "text/html; charset=utf-8"))
+)]
+fn dashboard_index() {}
+
+#[utoipa::path(
+    get,
+    path = "/web/{path}",
+    operation_id = "dashboard_asset",
+    summary = "A file of the web dashboard (scripts, styles, vendored xterm.js); no token.",
+    params(("path" = String, Path, description = "The file, e.g. app.js")),
+    responses(
+        (status = 200, body = String, description = "The file"),
+        (status = "default", body = ErrorBody, description = "Failed")
+    )
+)]
+fn dashboard_asset() {}
+
+#[utoipa::path(
+    get,
+    path = "/favicon.ico",
+    operation_id = "dashboard_favicon",
+    summary = "The dashboard's icon; no token.",
+    responses((status = 200, body = String, content_type = "image/svg+xml"))
+)]
+fn dashboard_favicon() {}
+
+#[utoipa::path(
+    get,
+    path = "/v1/whoami",
+    operation_id = "whoami",
+    summary = "The caller's token name and role, and whether the hub asks for tokens.",
+    responses(
+        (status = 200, body = WhoamiReply),
+        (status = "default", body = ErrorBody, description = "Failed")
+    )
+)]
+fn whoami() {}
 
 #[utoipa::path(
     get,
@@ -645,7 +692,8 @@ mod tests {
                     .map(|(i, _)| i)
                     .unwrap();
                 let args = &args[..end];
-                let path = args.split('"').nth(1).unwrap().to_string();
+                // axum's wildcard `{*rest}` is OpenAPI's `{rest}`.
+                let path = args.split('"').nth(1).unwrap().replace("{*", "{");
                 for method in ["get", "post", "put", "patch", "delete"] {
                     let called = |prefix: &str| {
                         args.match_indices(&format!("{method}("))

@@ -14,7 +14,6 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use rand::Rng;
-use serde_json::{json, Value};
 
 use crate::actor::Actor;
 use crate::error::HubError;
@@ -122,13 +121,13 @@ pub async fn favicon() -> Response {
 pub async fn whoami(
     axum::extract::State(hub): axum::extract::State<crate::hub::Hub>,
     Extension(actor): Extension<Actor>,
-) -> Json<Value> {
-    Json(json!({
-        "ok": true,
-        "token_name": actor.token_name,
-        "role": actor.role(),
-        "auth_required": !hub.config().tokens.is_empty(),
-    }))
+) -> Json<crate::protocol::WhoamiReply> {
+    Json(crate::protocol::WhoamiReply {
+        ok: true,
+        role: actor.role(),
+        token_name: actor.token_name,
+        auth_required: !hub.config().tokens.is_empty(),
+    })
 }
 
 #[cfg(test)]

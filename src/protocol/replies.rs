@@ -91,6 +91,17 @@ pub struct HealthReply {
     pub persistence: Option<Value>,
 }
 
+/// `GET /v1/whoami`
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct WhoamiReply {
+    pub ok: bool,
+    /// The token's name (`anonymous` on a hub without tokens).
+    pub token_name: String,
+    pub role: crate::actor::Role,
+    /// Whether the hub asks for a token.
+    pub auth_required: bool,
+}
+
 /// `GET /v1/pty/sessions`
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct SessionListReply {
