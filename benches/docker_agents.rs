@@ -242,14 +242,16 @@ impl HubUnderTest {
             "agent start",
         )
         .await?;
-        let info = self.client.agent(id).await?;
-        let field = |name: &str| {
-            info["agent"][name]
-                .as_str()
-                .map(String::from)
-                .ok_or_else(|| anyhow!("agent {id} has no {name}: {info}"))
+        let agent = self.client.agent(id).await?.agent;
+        let field = |value: &Option<String>, name: &str| {
+            value
+                .clone()
+                .ok_or_else(|| anyhow!("agent {id} has no {name}: {agent:?}"))
         };
-        Ok((field("session_id")?, field("container_id")?))
+        Ok((
+            field(&agent.session_id, "session_id")?,
+            field(&agent.container_id, "container_id")?,
+        ))
     }
 }
 

@@ -10,6 +10,16 @@ use toml::Spanned;
 
 use crate::agents::definition::AgentDef;
 
+/// An API token from the config.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenConfig {
+    /// Shown in logs and the audit trail (never the token itself).
+    pub name: String,
+    pub token: String,
+    pub role: crate::actor::Role,
+}
+
 /// Default listen address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8100";
 
@@ -51,7 +61,7 @@ pub struct HubConfig {
     /// `policies` in the working directory, when it exists.
     pub policies_dir: Option<PathBuf>,
     /// API tokens; none = an open API (then only loopback listening is allowed).
-    pub tokens: Vec<crate::api::auth::TokenConfig>,
+    pub tokens: Vec<TokenConfig>,
     /// Write scrollback snapshots to the data dir (off by default: terminals hold secrets).
     pub snapshots: bool,
     /// The newest bytes of each session a snapshot keeps.

@@ -12,7 +12,8 @@
 //! - [`process`]: stopping every process of a terminal.
 //! - [`routing`]: which session a leader means by agent id, owner session or label.
 //! - [`tasks`]: shell commands run to completion (in a PTY session or with pipes).
-//! - [`guard`]: the command guard every command-capable input passes (`Hub::check_input`).
+//! - [`guard`]: the command guard every command-capable input passes, enforced inside the
+//!   session's input operations (`session::write`) with the caller's [`actor`].
 //! - [`redact`]: secret redaction for every output path (whole texts and byte streams).
 //! - [`escape`]: where escape sequences begin and end in terminal output (used by `redact`
 //!   and `screen`).
@@ -20,6 +21,8 @@
 //!   before its reply, `api::traffic` serves `/v1/pty-traffic/`.
 //! - [`api`]: REST + WebSocket translation; [`protocol`]: the wire types; [`error`]: stable codes.
 //! - [`client`]: the typed HTTP/WebSocket client the CLI uses; [`cli`]: one module per command.
+//! - [`mcp`]: the MCP tools `k_pty` and `k_agents` (stdio via `agent-hub mcp`, and `/mcp`), each
+//!   action a REST request run through the hub's own router or over HTTP.
 //! - [`external`]: registering terminals owned by other processes (bridge sessions).
 //! - [`persist`]: the registry file, the lifecycle log, snapshots, and restoring after restart.
 //! - [`activity`]: meaningful activity (screen-text fingerprints with volatile parts masked).
@@ -27,8 +30,10 @@
 //!   hysteresis and `stuck`; [`policy`]: idle timeouts and other policies, one loop applying
 //!   them; [`delivery`]: submitting a prompt to an agent TUI with a receipt.
 //! - [`config`]: the `hub.toml` settings.
+//! - [`metrics`]: Prometheus metrics (`GET /metrics`).
 
 pub mod activity;
+pub mod actor;
 pub mod agent_state;
 pub mod agents;
 pub mod api;
@@ -45,6 +50,8 @@ pub mod escape;
 pub mod external;
 pub mod guard;
 pub mod hub;
+pub mod mcp;
+pub mod metrics;
 pub mod output;
 pub mod persist;
 pub mod policy;

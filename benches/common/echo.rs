@@ -102,7 +102,10 @@ pub async fn talk_samples(
         )
         .await?;
         let elapsed = start.elapsed();
-        ensure!(reply["exit_code"] == 0, "talk `true` replied {reply}");
+        ensure!(
+            reply.result.exit_code == Some(0),
+            "talk `true` replied {reply:?}"
+        );
         if i >= warmup {
             taken.push(elapsed);
         }

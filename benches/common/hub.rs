@@ -4,12 +4,12 @@
 
 use std::time::{Duration, Instant};
 
+use agent_hub::agents::{AgentInfo, AgentStatus};
 use agent_hub::client::HubClient;
 use agent_hub::config::HubConfig;
 use agent_hub::hub::Hub;
 use agent_hub::protocol::CreateSessionRequest;
-use anyhow::{anyhow, Result};
-use serde_json::Value;
+use anyhow::Result;
 
 use super::timed_out;
 
@@ -39,19 +39,12 @@ impl HubUnderTest {
 
     /// Creates a session; returns its id.
     pub async fn create(&self, req: CreateSessionRequest) -> Result<String> {
-        let reply = self.client.create(&req).await?;
-        reply["session_id"]
-            .as_str()
-            .map(String::from)
-            .ok_or_else(|| anyhow!("create reply without session_id: {reply}"))
+        Ok(self.client.create(&req).await?.session_id)
     }
 
     /// The session's output end offset (REST).
     pub async fn output_offset(&self, sid: &str) -> Result<u64> {
-        let info = self.client.session(sid).await?;
-        info["session"]["output_offset"]
-            .as_u64()
-            .ok_or_else(|| anyhow!("session {sid} has no output_offset: {info}"))
+        Ok(self.client.session(sid).await?.session.output_offset)
     }
 
     /// Stops every agent still running, deletes every session still registered, then shuts
@@ -61,12 +54,11 @@ impl HubUnderTest {
             .client
             .agents()
             .await
-            .ok()
-            .and_then(|v| v["agents"].as_array().cloned())
+            .map(|list| list.agents)
             .unwrap_or_default()
-            .iter()
-            .filter(|a| a["status"] != "stopped")
-            .filter_map(|a| a["id"].as_str().map(String::from))
+            .into_iter()
+            .filter(|a| a.status != AgentStatus::Stopped)
+            .map(|a| a.id)
             .collect();
         let _ = agent_ops(self.client.base(), &running, "stop").await;
         for session in self.hub.list() {
@@ -81,7 +73,7 @@ impl HubUnderTest {
 pub struct OpResult {
     pub id: String,
     pub took: Duration,
-    pub outcome: Result<Value>,
+    pub outcome: Result<AgentInfo>,
 }
 
 /// `POST /v1/agents/{id}/{op}` for every id at once, from a client of its own (dropped at the
@@ -94,8 +86,12 @@ pub async fn agent_ops(base: &str, ids: &[String], op: &str) -> (Vec<OpResult>, 
         let client = client.clone();
         async move {
             let t0 = Instant::now();
-            let outcome =
-                timed_out(async { Ok(client.agent_op(id, op).await?) }, OP_TIMEOUT, op).await;
+            let outcome = timed_out(
+                async { Ok(client.agent_op(id, op).await?.agent) },
+                OP_TIMEOUT,
+                op,
+            )
+            .await;
             OpResult {
                 id: id.clone(),
                 took: t0.elapsed(),

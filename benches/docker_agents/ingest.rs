@@ -166,7 +166,7 @@ async fn hub_ingest_explained(
             hut.client
                 .agent("ingest")
                 .await
-                .map_or_else(|e| e.to_string(), |v| v["agent"].to_string()),
+                .map_or_else(|e| e.to_string(), |v| format!("{:?}", v.agent)),
             docker_cli(&["inspect", "-f", "{{json .State}}", at.container])
                 .unwrap_or_else(|e| e.to_string())
         ))),

@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use agent_hub::agents::AgentStatus;
 use agent_hub::backend::TermSize;
 use agent_hub::output::Output;
 use agent_hub::screen::{Screen, SCREEN_SCROLLBACK_ROWS};
@@ -30,7 +31,7 @@ struct OpsSummary {
     wall: Duration,
 }
 
-fn summarize(results: Vec<OpResult>, wall: Duration, expect_status: &str) -> OpsSummary {
+fn summarize(results: Vec<OpResult>, wall: Duration, expect_status: AgentStatus) -> OpsSummary {
     let mut s = OpsSummary {
         requested: results.len(),
         ok: Vec::new(),
@@ -39,10 +40,10 @@ fn summarize(results: Vec<OpResult>, wall: Duration, expect_status: &str) -> Ops
     };
     for r in results {
         match r.outcome {
-            Ok(v) if v["agent"]["status"] == expect_status => s.ok.push(r.took),
-            Ok(v) => s
+            Ok(agent) if agent.status == expect_status => s.ok.push(r.took),
+            Ok(agent) => s
                 .failures
-                .push(format!("{}: status {}", r.id, v["agent"]["status"])),
+                .push(format!("{}: status {:?}", r.id, agent.status)),
             Err(e) => s.failures.push(format!("{}: {e:#}", r.id)),
         }
     }
@@ -57,11 +58,11 @@ pub struct StartStop {
 pub async fn measure_start_stop(hut: &HubUnderTest, n: usize) -> StartStop {
     let ids = scale_ids(n);
     let (results, wall) = agent_ops(hut.client.base(), &ids, "start").await;
-    let start = summarize(results, wall, "running");
+    let start = summarize(results, wall, AgentStatus::Running);
     let (results, wall) = agent_ops(hut.client.base(), &ids, "stop").await;
     StartStop {
         start,
-        stop: summarize(results, wall, "stopped"),
+        stop: summarize(results, wall, AgentStatus::Stopped),
     }
 }
 
@@ -184,13 +185,11 @@ fn memory_parts(n: usize, capacity: usize) -> MemoryParts {
 /// Sum over the running sessions of the bytes their rings hold.
 async fn ring_bytes(hut: &HubUnderTest, capacity: usize) -> Result<u64> {
     let list = hut.client.list().await?;
-    Ok(list["sessions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|s| s["alive"] == true)
-        .filter_map(|s| s["output_offset"].as_u64())
-        .map(|o| o.min(capacity as u64))
+    Ok(list
+        .sessions
+        .iter()
+        .filter(|s| s.alive)
+        .map(|s| s.output_offset.min(capacity as u64))
         .sum())
 }
 
@@ -229,7 +228,7 @@ pub async fn measure_idle(hut: &HubUnderTest, plan: &Plan) -> Result<IdleResults
         cpu_secs: cpu1 - cpu0,
         wall_secs,
         dockerd_cpu_secs: dockerd1.zip(dockerd0).map(|(a, b)| a - b),
-        stop: summarize(results, wall, "stopped"),
+        stop: summarize(results, wall, AgentStatus::Stopped),
         parts: memory_parts(plan.idle_agents.max(1), capacity),
     })
 }
@@ -241,7 +240,7 @@ async fn start_in_waves(hut: &HubUnderTest, ids: &[String], wave: usize) -> OpsS
     for chunk in ids.chunks(wave) {
         all.extend(agent_ops(hut.client.base(), chunk, "start").await.0);
     }
-    summarize(all, begin.elapsed(), "running")
+    summarize(all, begin.elapsed(), AgentStatus::Running)
 }
 
 fn per_agent_kb(before: u64, after: u64, n: usize) -> f64 {

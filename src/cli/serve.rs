@@ -39,6 +39,9 @@ pub struct ServeArgs {
     /// can still be read after a restart (off by default: terminals hold secrets).
     #[arg(long, env = "AGENT_HUB_SNAPSHOTS")]
     pub snapshots: bool,
+    /// Log lines as text or as one JSON object per line (for log shippers).
+    #[arg(long, env = "AGENT_HUB_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: super::logging::LogFormat,
 }
 
 fn build_config(args: &ServeArgs) -> Result<HubConfig, String> {
@@ -71,10 +74,10 @@ fn build_config(args: &ServeArgs) -> Result<HubConfig, String> {
         config.term_buffer_access = false;
     }
     if let Ok(token) = std::env::var("AGENT_HUB_TOKEN") {
-        config.tokens.push(crate::api::auth::TokenConfig {
+        config.tokens.push(crate::config::TokenConfig {
             name: "env".into(),
             token,
-            role: crate::api::auth::Role::Admin,
+            role: crate::actor::Role::Admin,
         });
     }
     config.validate()?;
@@ -88,13 +91,7 @@ fn build_config(args: &ServeArgs) -> Result<HubConfig, String> {
 }
 
 pub async fn run(args: ServeArgs) -> i32 {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("AGENT_HUB_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .try_init();
+    super::logging::init(args.log_format);
     let config = match build_config(&args) {
         Ok(c) => c,
         Err(e) => {
@@ -130,6 +127,7 @@ pub async fn run(args: ServeArgs) -> i32 {
     }
     // Before the Docker sync: container sessions get their ids and owners back.
     let persistence = crate::persist::start(&hub).await;
+    let restored = hub.list().len();
     crate::agents::sync::spawn(&hub);
     crate::policy::runner::spawn(&hub);
     tokio::spawn(reload_on_sighup(hub.clone()));
@@ -149,7 +147,8 @@ pub async fn run(args: ServeArgs) -> i32 {
             Err(e) => eprintln!("agent-hub: could not open a shell session: {e}"),
         }
     }
-    eprintln!("agent-hub: listening on http://{addr}");
+    super::logging::started(&hub, addr, restored);
+    tracing::info!(url = %dashboard_url(addr), "dashboard at {}", dashboard_url(addr));
     let shutdown = hub.closing();
     tokio::spawn(signal_shutdown(shutdown.clone()));
     let result = crate::api::serve(listener, hub.clone(), shutdown).await;
@@ -266,4 +265,24 @@ async fn signal_shutdown(token: CancellationToken) {
     #[cfg(not(unix))]
     let _ = tokio::signal::ctrl_c().await;
     token.cancel();
+}
+
+/// The dashboard's address for people: a wildcard listen address is reached as `localhost`.
+fn dashboard_url(addr: std::net::SocketAddr) -> String {
+    if addr.ip().is_unspecified() {
+        format!("http://localhost:{}/", addr.port())
+    } else {
+        format!("http://{addr}/")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn wildcard_addresses_become_localhost() {
+        let url = |s: &str| super::dashboard_url(s.parse().unwrap());
+        assert_eq!(url("127.0.0.1:8080"), "http://127.0.0.1:8080/");
+        assert_eq!(url("0.0.0.0:7000"), "http://localhost:7000/");
+        assert_eq!(url("[::1]:7000"), "http://[::1]:7000/");
+    }
 }
