@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use regex::Regex;
 use serde::Deserialize;
 
-use crate::api::auth::Role;
+use crate::actor::Role;
 
 /// The default patterns: (name, regex). Each regex is compiled with `(?im)`. The system-damage
 /// words (`shutdown`, `halt`, `init 0`) count only where a command starts (line start, after
@@ -200,7 +200,7 @@ pub fn edit_line(line: &mut Vec<u8>, bytes: &[u8]) {
             _ => {}
         }
     }
-    let excess = line.len().saturating_sub(crate::audit::MAX_FIELD_BYTES);
+    let excess = line.len().saturating_sub(crate::config::MAX_FIELD_BYTES);
     line.drain(..excess);
 }
 

@@ -9,8 +9,8 @@ use chrono::Utc;
 use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
+use crate::actor::Role;
 use crate::agents::Agents;
-use crate::api::auth::Role;
 use crate::audit::Audit;
 use crate::backend::pty::PtyBackend;
 use crate::backend::tmux::{TmuxBackend, TmuxPlace};
@@ -19,6 +19,7 @@ use crate::config::{check_size, HubConfig};
 use crate::error::{HubError, HubResult};
 use crate::guard::{Guard, GuardConfig};
 use crate::output::{ExitInfo, Output};
+pub use crate::protocol::BackendKind;
 use crate::redact::Redactor;
 use crate::session::input::TermSignal;
 use crate::session::{Owner, Session, SessionSpec};
@@ -29,15 +30,6 @@ const EXIT_RECORD_WAIT: std::time::Duration = std::time::Duration::from_millis(5
 
 /// How many lifecycle events a slow `/v1/events` subscriber may fall behind.
 const EVENTS_CHANNEL_CAPACITY: usize = 4096;
-
-/// Which backend a new session runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BackendKind {
-    #[default]
-    Pty,
-    Tmux,
-}
 
 /// What a new session should run.
 #[derive(Debug, Clone, Default)]

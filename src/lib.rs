@@ -27,6 +27,7 @@
 //! - [`config`]: the `hub.toml` settings.
 
 pub mod activity;
+pub mod actor;
 pub mod agent_state;
 pub mod agents;
 pub mod api;

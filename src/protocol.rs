@@ -5,7 +5,14 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::hub::BackendKind;
+/// Which backend a new session runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    #[default]
+    Pty,
+    Tmux,
+}
 
 /// `POST /v1/pty/sessions`
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

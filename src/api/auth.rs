@@ -12,33 +12,15 @@ use axum::extract::{Request, State};
 use axum::http::{header, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
 
 use super::error::ApiError;
+pub use crate::actor::Role;
+pub use crate::config::TokenConfig;
 use crate::error::HubError;
 use crate::hub::Hub;
 
 /// WebSocket subprotocol prefix that carries a token.
 pub const WS_TOKEN_PROTOCOL: &str = "agent-hub.bearer.";
-
-/// What a token may do, in increasing power.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Observer,
-    Operator,
-    Admin,
-}
-
-/// An API token from the config.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TokenConfig {
-    /// Shown in logs and the audit trail (never the token itself).
-    pub name: String,
-    pub token: String,
-    pub role: Role,
-}
 
 /// Who made a request.
 #[derive(Debug, Clone, Default)]

@@ -8,7 +8,13 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::agents::definition::AgentDef;
+mod agent;
+mod audit;
+mod tokens;
+
+pub use agent::{AgentDef, StartTmux};
+pub use audit::{AuditConfig, MAX_FIELD_BYTES};
+pub use tokens::TokenConfig;
 
 /// Default listen address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8100";
@@ -51,7 +57,7 @@ pub struct HubConfig {
     /// `policies` in the working directory, when it exists.
     pub policies_dir: Option<PathBuf>,
     /// API tokens; none = an open API (then only loopback listening is allowed).
-    pub tokens: Vec<crate::api::auth::TokenConfig>,
+    pub tokens: Vec<TokenConfig>,
     /// Write scrollback snapshots to the data dir (off by default: terminals hold secrets).
     pub snapshots: bool,
     /// The newest bytes of each session a snapshot keeps.
@@ -61,7 +67,7 @@ pub struct HubConfig {
     /// Extra secrets to redact (`[redact]`).
     pub redact: crate::redact::RedactConfig,
     /// The audit log (`[audit]`).
-    pub audit: crate::audit::AuditConfig,
+    pub audit: AuditConfig,
 }
 
 impl Default for HubConfig {
