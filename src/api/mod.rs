@@ -16,8 +16,6 @@ mod stream;
 mod tasks;
 mod traffic;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{Method, Uri};
 use axum::routing::{delete, get, post};
@@ -30,16 +28,12 @@ use crate::error::HubError;
 use crate::hub::Hub;
 use error::ApiError;
 
-static BODY_LIMIT: AtomicUsize = AtomicUsize::new(1 << 20);
-
-/// The request body limit in force (for error messages).
-pub(crate) fn body_limit() -> usize {
-    BODY_LIMIT.load(Ordering::Relaxed)
-}
+/// The request body limit in force, carried on every request for the error message.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BodyLimit(pub usize);
 
 /// The hub's routes, ready to serve or to call in tests without a socket.
 pub fn router(hub: Hub) -> Router {
-    BODY_LIMIT.store(hub.config().max_body_bytes, Ordering::Relaxed);
     let limit = hub.config().max_body_bytes;
     Router::new()
         .route("/health", get(health))
@@ -117,6 +111,7 @@ pub fn router(hub: Hub) -> Router {
             auth::authorize,
         ))
         .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::Extension(BodyLimit(limit)))
         .with_state(hub)
 }
 

@@ -295,9 +295,13 @@ impl Audit {
     }
 
     /// Runs retention now and then every hour while the hub lives.
-    pub fn spawn_retention(&self, closing: tokio_util::sync::CancellationToken) {
+    pub fn spawn_retention(
+        &self,
+        tracker: &tokio_util::task::TaskTracker,
+        closing: tokio_util::sync::CancellationToken,
+    ) {
         let audit = self.clone();
-        tokio::spawn(async move {
+        tracker.spawn(async move {
             loop {
                 if let Err(e) = audit.cleanup().await {
                     tracing::warn!("audit retention failed: {}", e.0);

@@ -49,7 +49,7 @@ pub struct CheckRow {
 /// Starts the loop; it ends when the hub closes.
 pub fn spawn(hub: &Hub) -> tokio::task::JoinHandle<()> {
     let hub = hub.clone();
-    tokio::spawn(async move {
+    hub.clone().spawn(async move {
         let closing = hub.closing();
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -144,7 +144,7 @@ pub async fn run_once(hub: &Hub) {
             "dry_run": unit.policy.dry_run,
         }));
         if !unit.policy.dry_run {
-            tokio::spawn(apply(hub.clone(), unit, verdict));
+            hub.spawn(apply(hub.clone(), unit, verdict));
         }
     }
 }
