@@ -39,7 +39,7 @@ use agent_hub::client::HubClient;
 use agent_hub::config::HubConfig;
 use agent_hub::hub::Hub;
 use agent_hub::output::Output;
-use agent_hub::protocol::ServerFrame;
+use agent_hub::protocol::{AgentStartReply, AgentStatus, ServerFrame};
 use agent_hub::screen::{Screen, SCREEN_SCROLLBACK_ROWS};
 use anyhow::{anyhow, bail, ensure, Context, Result};
 use bollard::container::LogOutput;
@@ -49,7 +49,7 @@ use bollard::query_parameters::ResizeExecOptionsBuilder;
 use bollard::Docker;
 use futures_util::stream::Stream;
 use futures_util::{SinkExt, StreamExt};
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -513,21 +513,21 @@ impl HubUnderTest {
             "agent start",
         )
         .await?;
-        let info = self.client.agent(id).await?;
-        let field = |name: &str| {
-            info["agent"][name]
-                .as_str()
-                .map(String::from)
-                .ok_or_else(|| anyhow!("agent {id} has no {name}: {info}"))
+        let agent = self.client.agent(id).await?.agent;
+        let field = |name: &str, value: &Option<String>| {
+            value
+                .clone()
+                .ok_or_else(|| anyhow!("agent {id} has no {name}: {agent:?}"))
         };
-        Ok((field("session_id")?, field("container_id")?))
+        Ok((
+            field("session_id", &agent.session_id)?,
+            field("container_id", &agent.container_id)?,
+        ))
     }
 
     async fn output_offset(&self, sid: &str) -> Result<u64> {
         let info = self.client.session(sid).await?;
-        info["session"]["output_offset"]
-            .as_u64()
-            .ok_or_else(|| anyhow!("session {sid} has no output_offset: {info}"))
+        Ok(info.session.output_offset)
     }
 
     /// Stops every agent still running, then shuts the hub and its server down.
@@ -537,11 +537,11 @@ impl HubUnderTest {
             .agents()
             .await
             .ok()
-            .and_then(|v| v["agents"].as_array().cloned())
+            .map(|v| v.agents)
             .unwrap_or_default()
-            .iter()
-            .filter(|a| a["status"] != "stopped")
-            .filter_map(|a| a["id"].as_str().map(String::from))
+            .into_iter()
+            .filter(|a| a.status != AgentStatus::Stopped)
+            .map(|a| a.id)
             .collect();
         let _ = agent_ops(self.client.base(), &running, "stop").await;
         self.hub.shutdown().await;
@@ -575,7 +575,7 @@ async fn timed_out<T>(
 struct OpResult {
     id: String,
     took: Duration,
-    outcome: Result<Value>,
+    outcome: Result<AgentStartReply>,
 }
 
 /// `POST /v1/agents/{id}/{op}` for every id at once, from a client of its own (dropped at the
@@ -1092,7 +1092,10 @@ async fn measure_talk(hut: &HubUnderTest, sid: &str, plan: &Plan) -> Result<Vec<
         )
         .await?;
         let elapsed = start.elapsed();
-        ensure!(reply["exit_code"] == 0, "talk `true` replied {reply}");
+        ensure!(
+            reply.result.exit_code == Some(0),
+            "talk `true` replied {reply:?}"
+        );
         if i >= plan.warmup {
             samples.push(elapsed);
         }
@@ -1246,7 +1249,7 @@ async fn hub_ingest_explained(
             hut.client
                 .agent("ingest")
                 .await
-                .map_or_else(|e| e.to_string(), |v| v["agent"].to_string()),
+                .map_or_else(|e| e.to_string(), |v| format!("{:?}", v.agent)),
             docker_cli(&["inspect", "-f", "{{json .State}}", at.container])
                 .unwrap_or_else(|e| e.to_string())
         ))),
@@ -1616,10 +1619,10 @@ fn summarize(results: Vec<OpResult>, wall: Duration, expect_status: &str) -> Ops
     };
     for r in results {
         match r.outcome {
-            Ok(v) if v["agent"]["status"] == expect_status => s.ok.push(r.took),
+            Ok(v) if v.agent.status.to_string() == expect_status => s.ok.push(r.took),
             Ok(v) => s
                 .failures
-                .push(format!("{}: status {}", r.id, v["agent"]["status"])),
+                .push(format!("{}: status {}", r.id, v.agent.status)),
             Err(e) => s.failures.push(format!("{}: {e:#}", r.id)),
         }
     }
@@ -1756,13 +1759,11 @@ fn memory_parts(n: usize, capacity: usize) -> MemoryParts {
 /// Sum over the running sessions of the bytes their rings hold.
 async fn ring_bytes(hut: &HubUnderTest, capacity: usize) -> Result<u64> {
     let list = hut.client.list().await?;
-    Ok(list["sessions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|s| s["alive"] == true)
-        .filter_map(|s| s["output_offset"].as_u64())
-        .map(|o| o.min(capacity as u64))
+    Ok(list
+        .sessions
+        .iter()
+        .filter(|s| s.alive)
+        .map(|s| s.output_offset.min(capacity as u64))
         .sum())
 }
 

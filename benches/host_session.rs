@@ -448,11 +448,7 @@ impl HubUnderTest {
     }
 
     async fn create(&self, req: CreateSessionRequest) -> Result<String> {
-        let reply = self.client.create(&req).await?;
-        reply["session_id"]
-            .as_str()
-            .map(String::from)
-            .ok_or_else(|| anyhow!("create reply without session_id: {reply}"))
+        Ok(self.client.create(&req).await?.session_id)
     }
 
     /// A `bash --norc --noprofile` session on `backend`, with its WebSocket at a prompt.
@@ -729,7 +725,10 @@ async fn measure_talk(hut: &HubUnderTest, plan: &Plan, cwd: &Path) -> Result<Vec
             )
             .await?;
             let elapsed = start.elapsed();
-            ensure!(reply["exit_code"] == 0, "talk `true` replied {reply}");
+            ensure!(
+                reply.result.exit_code == Some(0),
+                "talk `true` replied {reply:?}"
+            );
             if i >= plan.warmup {
                 samples.push(elapsed);
             }
@@ -921,7 +920,7 @@ async fn hub_cat_run(hut: &HubUnderTest, id: &str, expected: u64) -> Result<CatR
         secs: done.duration_since(start).as_secs_f64(),
         received: view.received,
         ws_lag_ms,
-        hub_offset: info["session"]["output_offset"].as_u64(),
+        hub_offset: Some(info.session.output_offset),
         resyncs: view.resyncs,
         dropped: view.dropped,
         cpu,

@@ -3,6 +3,11 @@
 #
 #   docker build -f docker/agent.Dockerfile -t agent-hub/agent docker/
 #
+# The agent CLIs, pinned (the versions the shipped profiles were checked with); an empty
+# value leaves that CLI out (the offline test image leaves both out):
+#   --build-arg CLAUDE_CODE_VERSION=2.1.330   npm @anthropic-ai/claude-code (`claude`)
+#   --build-arg CODEX_VERSION=0.169.0         npm @openai/codex (`codex`)
+#
 # BASE may be any Debian or Ubuntu image; one that already has tmux (>= 3.2)
 # skips the apt step, so this also builds offline on a debootstrapped base
 # (docker/build-offline.sh).
@@ -41,6 +46,22 @@ RUN set -eu; \
     fi; \
     mkdir -p /workspace; \
     chown agent: /workspace
+
+ARG CLAUDE_CODE_VERSION=2.1.330
+ARG CODEX_VERSION=0.169.0
+RUN set -eu; \
+    pkgs=""; \
+    [ -z "$CLAUDE_CODE_VERSION" ] || pkgs="$pkgs @anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"; \
+    [ -z "$CODEX_VERSION" ] || pkgs="$pkgs @openai/codex@$CODEX_VERSION"; \
+    if [ -n "$pkgs" ]; then \
+        if ! command -v npm >/dev/null 2>&1; then \
+            apt-get update; \
+            DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nodejs npm; \
+            rm -rf /var/lib/apt/lists/*; \
+        fi; \
+        npm install -g --no-audit --no-fund $pkgs; \
+        npm cache clean --force; \
+    fi
 
 COPY entrypoint.sh /usr/local/bin/agent-hub-entrypoint
 RUN chmod 0755 /usr/local/bin/agent-hub-entrypoint

@@ -107,7 +107,10 @@ fi
 
 # 3. The agent image, from the user's Dockerfile.
 log "docker build $tag"
+# The agent CLIs need the npm registry: the offline test image leaves them out (the
+# host's npm-installed CLIs can be mounted into a container instead).
 docker build --network host --build-arg "BASE=$base_image" \
+    --build-arg CLAUDE_CODE_VERSION= --build-arg CODEX_VERSION= \
     --label "agent-hub.image-source=$source_hash" \
     -f "$here/agent.Dockerfile" -t "$tag" "$here"
 took "docker build"

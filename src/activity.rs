@@ -120,6 +120,19 @@ impl ActivityClock {
     /// Records a fingerprint; true when it is a meaningful change (counted as activity).
     /// The first fingerprint, a size change and changes during our own repaint re-baseline.
     pub fn observe(&mut self, fingerprint: u64, size: (u16, u16), now: Instant) -> bool {
+        self.observe_at(fingerprint, size, now, now)
+    }
+
+    /// [`ActivityClock::observe`] of a change that `happened` before it was seen `now` (when
+    /// the output that made it arrived): the change is dated then, so a screen that has been
+    /// still since is not taken for a fresh change.
+    pub fn observe_at(
+        &mut self,
+        fingerprint: u64,
+        size: (u16, u16),
+        now: Instant,
+        happened: Instant,
+    ) -> bool {
         let previous = self.seen.replace((fingerprint, size));
         let own = self.own_repaint_until.is_some_and(|t| now < t);
         let changed = match previous {
@@ -127,7 +140,7 @@ impl ActivityClock {
             Some((fp, sz)) => sz == size && fp != fingerprint && !own,
         };
         if changed {
-            self.last_change_at = Some(now);
+            self.last_change_at = Some(happened.min(now));
         }
         changed
     }

@@ -1,10 +1,23 @@
 //! A typed client for the hub's REST and WebSocket API, used by the CLI (and usable by tests and
 //! other programs). It knows *how* to talk to the hub, not what to print.
 
+use serde::de::DeserializeOwned;
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::protocol::{CreateSessionRequest, ReadQuery, ReadReply};
+use crate::external::RegisterRequest;
+use crate::protocol::{
+    AgentListReply, AgentReply, AgentStartReply, AuditPageReply, BridgeListReply, CreateTask,
+    PolicyCheckReply, PolicyListReply, PolicyReloadReply, RegisterReply, TaskCreatedReply,
+    TaskListReply, TaskReply, TaskWaitReply, UnregisterReply,
+};
+use crate::protocol::{
+    CreateSessionRequest, ErrorBody, HealthReply, KeysRequest, KillReply, ReadQuery, ReadReply,
+    ResizeReply, ResizeRequest, ResolveReply, SendLineRequest, SendToAgentReply,
+    SendToAgentRequest, SessionCreatedReply, SessionListReply, SessionReply, SignalReply,
+    SignalRequest, TalkReply, TalkRequest, TermReadReply, WriteReply,
+};
+use crate::routing::RouteKeys;
 
 /// An error reply from the hub, or a failure to reach it.
 #[derive(Debug, thiserror::Error)]
@@ -13,18 +26,28 @@ pub struct ClientError {
     /// The hub's machine code (`PTY_SESSION_NOT_FOUND`, ...), or `HUB_UNREACHABLE`.
     pub error_code: String,
     pub message: String,
-    /// The hub's whole JSON error body (for `--json` output).
-    pub body: Value,
+    /// The hub's whole error body (for `--json` output).
+    pub body: ErrorBody,
+}
+
+impl From<ErrorBody> for ClientError {
+    fn from(body: ErrorBody) -> Self {
+        ClientError {
+            error_code: body.error_code.clone(),
+            message: body.message.clone(),
+            body,
+        }
+    }
 }
 
 impl ClientError {
+    /// An error the client itself found (not a hub reply).
+    pub fn new(error_code: &str, message: String) -> Self {
+        ErrorBody::new(error_code, message).into()
+    }
+
     fn unreachable(base: &str, e: impl std::fmt::Display) -> Self {
-        let message = format!("cannot reach the hub at {base}: {e} (is `agent-hub serve` running? set --hub or AGENT_HUB_URL)");
-        ClientError {
-            body: json!({"ok": false, "error_code": "HUB_UNREACHABLE", "message": message}),
-            error_code: "HUB_UNREACHABLE".into(),
-            message,
-        }
+        Self::new("HUB_UNREACHABLE", format!("cannot reach the hub at {base}: {e} (is `agent-hub serve` running? set --hub or AGENT_HUB_URL)"))
     }
 }
 
@@ -36,17 +59,16 @@ pub struct HubClient {
     token: Option<String>,
 }
 
-/// A path segment, percent-encoded.
+/// What stays as is in a path segment or query value: RFC 3986's unreserved characters.
+const COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// A path segment or query value, percent-encoded (UTF-8).
 pub fn encode(component: &str) -> String {
-    component
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    percent_encoding::utf8_percent_encode(component, COMPONENT).to_string()
 }
 
 impl HubClient {
@@ -90,13 +112,14 @@ impl HubClient {
         &self.base
     }
 
-    /// One request; a non-2xx reply becomes a [`ClientError`] with the hub's code.
-    pub async fn call(
+    /// One request; a non-2xx reply becomes a [`ClientError`] with the hub's code, and a
+    /// reply that is not a `T` a `BAD_REPLY` error.
+    pub async fn call<T: DeserializeOwned>(
         &self,
         method: reqwest::Method,
         path: &str,
         body: Option<&(impl Serialize + ?Sized)>,
-    ) -> Result<Value, ClientError> {
+    ) -> Result<T, ClientError> {
         let mut req = self.http.request(method, format!("{}{path}", self.base));
         if let Some(token) = &self.token {
             req = req.bearer_auth(token);
@@ -114,31 +137,29 @@ impl HubClient {
             .await
             .map_err(|e| ClientError::unreachable(&self.base, e))?;
         if status.is_success() {
-            return Ok(value);
+            return serde_json::from_value(value).map_err(|e| {
+                ClientError::new("BAD_REPLY", format!("unexpected reply from the hub: {e}"))
+            });
         }
-        Err(ClientError {
-            error_code: value["error_code"]
-                .as_str()
-                .unwrap_or("HTTP_ERROR")
-                .to_string(),
-            message: value["message"]
-                .as_str()
-                .map(String::from)
-                .unwrap_or_else(|| format!("HTTP {status}")),
-            body: value,
-        })
+        Err(serde_json::from_value::<ErrorBody>(value)
+            .unwrap_or_else(|_| ErrorBody::new("HTTP_ERROR", format!("HTTP {status}")))
+            .into())
     }
 
-    async fn get(&self, path: &str) -> Result<Value, ClientError> {
+    async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
         self.call(reqwest::Method::GET, path, None::<&Value>).await
     }
 
-    async fn post(&self, path: &str, body: Value) -> Result<Value, ClientError> {
-        self.call(reqwest::Method::POST, path, Some(&body)).await
+    async fn post<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &(impl Serialize + ?Sized),
+    ) -> Result<T, ClientError> {
+        self.call(reqwest::Method::POST, path, Some(body)).await
     }
 
     /// `GET /v1/policies/check[?agent=ID]`: what each policy would do now.
-    pub async fn policy_check(&self, agent: Option<&str>) -> Result<Value, ClientError> {
+    pub async fn policy_check(&self, agent: Option<&str>) -> Result<PolicyCheckReply, ClientError> {
         let query = agent
             .map(|a| format!("?agent={}", encode(a)))
             .unwrap_or_default();
@@ -146,13 +167,13 @@ impl HubClient {
     }
 
     /// `GET /v1/policies`.
-    pub async fn policies(&self) -> Result<Value, ClientError> {
+    pub async fn policies(&self) -> Result<PolicyListReply, ClientError> {
         self.get("/v1/policies").await
     }
 
     /// `POST /v1/policies/reload`.
-    pub async fn policies_reload(&self) -> Result<Value, ClientError> {
-        self.post("/v1/policies/reload", serde_json::json!({}))
+    pub async fn policies_reload(&self) -> Result<PolicyReloadReply, ClientError> {
+        self.post("/v1/policies/reload", &serde_json::json!({}))
             .await
     }
 
@@ -160,24 +181,26 @@ impl HubClient {
         format!("/v1/pty/sessions/{}{op}", encode(id))
     }
 
-    pub async fn health(&self) -> Result<Value, ClientError> {
+    pub async fn health(&self) -> Result<HealthReply, ClientError> {
         self.get("/health").await
     }
 
-    pub async fn list(&self) -> Result<Value, ClientError> {
+    pub async fn list(&self) -> Result<SessionListReply, ClientError> {
         self.get("/v1/pty/sessions").await
     }
 
-    pub async fn create(&self, req: &CreateSessionRequest) -> Result<Value, ClientError> {
-        self.call(reqwest::Method::POST, "/v1/pty/sessions", Some(req))
-            .await
+    pub async fn create(
+        &self,
+        req: &CreateSessionRequest,
+    ) -> Result<SessionCreatedReply, ClientError> {
+        self.post("/v1/pty/sessions", req).await
     }
 
-    pub async fn session(&self, id: &str) -> Result<Value, ClientError> {
+    pub async fn session(&self, id: &str) -> Result<SessionReply, ClientError> {
         self.get(&Self::session_path(id, "")).await
     }
 
-    pub async fn kill(&self, id: &str) -> Result<Value, ClientError> {
+    pub async fn kill(&self, id: &str) -> Result<KillReply, ClientError> {
         self.call(
             reqwest::Method::DELETE,
             &Self::session_path(id, ""),
@@ -186,12 +209,13 @@ impl HubClient {
         .await
     }
 
-    pub async fn send_line(&self, id: &str, data: &str) -> Result<Value, ClientError> {
-        self.post(
-            &Self::session_path(id, "/send_line"),
-            json!({ "data": data }),
-        )
-        .await
+    pub async fn send_line(&self, id: &str, data: &str) -> Result<WriteReply, ClientError> {
+        let req = SendLineRequest {
+            data: data.into(),
+            submit: false,
+            force: false,
+        };
+        self.post(&Self::session_path(id, "/send_line"), &req).await
     }
 
     /// `send_line` with `submit: true`: delivered as a prompt, answered with a receipt.
@@ -200,33 +224,32 @@ impl HubClient {
         id: &str,
         data: &str,
         force: bool,
-    ) -> Result<Value, ClientError> {
-        self.post(
-            &Self::session_path(id, "/send_line"),
-            json!({ "data": data, "submit": true, "force": force }),
-        )
-        .await
+    ) -> Result<WriteReply, ClientError> {
+        let req = SendLineRequest {
+            data: data.into(),
+            submit: true,
+            force,
+        };
+        self.post(&Self::session_path(id, "/send_line"), &req).await
     }
 
-    pub async fn keys(&self, id: &str, keys: &[String]) -> Result<Value, ClientError> {
-        self.post(&Self::session_path(id, "/keys"), json!({ "keys": keys }))
-            .await
+    pub async fn keys(&self, id: &str, keys: &[String]) -> Result<WriteReply, ClientError> {
+        let req = KeysRequest {
+            keys: keys.to_vec(),
+        };
+        self.post(&Self::session_path(id, "/keys"), &req).await
     }
 
-    pub async fn signal(&self, id: &str, signal: &str) -> Result<Value, ClientError> {
-        self.post(
-            &Self::session_path(id, "/signal"),
-            json!({ "signal": signal }),
-        )
-        .await
+    pub async fn signal(&self, id: &str, signal: &str) -> Result<SignalReply, ClientError> {
+        let req = SignalRequest {
+            signal: signal.into(),
+        };
+        self.post(&Self::session_path(id, "/signal"), &req).await
     }
 
-    pub async fn resize(&self, id: &str, cols: u16, rows: u16) -> Result<Value, ClientError> {
-        self.post(
-            &Self::session_path(id, "/resize"),
-            json!({ "cols": cols, "rows": rows }),
-        )
-        .await
+    pub async fn resize(&self, id: &str, cols: u16, rows: u16) -> Result<ResizeReply, ClientError> {
+        let req = ResizeRequest { cols, rows };
+        self.post(&Self::session_path(id, "/resize"), &req).await
     }
 
     pub async fn talk(
@@ -234,25 +257,21 @@ impl HubClient {
         id: &str,
         command: &str,
         timeout_ms: Option<u64>,
-    ) -> Result<Value, ClientError> {
-        self.post(
-            &Self::session_path(id, "/talk"),
-            json!({ "command": command, "timeout_ms": timeout_ms }),
-        )
-        .await
+    ) -> Result<TalkReply, ClientError> {
+        let req = TalkRequest {
+            command: command.into(),
+            sentinel: None,
+            timeout_ms,
+        };
+        self.post(&Self::session_path(id, "/talk"), &req).await
     }
 
     pub async fn term_read(
         &self,
         id: &str,
         req: &crate::screen::TermReadRequest,
-    ) -> Result<Value, ClientError> {
-        self.call(
-            reqwest::Method::POST,
-            &Self::session_path(id, "/term_read"),
-            Some(req),
-        )
-        .await
+    ) -> Result<TermReadReply, ClientError> {
+        self.post(&Self::session_path(id, "/term_read"), req).await
     }
 
     pub async fn read(&self, id: &str, q: &ReadQuery) -> Result<ReadReply, ClientError> {
@@ -273,54 +292,52 @@ impl HubClient {
             params.push("raw=true".into());
         }
         let path = format!("{}?{}", Self::session_path(id, "/read"), params.join("&"));
-        let value = self.get(&path).await?;
-        serde_json::from_value(value.clone()).map_err(|e| ClientError {
-            error_code: "BAD_REPLY".into(),
-            message: format!("unexpected reply from the hub: {e}"),
-            body: value,
-        })
+        self.get(&path).await
     }
 
-    pub async fn agents(&self) -> Result<Value, ClientError> {
+    pub async fn agents(&self) -> Result<AgentListReply, ClientError> {
         self.get("/v1/agents").await
     }
 
-    pub async fn agent(&self, id: &str) -> Result<Value, ClientError> {
+    pub async fn agent(&self, id: &str) -> Result<AgentReply, ClientError> {
         self.get(&format!("/v1/agents/{}", encode(id))).await
     }
 
-    /// `op` is `start`, `stop` or `restart`.
-    pub async fn agent_op(&self, id: &str, op: &str) -> Result<Value, ClientError> {
-        self.post(&format!("/v1/agents/{}/{op}", encode(id)), json!({}))
-            .await
+    /// `op` is `start`, `stop` or `restart` (only `start` sets `already_running`).
+    pub async fn agent_op(&self, id: &str, op: &str) -> Result<AgentStartReply, ClientError> {
+        self.post(
+            &format!("/v1/agents/{}/{op}", encode(id)),
+            &serde_json::json!({}),
+        )
+        .await
     }
 
     /// Starts a task. A PTY task answers at once (`taskId`, `sessionId`); a piped one
     /// (`pty: false`) when it ends (`stdout`, `stderr`, `exitCode`).
-    pub async fn create_task(&self, req: &crate::tasks::CreateTask) -> Result<Value, ClientError> {
+    pub async fn create_task(&self, req: &CreateTask) -> Result<TaskCreatedReply, ClientError> {
         self.call(reqwest::Method::POST, "/v1/tasks", Some(req))
             .await
     }
 
-    pub async fn tasks(&self) -> Result<Value, ClientError> {
+    pub async fn tasks(&self) -> Result<TaskListReply, ClientError> {
         self.get("/v1/tasks").await
     }
 
-    pub async fn task(&self, id: &str) -> Result<Value, ClientError> {
+    pub async fn task(&self, id: &str) -> Result<TaskReply, ClientError> {
         self.get(&format!("/v1/tasks/{}", encode(id))).await
     }
 
     /// Waits up to `timeout_ms` for a task to end: `{task, finished}`.
-    pub async fn wait_task(&self, id: &str, timeout_ms: u64) -> Result<Value, ClientError> {
+    pub async fn wait_task(&self, id: &str, timeout_ms: u64) -> Result<TaskWaitReply, ClientError> {
         self.post(
             &format!("/v1/tasks/{}/wait?timeout_ms={timeout_ms}", encode(id)),
-            json!({}),
+            &serde_json::json!({}),
         )
         .await
     }
 
     /// Cancels a task (kills all its processes): `{task}`.
-    pub async fn cancel_task(&self, id: &str) -> Result<Value, ClientError> {
+    pub async fn cancel_task(&self, id: &str) -> Result<TaskReply, ClientError> {
         self.call(
             reqwest::Method::DELETE,
             &format!("/v1/tasks/{}", encode(id)),
@@ -330,7 +347,10 @@ impl HubClient {
     }
 
     /// A page of audit records (`GET /v1/pty-traffic/events`); `filters` are name/value pairs.
-    pub async fn audit_events(&self, filters: &[(&str, String)]) -> Result<Value, ClientError> {
+    pub async fn audit_events(
+        &self,
+        filters: &[(&str, String)],
+    ) -> Result<AuditPageReply, ClientError> {
         let query: Vec<String> = filters
             .iter()
             .map(|(k, v)| format!("{k}={}", encode(v)))
@@ -360,72 +380,94 @@ impl HubClient {
         }
     }
 
-    /// The session a user means by `target`: a session id, an agent id (its current session)
-    /// or a session label (which must match exactly one session).
+    /// The session a user means by `target`: a session id, a container agent's id (its
+    /// current session), or else the one live session whose owner agent id or label is
+    /// `target`, by the hub's resolve rules (`AMBIGUOUS` lists the matches; never more than
+    /// one). Every CLI command that takes a session resolves it here.
     pub async fn resolve_target(&self, target: &str) -> Result<String, ClientError> {
-        if self.session(target).await.is_ok() {
-            return Ok(target.to_string());
+        match self.session(target).await {
+            Ok(_) => return Ok(target.to_string()),
+            Err(e) if e.error_code != "PTY_SESSION_NOT_FOUND" => return Err(e),
+            Err(_) => {}
         }
-        if let Ok(v) = self.agent(target).await {
-            return match v["agent"]["session_id"].as_str() {
-                Some(sid) if v["agent"]["pty_attached"] == true => Ok(sid.to_string()),
-                _ => Err(ClientError {
-                    error_code: "AGENT_NOT_RUNNING".into(),
-                    message: format!(
+        if let Ok(AgentReply { agent, .. }) = self.agent(target).await {
+            return match agent.session_id {
+                Some(sid) if agent.pty_attached => Ok(sid),
+                _ => Err(ClientError::new(
+                    "AGENT_NOT_RUNNING",
+                    format!(
                         "agent '{target}' is {}; start it with `agent-hub start {target}`",
-                        v["agent"]["status"].as_str().unwrap_or("not running")
+                        agent.status
                     ),
-                    body: v,
-                }),
+                )),
             };
         }
-        let list = self.list().await?;
-        let matches: Vec<String> = list["sessions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|s| s["label"].as_str() == Some(target))
-            .filter_map(|s| s["id"].as_str().map(String::from))
-            .collect();
-        match matches.as_slice() {
-            [one] => Ok(one.clone()),
-            [] => Err(ClientError {
-                error_code: "NOT_FOUND".into(),
-                message: format!("no session, agent or label '{target}'"),
-                body: json!({"ok": false, "error_code": "NOT_FOUND"}),
-            }),
-            many => Err(ClientError {
-                error_code: "AMBIGUOUS".into(),
-                message: format!(
-                    "label '{target}' matches {} sessions: {}",
-                    many.len(),
-                    many.join(", ")
-                ),
-                body: json!({"ok": false, "error_code": "AMBIGUOUS", "matches": many}),
-            }),
+        let keys = RouteKeys {
+            agent_id: Some(target.into()),
+            owner_session_id: None,
+            label: Some(target.into()),
+        };
+        match self.resolve(&keys).await {
+            Ok(reply) => Ok(reply.session_id),
+            Err(e) if e.error_code == "AMBIGUOUS" => {
+                let matches = e.body.matches();
+                let mut body = ErrorBody::new(
+                    "AMBIGUOUS",
+                    format!(
+                        "'{target}' matches {} sessions: {}; name one by its id",
+                        matches.len(),
+                        matches.join(", ")
+                    ),
+                );
+                body.details = e.body.details;
+                Err(body.into())
+            }
+            Err(e) if e.error_code == "NOT_FOUND" => Err(ClientError::new(
+                "PTY_SESSION_NOT_FOUND",
+                format!("no session, agent or label '{target}'"),
+            )),
+            Err(e) => Err(e),
         }
     }
 
-    /// `POST /v1/pty/resolve` with the given keys.
-    pub async fn resolve(&self, keys: &crate::routing::RouteKeys) -> Result<Value, ClientError> {
-        self.call(reqwest::Method::POST, "/v1/pty/resolve", Some(keys))
+    /// The bridge API's `GET /pty/list` (of the hub this client talks to).
+    pub async fn bridge_list(&self) -> Result<BridgeListReply, ClientError> {
+        self.get("/pty/list").await
+    }
+
+    /// `POST /v1/pty/register`
+    pub async fn register(&self, req: &RegisterRequest) -> Result<RegisterReply, ClientError> {
+        self.post("/v1/pty/register", req).await
+    }
+
+    /// `DELETE /v1/pty/unregister/{id}`
+    pub async fn unregister(&self, id: &str, force: bool) -> Result<UnregisterReply, ClientError> {
+        let query = if force { "?force=true" } else { "" };
+        let path = format!("/v1/pty/unregister/{}{query}", encode(id));
+        self.call(reqwest::Method::DELETE, &path, None::<&Value>)
             .await
+    }
+
+    /// `POST /v1/pty/resolve` with the given keys.
+    pub async fn resolve(&self, keys: &RouteKeys) -> Result<ResolveReply, ClientError> {
+        self.post("/v1/pty/resolve", keys).await
     }
 
     /// `POST /v1/pty/send_line_to_agent`.
     pub async fn send_line_to_agent(
         &self,
-        keys: &crate::routing::RouteKeys,
+        keys: &RouteKeys,
         data: &str,
         force: bool,
-    ) -> Result<Value, ClientError> {
-        let mut body = serde_json::to_value(keys).unwrap_or_default();
-        body["data"] = json!(data);
-        body["force"] = json!(force);
-        if let Some(obj) = body.as_object_mut() {
-            obj.retain(|_, v| !v.is_null());
-        }
-        self.post("/v1/pty/send_line_to_agent", body).await
+    ) -> Result<SendToAgentReply, ClientError> {
+        let req = SendToAgentRequest {
+            data: data.into(),
+            force,
+            agent_id: keys.agent_id.clone(),
+            owner_session_id: keys.owner_session_id.clone(),
+            label: keys.label.clone(),
+        };
+        self.post("/v1/pty/send_line_to_agent", &req).await
     }
 
     /// The WebSocket URL of a session's stream.
@@ -436,5 +478,16 @@ impl HubClient {
             self.ws_base(),
             Self::session_path(id, "/stream")
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn components_are_percent_encoded() {
+        assert_eq!(super::encode("abc-_.~09"), "abc-_.~09");
+        assert_eq!(super::encode("a b/c?d&e=f#"), "a%20b%2Fc%3Fd%26e%3Df%23");
+        assert_eq!(super::encode("it's \"q\""), "it%27s%20%22q%22");
+        assert_eq!(super::encode("naïve ✓"), "na%C3%AFve%20%E2%9C%93");
     }
 }

@@ -66,6 +66,7 @@ pub struct Daemon {
     tracker: TaskTracker,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
     persistence: Option<Persistence>,
+    restored: usize,
 }
 
 impl Daemon {
@@ -98,6 +99,7 @@ impl Daemon {
             true => Some(crate::persist::start(&hub).await),
             false => None,
         };
+        let restored = hub.list().len();
         if parts.agent_sync {
             crate::agents::sync::spawn(&hub);
         }
@@ -116,6 +118,7 @@ impl Daemon {
             tracker,
             server,
             persistence,
+            restored,
         })
     }
 
@@ -127,6 +130,12 @@ impl Daemon {
     /// Where the API listens.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// How many sessions persistence brought back from the previous run (before the Docker
+    /// sync adopts running containers).
+    pub fn restored_sessions(&self) -> usize {
+        self.restored
     }
 
     /// The root token: cancelling it begins shutdown.

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::actor::Actor;
 use crate::agent_state::State;
 use crate::error::{HubError, HubResult};
 use crate::session::Session;
@@ -53,8 +54,16 @@ pub struct Options {
     pub force: bool,
     pub pause: Duration,
     pub confirm_within: Duration,
-    /// The hub's own line (a policy's warning): written without counting as activity.
-    pub own: bool,
+}
+
+/// Who a prompt is from.
+#[derive(Debug, Clone, Copy)]
+pub enum By<'a> {
+    /// Someone using the session: the text passes the command guard for this actor.
+    Caller(&'a Actor),
+    /// The hub itself (a policy's warning line): not checked, and written without counting
+    /// as activity.
+    Hub,
 }
 
 impl Default for Options {
@@ -63,7 +72,6 @@ impl Default for Options {
             force: false,
             pause: SUBMIT_PAUSE,
             confirm_within: CONFIRM_WITHIN,
-            own: false,
         }
     }
 }
@@ -92,8 +100,17 @@ pub fn payload(text: &str, paste: bool) -> Vec<u8> {
     out
 }
 
-/// Submits `text` to the session's program and reports whether it took it.
-pub async fn submit(session: &Session, text: &str, opts: Options) -> HubResult<DeliveryReport> {
+/// Submits `text` from `by` to the session's program and reports whether it took it. A
+/// caller's text passes the command guard before anything is written.
+pub async fn submit(
+    session: &Session,
+    by: By<'_>,
+    text: &str,
+    opts: Options,
+) -> HubResult<DeliveryReport> {
+    if let By::Caller(actor) = by {
+        session.check_line(actor, text)?;
+    }
     let before = session.state_report();
     if before.state == State::Blocked && !opts.force {
         return Err(HubError::AgentBlocked {
@@ -104,9 +121,10 @@ pub async fn submit(session: &Session, text: &str, opts: Options) -> HubResult<D
     let body = payload(text, paste);
     let mut bytes_written = body.len();
     let write = |bytes: Vec<u8>| async move {
-        match opts.own {
-            true => session.send_own_bytes(bytes).await,
-            false => session.send_bytes(bytes).await,
+        // Checked above as a whole: what is written now is the hub's doing.
+        match by {
+            By::Hub => session.send_own_unchecked(bytes).await,
+            By::Caller(_) => session.send_unchecked(bytes).await,
         }
     };
     if !body.is_empty() {

@@ -17,7 +17,7 @@ use crate::output::Output;
 use crate::session::{Owner, Session, SessionSpec};
 
 /// `POST /v1/pty/register`
-#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegisterRequest {
     /// The id the session gets in this hub.
@@ -120,7 +120,7 @@ impl Hub {
         let backend = ExternalBackend::start(link, req.pid, output.clone());
         let spec = SessionSpec {
             id: req.session_id.clone(),
-            backend: "external",
+            backend: crate::protocol::SessionBackend::External,
             source: req.source.clone().unwrap_or_else(|| "external".into()),
             shell: req.cli_type.clone().unwrap_or_default(),
             args: Vec::new(),
@@ -149,7 +149,7 @@ impl Hub {
         if session.external().is_none() {
             return Err(HubError::UnregisterUnsupported {
                 id: id.into(),
-                backend: session.spec().backend.into(),
+                backend: session.spec().backend.to_string(),
             });
         }
         if !force && session.owner().owner_role.as_deref() == Some("leader") {

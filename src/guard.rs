@@ -1,6 +1,7 @@
 //! The command guard: one check every input that can run a command passes before it reaches a
 //! terminal (send_line, talk, send_line_to_agent, keys that spell a line, WebSocket input
-//! that ends a line, and task command lines). Named patterns, case-insensitive and
+//! that ends a line, and task command lines). The session's input operations call it with the
+//! caller's [`crate::actor::Actor`] (see `session::write`), so no caller can skip it. Named patterns, case-insensitive and
 //! whitespace-tolerant; `[guard]` in `hub.toml` adds patterns, disables them by name, or
 //! allows them for a role.
 //!
@@ -14,6 +15,7 @@ use regex::Regex;
 use serde::Deserialize;
 
 use crate::actor::Role;
+use crate::error::{HubError, HubResult};
 
 /// The default patterns: (name, regex). Each regex is compiled with `(?im)`. The system-damage
 /// words (`shutdown`, `halt`, `init 0`) count only where a command starts (line start, after
@@ -117,7 +119,21 @@ pub struct Blocked {
 pub struct Guard {
     patterns: Vec<(String, Regex)>,
     allow: BTreeMap<Role, Vec<String>>,
+    /// Refusals by pattern (registered in the hub's metrics).
+    refusals: Refusals,
 }
+
+/// The label of a refusal count: the pattern that refused the input.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
+pub struct PatternLabel {
+    pub pattern: String,
+}
+
+/// Inputs the guard refused, by pattern.
+pub type Refusals = prometheus_client::metrics::family::Family<
+    PatternLabel,
+    prometheus_client::metrics::counter::Counter,
+>;
 
 impl Guard {
     /// Compiles the defaults and the config; an error names the bad pattern.
@@ -147,6 +163,7 @@ impl Guard {
         Ok(Guard {
             patterns,
             allow: config.allow.clone(),
+            refusals: Refusals::default(),
         })
     }
 
@@ -174,6 +191,36 @@ impl Guard {
                     pattern: name.clone(),
                 });
             }
+        }
+        Ok(())
+    }
+
+    /// [`Guard::check`] as the hub's error: `PTY_COMMAND_BLOCKED`, naming the pattern.
+    pub fn check_input(&self, text: &str, role: Role) -> HubResult<()> {
+        self.check(text, role).map_err(|b| {
+            self.refusals
+                .get_or_create(&PatternLabel {
+                    pattern: b.pattern.clone(),
+                })
+                .inc();
+            HubError::CommandBlocked { pattern: b.pattern }
+        })
+    }
+
+    /// The count of refusals by pattern (for the hub's metrics).
+    pub fn refusals(&self) -> &Refusals {
+        &self.refusals
+    }
+
+    /// The guard for raw input (keys, WebSocket input): bytes that end a line are checked as
+    /// the text they spell; keystrokes without a line end pass (the line is checked when a
+    /// request carries it whole).
+    pub fn check_typed(&self, bytes: &[u8], role: Role) -> HubResult<()> {
+        if bytes.contains(&b'\r') || bytes.contains(&b'\n') {
+            // As the line editor would see it: backspace and Ctrl-U applied.
+            let mut line = Vec::new();
+            edit_line(&mut line, bytes);
+            self.check_input(&String::from_utf8_lossy(&line), role)?;
         }
         Ok(())
     }

@@ -10,7 +10,7 @@ use rand::Rng;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::actor::Role;
+use crate::actor::Actor;
 use crate::agents::Agents;
 use crate::audit::Audit;
 use crate::backend::pty::PtyBackend;
@@ -75,11 +75,12 @@ struct Inner {
     /// with a `type` field.
     events: tokio::sync::broadcast::Sender<serde_json::Value>,
     /// The command guard every command-capable input passes.
-    guard: Guard,
+    guard: Arc<Guard>,
     /// Redaction for every output path.
     redactor: Arc<Redactor>,
     /// The durable audit log.
     audit: Audit,
+    metrics: crate::metrics::Metrics,
 }
 
 impl Hub {
@@ -107,9 +108,12 @@ impl Hub {
             redactor.add_env_secrets(&def.env, &config.redact.secret_env);
         }
         let audit = Audit::open(&config.audit, &config.data_dir);
+        let metrics =
+            crate::metrics::Metrics::new(redactor.counter(), guard.refusals(), audit.meters());
         Hub {
             inner: Arc::new(Inner {
-                guard,
+                metrics,
+                guard: Arc::new(guard),
                 redactor,
                 audit,
                 sessions: RwLock::new(BTreeMap::new()),
@@ -142,34 +146,14 @@ impl Hub {
         &self.inner.tasks_running
     }
 
-    /// The one check every input that can run a command passes before it is written:
-    /// `PTY_COMMAND_BLOCKED` (naming the pattern) if the guard refuses it.
-    pub fn check_input(&self, text: &str, role: Role) -> HubResult<()> {
-        self.inner
-            .guard
-            .check(text, role)
-            .map_err(|b| HubError::CommandBlocked { pattern: b.pattern })
+    /// The hub's metrics.
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.inner.metrics
     }
 
-    /// The guard for raw input (keys, WebSocket input): bytes that end a line are checked as
-    /// the text they spell; keystrokes without a line end pass (the line is checked when a
-    /// request carries it whole).
-    pub fn check_typed(&self, bytes: &[u8], role: Role) -> HubResult<()> {
-        if bytes.contains(&b'\r') || bytes.contains(&b'\n') {
-            // As the line editor would see it: backspace and Ctrl-U applied.
-            let mut line = Vec::new();
-            crate::guard::edit_line(&mut line, bytes);
-            self.check_input(&String::from_utf8_lossy(&line), role)?;
-        }
-        Ok(())
-    }
-
-    /// The guard for a `send_line`: the line as it will be typed (escapes such as `\xNN`
-    /// decoded), not as it was sent.
-    pub fn check_line(&self, data: &str, role: Role) -> HubResult<()> {
-        self.check_input(data, role)?;
-        let typed = crate::session::input::line_bytes(data);
-        self.check_typed(&typed, role)
+    /// The command guard (the sessions enforce it on every caller's input).
+    pub fn guard(&self) -> &Arc<Guard> {
+        &self.inner.guard
     }
 
     /// Redaction shared by every output path (see [`crate::redact`]); call
@@ -254,7 +238,24 @@ impl Hub {
             .unwrap_or_else(|| "/bin/bash".into())
     }
 
-    /// Starts a session and registers it.
+    /// Starts a session for `actor`: its program and arguments are a command too
+    /// (`sh -c 'rm -rf /'`), so they pass the command guard first.
+    pub async fn create_session_as(
+        &self,
+        actor: &Actor,
+        req: CreateSession,
+    ) -> HubResult<Arc<Session>> {
+        if let Some(shell) = &req.shell {
+            let command = std::iter::once(shell.as_str())
+                .chain(req.args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" ");
+            self.inner.guard.check_input(&command, actor.role())?;
+        }
+        self.create_session(req).await
+    }
+
+    /// Starts a session and registers it (the hub's own sessions: not checked by the guard).
     pub async fn create_session(&self, req: CreateSession) -> HubResult<Arc<Session>> {
         let cfg = &self.inner.config;
         let size = TermSize {
@@ -288,11 +289,11 @@ impl Hub {
                 return Err(HubError::PolicyNotFound { name: name.clone() });
             }
         }
-        let prefix = match req.backend {
-            BackendKind::Pty => "pty",
-            BackendKind::Tmux => "tmux",
+        let kind = match req.backend {
+            BackendKind::Pty => crate::protocol::SessionBackend::Pty,
+            BackendKind::Tmux => crate::protocol::SessionBackend::Tmux,
         };
-        let id = self.new_id(prefix);
+        let id = self.new_id(kind.as_str());
         let cwd = match req.cwd {
             Some(cwd) => cwd,
             None => std::env::var_os("HOME")
@@ -326,7 +327,7 @@ impl Hub {
         };
         let spec = SessionSpec {
             id: id.clone(),
-            backend: prefix,
+            backend: kind,
             source: "host".into(),
             shell: spawn.program,
             args: spawn.args,
@@ -377,8 +378,42 @@ impl Hub {
         event: &str,
     ) -> Arc<Session> {
         let id = spec.id.clone();
-        let profile = self.policy().profile_for(owner.cli_type.as_deref());
-        let session = Session::new(spec, size, owner, output, backend, profile);
+        let resolved = self
+            .policy()
+            .loaded()
+            .profiles
+            .resolve(owner.cli_type.as_deref());
+        if resolved.unknown_cli_type.is_some() {
+            tracing::warn!(session = %id, "{}", resolved.reason);
+        }
+        let profile = resolved.profile;
+        let ingested = self.metrics().output_bytes(&spec.source);
+        output.count_into(ingested);
+        let session = Session::new(
+            spec,
+            size,
+            owner,
+            output,
+            backend,
+            profile,
+            self.inner.guard.clone(),
+        );
+        let events = self.inner.events.clone();
+        let agent_id = session.spec().agent_id.clone();
+        let session_id = id.clone();
+        session.set_on_state_change(move |c| {
+            // No terminal text in it (state and rule names only): nothing to redact.
+            let _ = events.send(serde_json::json!({
+                "type": "session_state_changed",
+                "sessionId": session_id,
+                "agentId": agent_id,
+                "state": c.state,
+                "previous": c.previous,
+                "since": c.since,
+                "rule": c.rule,
+                "at": Utc::now(),
+            }));
+        });
         self.inner
             .sessions
             .write()
@@ -514,7 +549,10 @@ impl Hub {
         let running_ptys: Vec<Arc<Session>> = self
             .list()
             .into_iter()
-            .filter(|s| s.spec().backend == "pty" && s.output().exit().is_none())
+            .filter(|s| {
+                s.spec().backend == crate::protocol::SessionBackend::Pty
+                    && s.output().exit().is_none()
+            })
             .collect();
         for session in &running_ptys {
             let _ = session.terminate(TermSignal::Hup).await;
@@ -523,7 +561,7 @@ impl Hub {
             session.output().wait_exit(EXIT_RECORD_WAIT).await;
         }
         for session in self.list() {
-            if session.spec().backend != "pty" {
+            if session.spec().backend != crate::protocol::SessionBackend::Pty {
                 session.detach().await;
             }
         }

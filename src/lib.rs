@@ -12,12 +12,15 @@
 //! - [`process`]: stopping every process of a terminal.
 //! - [`routing`]: which session a leader means by agent id, owner session or label.
 //! - [`tasks`]: shell commands run to completion (in a PTY session or with pipes).
-//! - [`guard`]: the command guard every command-capable input passes (`Hub::check_input`).
+//! - [`guard`]: the command guard every command-capable input passes, enforced inside the
+//!   session's input operations (`session::write`) with the caller's [`actor`].
 //! - [`redact`]: secret redaction for every output path (whole texts and byte streams).
 //! - [`audit`]: the durable SQLite audit log; `api::audit` records every mutating request
 //!   before its reply, `api::traffic` serves `/v1/pty-traffic/`.
 //! - [`api`]: REST + WebSocket translation; [`protocol`]: the wire types; [`error`]: stable codes.
 //! - [`client`]: the typed HTTP/WebSocket client the CLI uses; [`cli`]: one module per command.
+//! - [`mcp`]: the MCP tools `k_pty` and `k_agents` (stdio via `agent-hub mcp`, and `/mcp`), each
+//!   action a REST request run through the hub's own router or over HTTP.
 //! - [`external`]: registering terminals owned by other processes (bridge sessions).
 //! - [`persist`]: the registry file, the lifecycle log, snapshots, and restoring after restart.
 //! - [`activity`]: meaningful activity (screen-text fingerprints with volatile parts masked).
@@ -25,6 +28,7 @@
 //!   hysteresis and `stuck`; [`policy`]: idle timeouts and other policies, one loop applying
 //!   them; [`delivery`]: submitting a prompt to an agent TUI with a receipt.
 //! - [`config`]: the `hub.toml` settings.
+//! - [`metrics`]: Prometheus metrics (`GET /metrics`).
 
 pub mod activity;
 pub mod actor;
@@ -44,6 +48,8 @@ pub mod error;
 pub mod external;
 pub mod guard;
 pub mod hub;
+pub mod mcp;
+pub mod metrics;
 pub mod output;
 pub mod persist;
 pub mod policy;

@@ -62,6 +62,8 @@ pub struct Output {
     events: broadcast::Sender<OutputEvent>,
     /// Latest end offset, for long-poll readers and the screen follower.
     progress: watch::Sender<u64>,
+    /// The metrics counter of ingested bytes, once the session is registered.
+    ingested: std::sync::OnceLock<prometheus_client::metrics::counter::Counter>,
 }
 
 impl Output {
@@ -77,6 +79,15 @@ impl Output {
             }),
             events,
             progress,
+            ingested: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Counts every byte ingested into `counter`, those already pushed included.
+    pub fn count_into(&self, counter: prometheus_client::metrics::counter::Counter) {
+        let st = self.lock();
+        if self.ingested.set(counter.clone()).is_ok() {
+            counter.inc_by(st.ring.end_offset());
         }
     }
 
@@ -95,6 +106,9 @@ impl Output {
             let mut st = self.lock();
             let offset = st.ring.end_offset();
             st.ring.append(data);
+            if let Some(c) = self.ingested.get() {
+                c.inc_by(data.len() as u64);
+            }
             st.last_output_at = Some(Utc::now());
             // Sent under the lock so a concurrent subscribe_from sees each byte exactly once.
             let _ = self.events.send(OutputEvent::Data {

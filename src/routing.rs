@@ -1,13 +1,17 @@
 //! Owner routing: which session a leader means when it names an agent, an owner session or a
 //! label. A session matches when any given key equals its field; the result must be exactly
-//! one session, so a message is never broadcast. Pure: the API applies the decision.
+//! one session, so a message is never broadcast. [`resolve`] is the pure decision;
+//! [`resolve_session`] applies it to live sessions.
+
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::session::SessionInfo;
+use crate::error::{HubError, HubResult};
+use crate::session::{Session, SessionInfo};
 
 /// The keys a caller may route by (at least one).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouteKeys {
     pub agent_id: Option<String>,
@@ -37,6 +41,29 @@ impl RouteKeys {
         eq(&self.agent_id, &s.owner.owner_agent_id)
             || eq(&self.owner_session_id, &s.owner.owner_session_id)
             || eq(&self.label, &s.owner.label)
+    }
+}
+
+/// Resolves `keys` among the live `sessions` to exactly one, or the error that says why not.
+pub fn resolve_session(sessions: &[Arc<Session>], keys: &RouteKeys) -> HubResult<Arc<Session>> {
+    if keys.is_empty() {
+        return Err(HubError::bad_request(
+            "give at least one of agent_id, owner_session_id, label",
+        ));
+    }
+    let describe = || serde_json::to_string(keys).unwrap_or_default();
+    let infos: Vec<_> = sessions.iter().map(|s| s.info()).collect();
+    match resolve(keys, &infos) {
+        Resolution::One(id) => sessions
+            .iter()
+            .find(|s| s.id() == id)
+            .cloned()
+            .ok_or(HubError::SessionNotFound { id }),
+        Resolution::None => Err(HubError::RouteNotMatched { keys: describe() }),
+        Resolution::Ambiguous(matches) => Err(HubError::Ambiguous {
+            keys: describe(),
+            matches,
+        }),
     }
 }
 
@@ -82,7 +109,7 @@ mod tests {
         SessionInfo {
             spec: SessionSpec {
                 id: id.into(),
-                backend: "pty",
+                backend: crate::protocol::SessionBackend::Pty,
                 source: "host".into(),
                 shell: "sh".into(),
                 args: vec![],
@@ -113,6 +140,7 @@ mod tests {
             last_input_at: None,
             last_heartbeat_at: None,
             external: None,
+            agent_state: None,
             output_offset: 0,
         }
     }

@@ -75,7 +75,7 @@ pub struct Screen {
 }
 
 /// The modes of a rendered read.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ReadMode {
     /// The last lines of scrollback and screen.
@@ -88,7 +88,7 @@ pub enum ReadMode {
 }
 
 /// A rendered read request (`term_read`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TermReadRequest {
     #[serde(default)]
@@ -100,7 +100,7 @@ pub struct TermReadRequest {
 }
 
 /// A rendered read.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TermRead {
     pub text: String,
     pub lines: Vec<String>,

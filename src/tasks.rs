@@ -21,7 +21,9 @@ use serde_json::json;
 use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 use tokio::time::Instant;
+use utoipa::ToSchema;
 
+use crate::actor::Actor;
 use crate::error::{HubError, HubResult};
 use crate::hub::{BackendKind, CreateSession, Hub};
 use crate::output::{CursorItem, OutputCursor};
@@ -49,7 +51,7 @@ const CANCEL_WAIT: Duration = Duration::from_secs(10);
 const MAX_DEFAULT_NAME_CHARS: usize = 80;
 
 /// `POST /v1/tasks`
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateTask {
     /// A shell command line, run with `sh -c`.
@@ -73,7 +75,7 @@ fn default_pty() -> bool {
 }
 
 /// Where a task is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TaskState {
     Running,
@@ -88,7 +90,7 @@ pub enum TaskState {
 }
 
 /// A task as clients see it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskInfo {
     pub id: String,
@@ -351,8 +353,10 @@ fn started_event(hub: &Hub, info: &TaskInfo) {
     }));
 }
 
-/// Starts a PTY task: `sh -c CMD` in a new PTY session. Returns at once.
-pub async fn start(hub: &Hub, req: CreateTask) -> HubResult<TaskInfo> {
+/// Starts a PTY task for `actor`: `sh -c CMD` in a new PTY session. Returns at once. The
+/// command line passes the command guard first, like a `send_line`.
+pub async fn start(hub: &Hub, actor: &Actor, req: CreateTask) -> HubResult<TaskInfo> {
+    hub.guard().check_input(&req.cmd, actor.role())?;
     hub.tasks().purge(hub);
     let plan = plan(&req)?;
     let id = hub.new_id("task");
@@ -497,7 +501,8 @@ impl Drop for StopOnDrop {
 /// Runs a piped task (`pty: false`) to its end: `sh -c CMD` with stdout and stderr captured,
 /// in its own process group. A timeout is an error ([`HubError::TaskTimedOut`]) carrying the
 /// partial output.
-pub async fn run(hub: &Hub, req: CreateTask) -> HubResult<RunOutput> {
+pub async fn run(hub: &Hub, actor: &Actor, req: CreateTask) -> HubResult<RunOutput> {
+    hub.guard().check_input(&req.cmd, actor.role())?;
     hub.tasks().purge(hub);
     let plan = plan(&req)?;
     let id = hub.new_id("task");

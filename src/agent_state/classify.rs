@@ -25,7 +25,7 @@ pub fn classify(profile: &Profile, rows: &[String], stable_for: Duration) -> Cla
         .rposition(|r| !r.trim().is_empty())
         .map_or(0, |i| i + 1);
     let content = &rows[..used];
-    for rule in &profile.rules {
+    for rule in profile.rules.iter().filter(|r| stable_for >= r.stable) {
         let from = content.len().saturating_sub(rule.rows as usize);
         let evidence: Vec<String> = content[from..]
             .iter()

@@ -6,10 +6,18 @@
 //!   during redraws);
 //! - `stuck` is `working` with no meaningful change for the profile's `stuck_after`.
 //!
+//! Time, not the moment someone looks, decides: a screen change is dated when the output that
+//! made it arrived, and a state counts as seen from when the screen has shown it (the last
+//! change, or the last change plus `stable_after` for the stability fallback). So a screen
+//! that stopped changing is `stable` after the profile's delay at the first look after it,
+//! however rarely anyone looks.
+//!
 //! The watch also owns the session's meaningful-activity clock ([`crate::activity`]).
 
 pub mod classify;
 pub mod profile;
+pub mod question;
+pub mod wait;
 
 use std::sync::Arc;
 
@@ -56,6 +64,8 @@ pub struct StateReport {
     /// The screen lines the rule matched.
     pub evidence: Vec<String>,
     pub profile: String,
+    /// The CLI versions the profile was checked against.
+    pub profile_checked_with: Vec<String>,
     /// Last meaningful screen change or input.
     pub last_activity_at: DateTime<Utc>,
     /// Milliseconds since then.
@@ -74,6 +84,8 @@ pub struct Watch {
     /// Input that submits (Enter) not yet answered by a screen change.
     pending_input: Option<Instant>,
     last_input_at: Option<Instant>,
+    /// When the screen was last looked at (a change seen later happened after it).
+    last_observed: Option<Instant>,
 }
 
 impl Watch {
@@ -92,6 +104,7 @@ impl Watch {
             candidate: None,
             pending_input: None,
             last_input_at: None,
+            last_observed: None,
         }
     }
 
@@ -163,9 +176,28 @@ impl Watch {
 
     /// Looks at the screen now: records meaningful change and updates the state.
     pub fn observe(&mut self, screen: &vt100::Screen, exited: bool, now: Instant) {
+        self.observe_output(screen, exited, None, now);
+    }
+
+    /// [`Watch::observe`] knowing when the program last wrote (`output_at`): a change seen now
+    /// happened then (but after the previous look), not now.
+    pub fn observe_output(
+        &mut self,
+        screen: &vt100::Screen,
+        exited: bool,
+        output_at: Option<Instant>,
+        now: Instant,
+    ) {
         let (rows, cols) = screen.size();
         let fp = activity::fingerprint(screen, &self.profile.masks);
-        self.clock.observe(fp, (rows.get(), cols.get()), now);
+        let previous_look = self.last_observed.replace(now);
+        let happened = match (output_at, previous_look) {
+            (Some(out), Some(look)) => out.max(look),
+            (Some(out), None) => out,
+            (None, _) => now,
+        };
+        self.clock
+            .observe_at(fp, (rows.get(), cols.get()), now, happened);
         if exited {
             if self.current.state != State::Exited {
                 self.set(
@@ -193,11 +225,21 @@ impl Watch {
             &activity::content_rows(screen, &self.profile.masks),
             stable_for,
         );
-        self.settle(seen, now);
+        // The screen has read this way since it last changed (or, for the stability fallback,
+        // since it had been still for `stable_after`), and not before the last input.
+        let mut seen_since = changed_at;
+        if seen.rule == "fallback:stable" {
+            seen_since += self.profile.stable_after;
+        }
+        if let Some(input) = self.last_input_at {
+            seen_since = seen_since.max(input);
+        }
+        self.settle(seen, seen_since.min(now), now);
     }
 
-    /// Adopts `seen` once it has held for the profile's dwell (at once from `unknown`).
-    fn settle(&mut self, seen: Classification, now: Instant) {
+    /// Adopts `seen` once it has held for the profile's dwell (at once from `unknown`);
+    /// `seen_since` is when the screen started to read this way.
+    fn settle(&mut self, seen: Classification, seen_since: Instant, now: Instant) {
         if seen.state == self.current.state {
             self.current.rule = seen.rule;
             self.current.evidence = seen.evidence;
@@ -207,8 +249,8 @@ impl Watch {
         let held = match self.candidate {
             Some((state, from)) if state == seen.state => now.duration_since(from),
             _ => {
-                self.candidate = Some((seen.state, now));
-                std::time::Duration::ZERO
+                self.candidate = Some((seen.state, seen_since));
+                now.duration_since(seen_since)
             }
         };
         if self.current.state == State::Unknown || held >= self.profile.dwell {
@@ -235,6 +277,26 @@ impl Watch {
             && now.duration_since(self.last_activity_at()) >= self.profile.stuck_after
     }
 
+    /// The next moment the state (or `stuck`) could change with no new output or input: a
+    /// candidate's dwell ends, the `working` hold after input ends, the screen has been still
+    /// for `stable_after`, or `working` turns stuck. `None` when only new output or input can
+    /// change it. A waiter sleeps until then instead of polling.
+    pub fn next_due(&self, now: Instant) -> Option<Instant> {
+        let p = &self.profile;
+        let changed_at = self.clock.last_change_at().unwrap_or(self.created);
+        let working = self.current.state == State::Working;
+        [
+            self.candidate.map(|(_, from)| from + p.dwell),
+            self.pending_input.map(|sent| sent + p.input_hold),
+            (self.current.state != State::Exited).then_some(changed_at + p.stable_after),
+            working.then(|| self.last_activity_at() + p.stuck_after),
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|due| *due > now)
+        .min()
+    }
+
     /// The report for the API.
     pub fn report(&self, now: Instant) -> StateReport {
         let last = self.last_activity_at();
@@ -245,6 +307,7 @@ impl Watch {
             rule: self.current.rule.clone(),
             evidence: self.current.evidence.clone(),
             profile: self.profile.name.clone(),
+            profile_checked_with: self.profile.checked_with.clone(),
             last_activity_at: activity::wall_clock(last),
             idle_for_ms: now.duration_since(last).as_millis() as u64,
         }

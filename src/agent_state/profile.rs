@@ -3,6 +3,8 @@
 //! of the activity fingerprint), the key that interrupts it, and the stability fallback.
 //! Validated at load: a bad file is reported as `file:line:col: message (key `k`)`. The shipped
 //! profiles are compiled in; files in the directory add to them or replace them by name.
+//! A profile answers to its `names` (`claude` and `claude-code` for Claude Code); a `cli_type`
+//! that names no profile gets the default one, and [`ProfileSet::resolve`] says so.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -43,6 +45,12 @@ pub const DEFAULT_PROFILE: &str = "shell";
 #[serde(deny_unknown_fields)]
 struct ProfileFile {
     name: Option<String>,
+    /// The `cli_type` values this profile answers to (besides its name).
+    #[serde(default)]
+    names: Vec<String>,
+    /// The CLI versions whose recorded screens the rules were checked against.
+    #[serde(default)]
+    checked_with: Vec<String>,
     #[serde(default = "default_bottom_rows")]
     bottom_rows: u16,
     #[serde(default = "default_stable_after_ms")]
@@ -74,6 +82,9 @@ struct RuleFile {
     #[serde(default)]
     priority: i32,
     rows: Option<u16>,
+    /// The rule applies only once the screen has been still this long.
+    #[serde(default)]
+    stable_ms: u64,
 }
 
 fn default_bottom_rows() -> u16 {
@@ -111,12 +122,19 @@ pub struct Rule {
     pub priority: i32,
     /// How many of the bottom non-empty rows the rule looks at.
     pub rows: u16,
+    /// The rule applies only once the screen has been still this long (for a screen that
+    /// looks the same at rest and while text streams in above it).
+    pub stable: Duration,
 }
 
 /// A loaded, validated profile.
 #[derive(Debug, Clone)]
 pub struct Profile {
     pub name: String,
+    /// The `cli_type` values it answers to (always including `name`).
+    pub names: Vec<String>,
+    /// The CLI versions its rules were checked against (`claude-code 2.1.330`).
+    pub checked_with: Vec<String>,
     pub bottom_rows: u16,
     /// No rule matched and the screen has not changed for this long: `stable_state`.
     pub stable_after: Duration,
@@ -132,6 +150,16 @@ pub struct Profile {
     pub stuck_after: Duration,
     /// Ordered by priority, highest first (file order among equals).
     pub rules: Vec<Rule>,
+}
+
+/// A profile chosen for a `cli_type`, and why.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub profile: Arc<Profile>,
+    /// One sentence for people: which profile and why.
+    pub reason: String,
+    /// The `cli_type` when it named no profile (the default was used instead).
+    pub unknown_cli_type: Option<String>,
 }
 
 /// All profiles by name.
@@ -175,11 +203,66 @@ impl ProfileSet {
 
     /// The profile for a session's `cli_type`, else the default one.
     pub fn for_cli_type(&self, cli_type: Option<&str>) -> Arc<Profile> {
-        cli_type
-            .and_then(|c| self.profiles.get(c))
-            .or_else(|| self.profiles.get(DEFAULT_PROFILE))
-            .cloned()
-            .unwrap_or_else(|| Arc::new(Profile::fallback()))
+        self.resolve(cli_type).profile
+    }
+
+    /// The profile for a session's `cli_type` and why it was chosen: by its name, by one of
+    /// its `names`, or the default because the `cli_type` is missing or unknown.
+    pub fn resolve(&self, cli_type: Option<&str>) -> Resolved {
+        let answering = |c: &str| {
+            self.profiles.get(c).cloned().or_else(|| {
+                self.profiles
+                    .values()
+                    .find(|p| p.names.iter().any(|n| n == c))
+                    .cloned()
+            })
+        };
+        let default = || {
+            self.profiles
+                .get(DEFAULT_PROFILE)
+                .cloned()
+                .unwrap_or_else(|| Arc::new(Profile::fallback()))
+        };
+        match cli_type {
+            None => Resolved {
+                profile: default(),
+                reason: format!("no cli_type: the default profile `{DEFAULT_PROFILE}`"),
+                unknown_cli_type: None,
+            },
+            Some(c) => match answering(c) {
+                Some(profile) => Resolved {
+                    reason: format!("cli_type `{c}` selects profile `{}`", profile.name),
+                    profile,
+                    unknown_cli_type: None,
+                },
+                None => Resolved {
+                    profile: default(),
+                    reason: format!(
+                        "cli_type `{c}` names no profile (known: {}); using the default \
+                         profile `{DEFAULT_PROFILE}`",
+                        self.known_names().join(", ")
+                    ),
+                    unknown_cli_type: Some(c.to_string()),
+                },
+            },
+        }
+    }
+
+    /// Every `cli_type` value some profile answers to.
+    pub fn known_names(&self) -> Vec<String> {
+        let mut all: Vec<String> = self
+            .profiles
+            .values()
+            .flat_map(|p| p.names.iter().cloned())
+            .collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+
+    /// The profiles themselves.
+    pub fn profiles(&self) -> impl Iterator<Item = &Arc<Profile>> {
+        self.profiles.values()
     }
 
     /// Profile names.
@@ -197,6 +280,8 @@ impl Profile {
             .map(|p| (**p).clone())
             .unwrap_or(Profile {
                 name: DEFAULT_PROFILE.into(),
+                names: vec![DEFAULT_PROFILE.into()],
+                checked_with: Vec::new(),
                 bottom_rows: default_bottom_rows(),
                 stable_after: Duration::from_millis(default_stable_after_ms()),
                 stable_state: State::Unknown,
@@ -234,6 +319,7 @@ pub fn parse(text: &str, origin: &str, stem: &str) -> Result<Profile, String> {
             regex: regex(&r.pattern)?,
             priority: r.priority,
             rows: r.rows.unwrap_or(file.bottom_rows).max(1),
+            stable: Duration::from_millis(r.stable_ms),
         });
     }
     rules.sort_by_key(|r| std::cmp::Reverse(r.priority));
@@ -244,8 +330,13 @@ pub fn parse(text: &str, origin: &str, stem: &str) -> Result<Profile, String> {
     if file.bottom_rows == 0 {
         return Err(format!("{origin}: bottom_rows must be at least 1"));
     }
+    let name = file.name.unwrap_or_else(|| stem.to_string());
+    let mut names = vec![name.clone()];
+    names.extend(file.names.into_iter().filter(|n| *n != name));
     Ok(Profile {
-        name: file.name.unwrap_or_else(|| stem.to_string()),
+        name,
+        names,
+        checked_with: file.checked_with,
         bottom_rows: file.bottom_rows,
         stable_after: Duration::from_millis(file.stable_after_ms),
         stable_state: file.stable_state,
@@ -272,6 +363,32 @@ mod tests {
         assert_eq!(set.names(), ["aider", "claude-code", "codex", "shell"]);
         assert_eq!(set.for_cli_type(Some("nope")).name, "shell");
         assert_eq!(set.for_cli_type(Some("codex")).name, "codex");
+    }
+
+    #[test]
+    fn profiles_answer_to_their_names_and_unknown_cli_types_are_reported() {
+        let set = ProfileSet::default();
+        for c in ["claude", "claude-code"] {
+            let r = set.resolve(Some(c));
+            assert_eq!(r.profile.name, "claude-code", "{c}");
+            assert_eq!(r.unknown_cli_type, None);
+            assert!(r.reason.contains(&format!("`{c}`")), "{}", r.reason);
+        }
+        let r = set.resolve(Some("cluade"));
+        assert_eq!(r.profile.name, "shell");
+        assert_eq!(r.unknown_cli_type.as_deref(), Some("cluade"));
+        assert!(
+            r.reason.contains("names no profile") && r.reason.contains("claude-code"),
+            "{}",
+            r.reason
+        );
+        assert_eq!(set.resolve(None).unknown_cli_type, None);
+        assert!(set.known_names().contains(&"claude".to_string()));
+        let claude = set.for_cli_type(Some("claude"));
+        assert!(claude
+            .checked_with
+            .iter()
+            .any(|v| v.starts_with("claude-code ")));
     }
 
     #[test]

@@ -43,12 +43,18 @@ fn shipped_profiles_classify_their_test_screens() {
             let text = std::fs::read_to_string(&path).unwrap();
             let p = parser(&text, 24);
             let rows = crate::activity::content_rows(p.screen(), &profile.masks);
-            // Screens of a known state must be read by a rule: classify them as just appeared,
-            // so no stability fallback can stand in. `unknown-*` screens are the fallback's.
+            // Screens of a known state must be read by a rule: classify them as still for no
+            // longer than the rules need, so no stability fallback can stand in (the check
+            // below). `unknown-*` screens are the fallback's.
             let stable_for = if expected == "unknown" {
                 Duration::from_secs(3600)
             } else {
-                Duration::ZERO
+                profile
+                    .rules
+                    .iter()
+                    .map(|r| r.stable)
+                    .max()
+                    .unwrap_or_default()
             };
             let got = classify::classify(&profile, &rows, stable_for);
             assert_eq!(got.state.as_str(), expected, "{name}/{stem}: {got:?}");
@@ -143,4 +149,92 @@ async fn working_without_change_becomes_stuck() {
         assert_eq!(w.stuck(Instant::now()), i >= 5, "after {i} s");
         tokio::time::advance(Duration::from_secs(1)).await;
     }
+}
+
+/// A profile whose rules never match the test screens: only the stability fallback decides.
+fn fallback_only() -> Arc<profile::Profile> {
+    let mut p = (*ProfileSet::default().for_cli_type(Some("claude-code"))).clone();
+    p.rules.clear();
+    Arc::new(p)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_still_screen_is_stable_after_the_delay_at_the_first_look_however_late() {
+    let profile = fallback_only();
+    let mut w = Watch::new(profile.clone(), Instant::now());
+    let out = parser("compiling...\r\nstep 1", 5);
+    w.observe(out.screen(), false, Instant::now());
+    assert_eq!(w.state(), State::Working);
+    assert_eq!(w.report(Instant::now()).rule, "fallback:changing");
+    // Nothing happens and nobody looks; one look after the delay sees the stable state.
+    tokio::time::advance(profile.stable_after + Duration::from_secs(7)).await;
+    w.observe(out.screen(), false, Instant::now());
+    assert_eq!(w.state(), State::Idle, "{:?}", w.report(Instant::now()));
+    assert_eq!(w.report(Instant::now()).rule, "fallback:stable");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_change_first_seen_late_is_dated_by_the_output_that_made_it() {
+    let profile = fallback_only();
+    let t0 = Instant::now();
+    let mut w = Watch::new(profile.clone(), t0);
+    w.observe_output(parser("step 1", 5).screen(), false, Some(t0), t0);
+    tokio::time::advance(profile.stable_after + profile.dwell).await;
+    w.observe_output(
+        parser("step 1", 5).screen(),
+        false,
+        Some(t0),
+        Instant::now(),
+    );
+    assert_eq!(w.state(), State::Idle);
+
+    // The program prints once more and then nothing; the next look is 19 s later.
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let printed = Instant::now();
+    tokio::time::advance(Duration::from_secs(19)).await;
+    let screen = parser("step 1\r\nstep 2", 5);
+    w.observe_output(screen.screen(), false, Some(printed), Instant::now());
+    assert_eq!(w.state(), State::Idle, "{:?}", w.report(Instant::now()));
+    assert!(w.report(Instant::now()).idle_for_ms >= 19_000);
+
+    // A change that did just happen is a change: working until the screen is still again.
+    let screen = parser("step 1\r\nstep 2\r\nstep 3", 5);
+    w.observe_output(screen.screen(), false, Some(Instant::now()), Instant::now());
+    tokio::time::advance(profile.dwell).await;
+    w.observe_output(screen.screen(), false, None, Instant::now());
+    assert_eq!(w.state(), State::Working);
+    tokio::time::advance(profile.stable_after).await;
+    w.observe_output(screen.screen(), false, None, Instant::now());
+    assert_eq!(w.state(), State::Idle);
+}
+
+/// Sleeping until `next_due` and looking again is enough to see every change that needs no new
+/// output: the hold after unanswered input ends, then the dwell, then idle; with nothing
+/// pending there is nothing to wake for.
+#[tokio::test(start_paused = true)]
+async fn next_due_wakes_a_waiter_exactly_when_the_state_can_change() {
+    let profile = shell();
+    let mut w = Watch::new(profile.clone(), Instant::now());
+    let prompt = parser("$ ", 5);
+    w.observe(prompt.screen(), false, Instant::now());
+    assert_eq!(w.state(), State::Idle);
+
+    let sent = Instant::now();
+    w.note_input(true, sent);
+    assert_eq!(w.state(), State::Working);
+    let mut wakes = 0;
+    while w.state() != State::Idle {
+        let due = w.next_due(Instant::now()).expect("something is pending");
+        assert!(due > Instant::now());
+        tokio::time::advance(due - Instant::now()).await;
+        w.observe(prompt.screen(), false, Instant::now());
+        wakes += 1;
+        assert!(wakes < 10, "{wakes} wakes");
+    }
+    assert!(Instant::now() - sent >= profile.input_hold);
+
+    // Still at the prompt long after: nothing can change without output or input.
+    tokio::time::advance(profile.stable_after + profile.dwell).await;
+    w.observe(prompt.screen(), false, Instant::now());
+    assert_eq!(w.next_due(Instant::now()), None);
 }

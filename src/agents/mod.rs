@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use bollard::Docker;
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::backend::tmux::{TmuxBackend, TmuxPlace};
 use crate::backend::{SpawnSpec, TermSize};
@@ -37,7 +38,7 @@ const POLL_INTERVAL: Duration = Duration::from_millis(100);
 const EXIT_SETTLE: Duration = Duration::from_secs(1);
 
 /// Where an agent is in its life.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AgentStatus {
     #[default]
@@ -71,7 +72,7 @@ struct Runtime {
 }
 
 /// What clients see of an agent.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct AgentInfo {
     pub id: String,
     pub status: AgentStatus,
@@ -232,7 +233,10 @@ pub async fn start(hub: &Hub, id: &str) -> HubResult<(AgentInfo, bool)> {
         rt.exit_code = None;
     });
     emit(hub, id, "agent_starting", "starting");
-    match start_locked(hub, id).await {
+    let started = std::time::Instant::now();
+    let result = start_locked(hub, id).await;
+    hub.metrics().agent_op("start", result.is_ok(), started);
+    match result {
         Ok(()) => {
             emit(hub, id, "agent_started", "running");
             Ok((info(hub, id)?, false))
@@ -432,7 +436,7 @@ pub(crate) async fn attach(
     };
     let spec = SessionSpec {
         id: session_id.clone(),
-        backend: "docker",
+        backend: crate::protocol::SessionBackend::Docker,
         source: "docker".into(),
         shell: spec.program,
         args: spec.args,
@@ -512,7 +516,10 @@ async fn detach_session(hub: &Hub, id: &str) {
 pub async fn stop(hub: &Hub, id: &str) -> HubResult<AgentInfo> {
     let lock = hub.agents().op_lock(id)?;
     let _op = lock.lock().await;
-    stop_locked(hub, id).await?;
+    let started = std::time::Instant::now();
+    let result = stop_locked(hub, id).await;
+    hub.metrics().agent_op("stop", result.is_ok(), started);
+    result?;
     info(hub, id)
 }
 

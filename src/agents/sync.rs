@@ -46,6 +46,7 @@ async fn run(hub: Hub, endpoint: String) {
         let docker = match hub.agents().endpoints().client(&endpoint).await {
             Ok(d) => d,
             Err(e) => {
+                hub.metrics().engine_reachable(&endpoint, false);
                 if !reported_down {
                     tracing::warn!(endpoint = %docker::endpoint_name(&endpoint), "{e}; retrying with backoff");
                     reported_down = true;
@@ -60,6 +61,7 @@ async fn run(hub: Hub, endpoint: String) {
             reported_down = false;
         }
         delay = RECONNECT_DELAY;
+        hub.metrics().engine_reachable(&endpoint, true);
         // Subscribe first, then reconcile: nothing that happens in between is missed.
         let mut filters = HashMap::new();
         filters.insert("type", vec!["container".to_string()]);
@@ -106,6 +108,7 @@ async fn run(hub: Hub, endpoint: String) {
         tracing::warn!(endpoint = %docker::endpoint_name(&endpoint), "Docker events stream ended; reconnecting");
         hub.agents().endpoints().forget(&endpoint).await;
         mark_unreachable(&hub, &endpoint);
+        hub.metrics().engine_reachable(&endpoint, false);
         tokio::time::sleep(RECONNECT_DELAY).await;
     }
 }

@@ -2,44 +2,60 @@
 
 use axum::extract::{Path, State};
 use axum::Json;
-use serde_json::{json, Value};
 
 use super::error::ApiResult;
 use crate::agents;
 use crate::hub::Hub;
+use crate::protocol::{AgentListReply, AgentReply, AgentStartReply};
 
-pub async fn list_agents(State(hub): State<Hub>) -> Json<Value> {
+pub async fn list_agents(State(hub): State<Hub>) -> Json<AgentListReply> {
     let agents = agents::list(&hub);
-    Json(json!({ "ok": true, "count": agents.len(), "agents": agents }))
+    Json(AgentListReply {
+        ok: true,
+        count: agents.len(),
+        agents,
+    })
 }
 
-pub async fn get_agent(State(hub): State<Hub>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    Ok(Json(
-        json!({ "ok": true, "agent": agents::info(&hub, &id)? }),
-    ))
+fn reply(agent: agents::AgentInfo) -> Json<AgentReply> {
+    Json(AgentReply { ok: true, agent })
 }
 
-pub async fn start_agent(State(hub): State<Hub>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn get_agent(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<AgentReply>> {
+    Ok(reply(agents::info(&hub, &id)?))
+}
+
+pub async fn start_agent(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<AgentStartReply>> {
     let (agent, already_running) = agents::start(&hub, &id).await?;
-    Ok(Json(json!({
-        "ok": true,
-        "agent": agent,
-        "already_running": already_running,
-        "message": if already_running { "already running" } else { "started" },
-    })))
+    let message = if already_running {
+        "already running"
+    } else {
+        "started"
+    };
+    Ok(Json(AgentStartReply {
+        ok: true,
+        agent,
+        already_running,
+        message: message.into(),
+    }))
 }
 
-pub async fn stop_agent(State(hub): State<Hub>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    Ok(Json(
-        json!({ "ok": true, "agent": agents::stop(&hub, &id).await? }),
-    ))
+pub async fn stop_agent(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<AgentReply>> {
+    Ok(reply(agents::stop(&hub, &id).await?))
 }
 
 pub async fn restart_agent(
     State(hub): State<Hub>,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
-    Ok(Json(
-        json!({ "ok": true, "agent": agents::restart(&hub, &id).await? }),
-    ))
+) -> ApiResult<Json<AgentReply>> {
+    Ok(reply(agents::restart(&hub, &id).await?))
 }

@@ -13,8 +13,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
-use super::auth::Actor;
 use super::error::ApiError;
+use crate::actor::Actor;
 use crate::audit::{new_record, Record};
 use crate::error::HubError;
 use crate::hub::Hub;

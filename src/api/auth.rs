@@ -8,37 +8,17 @@
 //!
 //! Every request gets an [`Actor`] extension (token name plus `X-Agent-Id`) for the audit trail.
 
+use super::error::ApiError;
+use crate::actor::{Actor, Role};
+use crate::error::HubError;
+use crate::hub::Hub;
 use axum::extract::{Request, State};
 use axum::http::{header, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::error::ApiError;
-pub use crate::actor::Role;
-pub use crate::config::TokenConfig;
-use crate::error::HubError;
-use crate::hub::Hub;
-
 /// WebSocket subprotocol prefix that carries a token.
 pub const WS_TOKEN_PROTOCOL: &str = "agent-hub.bearer.";
-
-/// Who made a request.
-#[derive(Debug, Clone, Default)]
-pub struct Actor {
-    /// The token's name (`anonymous` when the hub has no tokens).
-    pub token_name: String,
-    /// The caller's `X-Agent-Id` header, if any.
-    pub agent_id: Option<String>,
-    /// The token's role (`admin` when the hub has no tokens: an open hub allows everything).
-    pub role: Option<Role>,
-}
-
-impl Actor {
-    /// The role, `observer` if unknown.
-    pub fn role(&self) -> Role {
-        self.role.unwrap_or(Role::Observer)
-    }
-}
 
 /// Equal-time comparison: the time taken does not depend on where the inputs differ.
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -51,8 +31,15 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// The role a route needs (pure, so the whole table is tested).
 pub fn required_role(method: &Method, path: &str) -> Option<Role> {
-    if path == "/health" {
+    // The dashboard's files are static (no data): the page loads, then signs in.
+    let dashboard = *method == Method::GET
+        && (path == "/" || path == "/favicon.ico" || path.starts_with("/web/"));
+    if path == "/health" || dashboard {
         return None;
+    }
+    if path == "/mcp" {
+        // Any valid token opens an MCP session; each tool call then needs its REST route's role.
+        return Some(Role::Observer);
     }
     let read_only = *method == Method::GET
         || path.ends_with("/term_read")
@@ -229,6 +216,13 @@ mod tests {
         use Method as M;
         let table = [
             (M::GET, "/health", None),
+            (M::POST, "/mcp", Some(Role::Observer)),
+            (M::DELETE, "/mcp", Some(Role::Observer)),
+            (M::GET, "/", None),
+            (M::GET, "/web/app.js", None),
+            (M::GET, "/favicon.ico", None),
+            (M::POST, "/", Some(Role::Operator)),
+            (M::GET, "/v1/whoami", Some(Role::Observer)),
             (M::GET, "/v1/pty/sessions", Some(Role::Observer)),
             (M::GET, "/v1/pty/sessions/x/read", Some(Role::Observer)),
             (M::GET, "/v1/pty/sessions/x/stream", Some(Role::Observer)),

@@ -4,13 +4,13 @@
 
 use std::time::Duration;
 
+use crate::protocol::{BridgeListReply, BridgeSession, TalkReply, TermReadReply, WriteReply};
 use axum::extract::State;
 use axum::Extension;
 use axum::Json;
-use serde_json::{json, Value};
 
-use super::auth::Actor;
 use super::error::{ApiJson, ApiResult};
+use crate::actor::Actor;
 use crate::bridge::{BufferRequest, ReadReply, ReadRequest, TalkRequest, WriteRequest};
 use crate::error::HubError;
 use crate::hub::Hub;
@@ -35,19 +35,16 @@ pub async fn write(
     State(hub): State<Hub>,
     Extension(actor): Extension<Actor>,
     ApiJson(req): ApiJson<WriteRequest>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<WriteReply>> {
     let bytes = match req.encoding {
         Encoding::Utf8 => req.data.into_bytes(),
         Encoding::Base64 => base64_decode(&req.data).map_err(HubError::bad_request)?,
     };
-    hub.check_typed(&bytes, actor.role())?;
     let n = bytes.len();
     own_session(&hub, &req.session_id)?
-        .send_bytes(bytes)
+        .send_bytes(&actor, bytes)
         .await?;
-    Ok(Json(
-        json!({ "ok": true, "session_id": req.session_id, "bytes_written": n }),
-    ))
+    Ok(Json(super::sessions::written(req.session_id, n)))
 }
 
 pub async fn read(
@@ -97,45 +94,52 @@ pub async fn talk(
     State(hub): State<Hub>,
     Extension(actor): Extension<Actor>,
     ApiJson(req): ApiJson<TalkRequest>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TalkReply>> {
     let timeout_ms = req.timeout_ms.unwrap_or(hub.config().talk_timeout_ms);
     super::sessions::check_talk_timeout(timeout_ms)?;
-    hub.check_input(&req.command, actor.role())?;
     let result = own_session(&hub, &req.session_id)?
         .talk(
+            &actor,
             &req.command,
             req.sentinel.as_deref(),
             Duration::from_millis(timeout_ms),
         )
         .await?;
-    let mut body = super::sessions::with_ok(result)?;
-    body["session_id"] = json!(req.session_id);
-    Ok(Json(body))
+    Ok(Json(TalkReply {
+        ok: true,
+        session_id: Some(req.session_id),
+        result,
+    }))
 }
 
 pub async fn buffer(
     State(hub): State<Hub>,
     ApiJson(req): ApiJson<BufferRequest>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TermReadReply>> {
     if !hub.config().term_buffer_access {
         return Err(HubError::TermBufferAccessDisabled.into());
     }
     let read = own_session(&hub, &req.session_id)?.term_read(&req.read);
-    let mut body = super::sessions::with_ok(read)?;
-    body["session_id"] = json!(req.session_id);
-    Ok(Json(body))
+    Ok(Json(TermReadReply {
+        ok: true,
+        session_id: req.session_id,
+        read,
+    }))
 }
 
-pub async fn list(State(hub): State<Hub>) -> Json<Value> {
-    let sessions: Vec<Value> = hub
+pub async fn list(State(hub): State<Hub>) -> Json<BridgeListReply> {
+    let sessions: Vec<BridgeSession> = hub
         .list()
         .iter()
         .filter(|s| s.external().is_none())
-        .map(|s| {
-            let mut info = serde_json::to_value(s.info()).unwrap_or_default();
-            info["session_id"] = json!(s.id());
-            info
+        .map(|s| BridgeSession {
+            session_id: s.id().to_string(),
+            info: s.info(),
         })
         .collect();
-    Json(json!({ "ok": true, "count": sessions.len(), "sessions": sessions }))
+    Json(BridgeListReply {
+        ok: true,
+        count: sessions.len(),
+        sessions,
+    })
 }

@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use crate::error::HubError;
+use crate::protocol::ErrorBody;
 
 /// A [`HubError`] on its way out as a response.
 #[derive(Debug)]
@@ -27,15 +28,16 @@ impl IntoResponse for ApiError {
         let e = self.0;
         let status =
             StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut body = json!({ "ok": false, "error_code": e.code(), "message": e.to_string() });
+        let mut body = ErrorBody::new(e.code(), e.to_string());
+        let d = &mut body.details;
         match &e {
             HubError::Timeout { output, timeout_ms } => {
-                body["output"] = json!(output);
-                body["timeout_ms"] = json!(timeout_ms);
+                d.insert("output".into(), json!(output));
+                d.insert("timeout_ms".into(), json!(timeout_ms));
             }
             HubError::ProcessExited { exit_code, output } => {
-                body["exit_code"] = json!(exit_code);
-                body["output"] = json!(output);
+                d.insert("exit_code".into(), json!(exit_code));
+                d.insert("output".into(), json!(output));
             }
             HubError::TaskTimedOut {
                 id,
@@ -44,23 +46,29 @@ impl IntoResponse for ApiError {
                 stderr,
                 ..
             } => {
-                body["taskId"] = json!(id);
-                body["state"] = json!("timeout");
-                body["exitCode"] = json!(null);
-                body["durationMs"] = json!(duration_ms);
-                body["stdout"] = json!(stdout);
-                body["stderr"] = json!(stderr);
-                body["output"] = json!(format!("{stdout}{stderr}"));
+                d.insert("taskId".into(), json!(id));
+                d.insert("state".into(), json!("timeout"));
+                d.insert("exitCode".into(), json!(null));
+                d.insert("durationMs".into(), json!(duration_ms));
+                d.insert("stdout".into(), json!(stdout));
+                d.insert("stderr".into(), json!(stderr));
+                d.insert("output".into(), json!(format!("{stdout}{stderr}")));
             }
-            HubError::AgentStartFailed { screen, .. } => body["screen"] = json!(screen),
-            HubError::Ambiguous { matches, .. } => body["matches"] = json!(matches),
+            HubError::AgentStartFailed { screen, .. } => {
+                d.insert("screen".into(), json!(screen));
+            }
+            HubError::Ambiguous { matches, .. } => {
+                d.insert("matches".into(), json!(matches));
+            }
             HubError::AgentBlocked { evidence } => {
-                body["receipt"] = json!("blocked");
-                body["evidence"] = json!(evidence);
+                d.insert("receipt".into(), json!("blocked"));
+                d.insert("evidence".into(), json!(evidence));
             }
-            HubError::DockerUnavailable { endpoint, .. } => body["endpoint"] = json!(endpoint),
+            HubError::DockerUnavailable { endpoint, .. } => {
+                d.insert("endpoint".into(), json!(endpoint));
+            }
             HubError::BridgeUnavailable { bridge_url, .. } => {
-                body["bridge_url"] = json!(bridge_url)
+                d.insert("bridge_url".into(), json!(bridge_url));
             }
             HubError::BridgeError {
                 bridge_url,
@@ -68,17 +76,22 @@ impl IntoResponse for ApiError {
                 remote_code,
                 ..
             } => {
-                body["bridge_url"] = json!(bridge_url);
-                body["remote_status"] = json!(status);
-                body["remote_error_code"] = json!(remote_code);
+                d.insert("bridge_url".into(), json!(bridge_url));
+                d.insert("remote_status".into(), json!(status));
+                d.insert("remote_error_code".into(), json!(remote_code));
             }
-            HubError::CommandBlocked { pattern } => body["pattern"] = json!(pattern),
+            HubError::CommandBlocked { pattern } => {
+                d.insert("pattern".into(), json!(pattern));
+            }
             _ => {}
         }
         if status.is_server_error() {
             tracing::warn!(code = e.code(), "{e}");
         }
-        (status, axum::Json(body)).into_response()
+        let mut response = (status, axum::Json(body)).into_response();
+        let code = crate::metrics::http::ErrorCode(e.code());
+        response.extensions_mut().insert(code);
+        response
     }
 }
 

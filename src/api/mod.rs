@@ -7,6 +7,7 @@ pub mod auth;
 mod bridge;
 pub mod error;
 mod events;
+pub mod openapi;
 mod policies;
 pub mod redaction;
 mod registry;
@@ -15,12 +16,12 @@ mod sessions;
 mod stream;
 mod tasks;
 mod traffic;
+mod web;
 
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{Method, Uri};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
-use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -32,11 +33,33 @@ use error::ApiError;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BodyLimit(pub usize);
 
-/// The hub's routes, ready to serve or to call in tests without a socket.
+/// The hub's routes, ready to serve or to call in tests without a socket: the REST API, and
+/// the MCP server at `/mcp`, whose tools call the REST routes in-process (see [`crate::mcp`]).
 pub fn router(hub: Hub) -> Router {
+    let rest = rest_router(hub.clone());
+    let mcp = crate::mcp::http::service(&hub, rest.clone());
+    rest.merge(
+        Router::new()
+            .route_service("/mcp", mcp)
+            .layer(axum::middleware::from_fn_with_state(
+                hub.clone(),
+                auth::authorize,
+            ))
+            .layer(DefaultBodyLimit::max(hub.config().max_body_bytes)),
+    )
+}
+
+/// The REST API's routes with their layers (auth, audit, redaction).
+fn rest_router(hub: Hub) -> Router {
     let limit = hub.config().max_body_bytes;
     Router::new()
         .route("/health", get(health))
+        .route("/openapi.json", get(openapi::document))
+        .route("/metrics", get(crate::metrics::http::scrape))
+        .route("/", get(web::index))
+        .route("/favicon.ico", get(web::favicon))
+        .route("/web/{*path}", get(web::asset))
+        .route("/v1/whoami", get(web::whoami))
         .route(
             "/v1/pty/sessions",
             get(sessions::list_sessions).post(sessions::create_session),
@@ -110,20 +133,27 @@ pub fn router(hub: Hub) -> Router {
             hub.clone(),
             auth::authorize,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            hub.clone(),
+            crate::metrics::http::track,
+        ))
         .layer(DefaultBodyLimit::max(limit))
         .layer(axum::Extension(BodyLimit(limit)))
         .with_state(hub)
 }
 
-async fn health(State(hub): State<Hub>) -> Json<Value> {
-    Json(json!({
-        "ok": true,
-        "version": env!("CARGO_PKG_VERSION"),
-        "sessions": hub.list().len(),
-        "agents": hub.agents().defs().count(),
-        "hub_id": hub.agents().hub_id(),
-        "persistence": hub.persistence().map(|p| p.status()),
-    }))
+async fn health(State(hub): State<Hub>) -> Json<crate::protocol::HealthReply> {
+    Json(crate::protocol::HealthReply {
+        ok: true,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        sessions: hub.list().len(),
+        agents: hub.agents().defs().count(),
+        hub_id: hub.agents().hub_id().to_string(),
+        term_buffer_access: hub.config().term_buffer_access,
+        persistence: hub
+            .persistence()
+            .and_then(|p| serde_json::to_value(p.status()).ok()),
+    })
 }
 
 async fn not_found(method: Method, uri: Uri) -> ApiError {

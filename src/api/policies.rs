@@ -2,137 +2,257 @@
 //! `GET /v1/agents/{id}/state` (`?explain=true` adds the rule and the matched lines),
 //! `GET /v1/policies`, `GET /v1/policies/check` and `POST /v1/policies/reload`.
 
+use std::time::Duration;
+
 use axum::extract::{Path, State};
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
 
 use super::error::{ApiQuery, ApiResult};
-use crate::agent_state::StateReport;
+use crate::agent_state::wait::Wanted;
+use crate::agent_state::{question, State as AgentState, StateReport};
 use crate::error::HubError;
 use crate::hub::Hub;
+use crate::protocol::{
+    AgentStateReply, CheckQuery, PolicyCheckReply, PolicyEntry, PolicyListReply, PolicyReloadReply,
+    SessionStateReply, StateQuery, StateView,
+};
+use crate::session::Session;
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StateQuery {
-    #[serde(default)]
-    explain: bool,
+/// Default and largest `timeout_ms` of a state wait.
+const WAIT_DEFAULT_TIMEOUT_MS: u64 = 30_000;
+const WAIT_MAX_TIMEOUT_MS: u64 = 600_000;
+
+/// The wait a state query asks for, checked: what to wait for and for how long.
+fn wait_of(q: &StateQuery) -> Result<Option<(Wanted, Duration)>, HubError> {
+    let Some(list) = &q.wait else {
+        if q.timeout_ms.is_some() {
+            return Err(HubError::bad_request(
+                "timeout_ms needs wait=STATE[,STATE...]",
+            ));
+        }
+        return Ok(None);
+    };
+    let wanted = Wanted::parse(list).map_err(HubError::bad_request)?;
+    let timeout_ms = q.timeout_ms.unwrap_or(WAIT_DEFAULT_TIMEOUT_MS);
+    if timeout_ms > WAIT_MAX_TIMEOUT_MS {
+        return Err(HubError::bad_request(format!(
+            "timeout_ms must be 0-{WAIT_MAX_TIMEOUT_MS}"
+        )));
+    }
+    Ok(Some((wanted, Duration::from_millis(timeout_ms))))
 }
 
-fn state_json(report: StateReport, explain: bool) -> Value {
-    let mut v = json!({
-        "state": report.state,
-        "since": report.since,
-        "stuck": report.stuck,
-        "profile": report.profile,
-        "last_activity_at": report.last_activity_at,
-        "idle_for_ms": report.idle_for_ms,
+/// A session's state; with `explain`, the rule, its evidence and the profile: which one, why
+/// (the session's `cli_type`), and the CLI versions it was checked against. A blocked agent's
+/// question and its choices always come along.
+pub(super) fn state_view(
+    hub: &Hub,
+    session: &Session,
+    report: StateReport,
+    explain: bool,
+) -> StateView {
+    let profile_reason = explain.then(|| {
+        let cli_type = session.owner().cli_type;
+        let profiles = &hub.policy().loaded().profiles;
+        profiles.resolve(cli_type.as_deref()).reason
     });
-    if explain {
-        v["rule"] = json!(report.rule);
-        v["evidence"] = json!(report.evidence);
+    let blocked = report.state == AgentState::Blocked;
+    StateView {
+        question: blocked.then(|| question::question(&report.evidence)),
+        choices: blocked.then(|| question::choices(&report.evidence)),
+        state: report.state,
+        since: Some(report.since),
+        stuck: report.stuck,
+        profile: Some(report.profile),
+        last_activity_at: Some(report.last_activity_at),
+        idle_for_ms: Some(report.idle_for_ms),
+        rule: explain.then_some(report.rule),
+        evidence: explain.then_some(report.evidence),
+        profile_reason,
+        profile_checked_with: explain.then_some(report.profile_checked_with),
+        reached: None,
     }
-    v
 }
 
 pub async fn session_state(
     State(hub): State<Hub>,
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<StateQuery>,
-) -> ApiResult<Json<Value>> {
-    let report = hub.get(&id)?.state_report();
-    let mut v = state_json(report, q.explain);
-    v["ok"] = json!(true);
-    v["session_id"] = json!(id);
-    Ok(Json(v))
+) -> ApiResult<Json<SessionStateReply>> {
+    let session = hub.get(&id)?;
+    let state = match wait_of(&q)? {
+        None => state_view(&hub, &session, session.state_report(), q.explain),
+        Some((wanted, timeout)) => {
+            let (report, reached) = session.wait_state(&wanted, timeout).await;
+            StateView {
+                reached: Some(reached),
+                ..state_view(&hub, &session, report, q.explain)
+            }
+        }
+    };
+    Ok(Json(SessionStateReply {
+        ok: true,
+        session_id: id,
+        state,
+    }))
 }
 
 pub async fn agent_state(
     State(hub): State<Hub>,
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<StateQuery>,
-) -> ApiResult<Json<Value>> {
-    let info = crate::agents::info(&hub, &id)?;
-    let session = info
-        .session_id
-        .as_deref()
-        .and_then(|s| hub.get(s).ok())
-        .filter(|s| s.output().exit().is_none());
-    let mut v = match &session {
-        Some(s) => state_json(s.state_report(), q.explain),
-        None => {
-            let mut v = json!({ "state": "exited", "since": null, "stuck": false });
-            if q.explain {
-                v["rule"] = json!("agent:not_running");
-                v["evidence"] = json!([format!("agent status: {}", info.status)]);
-            }
-            v
-        }
+) -> ApiResult<Json<AgentStateReply>> {
+    let wait = wait_of(&q)?;
+    let mut info = crate::agents::info(&hub, &id)?;
+    let mut reached = None;
+    if let Some((wanted, timeout)) = &wait {
+        let (last, r) = wait_agent_state(&hub, &id, wanted, *timeout).await?;
+        info = last;
+        reached = Some(r);
+    }
+    let session = live_session(&hub, &info);
+    let state = match &session {
+        Some(s) => state_view(&hub, s, s.state_report(), q.explain),
+        None => StateView {
+            state: AgentState::Exited,
+            since: None,
+            stuck: false,
+            profile: None,
+            last_activity_at: None,
+            idle_for_ms: None,
+            rule: q.explain.then(|| "agent:not_running".into()),
+            evidence: q
+                .explain
+                .then(|| vec![format!("agent status: {}", info.status)]),
+            profile_reason: None,
+            profile_checked_with: None,
+            reached: None,
+            question: None,
+            choices: None,
+        },
     };
-    v["ok"] = json!(true);
-    v["agent_id"] = json!(id);
-    v["status"] = json!(info.status);
-    v["session_id"] = json!(session.map(|s| s.id().to_string()));
-    Ok(Json(v))
-}
-
-pub async fn list_policies(State(hub): State<Hub>) -> Json<Value> {
-    let loaded = hub.policy().loaded();
-    let sessions = hub.list();
-    let policies: Vec<Value> = loaded
-        .policies
-        .values()
-        .map(|p| {
-            let agents: Vec<&str> = hub
-                .agents()
-                .defs()
-                .filter(|d| d.policy.as_deref() == Some(p.name.as_str()))
-                .map(|d| d.id.as_str())
-                .collect();
-            let host_sessions: Vec<&str> = sessions
-                .iter()
-                .filter(|s| s.spec().agent_id.is_none())
-                .filter(|s| s.spec().policy.as_deref() == Some(p.name.as_str()))
-                .map(|s| s.id())
-                .collect();
-            json!({ "name": p.name, "settings": p, "agents": agents, "sessions": host_sessions })
-        })
-        .collect();
-    Json(json!({
-        "ok": true,
-        "dir": loaded.dir,
-        "policies": policies,
-        "profiles": loaded.profiles.names(),
+    let state = StateView { reached, ..state };
+    Ok(Json(AgentStateReply {
+        ok: true,
+        agent_id: id,
+        status: info.status,
+        session_id: session.map(|s| s.id().to_string()),
+        state,
     }))
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CheckQuery {
-    agent: Option<String>,
+/// The agent's session, if its program is running.
+fn live_session(
+    hub: &Hub,
+    info: &crate::agents::AgentInfo,
+) -> Option<std::sync::Arc<crate::session::Session>> {
+    info.session_id
+        .as_deref()
+        .and_then(|s| hub.get(s).ok())
+        .filter(|s| s.output().exit().is_none())
+}
+
+/// Waits until a container agent's state is one of `wanted`: on its running session, and
+/// while it is not running, on the event bus for its next start (a stopped agent is `exited`).
+async fn wait_agent_state(
+    hub: &Hub,
+    id: &str,
+    wanted: &Wanted,
+    timeout: Duration,
+) -> Result<(crate::agents::AgentInfo, bool), HubError> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        // Subscribed before looking, so a start between the look and the wait is not missed.
+        let mut events = hub.subscribe_events();
+        let info = crate::agents::info(hub, id)?;
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match live_session(hub, &info) {
+            Some(session) => {
+                let (report, reached) = session.wait_state(wanted, left).await;
+                if reached || left.is_zero() || report.state != crate::agent_state::State::Exited {
+                    return Ok((crate::agents::info(hub, id)?, reached));
+                }
+            }
+            None if wanted.wants(crate::agent_state::State::Exited) => return Ok((info, true)),
+            None if left.is_zero() => return Ok((info, false)),
+            None => {
+                let started = async {
+                    loop {
+                        match events.recv().await {
+                            Ok(e) if e["type"] == "agent_started" && e["agentId"] == id => return,
+                            Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                                std::future::pending::<()>().await
+                            }
+                            _ => {}
+                        }
+                    }
+                };
+                if tokio::time::timeout_at(deadline, started).await.is_err() {
+                    return Ok((crate::agents::info(hub, id)?, false));
+                }
+            }
+        }
+    }
+}
+
+pub async fn list_policies(State(hub): State<Hub>) -> Json<PolicyListReply> {
+    let loaded = hub.policy().loaded();
+    let sessions = hub.list();
+    let policies = loaded
+        .policies
+        .values()
+        .map(|p| {
+            let agents = hub
+                .agents()
+                .defs()
+                .filter(|d| d.policy.as_deref() == Some(p.name.as_str()))
+                .map(|d| d.id.clone())
+                .collect();
+            let host_sessions = sessions
+                .iter()
+                .filter(|s| s.spec().agent_id.is_none())
+                .filter(|s| s.spec().policy.as_deref() == Some(p.name.as_str()))
+                .map(|s| s.id().to_string())
+                .collect();
+            PolicyEntry {
+                name: p.name.clone(),
+                settings: p.clone(),
+                agents,
+                sessions: host_sessions,
+            }
+        })
+        .collect();
+    Json(PolicyListReply {
+        ok: true,
+        dir: loaded.dir.clone(),
+        policies,
+        profiles: loaded.profiles.names(),
+    })
 }
 
 pub async fn check(
     State(hub): State<Hub>,
     ApiQuery(q): ApiQuery<CheckQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<PolicyCheckReply>> {
     if let Some(a) = &q.agent {
         let known = hub.agents().def(a).is_ok() || hub.get(a).is_ok();
         if !known {
             return Err(HubError::AgentNotFound { id: a.clone() }.into());
         }
     }
-    let rows = crate::policy::runner::check(&hub, q.agent.as_deref());
-    Ok(Json(
-        json!({ "ok": true, "count": rows.len(), "checks": rows }),
-    ))
+    let checks = crate::policy::runner::check(&hub, q.agent.as_deref());
+    Ok(Json(PolicyCheckReply {
+        ok: true,
+        count: checks.len(),
+        checks,
+    }))
 }
 
-pub async fn reload(State(hub): State<Hub>) -> ApiResult<Json<Value>> {
+pub async fn reload(State(hub): State<Hub>) -> ApiResult<Json<PolicyReloadReply>> {
     let loaded = crate::policy::runner::reload(&hub)?;
-    Ok(Json(json!({
-        "ok": true,
-        "policies": loaded.policies.keys().collect::<Vec<_>>(),
-        "profiles": loaded.profiles.names(),
-    })))
+    Ok(Json(PolicyReloadReply {
+        ok: true,
+        policies: loaded.policies.keys().cloned().collect(),
+        profiles: loaded.profiles.names(),
+    }))
 }

@@ -10,7 +10,7 @@ use axum::http::header;
 use axum::middleware::Next;
 use axum::response::Response;
 
-use crate::api::auth::{Actor, Role};
+use crate::actor::{Actor, Role};
 use crate::hub::Hub;
 use crate::output::Output;
 use crate::protocol::Encoding;

@@ -2,69 +2,58 @@
 
 use axum::extract::{Path, State};
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
 
 use super::error::{ApiJson, ApiQuery, ApiResult};
 use crate::external::RegisterRequest;
 use crate::hub::Hub;
+use crate::protocol::{
+    ForceQuery, HeartbeatManyReply, HeartbeatReply, HeartbeatRequest, RegisterReply, ResetReply,
+    UnregisterReply,
+};
 
 pub async fn register(
     State(hub): State<Hub>,
     ApiJson(req): ApiJson<RegisterRequest>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RegisterReply>> {
     let (session, created) = hub.register_external(req, true).await?;
-    Ok(Json(json!({
-        "ok": true,
-        "session_id": session.id(),
-        "created": created,
-        "session": session.info(),
-    })))
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ForceQuery {
-    #[serde(default)]
-    force: bool,
+    Ok(Json(RegisterReply {
+        ok: true,
+        session_id: session.id().to_string(),
+        created,
+        session: session.info(),
+    }))
 }
 
 pub async fn unregister(
     State(hub): State<Hub>,
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<ForceQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<UnregisterReply>> {
     let session = hub.unregister(&id, q.force).await?;
-    Ok(Json(
-        json!({ "ok": true, "session_id": id, "session": session.info() }),
-    ))
+    Ok(Json(UnregisterReply {
+        ok: true,
+        session_id: id,
+        session: session.info(),
+    }))
 }
 
 pub async fn heartbeat_one(
     State(hub): State<Hub>,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<HeartbeatReply>> {
     let session = hub.get(&id)?;
     session.heartbeat();
-    Ok(Json(json!({
-        "ok": true,
-        "session_id": id,
-        "last_heartbeat_at": session.info().last_heartbeat_at,
-    })))
-}
-
-/// `POST /v1/pty/heartbeat`: the sessions named, else those of `owner_agent_id`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HeartbeatRequest {
-    session_ids: Option<Vec<String>>,
-    owner_agent_id: Option<String>,
+    Ok(Json(HeartbeatReply {
+        ok: true,
+        session_id: id,
+        last_heartbeat_at: session.info().last_heartbeat_at,
+    }))
 }
 
 pub async fn heartbeat_many(
     State(hub): State<Hub>,
     ApiJson(req): ApiJson<HeartbeatRequest>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<HeartbeatManyReply>> {
     let ids: Vec<String> = match (req.session_ids, req.owner_agent_id) {
         (Some(ids), _) => ids,
         (None, Some(agent)) => hub
@@ -89,14 +78,18 @@ pub async fn heartbeat_many(
             Err(_) => unknown.push(id),
         }
     }
-    Ok(Json(
-        json!({ "ok": true, "acknowledged": acknowledged, "unknown": unknown }),
-    ))
+    Ok(Json(HeartbeatManyReply {
+        ok: true,
+        acknowledged,
+        unknown,
+    }))
 }
 
-pub async fn reset(State(hub): State<Hub>) -> Json<Value> {
+pub async fn reset(State(hub): State<Hub>) -> Json<ResetReply> {
     let report = hub.reset().await;
-    Json(
-        json!({ "ok": true, "unregistered": report.unregistered, "forgotten_exited": report.forgotten_exited }),
-    )
+    Json(ResetReply {
+        ok: true,
+        unregistered: report.unregistered,
+        forgotten_exited: report.forgotten_exited,
+    })
 }

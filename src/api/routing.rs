@@ -2,154 +2,70 @@
 
 use axum::extract::State;
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::error::{ApiJson, ApiResult};
 use crate::error::HubError;
 use crate::hub::Hub;
-use crate::routing::{resolve, Resolution, RouteKeys};
-use crate::session::{Owner, Session};
-
-/// Resolves `keys` to exactly one live session, or the error that says why not.
-fn resolve_one(hub: &Hub, keys: &RouteKeys) -> Result<std::sync::Arc<Session>, HubError> {
-    if keys.is_empty() {
-        return Err(HubError::bad_request(
-            "give at least one of agent_id, owner_session_id, label",
-        ));
-    }
-    let describe = || serde_json::to_string(keys).unwrap_or_default();
-    let infos: Vec<_> = hub.list().iter().map(|s| s.info()).collect();
-    match resolve(keys, &infos) {
-        Resolution::One(id) => hub.get(&id),
-        Resolution::None => Err(HubError::RouteNotMatched { keys: describe() }),
-        Resolution::Ambiguous(matches) => Err(HubError::Ambiguous {
-            keys: describe(),
-            matches,
-        }),
-    }
-}
+use crate::policy::start_on_message::send_to_agent;
+use crate::protocol::{
+    ResolveReply, SendResult, SendToAgentReply, SendToAgentRequest, SessionReply,
+    UpdateOwnershipRequest,
+};
+use crate::routing::RouteKeys;
+use crate::session::Owner;
 
 pub async fn resolve_route(
     State(hub): State<Hub>,
     ApiJson(keys): ApiJson<RouteKeys>,
-) -> ApiResult<Json<Value>> {
-    let session = resolve_one(&hub, &keys)?;
-    Ok(Json(
-        json!({ "ok": true, "session_id": session.id(), "session": session.info() }),
-    ))
+) -> ApiResult<Json<ResolveReply>> {
+    let session = crate::routing::resolve_session(&hub.list(), &keys)?;
+    Ok(Json(ResolveReply {
+        ok: true,
+        session_id: session.id().to_string(),
+        session: session.info(),
+    }))
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SendToAgent {
-    data: String,
-    /// Send even when the agent is blocked on a question.
-    #[serde(default)]
-    force: bool,
-    agent_id: Option<String>,
-    owner_session_id: Option<String>,
-    label: Option<String>,
-}
-
-/// Delivers a prompt to the agent the keys name (see [`crate::delivery`]). When no live
-/// session matches and `agent_id` names a stopped container agent whose policy has
-/// `start_on_message`, the agent is started (and waited for) first; the reply says
-/// `started: true`.
+/// Delivers a prompt to the agent the keys name, starting a stopped agent first when its
+/// policy says so (see [`crate::policy::start_on_message`]); the reply says `started`.
 pub async fn send_line_to_agent(
     State(hub): State<Hub>,
-    axum::Extension(actor): axum::Extension<super::auth::Actor>,
-    ApiJson(req): ApiJson<SendToAgent>,
-) -> ApiResult<Json<Value>> {
-    hub.check_line(&req.data, actor.role())?;
+    axum::Extension(actor): axum::Extension<crate::actor::Actor>,
+    ApiJson(req): ApiJson<SendToAgentRequest>,
+) -> ApiResult<Json<SendToAgentReply>> {
     let keys = RouteKeys {
         agent_id: req.agent_id,
         owner_session_id: req.owner_session_id,
         label: req.label,
     };
-    let mut started = false;
-    let session = match resolve_one(&hub, &keys) {
-        Err(HubError::RouteNotMatched { .. }) if starts_on_message(&hub, &keys) => {
-            let id = keys.agent_id.clone().unwrap_or_default();
-            crate::agents::start(&hub, &id).await?;
-            // Reported once the start succeeded (a failed start has its own event).
-            hub.emit(json!({
-                "type": "policy_started",
-                "agent_id": id,
-                "policy": hub.agents().def(&id).ok().and_then(|d| d.policy.clone()),
-                "reason": "start_on_message: a line was sent to the stopped agent",
-                "dry_run": false,
-            }));
-            started = true;
-            let session = resolve_one(&hub, &keys)?;
-            let within = hub.agents().def(&id).map(|d| d.ready_timeout())?;
-            wait_until_idle(&session, within).await;
-            session
-        }
-        other => other?,
-    };
     let opts = crate::delivery::Options {
         force: req.force,
         ..Default::default()
     };
-    let report = crate::delivery::submit(&session, &req.data, opts).await?;
-    Ok(Json(json!({
-        "ok": true,
-        "started": started,
-        "resolved_session_id": session.id(),
-        "resolved_session": session.info(),
-        "receipt": report.receipt,
-        "send_result": { "ok": true, "bytes_written": report.bytes_written, "delivery": report },
-    })))
-}
-
-/// Waits (at most `within`) until the agent's profile reads it as idle at its prompt, so a
-/// freshly started agent is not sent a prompt while it is still starting up.
-async fn wait_until_idle(session: &Session, within: std::time::Duration) {
-    let deadline = tokio::time::Instant::now() + within;
-    let mut progress = session.output().watch_progress();
-    while session.state_report().state != crate::agent_state::State::Idle
-        && session.output().exit().is_none()
-    {
-        let step = tokio::time::Instant::now() + std::time::Duration::from_millis(100);
-        if tokio::time::Instant::now() >= deadline {
-            return;
-        }
-        let _ = tokio::time::timeout_at(deadline.min(step), progress.changed()).await;
-    }
-}
-
-/// Whether `keys` name (by agent id) a container agent whose policy starts it on a message.
-fn starts_on_message(hub: &Hub, keys: &RouteKeys) -> bool {
-    let Some(def) = keys
-        .agent_id
-        .as_deref()
-        .and_then(|a| hub.agents().def(a).ok())
-    else {
-        return false;
-    };
-    def.policy
-        .as_deref()
-        .and_then(|p| hub.policy().policy(p))
-        .is_some_and(|p| p.start_on_message && !p.dry_run)
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UpdateOwnership {
-    session_id: String,
-    owner_agent_id: Option<String>,
-    owner_session_id: Option<String>,
-    owner_role: Option<String>,
-    label: Option<String>,
-    cli_type: Option<String>,
-    conversation_id: Option<String>,
+    let sent = send_to_agent(&hub, &actor, &keys, &req.data, opts).await?;
+    let (session, report) = (sent.session, sent.report);
+    let delivery = serde_json::to_value(&report).map_err(|e| HubError::Internal {
+        message: e.to_string(),
+    })?;
+    Ok(Json(SendToAgentReply {
+        ok: true,
+        started: sent.started,
+        resolved_session_id: session.id().to_string(),
+        resolved_session: session.info(),
+        receipt: delivery["receipt"].as_str().unwrap_or_default().to_string(),
+        send_result: SendResult {
+            ok: true,
+            bytes_written: report.bytes_written,
+            delivery,
+        },
+    }))
 }
 
 pub async fn update_ownership(
     State(hub): State<Hub>,
-    ApiJson(req): ApiJson<UpdateOwnership>,
-) -> ApiResult<Json<Value>> {
+    ApiJson(req): ApiJson<UpdateOwnershipRequest>,
+) -> ApiResult<Json<SessionReply>> {
     crate::routing::check_owner_role(req.owner_role.as_deref())?;
     let session = hub.get(&req.session_id)?;
     session.update_owner(Owner {
@@ -161,5 +77,8 @@ pub async fn update_ownership(
         conversation_id: req.conversation_id,
     });
     hub.emit(json!({ "type": "ownership_changed", "sessionId": req.session_id, "owner": session.owner() }));
-    Ok(Json(json!({ "ok": true, "session": session.info() })))
+    Ok(Json(SessionReply {
+        ok: true,
+        session: session.info(),
+    }))
 }

@@ -6,17 +6,18 @@ use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::{Extension, Json};
-use serde_json::{json, Value};
 
-use super::auth::{Actor, Role};
 use super::error::{ApiJson, ApiQuery, ApiResult};
+use crate::actor::{Actor, Role};
 use crate::backend::TermSize;
 use crate::config::check_size;
+use crate::delivery::By;
 use crate::error::HubError;
 use crate::hub::{CreateSession, Hub};
 use crate::protocol::{
-    CreateSessionRequest, Encoding, KeysRequest, ReadQuery, ReadReply, ResizeRequest,
-    SendLineRequest, SignalRequest, TalkRequest,
+    CreateSessionRequest, Encoding, KeysRequest, KillReply, ReadQuery, ReadReply, ResizeReply,
+    ResizeRequest, SendLineRequest, SessionCreatedReply, SessionListReply, SessionReply,
+    SignalReply, SignalRequest, TalkReply, TalkRequest, TermReadReply, WriteReply,
 };
 use crate::session::Owner;
 
@@ -29,81 +30,113 @@ const READ_MAX_TIMEOUT_MS: u64 = 60_000;
 /// Largest talk timeout.
 const TALK_MAX_TIMEOUT_MS: u64 = 3_600_000;
 
-pub async fn list_sessions(State(hub): State<Hub>) -> Json<Value> {
-    let sessions: Vec<_> = hub.list().iter().map(|s| s.info()).collect();
-    let mut by_source: BTreeMap<&str, usize> = BTreeMap::new();
-    for s in &sessions {
-        *by_source.entry(s.spec.backend).or_default() += 1;
+pub async fn list_sessions(State(hub): State<Hub>) -> Json<SessionListReply> {
+    let live = hub.list();
+    let mut by_source = BTreeMap::new();
+    let mut sessions = Vec::with_capacity(live.len());
+    for s in &live {
+        let mut info = s.info();
+        *by_source.entry(info.spec.backend).or_default() += 1;
+        info.agent_state = Some(super::policies::state_view(
+            &hub,
+            s,
+            s.state_report(),
+            false,
+        ));
+        sessions.push(info);
     }
-    Json(
-        json!({ "ok": true, "count": sessions.len(), "by_source": by_source, "sessions": sessions }),
-    )
+    Json(SessionListReply {
+        ok: true,
+        count: sessions.len(),
+        by_source,
+        sessions,
+    })
 }
 
 pub async fn create_session(
     State(hub): State<Hub>,
     Extension(actor): Extension<Actor>,
     ApiJson(req): ApiJson<CreateSessionRequest>,
-) -> ApiResult<Json<Value>> {
-    // The program and its arguments are a command too (`sh -c 'rm -rf /'`).
-    if let Some(shell) = &req.shell {
-        let command = std::iter::once(shell.as_str())
-            .chain(req.args.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join(" ");
-        hub.check_input(&command, actor.role())?;
-    }
+) -> ApiResult<Json<SessionCreatedReply>> {
     let session = hub
-        .create_session(CreateSession {
-            backend: req.backend,
-            shell: req.shell,
-            args: req.args,
-            cwd: req.cwd.map(Into::into),
-            cols: req.cols,
-            rows: req.rows,
-            env: req.env,
-            tmux_session: req.tmux_session,
-            owner: Owner {
-                owner_agent_id: req.owner_agent_id,
-                owner_session_id: req.owner_session_id,
-                owner_role: req.owner_role,
-                label: req.label,
-                cli_type: req.cli_type,
-                conversation_id: req.conversation_id,
+        .create_session_as(
+            &actor,
+            CreateSession {
+                backend: req.backend,
+                shell: req.shell,
+                args: req.args,
+                cwd: req.cwd.map(Into::into),
+                cols: req.cols,
+                rows: req.rows,
+                env: req.env,
+                tmux_session: req.tmux_session,
+                owner: Owner {
+                    owner_agent_id: req.owner_agent_id,
+                    owner_session_id: req.owner_session_id,
+                    owner_role: req.owner_role,
+                    label: req.label,
+                    cli_type: req.cli_type,
+                    conversation_id: req.conversation_id,
+                },
+                policy: req.policy,
             },
-            policy: req.policy,
-        })
+        )
         .await?;
     let info = session.info();
-    Ok(Json(json!({
-        "ok": true,
-        "session_id": info.spec.id,
-        "shell": info.spec.shell,
-        "cwd": info.spec.cwd,
-        "cols": info.cols,
-        "rows": info.rows,
-        "backend": info.spec.backend,
-        "tmux_session": info.spec.tmux_session,
-        "pid": info.pid,
-    })))
+    let resolved = hub
+        .policy()
+        .loaded()
+        .profiles
+        .resolve(session.owner().cli_type.as_deref());
+    Ok(Json(SessionCreatedReply {
+        ok: true,
+        session_id: info.spec.id,
+        profile: resolved.profile.name.clone(),
+        warnings: resolved
+            .unknown_cli_type
+            .map(|_| resolved.reason)
+            .into_iter()
+            .collect(),
+        shell: info.spec.shell,
+        cwd: info.spec.cwd,
+        cols: info.cols,
+        rows: info.rows,
+        backend: info.spec.backend,
+        tmux_session: info.spec.tmux_session,
+        pid: info.pid,
+    }))
 }
 
-pub async fn get_session(State(hub): State<Hub>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    let info = hub.get(&id)?.info();
-    Ok(Json(json!({ "ok": true, "session": info })))
+pub async fn get_session(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<SessionReply>> {
+    let session = hub.get(&id)?.info();
+    Ok(Json(SessionReply { ok: true, session }))
 }
 
 pub async fn kill_session(
     State(hub): State<Hub>,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<KillReply>> {
     let exit = hub.kill(&id).await?;
-    Ok(Json(json!({
-        "ok": true,
-        "session_id": id,
-        "exit_code": exit.as_ref().and_then(|e| e.exit_code),
-        "exit_reason": exit.map(|e| e.reason),
-    })))
+    Ok(Json(KillReply {
+        ok: true,
+        session_id: id,
+        exit_code: exit.as_ref().and_then(|e| e.exit_code),
+        exit_reason: exit.map(|e| e.reason),
+    }))
+}
+
+/// The reply to a write of `n` bytes.
+pub(super) fn written(session_id: String, n: usize) -> WriteReply {
+    WriteReply {
+        ok: true,
+        session_id,
+        bytes_written: n,
+        receipt: None,
+        delivery: None,
+    }
 }
 
 pub async fn send_line(
@@ -111,27 +144,25 @@ pub async fn send_line(
     Extension(actor): Extension<Actor>,
     Path(id): Path<String>,
     ApiJson(req): ApiJson<SendLineRequest>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<WriteReply>> {
     let session = hub.get(&id)?;
-    hub.check_line(&req.data, actor.role())?;
     if req.submit {
         let opts = crate::delivery::Options {
             force: req.force,
             ..Default::default()
         };
-        let report = crate::delivery::submit(&session, &req.data, opts).await?;
-        return Ok(Json(json!({
-            "ok": true,
-            "session_id": id,
-            "bytes_written": report.bytes_written,
-            "receipt": report.receipt,
-            "delivery": report,
-        })));
+        let report = crate::delivery::submit(&session, By::Caller(&actor), &req.data, opts).await?;
+        let delivery = serde_json::to_value(&report).map_err(|e| HubError::Internal {
+            message: e.to_string(),
+        })?;
+        return Ok(Json(WriteReply {
+            receipt: delivery["receipt"].as_str().map(String::from),
+            delivery: Some(delivery),
+            ..written(id, report.bytes_written)
+        }));
     }
-    let n = session.send_line(&req.data).await?;
-    Ok(Json(
-        json!({ "ok": true, "session_id": id, "bytes_written": n }),
-    ))
+    let n = session.send_line(&actor, &req.data).await?;
+    Ok(Json(written(id, n)))
 }
 
 pub async fn send_keys(
@@ -139,46 +170,46 @@ pub async fn send_keys(
     Extension(actor): Extension<Actor>,
     Path(id): Path<String>,
     ApiJson(req): ApiJson<KeysRequest>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<WriteReply>> {
     if req.keys.is_empty() {
         return Err(HubError::bad_request("keys must name at least one key").into());
     }
     let session = hub.get(&id)?;
     // Keys that spell a line (text, then Enter) pass the guard like send_line.
-    if let Ok(bytes) = crate::session::input::keys_bytes(&req.keys) {
-        hub.check_typed(&bytes, actor.role())?;
-    }
-    let n = session.send_keys(&req.keys).await?;
-    Ok(Json(
-        json!({ "ok": true, "session_id": id, "bytes_written": n }),
-    ))
+    let n = session.send_keys(&actor, &req.keys).await?;
+    Ok(Json(written(id, n)))
 }
 
 pub async fn signal(
     State(hub): State<Hub>,
     Path(id): Path<String>,
     ApiJson(req): ApiJson<SignalRequest>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SignalReply>> {
     hub.get(&id)?.signal(&req.signal).await?;
-    Ok(Json(
-        json!({ "ok": true, "session_id": id, "signal": req.signal }),
-    ))
+    Ok(Json(SignalReply {
+        ok: true,
+        session_id: id,
+        signal: req.signal,
+    }))
 }
 
 pub async fn resize(
     State(hub): State<Hub>,
     Path(id): Path<String>,
     ApiJson(req): ApiJson<ResizeRequest>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ResizeReply>> {
     check_size(req.cols, req.rows).map_err(HubError::bad_request)?;
     let size = TermSize {
         cols: req.cols,
         rows: req.rows,
     };
     hub.get(&id)?.resize(size).await?;
-    Ok(Json(
-        json!({ "ok": true, "session_id": id, "cols": req.cols, "rows": req.rows }),
-    ))
+    Ok(Json(ResizeReply {
+        ok: true,
+        session_id: id,
+        cols: req.cols,
+        rows: req.rows,
+    }))
 }
 
 /// Checks a talk timeout given by a client.
@@ -191,40 +222,35 @@ pub(super) fn check_talk_timeout(timeout_ms: u64) -> Result<(), HubError> {
     Ok(())
 }
 
-/// A reply body: `value`'s fields plus `ok: true`.
-pub(super) fn with_ok(value: impl serde::Serialize) -> Result<Value, HubError> {
-    let mut body = serde_json::to_value(value).map_err(|e| HubError::Internal {
-        message: e.to_string(),
-    })?;
-    body["ok"] = json!(true);
-    Ok(body)
-}
-
 pub async fn talk(
     State(hub): State<Hub>,
     Extension(actor): Extension<Actor>,
     Path(id): Path<String>,
     ApiJson(req): ApiJson<TalkRequest>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TalkReply>> {
     let timeout_ms = req.timeout_ms.unwrap_or(hub.config().talk_timeout_ms);
     check_talk_timeout(timeout_ms)?;
     let session = hub.get(&id)?;
-    hub.check_input(&req.command, actor.role())?;
     let result = session
         .talk(
+            &actor,
             &req.command,
             req.sentinel.as_deref(),
             Duration::from_millis(timeout_ms),
         )
         .await?;
-    Ok(Json(with_ok(result)?))
+    Ok(Json(TalkReply {
+        ok: true,
+        session_id: None,
+        result,
+    }))
 }
 
 pub async fn term_read(
     State(hub): State<Hub>,
     Path(id): Path<String>,
     ApiJson(req): ApiJson<crate::screen::TermReadRequest>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TermReadReply>> {
     if !hub.config().term_buffer_access {
         return Err(HubError::TermBufferAccessDisabled.into());
     }
@@ -233,9 +259,11 @@ pub async fn term_read(
         Some(link) => link.note(link.client.buffer(&link.remote_id, &req).await)?,
         None => session.term_read(&req),
     };
-    let mut body = with_ok(read)?;
-    body["session_id"] = json!(id);
-    Ok(Json(body))
+    Ok(Json(TermReadReply {
+        ok: true,
+        session_id: id,
+        read,
+    }))
 }
 
 pub async fn read(

@@ -13,8 +13,8 @@ use axum::Extension;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 
-use super::auth::{Actor, Role};
 use super::error::{ApiQuery, ApiResult};
+use crate::actor::{Actor, Role};
 use crate::backend::TermSize;
 use crate::config::check_size;
 use crate::error::{HubError, HubResult};
@@ -23,8 +23,11 @@ use crate::output::{CursorItem, OutputCursor};
 use crate::protocol::{ClientFrame, ServerFrame, StreamQuery};
 use crate::redact::stream::StreamRedactor;
 use crate::redact::{output_before, Redactor};
+use crate::session::write::{Typed, TypedLine};
 use crate::session::Session;
 
+/// Error replies waiting to be sent before the receiver stops reading input frames.
+const ERROR_QUEUE_FRAMES: usize = 32;
 /// Largest output frame built by joining chunks that are already waiting.
 const COALESCE_MAX_BYTES: usize = 64 * 1024;
 /// Largest WebSocket message a client may send.
@@ -44,18 +47,29 @@ pub async fn stream(
         .into());
     }
     let session = hub.get(&id)?;
+    let meter = hub.metrics().stream(&session.spec().source);
     let redactor = (!q.raw).then(|| hub.redactor().clone());
     let input = InputGuard {
         hub: hub.clone(),
         actor,
-        line: Vec::new(),
+        line: TypedLine::default(),
     };
     Ok(ws
         // Clients offer `agent-hub` next to their `agent-hub.bearer.<token>`: the server
         // answers with the former, so the token is never echoed back.
         .protocols(["agent-hub"])
         .max_message_size(MAX_CLIENT_MESSAGE_BYTES)
-        .on_upgrade(move |socket| run(socket, session, q.since, redactor, input, hub.closing())))
+        .on_upgrade(move |socket| {
+            run(
+                socket,
+                session,
+                q.since,
+                redactor,
+                input,
+                hub.closing(),
+                meter,
+            )
+        }))
 }
 
 fn text(frame: &ServerFrame) -> Message {
@@ -71,7 +85,7 @@ struct InputGuard {
     hub: Hub,
     actor: Actor,
     /// What has been typed since the last line end (simple editing applied).
-    line: Vec<u8>,
+    line: TypedLine,
 }
 
 /// Input and resize frames need an operator: an observer's viewer is read-only.
@@ -88,36 +102,34 @@ fn may_write(actor: &Actor) -> HubResult<()> {
 impl InputGuard {
     async fn send(&mut self, session: &Session, bytes: Vec<u8>) -> HubResult<()> {
         may_write(&self.actor)?;
-        let Some(last_end) = bytes.iter().rposition(|b| matches!(b, b'\r' | b'\n')) else {
-            crate::guard::edit_line(&mut self.line, &bytes);
-            return session.send_bytes(bytes).await;
-        };
-        crate::guard::edit_line(&mut self.line, &bytes[..last_end]);
-        let line = String::from_utf8_lossy(&std::mem::take(&mut self.line)).into_owned();
-        // What follows the last line end begins the next line.
-        crate::guard::edit_line(&mut self.line, &bytes[last_end + 1..]);
+        // The session checks the line a frame ends against the guard (and kills a refused
+        // line in the program's line editor); here it is audited.
         let audit = self.hub.audit().clone();
-        if let Err(e) = self.hub.check_input(&line, self.actor.role()) {
-            // The keys are in the program's line editor already: kill the line (Ctrl-U, the
-            // terminal's line-kill character) so the refused command does not linger there.
-            let _ = session.send_bytes(vec![0x15]).await;
-            if audit.enabled() {
-                let mut record = self.record(session, &line);
-                record.success = Some(false);
-                record.blocked = true;
-                record.blocked_pattern = match &e {
-                    HubError::CommandBlocked { pattern } => Some(pattern.clone()),
-                    _ => None,
-                };
-                record.error_code = Some(e.code().into());
-                if audit.record(record).await.is_err() {
-                    audit.count_unaudited();
+        let checked = match session
+            .type_input(&self.actor, &mut self.line, bytes)
+            .await?
+        {
+            Typed::Keys => return Ok(()),
+            Typed::Refused { line, error } => {
+                if audit.enabled() {
+                    let mut record = self.record(session, &line);
+                    record.success = Some(false);
+                    record.blocked = true;
+                    record.blocked_pattern = match &error {
+                        HubError::CommandBlocked { pattern } => Some(pattern.clone()),
+                        _ => None,
+                    };
+                    record.error_code = Some(error.code().into());
+                    if audit.record(record).await.is_err() {
+                        audit.count_unaudited();
+                    }
                 }
+                return Err(error);
             }
-            return Err(e);
-        }
+            Typed::Line(checked) => checked,
+        };
         if !audit.enabled() {
-            return session.send_bytes(bytes).await;
+            return session.write_line(checked).await;
         }
         // A WebSocket frame gets no reply to hold back, so the line is written first (Enter is
         // not delayed by the disk) and recorded right after; while the log is known to be
@@ -127,7 +139,8 @@ impl InputGuard {
                 reason: "the audit log's last write failed".into(),
             });
         }
-        let written = session.send_bytes(bytes).await;
+        let line = checked.line().to_owned();
+        let written = session.write_line(checked).await;
         let mut record = self.record(session, &line);
         if let Err(e) = &written {
             record.success = Some(false);
@@ -191,6 +204,7 @@ async fn run(
     redactor: Option<Arc<Redactor>>,
     mut input: InputGuard,
     closing: tokio_util::sync::CancellationToken,
+    meter: crate::metrics::StreamMeter,
 ) {
     let (mut tx, mut rx) = socket.split();
     let info = session.info();
@@ -234,20 +248,32 @@ async fn run(
         .map(|r| StreamRedactor::new(r, &output_before(session.output(), cursor.next_offset())));
 
     let input_session = session.clone();
-    let (error_tx, mut error_rx) = tokio::sync::mpsc::unbounded_channel::<ServerFrame>();
+    // Error replies to refused input frames go to the sending loop through a bounded queue.
+    // When it is full (the client sends bad frames faster than it reads its socket), the
+    // receiver waits for room before it reads the next frame: the client's own input is held
+    // back, memory stays bounded, no error reply is lost, and the session is not slowed.
+    let (error_tx, mut error_rx) = tokio::sync::mpsc::channel::<ServerFrame>(ERROR_QUEUE_FRAMES);
     let mut receiver = tokio::spawn(async move {
         while let Some(Ok(message)) = rx.next().await {
             let result = match message {
-                Message::Binary(bytes) => input.send(&input_session, bytes.to_vec()).await,
+                Message::Binary(bytes) => {
+                    let sent = input.send(&input_session, bytes.to_vec()).await;
+                    let outcome = sent.as_ref().err().map_or("ok", HubError::code);
+                    input.hub.metrics().input_op("ws_input", outcome);
+                    sent
+                }
                 Message::Text(t) => handle_text(&mut input, &input_session, t.as_str()).await,
                 Message::Close(_) => break,
                 _ => Ok(()),
             };
             if let Err(e) = result {
-                let _ = error_tx.send(ServerFrame::Error {
+                let error = ServerFrame::Error {
                     error_code: e.code().into(),
                     message: e.to_string(),
-                });
+                };
+                if error_tx.send(error).await.is_err() {
+                    break;
+                }
             }
         }
     });
@@ -282,6 +308,7 @@ async fn run(
                         }
                     }
                     if dropped_bytes > 0 {
+                        meter.resync(dropped_bytes);
                         // What was held belongs before the gap; the gap ends its context.
                         if let Some(r) = redact.as_mut() {
                             let held = r.flush();
@@ -304,6 +331,7 @@ async fn run(
                             continue;
                         }
                     }
+                    meter.sent(bytes.len());
                     Message::Binary(bytes)
                 }
                 Some(CursorItem::Exited(exit)) => {

@@ -13,12 +13,15 @@ use super::error::{ApiQuery, ApiResult};
 use crate::audit::{Filter, Unavailable};
 use crate::error::HubError;
 use crate::hub::Hub;
+use crate::protocol::{
+    AuditEventReply, AuditPageReply, AuditSessionReply, AuditSessionsReply, CleanupReply,
+};
 
 fn unavailable(e: Unavailable) -> HubError {
     HubError::AuditUnavailable { reason: e.0 }
 }
 
-async fn page(hub: &Hub, filter: Filter) -> ApiResult<Json<Value>> {
+async fn page(hub: &Hub, filter: Filter) -> ApiResult<Json<AuditPageReply>> {
     if let Some(bad) = [&filter.since, &filter.until]
         .into_iter()
         .flatten()
@@ -40,28 +43,28 @@ async fn page(hub: &Hub, filter: Filter) -> ApiResult<Json<Value>> {
     let offset = filter.offset.unwrap_or(0);
     let (events, total) = hub.audit().query(filter).await.map_err(unavailable)?;
     let next_cursor = events.last().map(|e| e.id);
-    Ok(Json(json!({
-        "ok": true,
-        "total": total,
-        "limit": limit,
-        "offset": offset,
-        "count": events.len(),
-        "next_cursor": next_cursor,
-        "events": events,
-    })))
+    Ok(Json(AuditPageReply {
+        ok: true,
+        total,
+        limit,
+        offset,
+        count: events.len(),
+        next_cursor,
+        events,
+    }))
 }
 
 pub async fn events(
     State(hub): State<Hub>,
     ApiQuery(filter): ApiQuery<Filter>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<AuditPageReply>> {
     page(&hub, filter).await
 }
 
 pub async fn blocked(
     State(hub): State<Hub>,
     ApiQuery(filter): ApiQuery<Filter>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<AuditPageReply>> {
     page(
         &hub,
         Filter {
@@ -72,23 +75,34 @@ pub async fn blocked(
     .await
 }
 
-pub async fn event(State(hub): State<Hub>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn event(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<AuditEventReply>> {
     let id: i64 = id
         .parse()
         .map_err(|_| HubError::bad_request(format!("event id '{id}' is not a number")))?;
     let record = hub.audit().get(id).await.map_err(unavailable)?;
     let record = record.ok_or(HubError::AuditRecordNotFound { id })?;
-    Ok(Json(json!({ "ok": true, "event": record })))
+    Ok(Json(AuditEventReply {
+        ok: true,
+        event: record,
+    }))
 }
 
-pub async fn sessions(State(hub): State<Hub>) -> ApiResult<Json<Value>> {
+pub async fn sessions(State(hub): State<Hub>) -> ApiResult<Json<AuditSessionsReply>> {
     let sessions = hub.audit().sessions(None).await.map_err(unavailable)?;
-    Ok(Json(
-        json!({ "ok": true, "count": sessions.len(), "sessions": sessions }),
-    ))
+    Ok(Json(AuditSessionsReply {
+        ok: true,
+        count: sessions.len(),
+        sessions,
+    }))
 }
 
-pub async fn session(State(hub): State<Hub>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn session(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<AuditSessionReply>> {
     let mut sessions = hub
         .audit()
         .sessions(Some(id.clone()))
@@ -97,7 +111,10 @@ pub async fn session(State(hub): State<Hub>, Path(id): Path<String>) -> ApiResul
     if sessions.is_empty() {
         return Err(HubError::SessionNotFound { id }.into());
     }
-    Ok(Json(json!({ "ok": true, "session": sessions.remove(0) })))
+    Ok(Json(AuditSessionReply {
+        ok: true,
+        session: sessions.remove(0),
+    }))
 }
 
 pub async fn stats(State(hub): State<Hub>) -> ApiResult<Json<Value>> {
@@ -112,9 +129,9 @@ pub async fn health(State(hub): State<Hub>) -> Json<Value> {
     Json(health)
 }
 
-pub async fn cleanup(State(hub): State<Hub>) -> ApiResult<Json<Value>> {
+pub async fn cleanup(State(hub): State<Hub>) -> ApiResult<Json<CleanupReply>> {
     let deleted = hub.audit().cleanup().await.map_err(unavailable)?;
-    Ok(Json(json!({ "ok": true, "deleted": deleted })))
+    Ok(Json(CleanupReply { ok: true, deleted }))
 }
 
 pub async fn stream(State(hub): State<Hub>, ws: WebSocketUpgrade) -> Response {

@@ -41,6 +41,7 @@ struct Inner {
     last_error: Mutex<Option<String>>,
     written: AtomicU64,
     unaudited: AtomicU64,
+    meters: crate::metrics::AuditMeters,
 }
 
 /// Why a record could not be written.
@@ -64,6 +65,7 @@ impl Audit {
                 last_error: Mutex::new(None),
                 written: AtomicU64::new(0),
                 unaudited: AtomicU64::new(0),
+                meters: Default::default(),
             }),
         };
         if config.enabled {
@@ -108,6 +110,11 @@ impl Audit {
         self.inner.config.enabled
     }
 
+    /// The log's write latency and failure meters (for the hub's metrics).
+    pub fn meters(&self) -> &crate::metrics::AuditMeters {
+        &self.inner.meters
+    }
+
     fn set_error(&self, e: String) {
         *self
             .inner
@@ -149,6 +156,26 @@ impl Audit {
         }
     }
 
+    /// [`Audit::run`] for a write: timed, and counted when it fails (the hub's metrics).
+    async fn write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, String> + Send + 'static,
+    ) -> Result<T, Unavailable> {
+        let started = std::time::Instant::now();
+        let result = self.run(f).await;
+        match &result {
+            Ok(_) => self
+                .inner
+                .meters
+                .write_seconds
+                .observe(started.elapsed().as_secs_f64()),
+            Err(_) => {
+                self.inner.meters.failures.inc();
+            }
+        }
+        result
+    }
+
     /// Records an attempt; returns its id once it is on disk.
     ///
     /// The attempt is written to the WAL without waiting for the disk (a failing disk still
@@ -158,7 +185,7 @@ impl Audit {
         cap(&mut record);
         let full = self.inner.config.synchronous != "normal";
         let id = self
-            .run(move |c| {
+            .write(move |c| {
                 let sync = |level: &str| c.pragma_update(None, "synchronous", level);
                 let relaxed = full.then(|| sync("NORMAL")).transpose();
                 let id = store::insert(c, &record);
@@ -176,7 +203,7 @@ impl Audit {
     pub async fn finish(&self, mut record: Record) -> Result<(), Unavailable> {
         cap(&mut record);
         let live = serde_json::to_value(&record).unwrap_or(Value::Null);
-        self.run(move |c| store::update(c, &record).map_err(|e| e.to_string()))
+        self.write(move |c| store::update(c, &record).map_err(|e| e.to_string()))
             .await?;
         self.published(live);
         Ok(())
@@ -188,7 +215,7 @@ impl Audit {
         let mut live = serde_json::to_value(&record).unwrap_or(Value::Null);
         let copy = record.clone();
         let id = self
-            .run(move |c| store::insert(c, &copy).map_err(|e| e.to_string()))
+            .write(move |c| store::insert(c, &copy).map_err(|e| e.to_string()))
             .await?;
         live["id"] = json!(id);
         self.published(live);

@@ -40,7 +40,8 @@ CREATE INDEX IF NOT EXISTS events_action ON events(action);
 
 /// One audit record. `success` is `None` while an operation runs (and stays so if the hub
 /// died before it finished: the attempt is on record, its outcome is not).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[schema(as = AuditRecord)]
 pub struct Record {
     #[serde(default)]
     pub id: i64,
@@ -171,8 +172,9 @@ fn row_to_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
 }
 
 /// Filters of `GET /v1/pty-traffic/events`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct Filter {
     pub session_id: Option<String>,
     pub agent_id: Option<String>,

@@ -24,7 +24,7 @@ const RETRY_FIRST: Duration = Duration::from_millis(250);
 const RETRY_LAST: Duration = Duration::from_secs(5);
 
 /// What the hub knows about an external session's bridge.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct LinkHealth {
     pub healthy: bool,
     pub last_ok_at: Option<DateTime<Utc>>,
@@ -42,7 +42,7 @@ pub struct ExternalLink {
 }
 
 /// The `external` block of a session's info.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct ExternalInfo {
     pub bridge_url: String,
     pub remote_session_id: String,

@@ -15,11 +15,13 @@
 pub mod client;
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::protocol::Encoding;
 
 /// `POST /pty/write`
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[schema(as = BridgeWriteRequest)]
 #[serde(deny_unknown_fields)]
 pub struct WriteRequest {
     pub session_id: String,
@@ -29,7 +31,8 @@ pub struct WriteRequest {
 }
 
 /// `POST /pty/read`
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[schema(as = BridgeReadRequest)]
 #[serde(deny_unknown_fields)]
 pub struct ReadRequest {
     pub session_id: String,
@@ -43,7 +46,8 @@ pub struct ReadRequest {
 }
 
 /// `POST /pty/read` reply.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[schema(as = BridgeReadReply)]
 pub struct ReadReply {
     pub ok: bool,
     pub session_id: String,
@@ -72,7 +76,8 @@ fn yes() -> bool {
 }
 
 /// `POST /pty/talk`
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[schema(as = BridgeTalkRequest)]
 #[serde(deny_unknown_fields)]
 pub struct TalkRequest {
     pub session_id: String,
@@ -82,7 +87,8 @@ pub struct TalkRequest {
 }
 
 /// `POST /pty/buffer`: a rendered read request for one session.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[schema(as = BridgeBufferRequest)]
 pub struct BufferRequest {
     pub session_id: String,
     #[serde(flatten)]

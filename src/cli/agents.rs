@@ -5,6 +5,7 @@ use std::io::IsTerminal;
 use std::time::Instant;
 
 use super::ClientOpts;
+use crate::protocol::AgentStatus;
 use clap::Args;
 
 #[derive(Debug, Args)]
@@ -25,25 +26,25 @@ pub struct AgentOpArgs {
 pub async fn list(args: AgentsArgs) -> i32 {
     match args.opts.client().agents().await {
         Ok(v) if args.opts.json => {
-            println!("{v}");
+            super::ops::print_json(&v);
             0
         }
         Ok(v) => {
             println!("AGENT            STATUS    SESSION          LABEL          IMAGE");
-            for a in v["agents"].as_array().into_iter().flatten() {
-                let mut status = a["status"].as_str().unwrap_or("?").to_string();
-                if let Some(code) = a["exit_code"].as_i64().filter(|_| status == "exited") {
+            for a in &v.agents {
+                let mut status = a.status.to_string();
+                if let Some(code) = a.exit_code.filter(|_| a.status == AgentStatus::Exited) {
                     status = format!("exited({code})");
                 }
                 println!(
                     "{:<16} {:<9} {:<16} {:<14} {}",
-                    a["id"].as_str().unwrap_or(""),
+                    a.id,
                     status,
-                    a["session_id"].as_str().unwrap_or("-"),
-                    a["label"].as_str().unwrap_or("-"),
-                    a["image"].as_str().unwrap_or(""),
+                    a.session_id.as_deref().unwrap_or("-"),
+                    a.label.as_deref().unwrap_or("-"),
+                    a.image,
                 );
-                if let Some(err) = a["error"].as_str() {
+                if let Some(err) = &a.error {
                     println!("  error: {err}");
                 }
             }
@@ -84,14 +85,14 @@ pub async fn run_op(args: AgentOpArgs, op: &'static str) -> i32 {
             eprint!("\r\x1b[K");
         }
         match result {
-            Ok(v) if args.opts.json => println!("{v}"),
+            Ok(v) if args.opts.json => super::ops::print_json(&v),
             Ok(v) => {
-                let note = if v["already_running"] == true {
+                let note = if v.already_running {
                     " (already running)"
                 } else {
                     ""
                 };
-                let status = v["agent"]["status"].as_str().unwrap_or("?");
+                let status = v.agent.status;
                 println!(
                     "ok   {id:<16} {status}{note} in {:.1} s",
                     took.as_secs_f64()
@@ -100,10 +101,10 @@ pub async fn run_op(args: AgentOpArgs, op: &'static str) -> i32 {
             Err(e) => {
                 failed += 1;
                 if args.opts.json {
-                    println!("{}", e.body);
+                    super::ops::print_json(&e.body);
                 } else {
                     println!("FAIL {id:<16} {e}");
-                    if let Some(screen) = e.body["screen"].as_str() {
+                    if let Some(screen) = e.body.details.get("screen").and_then(|s| s.as_str()) {
                         println!("     last screen:\n{}", indent(screen));
                     }
                 }

@@ -11,7 +11,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use super::ClientOpts;
 use crate::client::HubClient;
-use crate::protocol::{ClientFrame, ServerFrame};
+use crate::protocol::{AgentStatus, ClientFrame, ServerFrame};
 
 #[derive(Debug, Args)]
 pub struct AttachArgs {
@@ -148,29 +148,27 @@ pub async fn run(args: AttachArgs) -> i32 {
 /// `docker exec -it <container> tmux attach -t agent`, for a native tmux client.
 async fn attach_direct(client: &HubClient, id: &str) -> i32 {
     let agent = match client.agent(id).await {
-        Ok(v) => v["agent"].clone(),
+        Ok(v) => v.agent,
         Err(e) => {
             eprintln!("agent-hub: {e} (--direct takes an agent id)");
             return 1;
         }
     };
-    let Some(container) = agent["container_id"]
-        .as_str()
-        .filter(|_| agent["status"] == "running")
+    let Some(container) = agent
+        .container_id
+        .filter(|_| agent.status == AgentStatus::Running)
     else {
         eprintln!("agent-hub: agent '{id}' is not running");
         return 1;
     };
     let mut cmd = std::process::Command::new("docker");
-    if let Some(host) = agent["docker_host"].as_str() {
-        cmd.env("DOCKER_HOST", host);
-    }
+    cmd.env("DOCKER_HOST", &agent.docker_host);
     cmd.args([
         "exec",
         "-it",
         "-e",
         "LANG=C.UTF-8",
-        container,
+        &container,
         "tmux",
         "attach",
         "-t",

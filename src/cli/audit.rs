@@ -4,10 +4,11 @@
 
 use clap::Args;
 use futures_util::StreamExt;
-use serde_json::Value;
+
 use tokio_tungstenite::tungstenite::Message;
 
 use super::ClientOpts;
+use crate::protocol::{AuditRecord, TrafficFrame};
 
 #[derive(Debug, Args)]
 pub struct AuditArgs {
@@ -66,59 +67,57 @@ impl AuditArgs {
     }
 
     /// Whether a live record passes the filters (`since` is implied: it is new).
-    fn matches(&self, e: &Value) -> bool {
-        let eq = |field: &str, want: &Option<String>| {
-            want.as_ref().is_none_or(|w| e[field].as_str() == Some(w))
+    fn matches(&self, e: &AuditRecord) -> bool {
+        let eq = |field: &Option<String>, want: &Option<String>| {
+            want.as_ref().is_none_or(|w| field.as_ref() == Some(w))
         };
-        let text = |field: &str| e[field].as_str().unwrap_or("").to_string();
-        eq("session_id", &self.session)
-            && eq("agent_id", &self.agent)
-            && eq("action", &self.action)
-            && (!self.blocked || e["blocked"] == true)
-            && (!self.errors || e["success"] == false)
+        let text = |field: &Option<String>| field.clone().unwrap_or_default();
+        eq(&e.session_id, &self.session)
+            && eq(&e.agent_id, &self.agent)
+            && self.action.as_ref().is_none_or(|a| &e.action == a)
+            && (!self.blocked || e.blocked)
+            && (!self.errors || e.success == Some(false))
             && self
                 .search
                 .as_ref()
-                .is_none_or(|s| text("command").contains(s) || text("response").contains(s))
+                .is_none_or(|s| text(&e.command).contains(s) || text(&e.response).contains(s))
     }
 }
 
 /// One record as a line of text.
-pub fn format_record(e: &Value) -> String {
-    let s = |f: &str| e[f].as_str().unwrap_or("-").to_string();
-    let actor = match e["actor_agent_id"].as_str() {
-        Some(agent) => format!("{}/{agent}", s("actor")),
-        None => s("actor"),
+pub fn format_record(e: &AuditRecord) -> String {
+    let s = |f: &Option<String>| f.as_deref().unwrap_or("-").to_string();
+    let actor = match &e.actor_agent_id {
+        Some(agent) => format!("{}/{agent}", e.actor),
+        None => e.actor.clone(),
     };
-    let outcome = if e["blocked"] == true {
-        format!("BLOCKED({})", s("blocked_pattern"))
+    let outcome = if e.blocked {
+        format!("BLOCKED({})", s(&e.blocked_pattern))
     } else {
-        match e["success"].as_bool() {
+        match e.success {
             Some(true) => "ok".into(),
-            Some(false) => s("error_code"),
+            Some(false) => s(&e.error_code),
             None => "unfinished".into(),
         }
     };
-    let duration = e["duration_ms"]
-        .as_i64()
-        .map_or(String::new(), |d| format!(" {d}ms"));
-    let command: String = s("command").chars().take(100).collect();
+    let duration = e.duration_ms.map_or(String::new(), |d| format!(" {d}ms"));
+    let command: String = s(&e.command).chars().take(100).collect();
     format!(
         "{} {:<6} {:<18} {:<20} {:<14} {}{} {}",
-        e["id"],
-        s("ts"),
+        e.id,
+        e.ts,
         actor,
-        s("action"),
-        s("session_id"),
+        e.action,
+        s(&e.session_id),
         outcome,
         duration,
         command
     )
 }
 
-fn print(e: &Value, json: bool) {
+fn print(e: &AuditRecord, json: bool) {
     if json {
-        println!("{e}");
+        super::ops::print_json(e);
     } else {
         println!("{}", format_record(e));
     }
@@ -128,7 +127,7 @@ pub async fn run(args: AuditArgs) -> i32 {
     let client = args.opts.client();
     let fail = |e: &crate::client::ClientError| {
         if args.opts.json {
-            println!("{}", e.body);
+            super::ops::print_json(&e.body);
         } else {
             eprintln!("agent-hub: {e}");
         }
@@ -155,7 +154,7 @@ pub async fn run(args: AuditArgs) -> i32 {
     let mut filters = args.filters();
     filters.push(("limit", "1".into()));
     let total = match client.audit_events(&filters).await {
-        Ok(v) => v["total"].as_u64().unwrap_or(0),
+        Ok(v) => u64::try_from(v.total).unwrap_or(0),
         Err(e) => return fail(&e),
     };
     filters.pop();
@@ -167,8 +166,8 @@ pub async fn run(args: AuditArgs) -> i32 {
     let mut last_id = 0;
     match client.audit_events(&filters).await {
         Ok(v) => {
-            for e in v["events"].as_array().into_iter().flatten() {
-                last_id = e["id"].as_i64().unwrap_or(last_id);
+            for e in &v.events {
+                last_id = e.id;
                 print(e, args.opts.json);
             }
         }
@@ -179,22 +178,19 @@ pub async fn run(args: AuditArgs) -> i32 {
         let Message::Text(text) = message else {
             continue;
         };
-        let Ok(frame) = serde_json::from_str::<Value>(text.as_str()) else {
-            continue;
+        let e = match serde_json::from_str::<TrafficFrame>(text.as_str()) {
+            Ok(TrafficFrame::AuditEvent { event }) => *event,
+            Ok(TrafficFrame::EventsDropped { count }) => {
+                eprintln!("agent-hub: {count} audit records were not shown (too slow)");
+                continue;
+            }
+            Err(_) => continue,
         };
-        if frame["type"] == "events_dropped" {
-            eprintln!(
-                "agent-hub: {} audit records were not shown (too slow)",
-                frame["count"]
-            );
-            continue;
-        }
-        let e = &frame["event"];
         // Records already printed from the page come again on the stream: skip them.
-        if e["id"].as_i64().unwrap_or(0) <= last_id || !args.matches(e) {
+        if e.id <= last_id || !args.matches(&e) {
             continue;
         }
-        print(e, args.opts.json);
+        print(&e, args.opts.json);
     }
     0
 }
@@ -206,9 +202,10 @@ mod tests {
 
     #[test]
     fn records_print_as_one_line() {
-        let e = json!({"id": 7, "ts": "T", "actor": "ops", "actor_agent_id": "lead", "action": "send_line",
+        let e: AuditRecord = serde_json::from_value(json!({"id": 7, "ts": "T", "ts_ms": 0, "actor": "ops", "actor_agent_id": "lead", "action": "send_line",
             "session_id": "pty_1", "blocked": true, "blocked_pattern": "rm-rf-root", "success": false,
-            "duration_ms": 2, "command": "{\"data\":\"rm -rf /\"}"});
+            "duration_ms": 2, "command": "{\"data\":\"rm -rf /\"}"}))
+        .unwrap();
         let line = format_record(&e);
         assert!(line.starts_with("7 T"), "{line}");
         for part in [

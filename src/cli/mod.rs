@@ -4,11 +4,16 @@
 mod agents;
 mod attach;
 mod audit;
+mod completions;
+mod doctor;
+pub mod logging;
+mod mcp;
 mod ops;
 mod policy;
 mod registry;
 mod run;
 mod serve;
+mod wait_state;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -94,6 +99,17 @@ pub enum Command {
     Policy(policy::PolicyArgs),
     /// Show the audit log (who typed what where, what the guard refused); --follow streams it.
     Audit(audit::AuditArgs),
+    /// Check this machine for what a hub needs (tmux, Docker engines and agent images, data
+    /// dir, audit log, listen address and auth, a hub at --hub); explains each problem with a fix.
+    Doctor(doctor::DoctorArgs),
+    /// Print a shell completion script: `agent-hub completions bash > /etc/bash_completion.d/agent-hub`.
+    Completions(completions::CompletionsArgs),
+    /// Wait until a session's (or agent's) state is one of STATES (idle, blocked, working,
+    /// stuck, exited); exits 0 when reached, 124 at the timeout.
+    WaitState(wait_state::WaitStateArgs),
+    /// Serve the MCP tools k_pty and k_agents on stdin/stdout for an agent CLI
+    /// (`claude mcp add agent-hub -- agent-hub mcp`), talking to the hub at --hub.
+    Mcp(mcp::McpArgs),
 }
 
 /// Runs a parsed command line; returns the process exit code.
@@ -132,6 +148,10 @@ pub fn run(cli: Cli) -> i32 {
             Command::Restart(args) => agents::run_op(args, "restart").await,
             Command::Policy(args) => policy::run(args).await,
             Command::Audit(args) => audit::run(args).await,
+            Command::Doctor(args) => doctor::run(args).await,
+            Command::Completions(args) => completions::run(args),
+            Command::WaitState(args) => wait_state::run(args).await,
+            Command::Mcp(args) => mcp::run(args).await,
         }
     })
 }

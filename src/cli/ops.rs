@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use clap::Args;
-use serde_json::Value;
+use serde::Serialize;
 
 use super::ClientOpts;
 use crate::client::{ClientError, HubClient};
@@ -12,15 +12,15 @@ use crate::hub::BackendKind;
 use crate::protocol::{CreateSessionRequest, Encoding, ReadQuery};
 
 /// Prints a reply (JSON or text) and returns the exit code.
-fn finish(
+pub(super) fn finish<T: Serialize>(
     opts: &ClientOpts,
-    result: Result<Value, ClientError>,
-    text: impl FnOnce(&Value) -> String,
+    result: Result<T, ClientError>,
+    text: impl FnOnce(&T) -> String,
 ) -> i32 {
     match result {
         Ok(v) => {
             if opts.json {
-                println!("{v}");
+                print_json(&v);
             } else {
                 let t = text(&v);
                 if !t.is_empty() {
@@ -33,9 +33,14 @@ fn finish(
     }
 }
 
+/// Prints a value as one line of JSON.
+pub(super) fn print_json(v: &impl Serialize) {
+    println!("{}", serde_json::to_string(v).unwrap_or_default());
+}
+
 pub(super) fn fail(opts: &ClientOpts, e: &ClientError) -> i32 {
     if opts.json {
-        println!("{}", e.body);
+        print_json(&e.body);
     } else {
         eprintln!("agent-hub: {e}");
     }
@@ -44,6 +49,15 @@ pub(super) fn fail(opts: &ClientOpts, e: &ClientError) -> i32 {
 
 fn client(opts: &ClientOpts) -> HubClient {
     opts.client()
+}
+
+/// The session id `target` names (a session id, an agent id or a label; see
+/// [`HubClient::resolve_target`]), or the exit code after printing why there is none.
+pub(super) async fn session_id(opts: &ClientOpts, target: &str) -> Result<String, i32> {
+    client(opts)
+        .resolve_target(target)
+        .await
+        .map_err(|e| fail(opts, &e))
 }
 
 #[derive(Debug, Args)]
@@ -59,25 +73,20 @@ pub async fn ls(args: LsArgs) -> i32 {
             "{:<16} {:<6} {:<6} {:<9} {:<12} {}",
             "ID", "KIND", "ALIVE", "SIZE", "LABEL", "COMMAND"
         );
-        for s in v["sessions"].as_array().into_iter().flatten() {
-            let alive = if s["alive"].as_bool() == Some(true) {
+        for s in &v.sessions {
+            let alive = if s.alive {
                 "yes".to_string()
             } else {
-                format!(
-                    "exit {}",
-                    s["exit_code"]
-                        .as_i64()
-                        .map_or("?".into(), |c| c.to_string())
-                )
+                format!("exit {}", s.exit_code.map_or("?".into(), |c| c.to_string()))
             };
             out.push_str(&format!(
                 "\n{:<16} {:<6} {:<6} {:<9} {:<12} {}",
-                s["id"].as_str().unwrap_or(""),
-                s["backend"].as_str().unwrap_or(""),
+                s.spec.id,
+                s.spec.backend.as_str(),
                 alive,
-                format!("{}x{}", s["cols"], s["rows"]),
-                s["label"].as_str().unwrap_or("-"),
-                s["shell"].as_str().unwrap_or(""),
+                format!("{}x{}", s.cols, s.rows),
+                s.owner.label.as_deref().unwrap_or("-"),
+                s.spec.shell,
             ));
         }
         out
@@ -147,14 +156,12 @@ pub async fn new(args: NewArgs) -> i32 {
         ..CreateSessionRequest::default()
     };
     let result = client(&args.opts).create(&req).await;
-    finish(&args.opts, result, |v| {
-        v["session_id"].as_str().unwrap_or("").to_string()
-    })
+    finish(&args.opts, result, |v| v.session_id.clone())
 }
 
 #[derive(Debug, Args)]
 pub struct ReadArgs {
-    /// Session id (see `agent-hub ls`).
+    /// Session id, agent id or label (see `agent-hub ls`).
     pub id: String,
     /// Keep printing new output until the session ends (Ctrl-C stops).
     #[arg(long, short)]
@@ -174,6 +181,10 @@ pub struct ReadArgs {
 
 pub async fn read(args: ReadArgs) -> i32 {
     let c = client(&args.opts);
+    let id = match session_id(&args.opts, &args.id).await {
+        Ok(id) => id,
+        Err(code) => return code,
+    };
     let mut query = ReadQuery {
         max_bytes: Some(args.max_bytes),
         since: args.since,
@@ -187,14 +198,20 @@ pub async fn read(args: ReadArgs) -> i32 {
     };
     let mut stdout = std::io::stdout();
     loop {
-        let reply = match c.read(&args.id, &query).await {
+        let reply = match c.read(&id, &query).await {
             Ok(r) => r,
             Err(e) => return fail(&args.opts, &e),
         };
         if args.opts.json {
-            println!("{}", serde_json::to_string(&reply).unwrap_or_default());
+            print_json(&reply);
         } else {
-            let bytes = base64_decode(&reply.output);
+            let bytes = match crate::protocol::base64_decode(&reply.output) {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    eprintln!("agent-hub: the hub's reply is not valid base64 output: {e}");
+                    return 1;
+                }
+            };
             let _ = stdout.write_all(&bytes);
             let _ = stdout.flush();
         }
@@ -207,31 +224,10 @@ pub async fn read(args: ReadArgs) -> i32 {
     }
 }
 
-fn base64_decode(text: &str) -> Vec<u8> {
-    let value = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    };
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    for group in text.as_bytes().chunks(4) {
-        let vals: Vec<u32> = group.iter().filter_map(|&c| value(c)).collect();
-        let n = vals.iter().fold(0u32, |acc, v| acc << 6 | v) << (6 * (4 - vals.len() as u32));
-        for i in 0..vals.len().saturating_sub(1) {
-            out.push((n >> (16 - 8 * i)) as u8);
-        }
-    }
-    out
-}
-
 #[derive(Debug, Args)]
 pub struct SendArgs {
-    /// `ID TEXT`, or just `TEXT` with --to-agent / --to-label / --to-owner-session.
+    /// `SESSION TEXT` (a session id, agent id or label), or just `TEXT` with --to-agent /
+    /// --to-label / --to-owner-session.
     /// In TEXT, `\t`, `\xNN` and similar escapes are decoded, and Enter is added.
     #[arg(required = true, num_args = 1..=2, value_names = ["ID", "TEXT"])]
     pub args: Vec<String>,
@@ -261,16 +257,24 @@ pub async fn send(args: SendArgs) -> i32 {
         owner_session_id: args.to_owner_session.clone(),
         label: args.to_label.clone(),
     };
+    let c = client(&args.opts);
     let result = match (keys.is_empty(), args.args.as_slice()) {
-        (true, [id, text]) if args.submit || args.force => {
-            client(&args.opts).submit_line(id, text, args.force).await
+        (true, [target, text]) => {
+            let id = match session_id(&args.opts, target).await {
+                Ok(id) => id,
+                Err(code) => return code,
+            };
+            let result = if args.submit || args.force {
+                c.submit_line(&id, text, args.force).await
+            } else {
+                c.send_line(&id, text).await
+            };
+            return finish(&args.opts, result, |v| match &v.receipt {
+                Some(receipt) => format!("{receipt}: {}", v.session_id),
+                None => String::new(),
+            });
         }
-        (true, [id, text]) => client(&args.opts).send_line(id, text).await,
-        (false, [text]) => {
-            client(&args.opts)
-                .send_line_to_agent(&keys, text, args.force)
-                .await
-        }
+        (false, [text]) => c.send_line_to_agent(&keys, text, args.force).await,
         (true, _) => {
             eprintln!("agent-hub: send takes ID TEXT (or TEXT with --to-agent/--to-label/--to-owner-session)");
             return 2;
@@ -283,21 +287,8 @@ pub async fn send(args: SendArgs) -> i32 {
         }
     };
     finish(&args.opts, result, |v| {
-        let to = v["resolved_session_id"]
-            .as_str()
-            .or(v["session_id"].as_str());
-        match (v["receipt"].as_str(), to) {
-            (Some(receipt), Some(id)) => {
-                let started = if v["started"] == true {
-                    " (started it)"
-                } else {
-                    ""
-                };
-                format!("{receipt}: {id}{started}")
-            }
-            (None, Some(id)) if v["resolved_session_id"].is_string() => format!("sent to {id}"),
-            _ => String::new(),
-        }
+        let started = if v.started { " (started it)" } else { "" };
+        format!("{}: {}{started}", v.receipt, v.resolved_session_id)
     })
 }
 
@@ -320,14 +311,12 @@ pub async fn resolve(args: ResolveArgs) -> i32 {
         label: args.label,
     };
     let result = client(&args.opts).resolve(&keys).await;
-    finish(&args.opts, result, |v| {
-        v["session_id"].as_str().unwrap_or("").to_string()
-    })
+    finish(&args.opts, result, |v| v.session_id.clone())
 }
 
 #[derive(Debug, Args)]
 pub struct KeysArgs {
-    /// Session id (see `agent-hub ls`).
+    /// Session id, agent id or label (see `agent-hub ls`).
     pub id: String,
     /// Key names: Enter, Escape, Tab, Up, Down, C-c, M-x, F5, or single characters.
     #[arg(required = true)]
@@ -337,13 +326,17 @@ pub struct KeysArgs {
 }
 
 pub async fn keys(args: KeysArgs) -> i32 {
-    let result = client(&args.opts).keys(&args.id, &args.keys).await;
+    let id = match session_id(&args.opts, &args.id).await {
+        Ok(id) => id,
+        Err(code) => return code,
+    };
+    let result = client(&args.opts).keys(&id, &args.keys).await;
     finish(&args.opts, result, |_| String::new())
 }
 
 #[derive(Debug, Args)]
 pub struct TalkArgs {
-    /// Session id (see `agent-hub ls`).
+    /// Session id, agent id or label (see `agent-hub ls`).
     pub id: String,
     /// One shell command line.
     pub command: String,
@@ -355,22 +348,26 @@ pub struct TalkArgs {
 }
 
 pub async fn talk(args: TalkArgs) -> i32 {
+    let id = match session_id(&args.opts, &args.id).await {
+        Ok(id) => id,
+        Err(code) => return code,
+    };
     match client(&args.opts)
-        .talk(&args.id, &args.command, args.timeout_ms)
+        .talk(&id, &args.command, args.timeout_ms)
         .await
     {
         Ok(v) => {
             if args.opts.json {
-                println!("{v}");
+                print_json(&v);
             } else {
-                print!("{}", v["output"].as_str().unwrap_or(""));
+                print!("{}", v.result.output);
                 let _ = std::io::stdout().flush();
             }
-            v["exit_code"].as_i64().map_or(1, |c| c as i32)
+            v.result.exit_code.unwrap_or(1)
         }
         Err(e) => {
             if !args.opts.json {
-                if let Some(out) = e.body["output"].as_str() {
+                if let Some(out) = e.body.details.get("output").and_then(|o| o.as_str()) {
                     print!("{out}");
                 }
             }
@@ -381,7 +378,7 @@ pub async fn talk(args: TalkArgs) -> i32 {
 
 #[derive(Debug, Args)]
 pub struct SignalArgs {
-    /// Session id (see `agent-hub ls`).
+    /// Session id, agent id or label (see `agent-hub ls`).
     pub id: String,
     /// SIGINT, SIGQUIT, SIGTERM, SIGKILL or SIGHUP.
     pub signal: String,
@@ -390,13 +387,17 @@ pub struct SignalArgs {
 }
 
 pub async fn signal(args: SignalArgs) -> i32 {
-    let result = client(&args.opts).signal(&args.id, &args.signal).await;
+    let id = match session_id(&args.opts, &args.id).await {
+        Ok(id) => id,
+        Err(code) => return code,
+    };
+    let result = client(&args.opts).signal(&id, &args.signal).await;
     finish(&args.opts, result, |_| String::new())
 }
 
 #[derive(Debug, Args)]
 pub struct ResizeArgs {
-    /// Session id (see `agent-hub ls`).
+    /// Session id, agent id or label (see `agent-hub ls`).
     pub id: String,
     pub cols: u16,
     pub rows: u16,
@@ -405,49 +406,40 @@ pub struct ResizeArgs {
 }
 
 pub async fn resize(args: ResizeArgs) -> i32 {
-    let result = client(&args.opts)
-        .resize(&args.id, args.cols, args.rows)
-        .await;
+    let id = match session_id(&args.opts, &args.id).await {
+        Ok(id) => id,
+        Err(code) => return code,
+    };
+    let result = client(&args.opts).resize(&id, args.cols, args.rows).await;
     finish(&args.opts, result, |_| String::new())
 }
 
 #[derive(Debug, Args)]
 pub struct KillArgs {
-    /// Session id (see `agent-hub ls`).
+    /// Session id, agent id or label (see `agent-hub ls`).
     pub id: String,
     #[command(flatten)]
     pub opts: ClientOpts,
 }
 
 pub async fn kill(args: KillArgs) -> i32 {
-    let result = client(&args.opts).kill(&args.id).await;
+    let id = match session_id(&args.opts, &args.id).await {
+        Ok(id) => id,
+        Err(code) => return code,
+    };
+    let result = client(&args.opts).kill(&id).await;
     finish(&args.opts, result, |v| {
         format!(
             "killed {} ({})",
-            v["session_id"].as_str().unwrap_or(""),
-            v["exit_reason"].as_str().unwrap_or("gone")
+            v.session_id,
+            v.exit_reason.as_deref().unwrap_or("gone")
         )
     })
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn base64_decodes_what_the_api_encodes() {
-        for (enc, raw) in [
-            ("", ""),
-            ("Zg==", "f"),
-            ("Zm8=", "fo"),
-            ("Zm9vYmFy", "foobar"),
-        ] {
-            assert_eq!(super::base64_decode(enc), raw.as_bytes());
-        }
-    }
-}
-
 #[derive(Debug, Args)]
 pub struct ScreenArgs {
-    /// Session id.
+    /// Session id, agent id or label (see `agent-hub ls`).
     pub id: String,
     /// tail (scrollback and screen), viewport (the screen now), or delta (lines since --marker).
     #[arg(long, default_value = "tail")]
@@ -482,11 +474,13 @@ pub async fn screen(args: ScreenArgs) -> i32 {
         merge_wrapped: Some(!args.no_merge),
         marker_id: args.marker,
     };
-    let result = client(&args.opts).term_read(&args.id, &req).await;
+    let id = match session_id(&args.opts, &args.id).await {
+        Ok(id) => id,
+        Err(code) => return code,
+    };
+    let result = client(&args.opts).term_read(&id, &req).await;
     finish(&args.opts, result, |v| {
-        if let Some(marker) = v["marker_id"].as_str() {
-            eprintln!("marker: {marker}");
-        }
-        v["text"].as_str().unwrap_or("").to_string()
+        eprintln!("marker: {}", v.read.marker_id);
+        v.read.text.clone()
     })
 }

@@ -2,9 +2,9 @@
 //! dry run: nothing is done), which agents use each policy, and reloading them from disk.
 
 use clap::{Args, Subcommand};
-use serde_json::Value;
 
 use super::ClientOpts;
+use crate::protocol::{PolicyCheckReply, PolicyListReply};
 
 #[derive(Debug, Args)]
 pub struct PolicyArgs {
@@ -37,33 +37,34 @@ pub enum PolicyCommand {
 }
 
 pub async fn run(args: PolicyArgs) -> i32 {
-    let (opts, result) = match &args.command {
-        PolicyCommand::Check { agent, opts } => {
-            (opts, opts.client().policy_check(agent.as_deref()).await)
-        }
-        PolicyCommand::List { opts } => (opts, opts.client().policies().await),
-        PolicyCommand::Reload { opts } => (opts, opts.client().policies_reload().await),
+    let (PolicyCommand::Check { opts, .. }
+    | PolicyCommand::List { opts }
+    | PolicyCommand::Reload { opts }) = &args.command;
+    let client = opts.client();
+    let result = match &args.command {
+        PolicyCommand::Check { agent, .. } => client
+            .policy_check(agent.as_deref())
+            .await
+            .map(|v| shown(opts, &v, print_checks)),
+        PolicyCommand::List { .. } => client
+            .policies()
+            .await
+            .map(|v| shown(opts, &v, print_policies)),
+        PolicyCommand::Reload { .. } => client.policies_reload().await.map(|v| {
+            shown(opts, &v, |v| {
+                println!(
+                    "reloaded policies: {}; profiles: {}",
+                    v.policies.join(", "),
+                    v.profiles.join(", ")
+                )
+            })
+        }),
     };
     match result {
-        Ok(v) if opts.json => {
-            println!("{v}");
-            0
-        }
-        Ok(v) => {
-            match &args.command {
-                PolicyCommand::Check { .. } => print_checks(&v),
-                PolicyCommand::List { .. } => print_policies(&v),
-                PolicyCommand::Reload { .. } => println!(
-                    "reloaded policies: {}; profiles: {}",
-                    join(&v["policies"]),
-                    join(&v["profiles"])
-                ),
-            }
-            0
-        }
+        Ok(()) => 0,
         Err(e) => {
             if opts.json {
-                println!("{}", e.body);
+                super::ops::print_json(&e.body);
             } else {
                 eprintln!("agent-hub: {e}");
             }
@@ -72,57 +73,70 @@ pub async fn run(args: PolicyArgs) -> i32 {
     }
 }
 
-fn join(v: &Value) -> String {
-    v.as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|x| x.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
+/// Prints a reply as JSON with `--json`, else with `print`.
+fn shown<T: serde::Serialize>(opts: &ClientOpts, reply: &T, print: impl FnOnce(&T)) {
+    if opts.json {
+        super::ops::print_json(reply);
+    } else {
+        print(reply);
+    }
 }
 
-fn print_checks(v: &Value) {
-    let rows = v["checks"].as_array().cloned().unwrap_or_default();
-    if rows.is_empty() {
+fn print_checks(v: &PolicyCheckReply) {
+    if v.checks.is_empty() {
         println!("no agent or session is under a policy");
         return;
     }
     println!("AGENT/SESSION     POLICY        STATE     WOULD      REASON");
-    for r in rows {
-        let who = r["agent_id"]
-            .as_str()
-            .or(r["session_id"].as_str())
+    for r in &v.checks {
+        let who = r
+            .agent_id
+            .as_deref()
+            .or(r.session_id.as_deref())
             .unwrap_or("?");
-        let mut state = r["state"].as_str().unwrap_or("stopped").to_string();
-        if r["stuck"] == true {
+        let mut state = r.state.map_or("stopped", |s| s.as_str()).to_string();
+        if r.stuck {
             state.push_str(",stuck");
         }
-        let dry = if r["dry_run"] == true {
-            " (dry run)"
-        } else {
-            ""
-        };
+        let dry = if r.dry_run { " (dry run)" } else { "" };
+        let would = serde_json::to_value(r.would).unwrap_or_default();
         println!(
             "{who:<17} {:<13} {state:<9} {:<10} {}{dry}",
-            r["policy"].as_str().unwrap_or(""),
-            r["would"].as_str().unwrap_or(""),
-            r["reason"].as_str().unwrap_or(""),
+            r.policy,
+            would.as_str().unwrap_or(""),
+            r.reason,
         );
+        if let Some(profile) = &r.profile {
+            let checked = match r.profile_checked_with.join(", ") {
+                s if s.is_empty() => "not checked against a recorded CLI".to_string(),
+                s => format!("checked with {s}"),
+            };
+            println!(
+                "{:<17} profile {profile} ({checked}); rule {}: {}",
+                "",
+                r.rule.as_deref().unwrap_or(""),
+                r.evidence.join(", "),
+            );
+        }
     }
 }
 
-fn print_policies(v: &Value) {
-    println!("directory: {}", v["dir"].as_str().unwrap_or("(none)"));
-    for p in v["policies"].as_array().into_iter().flatten() {
-        let s = &p["settings"];
+fn print_policies(v: &PolicyListReply) {
+    let dir = v.dir.as_ref().map(|d| d.display().to_string());
+    println!("directory: {}", dir.as_deref().unwrap_or("(none)"));
+    for p in &v.policies {
+        let s = &p.settings;
+        let idle_timeout = s
+            .idle_timeout_s
+            .map_or("null".to_string(), |t| t.to_string());
+        let action = serde_json::to_value(s.idle_action).unwrap_or_default();
         println!(
-            "{:<16} idle_timeout_s={} action={} agents=[{}] sessions=[{}]",
-            p["name"].as_str().unwrap_or(""),
-            s["idle_timeout_s"],
-            s["idle_action"].as_str().unwrap_or(""),
-            join(&p["agents"]),
-            join(&p["sessions"]),
+            "{:<16} idle_timeout_s={idle_timeout} action={} agents=[{}] sessions=[{}]",
+            p.name,
+            action.as_str().unwrap_or(""),
+            p.agents.join(", "),
+            p.sessions.join(", "),
         );
     }
-    println!("profiles: {}", join(&v["profiles"]));
+    println!("profiles: {}", v.profiles.join(", "));
 }

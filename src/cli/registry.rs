@@ -2,11 +2,14 @@
 //! sessions to this hub, and take them back.
 
 use clap::Args;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::json;
 
-use super::ops::fail;
+use super::ops::{fail, finish, print_json};
 use super::ClientOpts;
 use crate::client::HubClient;
+use crate::external::RegisterRequest;
+use crate::protocol::{BridgeSession, ErrorBody, RegisterReply};
 
 #[derive(Debug, Args)]
 pub struct RegisterArgs {
@@ -39,21 +42,26 @@ pub struct RegisterArgs {
     pub opts: ClientOpts,
 }
 
+/// One session's outcome in `register --json`.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Outcome {
+    Registered(Box<RegisterReply>),
+    Failed(ErrorBody),
+}
+
 pub async fn register(args: RegisterArgs) -> i32 {
     let bridge = HubClient::new(&args.bridge).with_token(args.bridge_token.clone());
-    let listed = match bridge
-        .call(reqwest::Method::GET, "/pty/list", None::<&Value>)
-        .await
-    {
-        Ok(v) => v["sessions"].as_array().cloned().unwrap_or_default(),
+    let listed = match bridge.bridge_list().await {
+        Ok(v) => v.sessions,
         Err(e) => return fail(&args.opts, &e),
     };
-    let chosen: Vec<&Value> = if args.all {
+    let chosen: Vec<&BridgeSession> = if args.all {
         listed.iter().collect()
     } else {
         let mut chosen = Vec::new();
         for id in &args.ids {
-            match listed.iter().find(|s| s["session_id"] == json!(id)) {
+            match listed.iter().find(|s| &s.session_id == id) {
                 Some(s) => chosen.push(s),
                 None => {
                     eprintln!(
@@ -70,55 +78,48 @@ pub async fn register(args: RegisterArgs) -> i32 {
     let mut results = Vec::new();
     let mut code = 0;
     for s in chosen {
-        let pick = |flag: &Option<String>, key: &str| match flag {
-            Some(v) => json!(v),
-            None => s[key].clone(),
+        let owner = &s.info.owner;
+        let pick = |flag: &Option<String>, listed: &Option<String>| flag.clone().or(listed.clone());
+        let req = RegisterRequest {
+            session_id: s.session_id.clone(),
+            remote_session_id: None,
+            source: Some(args.source.clone()),
+            cli_type: owner.cli_type.clone(),
+            pid: s.info.pid,
+            bridge_url: args.bridge.clone(),
+            bridge_token: args.bridge_token.clone(),
+            cols: Some(s.info.cols),
+            rows: Some(s.info.rows),
+            owner_agent_id: pick(&args.agent_id, &owner.owner_agent_id),
+            owner_session_id: pick(&args.owner_session_id, &owner.owner_session_id),
+            owner_role: pick(&args.role, &owner.owner_role),
+            label: pick(&args.label, &owner.label),
+            conversation_id: None,
         };
-        let body = json!({
-            "session_id": s["session_id"],
-            "source": args.source,
-            "bridge_url": args.bridge,
-            "bridge_token": args.bridge_token,
-            "cli_type": s["cli_type"],
-            "pid": s["pid"],
-            "cols": s["cols"],
-            "rows": s["rows"],
-            "label": pick(&args.label, "label"),
-            "owner_agent_id": pick(&args.agent_id, "owner_agent_id"),
-            "owner_session_id": pick(&args.owner_session_id, "owner_session_id"),
-            "owner_role": pick(&args.role, "owner_role"),
-        });
-        match hub
-            .call(reqwest::Method::POST, "/v1/pty/register", Some(&body))
-            .await
-        {
+        match hub.register(&req).await {
             Ok(v) => {
                 if !args.opts.json {
-                    let verb = if v["created"] == true {
-                        "registered"
-                    } else {
-                        "updated"
-                    };
+                    let verb = if v.created { "registered" } else { "updated" };
                     println!(
                         "{verb} {} ({}) from {}",
-                        v["session_id"].as_str().unwrap_or(""),
-                        v["session"]["label"].as_str().unwrap_or("no label"),
+                        v.session_id,
+                        v.session.owner.label.as_deref().unwrap_or("no label"),
                         args.bridge
                     );
                 }
-                results.push(v);
+                results.push(Outcome::Registered(Box::new(v)));
             }
             Err(e) => {
                 code = 1;
                 if !args.opts.json {
-                    eprintln!("agent-hub: {}: {e}", s["session_id"]);
+                    eprintln!("agent-hub: {}: {e}", s.session_id);
                 }
-                results.push(e.body);
+                results.push(Outcome::Failed(e.body));
             }
         }
     }
     if args.opts.json {
-        println!("{}", json!({ "ok": code == 0, "results": results }));
+        print_json(&json!({ "ok": code == 0, "results": results }));
     }
     code
 }
@@ -135,25 +136,6 @@ pub struct UnregisterArgs {
 }
 
 pub async fn unregister(args: UnregisterArgs) -> i32 {
-    let path = format!(
-        "/v1/pty/unregister/{}{}",
-        crate::client::encode(&args.id),
-        if args.force { "?force=true" } else { "" }
-    );
-    match args
-        .opts
-        .client()
-        .call(reqwest::Method::DELETE, &path, None::<&Value>)
-        .await
-    {
-        Ok(v) => {
-            if args.opts.json {
-                println!("{v}");
-            } else {
-                println!("unregistered {}", args.id);
-            }
-            0
-        }
-        Err(e) => fail(&args.opts, &e),
-    }
+    let result = args.opts.client().unregister(&args.id, args.force).await;
+    finish(&args.opts, result, |_| format!("unregistered {}", args.id))
 }

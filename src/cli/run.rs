@@ -7,14 +7,16 @@ use std::io::Write;
 
 use clap::Args;
 use futures_util::StreamExt;
+use serde::Deserialize;
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::ops::fail;
 use super::ClientOpts;
 use crate::client::{ClientError, HubClient};
-use crate::protocol::ServerFrame;
-use crate::tasks::CreateTask;
+use crate::protocol::{
+    CreateTask, ServerFrame, TaskCreatedReply, TaskInfo, TaskStartedReply, TaskState,
+};
 
 /// Exit code when the task timed out.
 pub const EXIT_TIMEOUT: i32 = 124;
@@ -46,26 +48,9 @@ pub struct RunArgs {
     pub opts: ClientOpts,
 }
 
-/// Quotes one word for `sh` (unchanged when it needs no quoting).
-pub fn shell_quote(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_-./,:@%+".contains(&b));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
-
 /// Joins words into one `sh -c` command line that runs exactly them.
 pub fn shell_join(words: &[String]) -> String {
-    words
-        .iter()
-        .map(|w| shell_quote(w))
-        .collect::<Vec<_>>()
-        .join(" ")
+    shell_words::join(words)
 }
 
 /// SIGINT, caught from the start so Ctrl-C never kills the client before it cancels the task.
@@ -97,16 +82,25 @@ impl Interrupt {
 }
 
 /// The exit code for a finished task.
-fn task_exit_code(task: &Value) -> i32 {
-    match task["state"].as_str() {
-        Some("success") => 0,
-        Some("timeout") => EXIT_TIMEOUT,
-        Some("cancelled") => EXIT_CANCELLED,
-        _ => match task["exitCode"].as_i64() {
-            Some(code) if code != 0 => code as i32,
+fn task_exit_code(task: &TaskInfo) -> i32 {
+    match task.state {
+        TaskState::Success => 0,
+        TaskState::Timeout => EXIT_TIMEOUT,
+        TaskState::Cancelled => EXIT_CANCELLED,
+        TaskState::Running | TaskState::Error => match task.exit_code {
+            Some(code) if code != 0 => code,
             _ => 1,
         },
     }
+}
+
+/// The output of a piped task: its reply, or the details of its `PTY_TIMEOUT` error.
+#[derive(Default, Deserialize)]
+struct PipedOutput {
+    #[serde(default)]
+    stdout: String,
+    #[serde(default)]
+    stderr: String,
 }
 
 pub async fn run(args: RunArgs) -> i32 {
@@ -141,12 +135,19 @@ pub async fn run(args: RunArgs) -> i32 {
         Ok(v) => v,
         Err(e) => return fail(&args.opts, &e),
     };
-    let (Some(task_id), Some(session_id)) =
-        (started["taskId"].as_str(), started["sessionId"].as_str())
-    else {
-        eprintln!("agent-hub: unexpected reply from the hub: {started}");
-        return 1;
+    let (task_id, session_id) = match started {
+        TaskCreatedReply::Started(TaskStartedReply {
+            task_id,
+            session_id: Some(session_id),
+            ..
+        }) => (task_id, session_id),
+        other => {
+            let other = serde_json::to_string(&other).unwrap_or_default();
+            eprintln!("agent-hub: unexpected reply from the hub: {other}");
+            return 1;
+        }
     };
+    let (task_id, session_id) = (task_id.as_str(), session_id.as_str());
     let follow = async {
         if !args.opts.json {
             print_output(&client, session_id).await;
@@ -156,17 +157,17 @@ pub async fn run(args: RunArgs) -> i32 {
     // A Ctrl-C that came while the task was being created is delivered here at once.
     let (task, interrupted) = tokio::select! {
         task = follow => (task, false),
-        _ = interrupt.recv() => (client.cancel_task(task_id).await.map(|v| v["task"].clone()), true),
+        _ = interrupt.recv() => (client.cancel_task(task_id).await.map(|v| v.task), true),
     };
     let task = match task {
         Ok(t) => t,
         Err(e) => return fail(&args.opts, &e),
     };
     if args.opts.json {
-        println!("{task}");
+        super::ops::print_json(&task);
     } else if interrupted {
         eprintln!("agent-hub: cancelled task {task_id}");
-    } else if task["state"] == "timeout" {
+    } else if task.state == TaskState::Timeout {
         eprintln!("agent-hub: task {task_id} timed out and was killed");
     }
     if interrupted {
@@ -214,11 +215,11 @@ async fn print_output(client: &HubClient, session_id: &str) {
 }
 
 /// Waits until the task has finished; returns it.
-async fn wait_for_end(client: &HubClient, task_id: &str) -> Result<Value, ClientError> {
+async fn wait_for_end(client: &HubClient, task_id: &str) -> Result<TaskInfo, ClientError> {
     loop {
         let v = client.wait_task(task_id, 60_000).await?;
-        if v["finished"] == true {
-            return Ok(v["task"].clone());
+        if v.finished {
+            return Ok(v.task);
         }
     }
 }
@@ -238,25 +239,35 @@ async fn run_piped(
             return EXIT_CANCELLED;
         }
     };
-    let print = |v: &Value| {
-        print!("{}", v["stdout"].as_str().unwrap_or(""));
+    let print = |out: PipedOutput| {
+        print!("{}", out.stdout);
         let _ = std::io::stdout().flush();
-        eprint!("{}", v["stderr"].as_str().unwrap_or(""));
+        eprint!("{}", out.stderr);
     };
     match result {
-        Ok(v) => {
+        Ok(TaskCreatedReply::Ran(v)) => {
+            let code = task_exit_code(&v.task);
             if opts.json {
-                println!("{v}");
+                super::ops::print_json(&v);
             } else {
-                print(&v);
+                print(PipedOutput {
+                    stdout: v.stdout,
+                    stderr: v.stderr,
+                });
             }
-            task_exit_code(&v["task"])
+            code
+        }
+        Ok(other @ TaskCreatedReply::Started(_)) => {
+            let other = serde_json::to_string(&other).unwrap_or_default();
+            eprintln!("agent-hub: unexpected reply from the hub: {other}");
+            1
         }
         Err(e) if e.error_code == "PTY_TIMEOUT" => {
             if opts.json {
-                println!("{}", e.body);
+                super::ops::print_json(&e.body);
             } else {
-                print(&e.body);
+                let details = Value::Object(e.body.details.clone());
+                print(serde_json::from_value(details).unwrap_or_default());
                 eprintln!("agent-hub: {e}");
             }
             EXIT_TIMEOUT
@@ -279,10 +290,53 @@ mod tests {
         assert_eq!(join(&["sh", "-c", "exit 3"]), "sh -c 'exit 3'");
     }
 
+    /// The joined line, run by a real `sh`, gives the program exactly the words it was given.
+    #[test]
+    fn sh_receives_the_words_unchanged() {
+        let words: Vec<String> = [
+            "printf",
+            "%s|",
+            "a b",
+            "",
+            "it's",
+            "\"q\"",
+            "$HOME",
+            "`id`",
+            "*",
+            "~",
+            "naïve ✓",
+            "tab\there",
+            "line\nbreak",
+            "a\\b",
+            "{a,b}",
+            "!x",
+            "; exit 9",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(shell_join(&words))
+            .output()
+            .unwrap();
+        let expected: String = words[2..].iter().map(|w| format!("{w}|")).collect();
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
+        assert!(out.status.success());
+    }
+
     #[test]
     fn exit_codes_follow_the_task_state() {
         use serde_json::json;
-        let code = |v: Value| task_exit_code(&v);
+        // A task with the given state fields and placeholders for the rest.
+        let code = |v: Value| {
+            let mut task = json!({"id": "t1", "name": "t", "startedAt": "2026-01-01T00:00:00Z",
+                "cmd": "true", "pty": false});
+            for (k, x) in v.as_object().unwrap() {
+                task[k] = x.clone();
+            }
+            task_exit_code(&serde_json::from_value(task).unwrap())
+        };
         assert_eq!(code(json!({"state": "success", "exitCode": 0})), 0);
         assert_eq!(code(json!({"state": "error", "exitCode": 3})), 3);
         assert_eq!(code(json!({"state": "error", "exitCode": null})), 1);

@@ -40,6 +40,9 @@ pub struct ServeArgs {
     /// can still be read after a restart (off by default: terminals hold secrets).
     #[arg(long, env = "AGENT_HUB_SNAPSHOTS")]
     pub snapshots: bool,
+    /// Log lines as text or as one JSON object per line (for log shippers).
+    #[arg(long, env = "AGENT_HUB_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: super::logging::LogFormat,
 }
 
 fn build_config(args: &ServeArgs) -> Result<HubConfig, String> {
@@ -89,13 +92,7 @@ fn build_config(args: &ServeArgs) -> Result<HubConfig, String> {
 }
 
 pub async fn run(args: ServeArgs) -> i32 {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("AGENT_HUB_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .try_init();
+    super::logging::init(args.log_format);
     let config = match build_config(&args) {
         Ok(c) => c,
         Err(e) => {
@@ -139,7 +136,9 @@ pub async fn run(args: ServeArgs) -> i32 {
             Err(e) => eprintln!("agent-hub: could not open a shell session: {e}"),
         }
     }
-    eprintln!("agent-hub: listening on http://{}", daemon.addr());
+    super::logging::started(daemon.hub(), daemon.addr(), daemon.restored_sessions());
+    let url = dashboard_url(daemon.addr());
+    tracing::info!(url = %url, "dashboard at {url}");
     match daemon.run_until_stopped().await {
         Ok(()) => {
             eprintln!("agent-hub: stopped");
@@ -174,4 +173,24 @@ fn resolve_hub_id(config: &mut HubConfig) {
         id
     });
     config.hub_id = Some(id);
+}
+
+/// The dashboard's address for people: a wildcard listen address is reached as `localhost`.
+fn dashboard_url(addr: std::net::SocketAddr) -> String {
+    if addr.ip().is_unspecified() {
+        format!("http://localhost:{}/", addr.port())
+    } else {
+        format!("http://{addr}/")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn wildcard_addresses_become_localhost() {
+        let url = |s: &str| super::dashboard_url(s.parse().unwrap());
+        assert_eq!(url("127.0.0.1:8080"), "http://127.0.0.1:8080/");
+        assert_eq!(url("0.0.0.0:7000"), "http://localhost:7000/");
+        assert_eq!(url("[::1]:7000"), "http://[::1]:7000/");
+    }
 }

@@ -71,7 +71,7 @@ impl SavedSession {
         let spec = info.spec;
         SavedSession {
             id: spec.id,
-            backend: spec.backend.to_string(),
+            backend: spec.backend.as_str().to_string(),
             source: spec.source,
             shell: spec.shell,
             args: spec.args,

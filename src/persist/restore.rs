@@ -5,6 +5,7 @@
 //! Host tmux sessions on the hub's socket that the registry does not know are adopted too,
 //! so a lost or corrupt registry still brings back what tmux still runs.
 
+use crate::protocol::SessionBackend;
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
@@ -98,7 +99,7 @@ pub async fn restore(hub: &Hub, file: Option<RegistryFile>, data_dir: &Path) -> 
     report
 }
 
-fn spec_of(saved: &SavedSession, backend: &'static str) -> SessionSpec {
+fn spec_of(saved: &SavedSession, backend: SessionBackend) -> SessionSpec {
     SessionSpec {
         id: saved.id.clone(),
         backend,
@@ -147,12 +148,12 @@ async fn adopt_tmux(
         return Err(format!("the tmux session '{name}' was gone"));
     }
     let (spec, owner) = match saved {
-        Some(s) => (spec_of(s, "tmux"), s.owner.clone()),
+        Some(s) => (spec_of(s, SessionBackend::Tmux), s.owner.clone()),
         None => {
             let id = hub.new_id("tmux");
             let spec = SessionSpec {
                 id,
-                backend: "tmux",
+                backend: SessionBackend::Tmux,
                 source: "host".into(),
                 shell: String::new(),
                 args: Vec::new(),
@@ -190,10 +191,10 @@ fn tombstone(hub: &Hub, saved: &SavedSession, reason_if_running: &str, data_dir:
         },
     };
     output.finish(exit);
-    let backend: &'static str = if saved.backend == "tmux" {
-        "tmux"
+    let backend = if saved.backend == "tmux" {
+        SessionBackend::Tmux
     } else {
-        "pty"
+        SessionBackend::Pty
     };
     let size = TermSize {
         cols: saved.cols,

@@ -34,17 +34,7 @@ pub struct Memory {
     pub lifetime_acted_for: Option<Instant>,
 }
 
-/// The action a verdict asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Action {
-    None,
-    Warn,
-    Stop,
-    Restart,
-    Notify,
-    Interrupt,
-}
+pub use crate::protocol::{PolicyAction as Action, PolicyTrigger as Trigger};
 
 /// The decision and its reason.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -53,8 +43,8 @@ pub struct Verdict {
     /// The event type it is reported as (`policy_warned`, `policy_stopped`, ...), if any.
     pub event: Option<&'static str>,
     pub reason: String,
-    /// What triggered it: `idle_timeout`, `warn_before`, `max_lifetime`, `on_stuck`.
-    pub trigger: Option<&'static str>,
+    /// What triggered it.
+    pub trigger: Option<Trigger>,
     /// Milliseconds until the idle deadline, while the idle timer runs.
     pub idle_deadline_in_ms: Option<u64>,
     /// The activity time the verdict counted from (see [`effective_activity`]).
@@ -74,7 +64,7 @@ impl Verdict {
         }
     }
 
-    fn act(action: Action, trigger: &'static str, reason: String) -> Self {
+    fn act(action: Action, trigger: Trigger, reason: String) -> Self {
         let event = match action {
             Action::Warn => "policy_warned",
             Action::Stop => "policy_stopped",
@@ -97,11 +87,11 @@ impl Verdict {
     pub fn remember(&self, snap: &Snapshot, memory: &mut Memory) {
         let activity = self.activity_at.unwrap_or(snap.last_activity_at);
         match self.trigger {
-            Some("warn_before") => memory.warned_for = Some(activity),
-            Some("idle_timeout") => memory.idle_acted_for = Some(activity),
-            Some("on_stuck") => memory.stuck_acted_for = Some(snap.last_activity_at),
-            Some("max_lifetime") => memory.lifetime_acted_for = Some(snap.started_at),
-            _ => {}
+            Some(Trigger::WarnBefore) => memory.warned_for = Some(activity),
+            Some(Trigger::IdleTimeout) => memory.idle_acted_for = Some(activity),
+            Some(Trigger::OnStuck) => memory.stuck_acted_for = Some(snap.last_activity_at),
+            Some(Trigger::MaxLifetime) => memory.lifetime_acted_for = Some(snap.started_at),
+            None => {}
         }
     }
 }
@@ -173,7 +163,7 @@ fn decide(
         if alive_for >= max && memory.lifetime_acted_for != Some(snap.started_at) {
             return Verdict::act(
                 idle_action(policy.max_lifetime_action),
-                "max_lifetime",
+                Trigger::MaxLifetime,
                 format!(
                     "running for {} (max_lifetime {})",
                     secs(alive_for),
@@ -192,7 +182,7 @@ fn decide(
             };
             return Verdict::act(
                 action,
-                "on_stuck",
+                Trigger::OnStuck,
                 format!(
                     "stuck: working with no meaningful change for {}",
                     secs(idle_for)
@@ -219,7 +209,7 @@ fn decide(
         }
         return Verdict::act(
             idle_action(policy.idle_action),
-            "idle_timeout",
+            Trigger::IdleTimeout,
             format!(
                 "{} for {} (idle_timeout {})",
                 snap.state.as_str(),
@@ -232,7 +222,7 @@ fn decide(
         if left <= warn && memory.warned_for != Some(activity) {
             let mut v = Verdict::act(
                 Action::Warn,
-                "warn_before",
+                Trigger::WarnBefore,
                 format!(
                     "{} for {}: idle action '{}' in {}",
                     snap.state.as_str(),
@@ -291,7 +281,7 @@ mod tests {
         label: Option<&'static str>,
         memory: fn(Instant) -> Memory,
         expect: Action,
-        trigger: Option<&'static str>,
+        trigger: Option<Trigger>,
     }
 
     fn none(_: Instant) -> Memory {
@@ -331,7 +321,7 @@ mod tests {
                 0,
                 50,
                 Action::Warn,
-                Some("warn_before"),
+                Some(Trigger::WarnBefore),
             ),
             c(
                 "at the deadline",
@@ -340,7 +330,7 @@ mod tests {
                 0,
                 60,
                 Action::Stop,
-                Some("idle_timeout"),
+                Some(Trigger::IdleTimeout),
             ),
             c(
                 "activity moved the deadline",
@@ -376,7 +366,7 @@ mod tests {
                 0,
                 61,
                 Action::Stop,
-                Some("idle_timeout"),
+                Some(Trigger::IdleTimeout),
             ),
             c(
                 "notify instead of stop",
@@ -385,7 +375,7 @@ mod tests {
                 0,
                 61,
                 Action::Notify,
-                Some("idle_timeout"),
+                Some(Trigger::IdleTimeout),
             ),
             c(
                 "restart",
@@ -394,7 +384,7 @@ mod tests {
                 0,
                 61,
                 Action::Restart,
-                Some("idle_timeout"),
+                Some(Trigger::IdleTimeout),
             ),
             c(
                 "max lifetime, even while working",
@@ -403,7 +393,7 @@ mod tests {
                 99,
                 100,
                 Action::Stop,
-                Some("max_lifetime"),
+                Some(Trigger::MaxLifetime),
             ),
             c(
                 "max lifetime stops even when the idle action only notifies",
@@ -412,7 +402,7 @@ mod tests {
                 99,
                 100,
                 Action::Stop,
-                Some("max_lifetime"),
+                Some(Trigger::MaxLifetime),
             ),
             c(
                 "max lifetime with its own action",
@@ -421,7 +411,7 @@ mod tests {
                 99,
                 100,
                 Action::Restart,
-                Some("max_lifetime"),
+                Some(Trigger::MaxLifetime),
             ),
             c(
                 "exited: nothing",
@@ -500,7 +490,7 @@ mod tests {
                     0,
                     300,
                     Action::Interrupt,
-                    Some("on_stuck"),
+                    Some(Trigger::OnStuck),
                 )
             },
             Case {
@@ -584,7 +574,7 @@ mod tests {
         let v = evaluate(&p, &snap, &memory, Instant::now());
         assert_eq!(
             (v.action, v.trigger),
-            (Action::Stop, Some("idle_timeout")),
+            (Action::Stop, Some(Trigger::IdleTimeout)),
             "stopped at the first deadline: {v:?}"
         );
         // Input from someone using the session does restart it.

@@ -9,6 +9,7 @@
 
 pub mod evaluate;
 pub mod runner;
+pub mod start_on_message;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

@@ -7,7 +7,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -29,22 +28,7 @@ struct Unit {
     report: StateReport,
 }
 
-/// A row of `policy check`.
-#[derive(Debug, Clone, Serialize)]
-pub struct CheckRow {
-    pub agent_id: Option<String>,
-    pub session_id: Option<String>,
-    pub policy: String,
-    pub dry_run: bool,
-    pub state: Option<crate::agent_state::State>,
-    pub stuck: bool,
-    pub idle_for_ms: Option<u64>,
-    pub would: Action,
-    pub event: Option<&'static str>,
-    pub reason: String,
-    pub idle_deadline_in_ms: Option<u64>,
-    pub start_on_message: bool,
-}
+pub use crate::protocol::CheckRow;
 
 /// Starts the loop; it ends when the hub closes.
 pub fn spawn(hub: &Hub) -> tokio::task::JoinHandle<()> {
@@ -143,6 +127,9 @@ pub async fn run_once(hub: &Hub) {
             "idle_for_ms": now.saturating_duration_since(unit.snapshot.last_activity_at).as_millis() as u64,
             "dry_run": unit.policy.dry_run,
         }));
+        let action = json!(verdict.action);
+        hub.metrics()
+            .policy_action(action.as_str().unwrap_or("unknown"), unit.policy.dry_run);
         if !unit.policy.dry_run {
             hub.spawn(apply(hub.clone(), unit, verdict));
         }
@@ -190,7 +177,7 @@ async fn apply(hub: Hub, unit: Unit, verdict: Verdict) {
             None => Err("host sessions cannot be restarted; use idle_action = \"stop\"".into()),
         },
         Action::Interrupt => session
-            .send_bytes(session.profile().interrupt_bytes.clone())
+            .send_unchecked(session.profile().interrupt_bytes.clone())
             .await
             .map_err(|e| e.to_string()),
     };
@@ -209,11 +196,8 @@ async fn apply(hub: Hub, unit: Unit, verdict: Verdict) {
 }
 
 async fn deliver(session: &Session, line: &str) -> Result<(), String> {
-    let opts = crate::delivery::Options {
-        own: true,
-        ..Default::default()
-    };
-    crate::delivery::submit(session, line, opts)
+    let opts = crate::delivery::Options::default();
+    crate::delivery::submit(session, crate::delivery::By::Hub, line, opts)
         .await
         .map(|_| ())
         .map_err(|e| e.to_string())
@@ -237,10 +221,14 @@ pub fn check(hub: &Hub, agent: Option<&str>) -> Vec<CheckRow> {
                 stuck: u.report.stuck,
                 idle_for_ms: Some(u.report.idle_for_ms),
                 would: v.action,
-                event: v.event,
+                event: v.event.map(String::from),
                 reason: v.reason,
                 idle_deadline_in_ms: v.idle_deadline_in_ms,
                 start_on_message: u.policy.start_on_message,
+                profile: Some(u.report.profile.clone()),
+                profile_checked_with: u.report.profile_checked_with.clone(),
+                rule: Some(u.report.rule.clone()),
+                evidence: u.report.evidence.clone(),
             }
         })
         .collect();
@@ -265,6 +253,10 @@ pub fn check(hub: &Hub, agent: Option<&str>) -> Vec<CheckRow> {
             reason: "not running".into(),
             idle_deadline_in_ms: None,
             start_on_message: policy.start_on_message,
+            profile: None,
+            profile_checked_with: Vec::new(),
+            rule: None,
+            evidence: Vec::new(),
         });
     }
     rows.retain(|r| {

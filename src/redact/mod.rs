@@ -66,6 +66,8 @@ pub struct Redactor {
     hold_shapes: regex::bytes::RegexSet,
     value_context: Regex,
     literals: RwLock<Arc<Literals>>,
+    /// Secrets replaced so far (a metric).
+    redactions: prometheus_client::metrics::counter::Counter,
 }
 
 #[derive(Default)]
@@ -117,7 +119,13 @@ impl Redactor {
                 .flat_map(|p| p.prefixes.iter().copied())
                 .collect(),
             literals: RwLock::new(Arc::new(Literals::default())),
+            redactions: Default::default(),
         }
+    }
+
+    /// The count of secrets replaced (for the hub's metrics).
+    pub fn counter(&self) -> &prometheus_client::metrics::counter::Counter {
+        &self.redactions
     }
 
     /// The names of the built-in patterns.
@@ -237,6 +245,9 @@ impl Redactor {
                 .map(|(s, e)| (s.saturating_sub(offset), e - offset))
                 .collect(),
         );
+        if !spans.is_empty() {
+            self.redactions.inc_by(spans.len() as u64);
+        }
         rebuild(piece, &v, &spans)
     }
 

@@ -1,9 +1,12 @@
 //! A session is one terminal: identity, metadata, the output pipeline, the rendered screen and a
 //! backend. The operations people and agents use (send_line, keys, signal, talk, resize, kill)
-//! are written here once, whatever the backend.
+//! are written here once, whatever the backend; `write` holds the input operations and the
+//! command guard they enforce.
 
 pub mod input;
 pub mod talk;
+mod wait;
+pub mod write;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -16,6 +19,7 @@ use crate::agent_state::profile::Profile;
 use crate::agent_state::{StateReport, Watch};
 use crate::backend::{Backend, TermSize};
 use crate::error::{HubError, HubResult};
+use crate::guard::Guard;
 use crate::output::{CursorItem, ExitInfo, Output, OutputCursor};
 use crate::screen::Screen;
 use input::{SignalAction, TermSignal};
@@ -23,9 +27,11 @@ use input::{SignalAction, TermSignal};
 /// How often the background screen follower catches up with new output at most. Readers of
 /// the screen always catch up first, so this only bounds how far behind it may drift.
 const SCREEN_FOLLOW_INTERVAL: Duration = Duration::from_millis(20);
+/// How often a quiet session's screen is looked at again for a change of agent state.
+const STATE_LOOK_INTERVAL: Duration = Duration::from_millis(250);
 
 /// Who a session belongs to: the routing keys leaders use instead of session ids.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Owner {
     pub owner_agent_id: Option<String>,
     pub owner_session_id: Option<String>,
@@ -38,11 +44,10 @@ pub struct Owner {
 }
 
 /// The fixed facts about a session, set when it starts.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SessionSpec {
     pub id: String,
-    /// `pty`, `tmux`, `docker` or `external`.
-    pub backend: &'static str,
+    pub backend: crate::protocol::SessionBackend,
     /// Where the terminal lives: `host` (host PTYs and tmux), `docker`, or for external
     /// sessions what their registration said (`remote-hub`, `ide`, ...).
     pub source: String,
@@ -61,7 +66,7 @@ pub struct SessionSpec {
 }
 
 /// Everything a client sees about a session (`GET /v1/pty/sessions/{id}`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SessionInfo {
     #[serde(flatten)]
     pub spec: SessionSpec,
@@ -88,10 +93,14 @@ pub struct SessionInfo {
     /// For external sessions: the bridge and its health.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub external: Option<crate::backend::external::ExternalInfo>,
+    /// The agent state, in the session list (what `GET .../state` says), so a fleet view needs
+    /// one request, not one per session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_state: Option<crate::protocol::StateView>,
 }
 
 /// The result of a talk.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TalkResult {
     pub output: String,
     pub exit_code: Option<i32>,
@@ -122,6 +131,8 @@ pub struct Session {
     /// Meaningful activity and agent state (see [`crate::agent_state`]).
     watch: Mutex<Watch>,
     backend: Box<dyn Backend>,
+    /// The command guard every caller's input passes (see [`write`]).
+    guard: Arc<Guard>,
     /// Serialises talks so two never interleave on one terminal.
     talk_lock: tokio::sync::Mutex<()>,
     /// Stops the session's background tasks when it is removed.
@@ -129,6 +140,20 @@ pub struct Session {
     /// Interactive viewers attached (WebSocket screen mode): while there is one, its terminal
     /// answers the program's terminal queries; otherwise the hub does (PTY sessions only).
     viewers: std::sync::atomic::AtomicUsize,
+    /// Counts input written by users of the session: state waiters wake on it (input turns the
+    /// state to `working` at once, before any output).
+    inputs: tokio::sync::watch::Sender<u64>,
+    /// Told of every change of the reported agent state (the hub publishes it as an event).
+    on_state_change: std::sync::OnceLock<Box<dyn Fn(StateChange) + Send + Sync>>,
+}
+
+/// The reported agent state changed (`session_state_changed` on the event bus).
+#[derive(Debug, Clone)]
+pub struct StateChange {
+    pub state: crate::agent_state::State,
+    pub previous: crate::agent_state::State,
+    pub since: DateTime<Utc>,
+    pub rule: String,
 }
 
 impl Session {
@@ -140,6 +165,7 @@ impl Session {
         output: Arc<Output>,
         backend: Box<dyn Backend>,
         profile: Arc<Profile>,
+        guard: Arc<Guard>,
     ) -> Arc<Self> {
         let session = Arc::new(Session {
             spec,
@@ -153,9 +179,12 @@ impl Session {
             screen: Mutex::new(Screen::new(size)),
             watch: Mutex::new(Watch::new(profile, tokio::time::Instant::now())),
             backend,
+            guard,
             talk_lock: tokio::sync::Mutex::new(()),
             cancel: CancellationToken::new(),
             viewers: std::sync::atomic::AtomicUsize::new(0),
+            inputs: tokio::sync::watch::channel(0).0,
+            on_state_change: std::sync::OnceLock::new(),
         });
         tokio::spawn(follow_screen(
             Arc::downgrade(&session),
@@ -211,6 +240,7 @@ impl Session {
             last_heartbeat_at: m.last_heartbeat_at,
             output_offset: self.output.end_offset(),
             external: self.backend.external().map(|link| link.info()),
+            agent_state: None,
         }
     }
 
@@ -254,60 +284,11 @@ impl Session {
         }
     }
 
-    /// Writes raw bytes through the session's single writer.
-    pub async fn send_bytes(&self, bytes: Vec<u8>) -> HubResult<()> {
-        self.write_input(bytes, true).await
-    }
-
-    /// Writes the hub's own input (a policy's warning line): it is not the input of someone
-    /// using the session, so it neither counts as activity nor sets the `working` hold.
-    pub async fn send_own_bytes(&self, bytes: Vec<u8>) -> HubResult<()> {
-        self.write_input(bytes, false).await
-    }
-
-    async fn write_input(&self, bytes: Vec<u8>, counts: bool) -> HubResult<()> {
-        if let Some(exit) = self.output.exit() {
-            return Err(self.exited_error(exit, String::new()));
-        }
-        let submits = submits(&bytes);
-        // Taken before writing: the program may answer before the write returns.
-        let sent_at = tokio::time::Instant::now();
-        match self.backend.external() {
-            Some(link) => link.write(&bytes).await?,
-            None => self
-                .backend
-                .write(bytes)
-                .await
-                .map_err(|reason| HubError::WriteFailed { reason })?,
-        }
-        if counts {
-            self.lock().last_input_at = Some(Utc::now());
-            self.lock_watch().note_input(submits, sent_at);
-        }
-        Ok(())
-    }
-
-    /// Types one line and presses Enter (see [`input::line_bytes`]).
-    pub async fn send_line(&self, text: &str) -> HubResult<usize> {
-        let bytes = input::line_bytes(text);
-        let n = bytes.len();
-        self.send_bytes(bytes).await?;
-        Ok(n)
-    }
-
-    /// Presses named keys.
-    pub async fn send_keys(&self, names: &[String]) -> HubResult<usize> {
-        let bytes = input::keys_bytes(names).map_err(|e| HubError::bad_request(e.to_string()))?;
-        let n = bytes.len();
-        self.send_bytes(bytes).await?;
-        Ok(n)
-    }
-
-    /// Delivers a signal: SIGINT and SIGQUIT as their control characters, the others by
-    /// terminating the terminal's processes.
+    /// Delivers a signal: SIGINT and SIGQUIT as their control characters (runs nothing, so
+    /// unchecked), the others by terminating the terminal's processes.
     pub async fn signal(&self, name: &str) -> HubResult<()> {
         match input::signal_action(name).map_err(HubError::bad_request)? {
-            SignalAction::Write(bytes) => self.send_bytes(bytes.to_vec()).await,
+            SignalAction::Write(bytes) => self.send_unchecked(bytes.to_vec()).await,
             SignalAction::Terminate(sig) => self.terminate(sig).await,
         }
     }
@@ -373,7 +354,7 @@ impl Session {
     /// so programs that ask at start-up do not hang.
     async fn answer_queries(&self) {
         let replies = self.with_screen(|s| s.take_replies());
-        let hub_answers = self.spec.backend == "pty"
+        let hub_answers = self.spec.backend == crate::protocol::SessionBackend::Pty
             && self.viewers.load(std::sync::atomic::Ordering::SeqCst) == 0;
         if hub_answers {
             for reply in replies {
@@ -399,11 +380,44 @@ impl Session {
         self.lock_watch().profile().clone()
     }
 
+    /// Sets who is told of state changes (once; later calls are ignored).
+    pub fn set_on_state_change(&self, f: impl Fn(StateChange) + Send + Sync + 'static) {
+        let _ = self.on_state_change.set(Box::new(f));
+    }
+
+    /// Runs `f` on the watch and reports a change of the state it made.
+    fn watch_changing(&self, f: impl FnOnce(&mut Watch)) {
+        let change = {
+            let mut w = self.lock_watch();
+            let previous = w.state();
+            f(&mut w);
+            (w.state() != previous).then(|| {
+                let r = w.report(tokio::time::Instant::now());
+                StateChange {
+                    state: r.state,
+                    previous,
+                    since: r.since,
+                    rule: r.rule,
+                }
+            })
+        };
+        if let (Some(change), Some(tell)) = (change, self.on_state_change.get()) {
+            tell(change);
+        }
+    }
+
     /// Looks at the screen now: records meaningful change and updates the state.
     fn observe_screen(&self) -> tokio::time::Instant {
         let now = tokio::time::Instant::now();
         let exited = self.output.exit().is_some();
-        self.with_screen(|s| self.lock_watch().observe(s.vt(), exited, now));
+        // The output's wall-clock time as an instant: when the screen last changed, at most.
+        let output_at = self.output.last_output_at().map(|t| {
+            let ago = (chrono::Utc::now() - t).to_std().unwrap_or_default();
+            now.checked_sub(ago).unwrap_or(now)
+        });
+        self.with_screen(|s| {
+            self.watch_changing(|w| w.observe_output(s.vt(), exited, output_at, now))
+        });
         now
     }
 
@@ -447,14 +461,17 @@ impl Session {
         f(&mut screen)
     }
 
-    /// Runs one shell command and returns its output and exit code. Talks on one session
-    /// queue behind each other; other readers are not disturbed.
+    /// Runs one shell command for `actor` (checked by the guard first) and returns its output
+    /// and exit code. Talks on one session queue behind each other; other readers are not
+    /// disturbed.
     pub async fn talk(
         &self,
+        actor: &crate::actor::Actor,
         command: &str,
         sentinel: Option<&str>,
         timeout: Duration,
     ) -> HubResult<TalkResult> {
+        self.check_command(actor, command)?;
         if let Some(link) = self.backend.external() {
             let result = link
                 .client
@@ -469,7 +486,7 @@ impl Session {
         let mut cursor = OutputCursor::new(self.output.clone(), self.output.end_offset());
         let mut line = plan.line.clone().into_bytes();
         line.push(b'\r');
-        self.send_bytes(line).await?;
+        self.send_unchecked(line).await?;
 
         let partial = |s: &talk::TalkScanner| input::plain_text(s.partial());
         let deadline = tokio::time::Instant::now() + timeout;
@@ -546,6 +563,9 @@ async fn follow_screen(session: std::sync::Weak<Session>, cancel: CancellationTo
         tokio::select! {
             _ = cancel.cancelled() => return,
             changed = progress.changed() => if changed.is_err() { return },
+            // A state can change with no output (a quiet screen settles into `idle` after the
+            // profile's dwell): look again now and then, so the change is reported in time.
+            _ = tokio::time::sleep(STATE_LOOK_INTERVAL) => {}
         }
     }
 }

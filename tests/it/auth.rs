@@ -8,7 +8,7 @@ use crate::support::TestHub;
 
 pub(crate) const ADMIN: &str = "admin-token-0123456789abcdef";
 pub(crate) const OPERATOR: &str = "operator-token-0123456789abcdef";
-const OBSERVER: &str = "observer-token-0123456789abcdef";
+pub(crate) const OBSERVER: &str = "observer-token-0123456789abcdef";
 
 pub(crate) async fn hub_with_tokens() -> TestHub {
     let toml = format!(

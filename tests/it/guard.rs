@@ -240,3 +240,150 @@ async fn config_allows_a_pattern_for_a_role_and_adds_patterns() {
         .unwrap_err();
     assert!(e.starts_with("hub.toml:") && e.contains("nope"), "{e}");
 }
+
+/// The guard lives inside the session: every input operation of a real PTY session refuses a
+/// blocked line from a caller without any API in between, nothing of it is written, and the
+/// hub's own unchecked writes are not guarded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_checks_every_callers_input_and_not_the_hubs_own() {
+    use agent_hub::actor::{Actor, Role};
+    use agent_hub::delivery::{submit, By, Options};
+    use agent_hub::error::HubError;
+    use agent_hub::hub::{BackendKind, CreateSession};
+    use agent_hub::session::write::{Typed, TypedLine};
+
+    let hub = TestHub::start().await;
+    let session = hub
+        .hub
+        .create_session(CreateSession {
+            backend: BackendKind::Pty,
+            shell: Some("bash".into()),
+            args: vec!["--norc".into(), "--noprofile".into()],
+            ..CreateSession::default()
+        })
+        .await
+        .expect("a PTY session");
+    let operator = Actor {
+        token_name: "ops".into(),
+        agent_id: None,
+        role: Some(Role::Operator),
+    };
+    let blocked = |r: Result<(), HubError>, op: &str, pattern: &str| match r {
+        Err(HubError::CommandBlocked { pattern: p }) => assert_eq!(p, pattern, "{op}"),
+        other => panic!("{op}: expected PTY_COMMAND_BLOCKED, got {other:?}"),
+    };
+    let op = &operator;
+    blocked(
+        session
+            .send_line(op, "echo SESSION_LEAK_1 # rm -rf /")
+            .await
+            .map(drop),
+        "send_line",
+        "rm-rf-root",
+    );
+    blocked(
+        session
+            .send_keys(op, &spelled("echo SESSION_LEAK_2 # mkfs.ext4 /dev/sdz"))
+            .await
+            .map(drop),
+        "send_keys",
+        "mkfs",
+    );
+    blocked(
+        session
+            .send_bytes(op, b"echo SESSION_LEAK_3 #; shutdown now\r".to_vec())
+            .await,
+        "send_bytes",
+        "shutdown",
+    );
+    blocked(
+        session
+            .talk(
+                op,
+                "echo SESSION_LEAK_4 || fdisk /dev/sdz",
+                None,
+                Duration::from_secs(5),
+            )
+            .await
+            .map(drop),
+        "talk",
+        "fdisk",
+    );
+    blocked(
+        submit(
+            &session,
+            By::Caller(op),
+            "echo SESSION_LEAK_5 #; halt",
+            Options::default(),
+        )
+        .await
+        .map(drop),
+        "delivery",
+        "halt",
+    );
+    // Keystrokes collected into a line: the keys go through, the line end is refused and the
+    // line killed (Ctrl-U), so Enter afterwards runs nothing.
+    let mut typed = TypedLine::default();
+    let keys = session
+        .type_input(
+            op,
+            &mut typed,
+            b"echo SESSION_LEAK_6 # dd if=/dev/zero of=/dev/sdz".to_vec(),
+        )
+        .await
+        .expect("keys without a line end are written");
+    assert!(matches!(keys, Typed::Keys), "{keys:?}");
+    match session.type_input(op, &mut typed, b"\r".to_vec()).await {
+        Ok(Typed::Refused {
+            line,
+            error: HubError::CommandBlocked { pattern },
+        }) => {
+            assert_eq!(pattern, "dd-to-device");
+            assert!(line.contains("SESSION_LEAK_6"), "{line:?}");
+        }
+        other => panic!("type_input: expected a refused line, got {other:?}"),
+    }
+    // The same guard per role: an admin allowed nothing more by default is refused too, and a
+    // harmless line from an observer passes (roles gate routes, the guard gates commands).
+    let admin = Actor {
+        role: Some(Role::Admin),
+        ..operator.clone()
+    };
+    blocked(
+        session
+            .send_line(&admin, "echo SESSION_LEAK_7 # rm -rf ~")
+            .await
+            .map(drop),
+        "send_line as admin",
+        "rm-rf-root",
+    );
+    session
+        .send_line(&Actor::default(), "echo CALLER_$((6*7))")
+        .await
+        .expect("a harmless line passes");
+    // The hub's own writes are not guarded: the same kind of line goes through unchecked.
+    session
+        .send_unchecked(b"echo UNCHECKED_$((2+3)) # rm -rf /\r".to_vec())
+        .await
+        .expect("the hub's own write");
+    submit(
+        &session,
+        By::Hub,
+        "echo OWN_$((3+4)) # halt",
+        Options::default(),
+    )
+    .await
+    .expect("the hub's own prompt");
+    let out = hub
+        .wait_output(session.id(), "OWN_7", Duration::from_secs(10))
+        .await;
+    assert!(out.contains("CALLER_42"), "{out}");
+    assert!(out.contains("UNCHECKED_5"), "{out}");
+    for n in 1..=7 {
+        assert!(
+            !out.contains(&format!("SESSION_LEAK_{n}\r\n"))
+                && !out.contains(&format!("SESSION_LEAK_{n}\n")),
+            "blocked input {n} ran:\n{out}"
+        );
+    }
+}

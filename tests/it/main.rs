@@ -1,8 +1,10 @@
 //! Integration tests: a real hub on loopback, real PTYs, real tmux, real HTTP and WebSocket
 //! clients. One test binary (modules below) keeps link time down.
 
+mod browser_support;
 mod docker_support;
 mod hub_process;
+mod model_standin;
 mod persist;
 mod support;
 
@@ -12,10 +14,17 @@ mod auth;
 mod bad_input;
 mod bridge;
 mod cli;
+mod cli_targets;
+mod dashboard;
 mod docker;
 mod guard;
+mod hub_image;
+mod mcp;
+mod metrics;
+mod ops_cli;
 mod policy;
 mod policy_support;
+mod real_cli;
 mod redaction;
 mod routing;
 mod sessions;

@@ -1,9 +1,18 @@
 //! Wire types of the REST and WebSocket API, shared by the server (`api`) and the client
-//! (`client`, the CLI). Only data, and the base64 form of bytes.
+//! (`client`, the CLI): session requests here, their replies in [`replies`], the agent, task and
+//! audit-traffic routes in [`fleet`], the policy and state routes in [`policy`], the error body
+//! in [`ErrorBody`].
+//! Only data, and the base64 form of bytes. The OpenAPI document (`api::openapi`) is generated
+//! from these types.
+
+mod fleet;
+mod policy;
+mod replies;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 /// Which backend a new session runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
@@ -14,11 +23,16 @@ pub enum BackendKind {
     Tmux,
 }
 
+pub use fleet::*;
+pub use policy::*;
+pub use replies::*;
+
 /// `POST /v1/pty/sessions`
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSessionRequest {
     #[serde(default)]
+    #[schema(value_type = String, example = "pty")]
     pub backend: BackendKind,
     pub shell: Option<String>,
     #[serde(default)]
@@ -41,7 +55,7 @@ pub struct CreateSessionRequest {
 }
 
 /// `POST .../send_line`
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendLineRequest {
     pub data: String,
@@ -54,21 +68,21 @@ pub struct SendLineRequest {
 }
 
 /// `POST .../keys`
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KeysRequest {
     pub keys: Vec<String>,
 }
 
 /// `POST .../signal`
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SignalRequest {
     pub signal: String,
 }
 
 /// `POST .../talk`
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TalkRequest {
     pub command: String,
@@ -77,7 +91,7 @@ pub struct TalkRequest {
 }
 
 /// `POST .../resize`
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResizeRequest {
     pub cols: u16,
@@ -85,7 +99,7 @@ pub struct ResizeRequest {
 }
 
 /// How `read` returns bytes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Encoding {
     /// Text; an incomplete UTF-8 sequence at the end is left for the next read, invalid bytes
@@ -97,8 +111,9 @@ pub enum Encoding {
 }
 
 /// `GET .../read`
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ReadQuery {
     pub max_bytes: Option<usize>,
     pub since: Option<u64>,
@@ -111,7 +126,7 @@ pub struct ReadQuery {
 }
 
 /// `GET .../read` reply.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ReadReply {
     pub ok: bool,
     pub output: String,
@@ -123,8 +138,9 @@ pub struct ReadReply {
 }
 
 /// `GET .../stream` query.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct StreamQuery {
     pub since: Option<u64>,
     /// Unredacted output: admin tokens only, and the request is audited.
@@ -133,7 +149,7 @@ pub struct StreamQuery {
 }
 
 /// Text frames a WebSocket client sends (binary frames are raw input bytes).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ClientFrame {
     /// Raw input, written as is (no escape decoding, no Enter added).
@@ -143,7 +159,7 @@ pub enum ClientFrame {
 }
 
 /// Text frames the server sends (binary frames are output bytes, in order).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ServerFrame {
     /// First frame. `offset` is the absolute offset the binary stream continues from;
@@ -180,4 +196,23 @@ pub fn base64_decode(text: &str) -> Result<Vec<u8>, String> {
     base64::engine::general_purpose::STANDARD
         .decode(text)
         .map_err(|e| format!("invalid base64: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_round_trips_and_refuses_bad_input() {
+        for raw in ["", "f", "fo", "foobar", "naïve ✓\x1b[0m"] {
+            let enc = base64_encode(raw.as_bytes());
+            assert_eq!(base64_decode(&enc).unwrap(), raw.as_bytes());
+        }
+        assert_eq!(base64_decode("Zm8=").unwrap(), b"fo");
+        // What the old hand-written decoder silently accepted (dropping or guessing bytes).
+        for bad in ["Zm9v!", "Zg=", "Zm 9v", "Zm9vY", "é==="] {
+            let err = base64_decode(bad).unwrap_err();
+            assert!(err.starts_with("invalid base64"), "{bad}: {err}");
+        }
+    }
 }

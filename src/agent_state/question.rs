@@ -1,0 +1,127 @@
+//! The question a blocked agent asks and the answers it offers, read from the screen lines the
+//! `blocked` rule matched, so a person can answer with one click (the keys go to the session
+//! through `POST .../keys`). Recognised: `[y/n]`-style prompts in their common spellings,
+//! `Yes (y)  No (n)`, `(Y)es/(N)o`, and numbered menus (`❯ 1. Yes`, `2. No`).
+
+use serde::{Deserialize, Serialize};
+
+/// One answer: what the button says and the key names that give it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Choice {
+    pub label: String,
+    pub keys: Vec<String>,
+}
+
+/// The question: the matched lines, trimmed and joined.
+pub fn question(evidence: &[String]) -> String {
+    evidence
+        .iter()
+        .map(|l| l.trim_matches(|c: char| c.is_whitespace() || c == '│'))
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The answers the matched lines offer, in screen order; empty when none is recognised.
+pub fn choices(evidence: &[String]) -> Vec<Choice> {
+    let text = evidence.join("\n");
+    let numbered = numbered_choices(evidence);
+    if !numbered.is_empty() {
+        return numbered;
+    }
+    let lower = text.to_lowercase();
+    let yes_no = ["[y/n]", "(y/n)", "[yes/no]", "yes (y)", "(y)es/(n)o"]
+        .iter()
+        .any(|p| lower.contains(p));
+    if !yes_no {
+        return Vec::new();
+    }
+    // A line-reading prompt (a shell's `read`) needs Enter after the letter.
+    ["yes", "no"]
+        .iter()
+        .map(|word| Choice {
+            label: word.to_string(),
+            keys: vec![word[..1].to_string(), "Enter".into()],
+        })
+        .collect()
+}
+
+/// `1. Yes` / `❯ 2. No, and tell Claude what to do differently` lines.
+fn numbered_choices(evidence: &[String]) -> Vec<Choice> {
+    let mut out = Vec::new();
+    for line in evidence {
+        let l = line.trim_matches(|c: char| c.is_whitespace() || c == '│' || c == '❯' || c == '>');
+        let Some((n, label)) = l.split_once(". ") else {
+            continue;
+        };
+        if n.len() == 1 && n.chars().all(|c| c.is_ascii_digit()) && !label.trim().is_empty() {
+            out.push(Choice {
+                label: label.trim().to_string(),
+                keys: vec![n.to_string()],
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn yes_no_prompts_offer_yes_and_no() {
+        for prompt in [
+            "Allow write to main.rs? [y/n] ",
+            "Continue? (Y/n)",
+            "Overwrite? [yes/no]",
+            "Run it?  Yes (y)  No (n)",
+            "Apply edit? (Y)es/(N)o [Yes]:",
+        ] {
+            let c = choices(&lines(&[prompt]));
+            assert_eq!(
+                c,
+                vec![
+                    Choice {
+                        label: "yes".into(),
+                        keys: vec!["y".into(), "Enter".into()]
+                    },
+                    Choice {
+                        label: "no".into(),
+                        keys: vec!["n".into(), "Enter".into()]
+                    },
+                ],
+                "{prompt}"
+            );
+        }
+    }
+
+    #[test]
+    fn numbered_menus_offer_their_items() {
+        let ev = lines(&[
+            "│ Do you want to proceed?",
+            "│ ❯ 1. Yes",
+            "│   2. No, and tell Claude what to do differently (esc)",
+        ]);
+        let c = choices(&ev);
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[0].label, "Yes");
+        assert_eq!(c[0].keys, vec!["1"]);
+        assert_eq!(c[1].keys, vec!["2"]);
+        assert_eq!(
+            question(&ev).lines().next(),
+            Some("Do you want to proceed?")
+        );
+    }
+
+    #[test]
+    fn other_lines_offer_nothing() {
+        assert!(choices(&lines(&["Password:"])).is_empty());
+        assert!(choices(&lines(&["version 1. something"])).is_empty());
+        assert!(choices(&[]).is_empty());
+        assert_eq!(question(&lines(&["  Allow? [y/n] "])), "Allow? [y/n]");
+    }
+}

@@ -1,0 +1,95 @@
+//! Sending a prompt to an agent by its routing keys, with start-on-message: when no live
+//! session matches and `agent_id` names a stopped container agent whose policy has
+//! `start_on_message`, the agent is started (and waited for until idle) first. Called by the
+//! API's `send_line_to_agent` (and any other client of the hub, such as an MCP server).
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use crate::actor::Actor;
+use crate::delivery::{By, DeliveryReport, Options};
+use crate::error::{HubError, HubResult};
+use crate::hub::Hub;
+use crate::routing::{resolve_session, RouteKeys};
+use crate::session::Session;
+
+/// What a send to an agent did.
+pub struct AgentDelivery {
+    /// Whether the agent was started for this message.
+    pub started: bool,
+    /// The session the prompt went to.
+    pub session: Arc<Session>,
+    pub report: DeliveryReport,
+}
+
+/// Delivers `text` from `actor` to the one session `keys` name (see [`crate::delivery`]),
+/// starting a stopped agent first when its policy says so. The line passes the command guard
+/// before anything is started.
+pub async fn send_to_agent(
+    hub: &Hub,
+    actor: &Actor,
+    keys: &RouteKeys,
+    text: &str,
+    opts: Options,
+) -> HubResult<AgentDelivery> {
+    crate::session::write::check_line(hub.guard(), actor, text)?;
+    let mut started = false;
+    let session = match resolve_session(&hub.list(), keys) {
+        Err(HubError::RouteNotMatched { .. }) if starts_on_message(hub, keys) => {
+            let id = keys.agent_id.clone().unwrap_or_default();
+            crate::agents::start(hub, &id).await?;
+            // Reported once the start succeeded (a failed start has its own event).
+            hub.emit(json!({
+                "type": "policy_started",
+                "agent_id": id,
+                "policy": hub.agents().def(&id).ok().and_then(|d| d.policy.clone()),
+                "reason": "start_on_message: a line was sent to the stopped agent",
+                "dry_run": false,
+            }));
+            started = true;
+            let session = resolve_session(&hub.list(), keys)?;
+            let within = hub.agents().def(&id).map(|d| d.ready_timeout())?;
+            wait_until_idle(&session, within).await;
+            session
+        }
+        other => other?,
+    };
+    let report = crate::delivery::submit(&session, By::Caller(actor), text, opts).await?;
+    Ok(AgentDelivery {
+        started,
+        session,
+        report,
+    })
+}
+
+/// Waits (at most `within`) until the agent's profile reads it as idle at its prompt, so a
+/// freshly started agent is not sent a prompt while it is still starting up.
+async fn wait_until_idle(session: &Session, within: std::time::Duration) {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut progress = session.output().watch_progress();
+    while session.state_report().state != crate::agent_state::State::Idle
+        && session.output().exit().is_none()
+    {
+        let step = tokio::time::Instant::now() + std::time::Duration::from_millis(100);
+        if tokio::time::Instant::now() >= deadline {
+            return;
+        }
+        let _ = tokio::time::timeout_at(deadline.min(step), progress.changed()).await;
+    }
+}
+
+/// Whether `keys` name (by agent id) a container agent whose policy starts it on a message.
+fn starts_on_message(hub: &Hub, keys: &RouteKeys) -> bool {
+    let Some(def) = keys
+        .agent_id
+        .as_deref()
+        .and_then(|a| hub.agents().def(a).ok())
+    else {
+        return false;
+    };
+    def.policy
+        .as_deref()
+        .and_then(|p| hub.policy().policy(p))
+        .is_some_and(|p| p.start_on_message && !p.dry_run)
+}

@@ -1,0 +1,186 @@
+//! Wire types of the policy and agent-state routes: `GET .../state`, `GET /v1/policies`,
+//! `GET /v1/policies/check`, `POST /v1/policies/reload`, and the policy action and trigger
+//! that policy events and check rows carry.
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::AgentStatus;
+use crate::agent_state::State;
+use crate::policy::Policy;
+
+/// The action a policy verdict asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyAction {
+    None,
+    Warn,
+    Stop,
+    Restart,
+    Notify,
+    Interrupt,
+}
+
+/// What made a policy act (the `trigger` of `policy_*` events).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyTrigger {
+    /// `idle_timeout_s` ran out.
+    IdleTimeout,
+    /// `warn_before_s` before the idle deadline.
+    WarnBefore,
+    /// `max_lifetime_s` ran out.
+    MaxLifetime,
+    /// The agent is stuck (`on_stuck`).
+    OnStuck,
+}
+
+/// A row of `GET /v1/policies/check`: what a policy would do now to one session, and why.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct CheckRow {
+    pub agent_id: Option<String>,
+    pub session_id: Option<String>,
+    pub policy: String,
+    pub dry_run: bool,
+    #[schema(value_type = Option<String>)]
+    pub state: Option<State>,
+    pub stuck: bool,
+    pub idle_for_ms: Option<u64>,
+    pub would: PolicyAction,
+    /// The event type it would be reported as (`policy_warned`, `policy_stopped`, ...).
+    pub event: Option<String>,
+    pub reason: String,
+    pub idle_deadline_in_ms: Option<u64>,
+    pub start_on_message: bool,
+    /// The agent profile reading the screen, the CLI versions it was checked against, and the
+    /// rule and screen lines behind `state`.
+    pub profile: Option<String>,
+    pub profile_checked_with: Vec<String>,
+    pub rule: Option<String>,
+    pub evidence: Vec<String>,
+}
+
+/// `GET .../state` query.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct StateQuery {
+    /// Add the rule and the screen lines it matched.
+    #[serde(default)]
+    pub explain: bool,
+    /// Wait until the state is one of these, comma-separated (`idle,blocked`; `stuck` too),
+    /// answering the moment it is (or at `timeout_ms`, with `reached: false`).
+    pub wait: Option<String>,
+    /// How long a wait may take: default 30000, at most 600000.
+    pub timeout_ms: Option<u64>,
+}
+
+/// An agent's state as `GET .../state` reports it. `profile`, `last_activity_at` and
+/// `idle_for_ms` are absent for an agent that is not running; `rule`, `evidence` and the
+/// profile's reason and versions come with `explain=true`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct StateView {
+    #[schema(value_type = String, example = "idle")]
+    pub state: State,
+    pub since: Option<DateTime<Utc>>,
+    pub stuck: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_activity_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_for_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Vec<String>>,
+    /// Which profile and why (from the session's `cli_type`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_reason: Option<String>,
+    /// The CLI versions the profile was checked against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_checked_with: Option<Vec<String>>,
+    /// With `wait`: whether one of the wanted states was reached before the timeout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reached: Option<bool>,
+    /// A blocked agent's question, as it reads on the screen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
+    /// A blocked agent's answers, each with the keys that choose it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choices: Option<Vec<crate::agent_state::question::Choice>>,
+}
+
+/// `GET /v1/pty/sessions/{id}/state`
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SessionStateReply {
+    pub ok: bool,
+    pub session_id: String,
+    #[serde(flatten)]
+    pub state: StateView,
+}
+
+/// `GET /v1/agents/{id}/state`
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AgentStateReply {
+    pub ok: bool,
+    pub agent_id: String,
+    pub status: AgentStatus,
+    /// The agent's live session, if it runs.
+    pub session_id: Option<String>,
+    #[serde(flatten)]
+    pub state: StateView,
+}
+
+/// One policy of `GET /v1/policies`, and who it applies to.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PolicyEntry {
+    pub name: String,
+    /// The policy as written in its file.
+    #[schema(value_type = Object)]
+    pub settings: Policy,
+    /// Container agents whose definition names it.
+    pub agents: Vec<String>,
+    /// Host sessions created with it.
+    pub sessions: Vec<String>,
+}
+
+/// `GET /v1/policies`
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PolicyListReply {
+    pub ok: bool,
+    /// The policies directory, if one is configured.
+    #[schema(value_type = Option<String>)]
+    pub dir: Option<PathBuf>,
+    pub policies: Vec<PolicyEntry>,
+    /// The agent-state profiles loaded.
+    pub profiles: Vec<String>,
+}
+
+/// `GET /v1/policies/check` query.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct CheckQuery {
+    /// Only this agent (or session).
+    pub agent: Option<String>,
+}
+
+/// `GET /v1/policies/check`
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PolicyCheckReply {
+    pub ok: bool,
+    pub count: usize,
+    pub checks: Vec<CheckRow>,
+}
+
+/// `POST /v1/policies/reload`
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PolicyReloadReply {
+    pub ok: bool,
+    pub policies: Vec<String>,
+    pub profiles: Vec<String>,
+}

@@ -1,0 +1,356 @@
+//! A stand-in of the model APIs the real agent CLIs call, on 127.0.0.1:0 (nothing beyond
+//! loopback): the Anthropic Messages API with SSE streaming (Claude Code, through
+//! `ANTHROPIC_BASE_URL`) and the OpenAI Responses API with SSE (Codex, through a custom
+//! `model_providers` entry). The turn is scripted by the user's last words:
+//! - `answer slowly`: a reply streamed one word a second ([`SLOW_WORDS`] words);
+//! - `run a tool`: a shell tool call (`touch made-by-tool.txt`) that makes the CLI ask for
+//!   permission; the turn after the tool's result answers `The file is made.`;
+//! - `please fail`: an HTTP 400 error (not retried by the CLIs);
+//! - anything else: an instant answer, `Instant answer here.`
+//!
+//! Every request's method and path is recorded, so a test can show what a CLI called.
+
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+/// Tool calls are numbered: a CLI keys its answer by the call's id.
+static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn call_id(prefix: &str) -> String {
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{prefix}_standin_{n}")
+}
+
+/// Words of the slow reply, one a second.
+pub const SLOW_WORDS: usize = 8;
+/// The instant reply and the reply after a tool call.
+pub const INSTANT: &str = "Instant answer here.";
+pub const AFTER_TOOL: &str = "The file is made.";
+
+#[derive(Clone, Default)]
+struct Shared {
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+pub struct ModelStandIn {
+    pub base: String,
+    shared: Shared,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for ModelStandIn {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl ModelStandIn {
+    pub async fn start() -> Self {
+        let shared = Shared::default();
+        let app = Router::new()
+            .route("/v1/messages", post(messages))
+            .route("/v1/messages/count_tokens", post(count_tokens))
+            .route("/v1/models", get(models))
+            .route("/v1/responses", post(responses))
+            .fallback(not_found)
+            .layer(axum::middleware::from_fn_with_state(shared.clone(), record))
+            .with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        ModelStandIn { base, shared, task }
+    }
+
+    /// `METHOD /path` of every request so far.
+    pub fn requests(&self) -> Vec<String> {
+        self.shared.requests.lock().unwrap().clone()
+    }
+}
+
+async fn record(
+    State(shared): State<Shared>,
+    req: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let line = format!("{} {}", req.method(), req.uri().path());
+    shared.requests.lock().unwrap().push(line);
+    next.run(req).await
+}
+
+async fn not_found() -> impl IntoResponse {
+    (
+        StatusCode::NOT_FOUND,
+        Json(json!({"type": "error", "error": {"type": "not_found_error", "message": "stand-in"}})),
+    )
+}
+
+async fn models() -> Json<Value> {
+    Json(json!({
+        "object": "list",
+        "data": [{"id": "stand-in", "type": "model", "display_name": "Stand-in",
+                  "created_at": "2025-01-01T00:00:00Z"}],
+        "has_more": false,
+    }))
+}
+
+async fn count_tokens() -> Json<Value> {
+    Json(json!({ "input_tokens": 10 }))
+}
+
+/// What the scripted turn does.
+#[derive(Debug, PartialEq)]
+enum Turn {
+    Instant,
+    Slow,
+    Tool,
+    AfterTool,
+    Error,
+}
+
+fn turn_for(last_text: &str, after_tool: bool) -> Turn {
+    if after_tool {
+        Turn::AfterTool
+    } else if last_text.contains("answer slowly") {
+        Turn::Slow
+    } else if last_text.contains("run a tool") {
+        Turn::Tool
+    } else if last_text.contains("please fail") {
+        Turn::Error
+    } else {
+        Turn::Instant
+    }
+}
+
+fn words(turn: &Turn) -> Vec<String> {
+    match turn {
+        Turn::Slow => (0..SLOW_WORDS).map(|i| format!("word{i}")).collect(),
+        Turn::AfterTool => AFTER_TOOL.split(' ').map(String::from).collect(),
+        _ => INSTANT.split(' ').map(String::from).collect(),
+    }
+}
+
+/// A streamed SSE body fed by `produce` through a channel (so it can pause between events).
+fn sse<F, Fut>(produce: F) -> Response
+where
+    F: FnOnce(Sender) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, Infallible>>(16);
+    tokio::spawn(produce(Sender(tx)));
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(Body::from_stream(stream))
+        .unwrap()
+}
+
+struct Sender(tokio::sync::mpsc::Sender<Result<Bytes, Infallible>>);
+
+impl Sender {
+    async fn event(&self, name: &str, data: Value) {
+        let text = format!("event: {name}\ndata: {data}\n\n");
+        let _ = self.0.send(Ok(Bytes::from(text))).await;
+    }
+}
+
+fn error_400() -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        Json(
+            json!({"type": "error", "error": {"type": "invalid_request_error",
+                    "message": "stand-in error", "code": "stand_in"}}),
+        ),
+    )
+        .into_response()
+}
+
+/// The Anthropic Messages API. The scripted words are the last user message's last text
+/// block (system reminders, which start with `<`, are not the user's words).
+async fn messages(Json(body): Json<Value>) -> Response {
+    let user = body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .cloned()
+        .unwrap_or_default();
+    let (text, after_tool) = match &user["content"] {
+        Value::String(s) => (s.clone(), false),
+        Value::Array(blocks) => match blocks.last() {
+            Some(b) if b["type"] == "tool_result" => (String::new(), true),
+            _ => (
+                blocks
+                    .iter()
+                    .filter_map(|b| b["text"].as_str())
+                    .rfind(|t| !t.starts_with('<'))
+                    .unwrap_or_default()
+                    .to_string(),
+                false,
+            ),
+        },
+        _ => (String::new(), false),
+    };
+    let turn = turn_for(&text, after_tool);
+    if turn == Turn::Error {
+        return error_400();
+    }
+    let model = body["model"].clone();
+    if body["stream"] != true {
+        return Json(json!({
+            "id": "msg_standin", "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": words(&turn).join(" ")}],
+            "stop_reason": "end_turn", "stop_sequence": null,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }))
+        .into_response();
+    }
+    sse(move |tx| async move {
+        tx.event(
+            "message_start",
+            json!({"type": "message_start", "message": {
+            "id": "msg_standin", "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        )
+        .await;
+        let stop = if turn == Turn::Tool {
+            let input =
+                json!({"command": "touch made-by-tool.txt", "description": "Create a file"});
+            tx.event("content_block_start", json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "tool_use", "id": call_id("toolu"), "name": "Bash", "input": {}}}))
+                .await;
+            tx.event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
+            )
+            .await;
+            "tool_use"
+        } else {
+            tx.event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "text", "text": ""}}),
+            )
+            .await;
+            for (i, w) in words(&turn).iter().enumerate() {
+                if turn == Turn::Slow {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                let piece = if i == 0 { w.clone() } else { format!(" {w}") };
+                tx.event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": 0,
+                    "delta": {"type": "text_delta", "text": piece}}),
+                )
+                .await;
+            }
+            "end_turn"
+        };
+        tx.event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        )
+        .await;
+        tx.event(
+            "message_delta",
+            json!({"type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 15}}),
+        )
+        .await;
+        tx.event("message_stop", json!({"type": "message_stop"}))
+            .await;
+    })
+}
+
+/// The OpenAI Responses API as Codex calls it. A request for a title (a JSON schema output)
+/// gets one; a `function_call_output` last is the turn after a tool call.
+async fn responses(Json(body): Json<Value>) -> Response {
+    let input = body["input"].as_array().cloned().unwrap_or_default();
+    let last = input.last().cloned().unwrap_or_default();
+    let after_tool = last["type"] == "function_call_output";
+    let text: String = last["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["text"].as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let wants_title = body["text"]["format"]["type"] == "json_schema";
+    let turn = if wants_title {
+        Turn::Instant
+    } else {
+        turn_for(&text, after_tool)
+    };
+    if turn == Turn::Error {
+        return error_400();
+    }
+    sse(move |tx| async move {
+        tx.event(
+            "response.created",
+            json!({"type": "response.created", "response": {"id": "resp_standin"}}),
+        )
+        .await;
+        if turn == Turn::Tool {
+            let args = json!({"cmd": "touch made-by-tool.txt",
+                              "sandbox_permissions": "require_escalated",
+                              "justification": "Create the file?"});
+            let item = json!({"type": "function_call", "id": call_id("fc"), "call_id": call_id("call"),
+                              "name": "exec_command", "arguments": args.to_string()});
+            tx.event(
+                "response.output_item.added",
+                json!({"type": "response.output_item.added", "output_index": 0, "item": item}),
+            )
+            .await;
+            tx.event(
+                "response.output_item.done",
+                json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+            )
+            .await;
+        } else {
+            let all = if wants_title {
+                vec![r#"{"title":"Stand-in task"}"#.to_string()]
+            } else {
+                words(&turn)
+            };
+            tx.event("response.output_item.added", json!({"type": "response.output_item.added", "output_index": 0,
+                "item": {"type": "message", "role": "assistant", "id": "msg_standin", "content": []}}))
+                .await;
+            for (i, w) in all.iter().enumerate() {
+                if turn == Turn::Slow {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                let piece = if i == 0 { w.clone() } else { format!(" {w}") };
+                tx.event("response.output_text.delta", json!({"type": "response.output_text.delta",
+                    "item_id": "msg_standin", "output_index": 0, "content_index": 0, "delta": piece}))
+                    .await;
+            }
+            tx.event(
+                "response.output_item.done",
+                json!({"type": "response.output_item.done", "output_index": 0,
+                "item": {"type": "message", "role": "assistant", "id": "msg_standin",
+                         "content": [{"type": "output_text", "text": all.join(" ")}]}}),
+            )
+            .await;
+        }
+        tx.event(
+            "response.completed",
+            json!({"type": "response.completed", "response": {"id": "resp_standin",
+            "usage": {"input_tokens": 1, "input_tokens_details": null, "output_tokens": 1,
+                      "output_tokens_details": null, "total_tokens": 2}}}),
+        )
+        .await;
+    })
+}

@@ -1,0 +1,252 @@
+// The dashboard's entry point: signs in (when the hub asks for tokens), follows the hub's
+// event stream, routes between the fleet view (#/) and the terminal grid (#/grid/ID,ID,...),
+// and owns the page-wide pieces: counts by state, the favicon's blocked count, the theme and
+// the keyboard shortcuts.
+
+import "./csp.js";
+import { api, follow, setToken, token } from "./api.js";
+import { Fleet, STATES } from "./fleet.js";
+// xterm.js (350 kB) is loaded when the first terminal opens, not with the fleet page.
+let termModule = null;
+const loadTerminals = () => (termModule ??= import("./terminal.js"));
+import { Tasks, AuditTail } from "./panels.js";
+import { h } from "./util.js";
+
+const $ = (id) => document.getElementById(id);
+const ROLES = ["observer", "operator", "admin"];
+const MAX_GRID = 9;
+
+const app = {
+  who: null,
+  fleet: null,
+  tasks: null,
+  grid: [], // TermPanels in the grid
+  maximized: null,
+  live: false,
+};
+// The browser tests look at the page's state through this.
+window.agentHub = { app, terminals: new Map() };
+
+function canOperate() {
+  return ROLES.indexOf(app.who?.role) >= ROLES.indexOf("operator");
+}
+
+// ---- sign-in ----------------------------------------------------------------------------
+
+async function signIn() {
+  try {
+    app.who = await api("GET", "/v1/whoami");
+  } catch (e) {
+    if (e.status === 401) return showSignIn(token() ? "invalid token" : "");
+    return showSignIn(e.message);
+  }
+  $("signin").hidden = true;
+  $("who").textContent = `${app.who.token_name} (${app.who.role})`;
+  $("who").dataset.role = app.who.role;
+  $("signout").hidden = !app.who.auth_required;
+  start();
+}
+
+function showSignIn(message) {
+  setToken("");
+  for (const id of ["fleet", "grid"]) $(id).hidden = true;
+  $("signin").hidden = false;
+  $("signin-error").textContent = message;
+  $("token").focus();
+}
+
+$("signin-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  setToken($("token").value.trim());
+  $("token").value = "";
+  signIn();
+});
+$("signout").addEventListener("click", () => {
+  setToken("");
+  location.reload();
+});
+
+// ---- live state ---------------------------------------------------------------------------
+
+function start() {
+  app.fleet = new Fleet($("fleet-list"), {
+    canOperate,
+    onOpen: (ids) => openGrid(ids),
+    onCounts: showCounts,
+  });
+  app.tasks = new Tasks($("tasks"));
+  new AuditTail($("audit")).start();
+  follow("/v1/events", {
+    onOpen: () => {
+      app.fleet.reload().catch((e) => console.error(e));
+      app.tasks.reload();
+    },
+    onEvent: (e) => {
+      app.fleet.onEvent(e);
+      app.tasks.onEvent(e);
+    },
+    onStatus: (up) => {
+      app.live = up;
+      $("link").textContent = up ? "live" : "reconnecting";
+      $("link").className = `link ${up ? "up" : "down"}`;
+      document.body.dataset.live = up ? "yes" : "no";
+    },
+  });
+  setInterval(() => app.fleet.tick(), 1000);
+  route();
+}
+
+function showCounts(counts) {
+  $("counts").replaceChildren(...STATES.filter((s) => counts[s]).map((s) =>
+    h("button", { type: "button", class: `badge ${s}`, "data-count": s, title: `show ${s}`,
+      onclick: () => setStateFilter(app.fleet.filter.state === s ? "" : s) }, `${s} ${counts[s]}`)));
+  favicon(counts.blocked || 0);
+}
+
+function setStateFilter(s) {
+  $("filter-state").value = s;
+  app.fleet.filter.state = s;
+  app.fleet.render();
+}
+
+let shownBlocked = -1;
+/** The tab's icon: the hub's mark, with the number of blocked agents on a red dot. */
+function favicon(blocked) {
+  if (blocked === shownBlocked) return;
+  shownBlocked = blocked;
+  document.title = blocked ? `(${blocked}) agent-hub` : "agent-hub";
+  const c = document.createElement("canvas");
+  c.width = c.height = 32;
+  const g = c.getContext("2d");
+  g.fillStyle = "#1f6feb";
+  g.fillRect(0, 0, 32, 32);
+  g.strokeStyle = "#fff";
+  g.lineWidth = 3;
+  g.beginPath();
+  g.moveTo(7, 9); g.lineTo(13, 15); g.lineTo(7, 21); g.moveTo(15, 22); g.lineTo(23, 22);
+  g.stroke();
+  if (blocked) {
+    g.fillStyle = "#da3633";
+    g.beginPath();
+    g.arc(22, 10, 10, 0, Math.PI * 2);
+    g.fill();
+    g.fillStyle = "#fff";
+    g.font = "bold 14px sans-serif";
+    g.textAlign = "center";
+    g.textBaseline = "middle";
+    g.fillText(blocked > 9 ? "9+" : String(blocked), 22, 11);
+  }
+  $("favicon").href = c.toDataURL("image/png");
+  $("favicon").dataset.blocked = blocked;
+}
+
+// ---- filters ------------------------------------------------------------------------------
+
+$("filter-text").addEventListener("input", (e) => {
+  app.fleet.filter.text = e.target.value;
+  app.fleet.render();
+});
+$("filter-state").addEventListener("change", (e) => setStateFilter(e.target.value));
+$("filter-team").addEventListener("change", (e) => {
+  app.fleet.filter.team = e.target.value;
+  app.fleet.render();
+});
+$("open-grid").addEventListener("click", () => openGrid([...app.fleet.ticked]));
+
+// ---- routing and the grid -----------------------------------------------------------------
+
+function openGrid(ids) {
+  const have = gridIds();
+  const all = [...new Set([...have, ...ids])].slice(-MAX_GRID);
+  location.hash = `#/grid/${all.map(encodeURIComponent).join(",")}`;
+}
+
+function gridIds() {
+  const m = location.hash.match(/^#\/grid\/?(.*)$/);
+  return m && m[1] ? m[1].split(",").filter(Boolean).map(decodeURIComponent) : [];
+}
+
+function route() {
+  if (!app.fleet) return;
+  const grid = location.hash.startsWith("#/grid");
+  $("fleet").hidden = grid;
+  $("grid").hidden = !grid;
+  $("nav-fleet").classList.toggle("current", !grid);
+  $("nav-grid").classList.toggle("current", grid);
+  if (grid) {
+    loadTerminals().then((m) => {
+      window.agentHub.terminals = m.terminals;
+      showGrid(m, gridIds());
+    });
+  }
+}
+window.addEventListener("hashchange", route);
+
+function showGrid({ TermPanel }, ids) {
+  const writable = canOperate() && !$("read-only").checked;
+  const keep = [];
+  for (const p of app.grid) {
+    if (ids.includes(p.id) && p.writable === writable) keep.push(p);
+    else p.dispose();
+  }
+  app.grid = ids.map((id) => keep.find((p) => p.id === id) || new TermPanel(id, {
+    writable,
+    onToggleSize: toggleMax,
+    onClose: (p) => {
+      location.hash = `#/grid/${gridIds().filter((x) => x !== p.id).map(encodeURIComponent).join(",")}`;
+    },
+  }));
+  const root = $("grid-panels");
+  root.dataset.count = String(app.grid.length);
+  root.style.setProperty("--cols", String(Math.ceil(Math.sqrt(app.grid.length || 1))));
+  root.replaceChildren(...app.grid.map((p) => p.el));
+  if (!app.grid.length) root.append(h("p.empty", {}, "no terminals: open one from the fleet (\"terminal\") or tick several and press \"grid of ticked\""));
+  for (const p of app.grid) if (!p.started) { p.started = true; p.start(); }
+  if (app.grid.length === 1) toggleMax(app.grid[0], true);
+  else if (app.maximized) toggleMax(app.maximized, false);
+}
+
+function toggleMax(panel, on) {
+  const max = on ?? app.maximized !== panel;
+  for (const p of app.grid) p.el.classList.toggle("maximized", max && p === panel);
+  $("grid-panels").classList.toggle("has-max", max);
+  app.maximized = max ? panel : null;
+  if (max) panel.term.focus();
+}
+
+$("read-only").addEventListener("change", () => {
+  for (const p of app.grid) p.dispose();
+  app.grid = [];
+  route();
+});
+
+// ---- theme and keys -----------------------------------------------------------------------
+
+function setTheme(name) {
+  document.documentElement.dataset.theme = name;
+  localStorage.setItem("agent-hub.theme", name);
+  termModule?.then((m) => m.setTerminalTheme(name));
+}
+setTheme(localStorage.getItem("agent-hub.theme") ||
+  (matchMedia("(prefers-color-scheme: light)").matches ? "light" : "dark"));
+$("theme").addEventListener("click", () =>
+  setTheme(document.documentElement.dataset.theme === "dark" ? "light" : "dark"));
+
+document.addEventListener("keydown", (e) => {
+  const typing = e.target.closest?.("input, select, textarea, .xterm");
+  if (e.key === "Escape" && app.maximized && !e.target.closest?.(".xterm")) return toggleMax(app.maximized, false);
+  if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
+  const keys = {
+    f: () => (location.hash = "#/"),
+    g: () => (location.hash = `#/grid/${gridIds().join(",")}`),
+    "/": () => { location.hash = "#/"; $("filter-text").focus(); },
+    t: () => $("theme").click(),
+    "?": () => $("help").showModal(),
+  };
+  if (keys[e.key]) {
+    e.preventDefault();
+    keys[e.key]();
+  }
+});
+
+signIn();

@@ -1,0 +1,280 @@
+// The fleet view: every container agent and every session, grouped by team (owner agent id)
+// and leader -> workers (owner session), with state, time in state, last activity, container
+// status, policy and the countdown to the next policy action. Kept live from the event stream:
+// a `session_state_changed` event updates its row at once; other lifecycle events reload the
+// lists (one request each, debounced). Nothing is polled; a 1 s timer only re-renders the
+// relative times.
+
+import { api } from "./api.js";
+import { h, span, ago, debounce } from "./util.js";
+
+export const STATES = ["working", "idle", "blocked", "stuck", "exited", "unknown"];
+const ACTION_WORDS = {
+  stop: "stops",
+  restart: "restarts",
+  interrupt: "interrupted",
+  notify: "notifies",
+  warn: "warned",
+};
+
+export class Fleet {
+  /**
+   * @param root element to render into
+   * @param opts.canOperate whether the signed-in role may act (operator or admin)
+   * @param opts.onOpen(sessionIds) opens sessions in the grid
+   * @param opts.onCounts(counts) told the count by state after each render
+   */
+  constructor(root, opts) {
+    this.root = root;
+    this.opts = opts;
+    this.sessions = new Map();
+    this.agents = new Map();
+    this.policies = new Map();
+    this.checks = new Map();
+    this.checkedAt = 0;
+    this.ticked = new Set();
+    this.filter = { text: "", state: "", team: "" };
+    this.loaded = false;
+    this.scheduleReload = debounce(() => this.reload(), 150);
+    this.scheduleCheck = debounce(() => this.reloadChecks(), 300);
+  }
+
+  async reload() {
+    const [s, a, p] = await Promise.all([
+      api("GET", "/v1/pty/sessions"),
+      api("GET", "/v1/agents"),
+      api("GET", "/v1/policies"),
+    ]);
+    this.sessions = new Map(s.sessions.map((x) => [x.id, x]));
+    this.agents = new Map(a.agents.map((x) => [x.id, x]));
+    this.policies = new Map(p.policies.map((x) => [x.name, x.settings]));
+    await this.reloadChecks(false);
+    this.loaded = true;
+    this.render();
+  }
+
+  async reloadChecks(render = true) {
+    const c = await api("GET", "/v1/policies/check");
+    this.checks = new Map(c.checks.map((r) => [r.agent_id || r.session_id, r]));
+    this.checkedAt = Date.now();
+    if (render) this.render();
+  }
+
+  onEvent(e) {
+    if (e.type === "session_state_changed") {
+      const s = this.sessions.get(e.sessionId);
+      if (!s) return this.scheduleReload();
+      s.agent_state = { ...s.agent_state, state: e.state, since: e.since, stuck: false };
+      delete s.agent_state.question;
+      delete s.agent_state.choices;
+      this.render();
+      this.scheduleCheck();
+      if (e.state === "blocked") this.loadQuestion(s.id);
+      return;
+    }
+    if (e.type.startsWith("task_") || e.type === "audit_event") return;
+    this.scheduleReload();
+  }
+
+  async loadQuestion(id) {
+    const st = await api("GET", `/v1/pty/sessions/${encodeURIComponent(id)}/state`);
+    const s = this.sessions.get(id);
+    if (s) {
+      s.agent_state = st;
+      this.render();
+    }
+  }
+
+  /** The rows: container agents (with their live session) and host sessions. */
+  units() {
+    const out = [];
+    for (const a of this.agents.values()) {
+      const s = a.session_id ? this.sessions.get(a.session_id) : undefined;
+      out.push({ key: a.id, name: a.id, agent: a, session: s });
+    }
+    for (const s of this.sessions.values()) {
+      if (s.agent_id) continue;
+      out.push({ key: s.id, name: s.label || s.id, session: s });
+    }
+    for (const u of out) {
+      const st = u.session?.alive ? u.session.agent_state : null;
+      u.state = st ? (st.stuck ? "stuck" : st.state) : "exited";
+      u.since = st?.since;
+      // A container agent's terminal names the agent itself as its owner: its team is the
+      // agent's own owner (its leader), if any.
+      u.team = (u.agent ? u.agent.owner_agent_id : u.session?.owner_agent_id) || "";
+      u.leader = u.session?.owner_session_id || "";
+      u.check = this.checks.get(u.key) || (u.session && this.checks.get(u.session.id));
+    }
+    return out;
+  }
+
+  counts(units) {
+    const c = Object.fromEntries(STATES.map((s) => [s, 0]));
+    for (const u of units) c[u.state] = (c[u.state] || 0) + 1;
+    return c;
+  }
+
+  matches(u) {
+    const f = this.filter;
+    if (f.state && u.state !== f.state) return false;
+    if (f.team && u.team !== f.team) return false;
+    if (f.text) {
+      const hay = [u.name, u.key, u.session?.id, u.session?.label, u.session?.cli_type, u.team,
+        u.agent?.image, u.session?.policy, u.agent?.policy].join(" ").toLowerCase();
+      if (!hay.includes(f.text.toLowerCase())) return false;
+    }
+    return true;
+  }
+
+  render() {
+    if (!this.loaded) return;
+    const units = this.units();
+    this.opts.onCounts?.(this.counts(units), units);
+    const shown = units.filter((u) => this.matches(u));
+    // Team -> leaders -> workers: a unit whose owner session is another shown unit's session
+    // is listed under it.
+    const bySession = new Map(shown.filter((u) => u.session).map((u) => [u.session.id, u]));
+    const workers = new Map();
+    for (const u of shown) {
+      if (u.leader && bySession.has(u.leader) && bySession.get(u.leader) !== u) {
+        if (!workers.has(u.leader)) workers.set(u.leader, []);
+        workers.get(u.leader).push(u);
+        u.isWorker = true;
+      }
+    }
+    const teams = new Map();
+    for (const u of shown.filter((u) => !u.isWorker)) {
+      if (!teams.has(u.team)) teams.set(u.team, []);
+      teams.get(u.team).push(u);
+    }
+    const now = Date.now();
+    const frag = document.createDocumentFragment();
+    for (const [team, leaders] of [...teams].sort(([a], [b]) => a.localeCompare(b))) {
+      const rows = [];
+      for (const u of leaders.sort((a, b) => a.name.localeCompare(b.name))) {
+        rows.push(this.row(u, now, false));
+        for (const w of workers.get(u.session?.id) || []) rows.push(this.row(w, now, true));
+      }
+      frag.append(
+        h("section.team", { "data-team": team },
+          h("h2", {}, team ? `team ${team}` : "no team", h("span.n", {}, ` ${rows.length}`)),
+          h("table.units", {},
+            h("thead", {}, h("tr", {},
+              ["", "agent / session", "state", "in state", "last activity", "container",
+                "policy", ""].map((t) => h("th", {}, t)))),
+            h("tbody", {}, rows))));
+    }
+    if (!shown.length) frag.append(h("p.empty", {}, units.length ? "nothing matches" : "no agents or sessions"));
+    this.root.replaceChildren(frag);
+    this.updateTeams(units);
+  }
+
+  row(u, now, worker) {
+    const s = u.session;
+    const st = s?.agent_state;
+    const can = this.opts.canOperate();
+    const id = s?.id;
+    const tick = id
+      ? h("input", {
+          type: "checkbox", title: "tick for the grid", checked: this.ticked.has(id),
+          onchange: (e) => (e.target.checked ? this.ticked.add(id) : this.ticked.delete(id)),
+        })
+      : "";
+    const container = u.agent
+      ? h("span", { class: `status ${u.agent.status}` }, u.agent.status)
+      : h("span.status", {}, s ? `${s.backend}${s.alive ? "" : " (ended)"}` : "");
+    const controls = [];
+    if (id) controls.push(h("button.open", { type: "button", onclick: () => this.opts.onOpen([id]) }, "terminal"));
+    if (u.agent && can) {
+      for (const op of ["start", "stop", "restart"]) {
+        controls.push(h(`button.${op}`, {
+          type: "button", "data-op": op,
+          onclick: (e) => this.agentOp(u.agent.id, op, e.target),
+        }, op));
+      }
+    }
+    const main = h("tr", {
+      class: `unit state-${u.state}${worker ? " worker" : ""}`,
+      "data-unit": u.key, "data-state": u.state, "data-session": id || "",
+    },
+      h("td", {}, tick),
+      h("td.name", {}, worker ? "↳ " : "", h("strong", {}, u.name),
+        s?.label && s.label !== u.name ? h("span.dim", {}, ` ${s.label}`) : "",
+        s?.cli_type ? h("span.dim", {}, ` (${s.cli_type})`) : ""),
+      h("td", {}, h("span", { class: `badge ${u.state}` }, u.state)),
+      h("td.since", { "data-since": u.since }, ago(u.since, now)),
+      h("td", { "data-since": s?.last_activity_at || u.agent?.last_activity_at },
+        ago(s?.last_activity_at || u.agent?.last_activity_at, now)),
+      h("td", {}, container),
+      h("td", {}, s?.policy || u.agent?.policy || "", this.countdown(u, now)),
+      h("td.controls", {}, controls));
+    if (u.state !== "blocked" || !st?.question) return main;
+    const choices = (st.choices || []).map((c) => h("button.choice", {
+      type: "button", disabled: !can, "data-keys": c.keys.join(" "),
+      onclick: (e) => this.answer(id, c.keys, e.target),
+    }, c.label));
+    return [main, h("tr.question", { "data-question-for": u.key },
+      h("td"), h("td", { colspan: 7 }, h("span.q", {}, st.question), " ", choices))];
+  }
+
+  countdown(u, now) {
+    const c = u.check;
+    if (!c || c.idle_deadline_in_ms == null) return "";
+    const left = c.idle_deadline_in_ms - (now - this.checkedAt);
+    const action = this.policies.get(c.policy)?.idle_action || "stop";
+    const word = ACTION_WORDS[action] || action;
+    const text = (left) => ` ${word} in ${span(Math.max(0, left))}${c.dry_run ? " (dry run)" : ""}`;
+    const el = h("span.countdown", { "data-deadline": now + left }, text(left));
+    el.text = text;
+    return el;
+  }
+
+  /** Once a second: the relative times move on (in place, so nothing under the pointer is
+   * replaced). */
+  tick() {
+    const now = Date.now();
+    for (const el of this.root.querySelectorAll("[data-since]")) el.textContent = ago(el.dataset.since, now);
+    for (const el of this.root.querySelectorAll(".countdown")) el.textContent = el.text(Number(el.dataset.deadline) - now);
+  }
+
+  async agentOp(agent, op, button) {
+    button.disabled = true;
+    try {
+      await api("POST", `/v1/agents/${encodeURIComponent(agent)}/${op}`);
+    } catch (e) {
+      alertError(`${op} ${agent}`, e);
+    } finally {
+      button.disabled = false;
+      this.scheduleReload();
+    }
+  }
+
+  async answer(session, keys, button) {
+    button.disabled = true;
+    try {
+      await api("POST", `/v1/pty/sessions/${encodeURIComponent(session)}/keys`, { keys });
+    } catch (e) {
+      alertError("answer", e);
+      button.disabled = false;
+    }
+  }
+
+  updateTeams(units) {
+    const select = document.getElementById("filter-team");
+    const teams = [...new Set(units.map((u) => u.team).filter(Boolean))].sort();
+    const have = [...select.options].slice(1).map((o) => o.value);
+    if (have.join("\n") === teams.join("\n")) return;
+    select.replaceChildren(h("option", { value: "" }, "every team"),
+      ...teams.map((t) => h("option", { value: t }, t)));
+    select.value = this.filter.team;
+  }
+}
+
+export function alertError(what, e) {
+  const bar = document.getElementById("toast") || document.body.appendChild(h("div"));
+  bar.id = "toast";
+  bar.textContent = `${what}: ${e.message}`;
+  bar.hidden = false;
+  setTimeout(() => (bar.hidden = true), 5000);
+}
