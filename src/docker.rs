@@ -14,7 +14,7 @@ use bollard::query_parameters::{
 use bollard::Docker;
 use tokio::sync::Mutex;
 
-use crate::agents::definition::{AgentDef, StartTmux};
+use crate::config::{AgentDef, StartTmux};
 use crate::error::{HubError, HubResult};
 
 /// Set on every container the hub manages.

@@ -247,7 +247,7 @@ pub fn edit_line(line: &mut Vec<u8>, bytes: &[u8]) {
             _ => {}
         }
     }
-    let excess = line.len().saturating_sub(crate::audit::MAX_FIELD_BYTES);
+    let excess = line.len().saturating_sub(crate::config::MAX_FIELD_BYTES);
     line.drain(..excess);
 }
 

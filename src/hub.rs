@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use chrono::Utc;
 use rand::Rng;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::actor::Actor;
 use crate::agents::Agents;
@@ -19,6 +20,7 @@ use crate::config::{check_size, HubConfig};
 use crate::error::{HubError, HubResult};
 use crate::guard::{Guard, GuardConfig};
 use crate::output::{ExitInfo, Output};
+pub use crate::protocol::BackendKind;
 use crate::redact::Redactor;
 use crate::session::input::TermSignal;
 use crate::session::{Owner, Session, SessionSpec};
@@ -29,15 +31,6 @@ const EXIT_RECORD_WAIT: std::time::Duration = std::time::Duration::from_millis(5
 
 /// How many lifecycle events a slow `/v1/events` subscriber may fall behind.
 const EVENTS_CHANNEL_CAPACITY: usize = 4096;
-
-/// Which backend a new session runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BackendKind {
-    #[default]
-    Pty,
-    Tmux,
-}
 
 /// What a new session should run.
 #[derive(Debug, Clone, Default)]
@@ -70,8 +63,11 @@ struct Inner {
     container_sessions: Mutex<std::collections::HashMap<String, (String, Owner)>>,
     /// The persistence task, when the hub runs with one (`serve`).
     persistence: std::sync::OnceLock<crate::persist::Persistence>,
-    /// Cancelled when the hub begins to shut down; long-lived streams watch it.
+    /// Cancelled when the hub begins to shut down; long-lived streams watch it. The daemon's
+    /// root token (see [`crate::daemon`]).
     closing: CancellationToken,
+    /// Every background task the hub's components start, so shutdown can wait for them.
+    tasks_running: TaskTracker,
     agents: Agents,
     tasks: Tasks,
     policy: crate::policy::Engine,
@@ -88,8 +84,18 @@ struct Inner {
 }
 
 impl Hub {
-    /// A hub with no sessions.
+    /// A hub with no sessions and no background work (the daemon starts that; see
+    /// [`crate::daemon::Daemon`]).
     pub fn new(config: HubConfig) -> Self {
+        Self::with_lifecycle(config, CancellationToken::new(), TaskTracker::new())
+    }
+
+    /// A hub whose closing token and task tracker belong to its owner (the daemon).
+    pub fn with_lifecycle(
+        config: HubConfig,
+        closing: CancellationToken,
+        tracker: TaskTracker,
+    ) -> Self {
         let guard = Guard::new(&config.guard).unwrap_or_else(|e| {
             tracing::error!("{e}; using the default guard patterns");
             Guard::new(&GuardConfig::default()).unwrap_or_else(|e| panic!("default guard: {e}"))
@@ -104,7 +110,7 @@ impl Hub {
         let audit = Audit::open(&config.audit, &config.data_dir);
         let metrics =
             crate::metrics::Metrics::new(redactor.counter(), guard.refusals(), audit.meters());
-        let hub = Hub {
+        Hub {
             inner: Arc::new(Inner {
                 metrics,
                 guard: Arc::new(guard),
@@ -114,19 +120,30 @@ impl Hub {
                 issued_ids: Mutex::new(HashSet::new()),
                 container_sessions: Mutex::new(std::collections::HashMap::new()),
                 persistence: std::sync::OnceLock::new(),
-                closing: CancellationToken::new(),
+                closing,
+                tasks_running: tracker,
                 agents: Agents::new(&config),
                 policy: crate::policy::Engine::new(&config),
                 tasks: Tasks::default(),
                 events: tokio::sync::broadcast::channel(EVENTS_CHANNEL_CAPACITY).0,
                 config,
             }),
-        };
-        if tokio::runtime::Handle::try_current().is_ok() && hub.audit().enabled() {
-            hub.audit().spawn_retention(hub.closing());
-            crate::audit::events::spawn_recorder(&hub);
         }
-        hub
+    }
+
+    /// Runs a background task of the hub, tracked so shutdown waits for it. Tasks watch
+    /// [`Hub::closing`] to end.
+    pub fn spawn<F>(&self, task: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.inner.tasks_running.spawn(task)
+    }
+
+    /// The tracker of the hub's background tasks.
+    pub fn tracker(&self) -> &TaskTracker {
+        &self.inner.tasks_running
     }
 
     /// The hub's metrics.

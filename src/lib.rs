@@ -43,6 +43,7 @@ pub mod bridge;
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod daemon;
 pub mod delivery;
 pub mod docker;
 pub mod error;

@@ -394,7 +394,7 @@ pub async fn start(hub: &Hub, actor: &Actor, req: CreateTask) -> HubResult<TaskI
     let task = Task::new(info.clone());
     hub.tasks().insert(task.clone());
     started_event(hub, &info);
-    tokio::spawn(follow_pty(hub.clone(), task, session, cursor, plan.timeout));
+    hub.spawn(follow_pty(hub.clone(), task, session, cursor, plan.timeout));
     Ok(info)
 }
 
@@ -561,7 +561,7 @@ pub async fn run(hub: &Hub, actor: &Actor, req: CreateTask) -> HubResult<RunOutp
     // The command runs on its own task, so it is followed to its end (and killed) even if this
     // request goes away; a request that goes away cancels it.
     let mut guard = StopOnDrop(Some(task.clone()));
-    let follower = tokio::spawn(follow_piped(hub.clone(), task.clone(), child, plan.timeout));
+    let follower = hub.spawn(follow_piped(hub.clone(), task.clone(), child, plan.timeout));
     let result = follower.await;
     guard.0 = None;
     let (stdout, stderr, truncated) = result.map_err(|e| HubError::Internal {
@@ -611,7 +611,7 @@ async fn follow_piped(
     for (n, pipe) in pipes.into_iter().enumerate() {
         let Some(mut pipe) = pipe else { continue };
         let tx = tx.clone();
-        readers.push(tokio::spawn(async move {
+        readers.push(hub.spawn(async move {
             let mut buf = vec![0u8; 64 * 1024];
             loop {
                 match pipe.read(&mut buf).await {

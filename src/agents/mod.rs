@@ -8,7 +8,6 @@
 //! on one agent are serialised by a per-agent lock; [`sync`] keeps the status true to what
 //! happens to the containers behind the hub's back.
 
-pub mod definition;
 pub mod sync;
 
 use std::collections::BTreeMap;
@@ -23,12 +22,12 @@ use utoipa::ToSchema;
 use crate::backend::tmux::{TmuxBackend, TmuxPlace};
 use crate::backend::{SpawnSpec, TermSize};
 use crate::config::HubConfig;
+use crate::config::{AgentDef, StartTmux};
 use crate::docker::{self, docker_error, Endpoints};
 use crate::error::{HubError, HubResult};
 use crate::hub::Hub;
 use crate::output::Output;
 use crate::session::{Owner, SessionSpec};
-use definition::{AgentDef, StartTmux};
 
 /// The tmux session every agent container runs.
 pub const AGENT_TMUX_SESSION: &str = "agent";

@@ -29,7 +29,7 @@ pub fn spawn(hub: &Hub) {
     for endpoint in endpoints {
         let hub = hub.clone();
         let closing = hub.closing();
-        tokio::spawn(async move {
+        hub.clone().spawn(async move {
             tokio::select! {
                 _ = closing.cancelled() => {}
                 _ = run(hub, endpoint) => {}

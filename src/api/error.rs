@@ -105,17 +105,18 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let limit = req.extensions().get::<crate::api::BodyLimit>().map(|l| l.0);
         match axum::Json::<T>::from_request(req, state).await {
             Ok(axum::Json(v)) => Ok(ApiJson(v)),
-            Err(rejection) => Err(ApiError(json_rejection(rejection))),
+            Err(rejection) => Err(ApiError(json_rejection(rejection, limit))),
         }
     }
 }
 
-fn json_rejection(rejection: JsonRejection) -> HubError {
+fn json_rejection(rejection: JsonRejection, limit: Option<usize>) -> HubError {
     if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
         return HubError::PayloadTooLarge {
-            limit_bytes: crate::api::body_limit(),
+            limit_bytes: limit.unwrap_or_default(),
         };
     }
     let message = match &rejection {

@@ -18,8 +18,6 @@ mod tasks;
 mod traffic;
 mod web;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{Method, Uri};
 use axum::routing::{delete, get, post};
@@ -31,12 +29,9 @@ use crate::error::HubError;
 use crate::hub::Hub;
 use error::ApiError;
 
-static BODY_LIMIT: AtomicUsize = AtomicUsize::new(1 << 20);
-
-/// The request body limit in force (for error messages).
-pub(crate) fn body_limit() -> usize {
-    BODY_LIMIT.load(Ordering::Relaxed)
-}
+/// The request body limit in force, carried on every request for the error message.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BodyLimit(pub usize);
 
 /// The hub's routes, ready to serve or to call in tests without a socket: the REST API, and
 /// the MCP server at `/mcp`, whose tools call the REST routes in-process (see [`crate::mcp`]).
@@ -56,7 +51,6 @@ pub fn router(hub: Hub) -> Router {
 
 /// The REST API's routes with their layers (auth, audit, redaction).
 fn rest_router(hub: Hub) -> Router {
-    BODY_LIMIT.store(hub.config().max_body_bytes, Ordering::Relaxed);
     let limit = hub.config().max_body_bytes;
     Router::new()
         .route("/health", get(health))
@@ -144,6 +138,7 @@ fn rest_router(hub: Hub) -> Router {
             crate::metrics::http::track,
         ))
         .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::Extension(BodyLimit(limit)))
         .with_state(hub)
 }
 

@@ -40,7 +40,7 @@ pub fn spawn_recorder(hub: &Hub) {
     let mut events = hub.subscribe_events();
     let audit = hub.audit().clone();
     let closing = hub.closing();
-    tokio::spawn(async move {
+    hub.spawn(async move {
         loop {
             let event = tokio::select! {
                 _ = closing.cancelled() => return,

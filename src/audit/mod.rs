@@ -14,63 +14,15 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::Connection;
-use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, oneshot};
 
+pub use crate::config::AuditConfig;
 pub use store::{Filter, Record};
 
-/// Largest command or response kept in a record.
-pub const MAX_FIELD_BYTES: usize = 10 * 1024;
+pub use crate::config::MAX_FIELD_BYTES;
 /// How often retention runs.
 const CLEANUP_INTERVAL: Duration = Duration::from_secs(3600);
-
-/// `[audit]` in `hub.toml`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct AuditConfig {
-    /// Keep the log (default true).
-    pub enabled: bool,
-    /// The SQLite file (default: `audit.db` in the data dir).
-    pub path: Option<PathBuf>,
-    /// Let operations through when the log cannot be written (default false: refuse them).
-    pub fail_open: bool,
-    /// Records older than this are deleted.
-    pub retention_days: u64,
-    /// The oldest records are deleted while the log is larger than this.
-    pub max_bytes: u64,
-    /// `full` (default: every record is on disk before the reply) or `normal` (survives a
-    /// crash of the hub, not of the machine; faster).
-    pub synchronous: String,
-}
-
-impl Default for AuditConfig {
-    fn default() -> Self {
-        AuditConfig {
-            enabled: true,
-            path: None,
-            fail_open: false,
-            retention_days: 30,
-            max_bytes: 512 * 1024 * 1024,
-            synchronous: "full".into(),
-        }
-    }
-}
-
-impl AuditConfig {
-    /// Checks values serde cannot.
-    pub fn validate(&self) -> Result<(), String> {
-        if !matches!(self.synchronous.as_str(), "full" | "normal") {
-            return Err("audit.synchronous must be \"full\" or \"normal\"".into());
-        }
-        if self.retention_days == 0 || self.max_bytes < 64 * 1024 {
-            return Err(
-                "audit.retention_days must be positive and audit.max_bytes at least 65536".into(),
-            );
-        }
-        Ok(())
-    }
-}
 
 /// Work for the writer thread: gets the connection, or why there is none.
 type Job = Box<dyn FnOnce(Result<&Connection, &str>) + Send>;
@@ -370,9 +322,13 @@ impl Audit {
     }
 
     /// Runs retention now and then every hour while the hub lives.
-    pub fn spawn_retention(&self, closing: tokio_util::sync::CancellationToken) {
+    pub fn spawn_retention(
+        &self,
+        tracker: &tokio_util::task::TaskTracker,
+        closing: tokio_util::sync::CancellationToken,
+    ) {
         let audit = self.clone();
-        tokio::spawn(async move {
+        tracker.spawn(async move {
             loop {
                 if let Err(e) = audit.cleanup().await {
                     tracing::warn!("audit retention failed: {}", e.0);

@@ -1,12 +1,13 @@
-//! `agent-hub serve`: load the config, start the API, stop cleanly on SIGINT/SIGTERM.
+//! `agent-hub serve`: build the config from the file, flags and environment, then run the
+//! [`Daemon`] until SIGINT/SIGTERM.
 
 use std::path::PathBuf;
 
 use clap::Args;
-use tokio_util::sync::CancellationToken;
 
 use crate::config::HubConfig;
-use crate::hub::{CreateSession, Hub};
+use crate::daemon::{Components, Daemon, DaemonOptions};
+use crate::hub::CreateSession;
 use crate::session::Owner;
 
 #[derive(Debug, Args)]
@@ -106,31 +107,19 @@ pub async fn run(args: ServeArgs) -> i32 {
         );
         return 2;
     }
-    let listener = match tokio::net::TcpListener::bind(config.listen).await {
-        Ok(l) => l,
+    let mut config = config;
+    resolve_hub_id(&mut config);
+    let opts = DaemonOptions {
+        listener: None,
+        components: Components::all(),
+    };
+    let daemon = match Daemon::start(config, opts).await {
+        Ok(d) => d,
         Err(e) => {
-            eprintln!("agent-hub: cannot listen on {}: {e}", config.listen);
+            eprintln!("agent-hub: {e}");
             return 2;
         }
     };
-    let addr = listener.local_addr().map_or(config.listen, |a| a);
-    let mut config = config;
-    resolve_hub_id(&mut config);
-    if let Err(e) = crate::policy::Loaded::load(&config) {
-        eprintln!("agent-hub: {e}");
-        return 2;
-    }
-    let hub = Hub::new(config);
-    if let Err(e) = check_images(&hub).await {
-        eprintln!("agent-hub: {e}");
-        return 2;
-    }
-    // Before the Docker sync: container sessions get their ids and owners back.
-    let persistence = crate::persist::start(&hub).await;
-    let restored = hub.list().len();
-    crate::agents::sync::spawn(&hub);
-    crate::policy::runner::spawn(&hub);
-    tokio::spawn(reload_on_sighup(hub.clone()));
     if args.open_shell {
         let req = CreateSession {
             owner: Owner {
@@ -139,7 +128,7 @@ pub async fn run(args: ServeArgs) -> i32 {
             },
             ..CreateSession::default()
         };
-        match hub.create_session(req).await {
+        match daemon.hub().create_session(req).await {
             Ok(s) => eprintln!(
                 "agent-hub: opened shell session {} (label \"main\")",
                 s.id()
@@ -147,14 +136,10 @@ pub async fn run(args: ServeArgs) -> i32 {
             Err(e) => eprintln!("agent-hub: could not open a shell session: {e}"),
         }
     }
-    super::logging::started(&hub, addr, restored);
-    tracing::info!(url = %dashboard_url(addr), "dashboard at {}", dashboard_url(addr));
-    let shutdown = hub.closing();
-    tokio::spawn(signal_shutdown(shutdown.clone()));
-    let result = crate::api::serve(listener, hub.clone(), shutdown).await;
-    hub.shutdown().await;
-    persistence.flush().await;
-    match result {
+    super::logging::started(daemon.hub(), daemon.addr(), daemon.restored_sessions());
+    let url = dashboard_url(daemon.addr());
+    tracing::info!(url = %url, "dashboard at {url}");
+    match daemon.run_until_stopped().await {
         Ok(()) => {
             eprintln!("agent-hub: stopped");
             0
@@ -188,83 +173,6 @@ fn resolve_hub_id(config: &mut HubConfig) {
         id
     });
     config.hub_id = Some(id);
-}
-
-/// Rejects agent definitions whose image is missing on a reachable engine. An engine that
-/// cannot be reached is not an error here: host sessions keep working and the agent's start
-/// says DOCKER_UNAVAILABLE.
-async fn check_images(hub: &Hub) -> Result<(), String> {
-    for def in hub.agents().defs() {
-        let docker = match hub.agents().endpoints().client(def.endpoint()).await {
-            Ok(d) => d,
-            Err(e) => {
-                tracing::warn!(agent = %def.id, "{e}");
-                continue;
-            }
-        };
-        if let Err(bollard::errors::Error::DockerResponseServerError {
-            status_code: 404, ..
-        }) = docker.inspect_image(def.image.get_ref()).await
-        {
-            return Err(format!(
-                "{}: agent '{}': image: image '{}' not found on {} (build or pull it first)",
-                def.image_location,
-                def.id,
-                def.image.get_ref(),
-                crate::docker::endpoint_name(def.endpoint())
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Reloads policies and profiles on SIGHUP; a bad file is logged and the old set kept.
-async fn reload_on_sighup(hub: Hub) {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let Ok(mut hup) = signal(SignalKind::hangup()) else {
-            return;
-        };
-        let closing = hub.closing();
-        loop {
-            tokio::select! {
-                _ = closing.cancelled() => return,
-                got = hup.recv() => if got.is_none() { return },
-            }
-            match crate::policy::runner::reload(&hub) {
-                Ok(l) => eprintln!(
-                    "agent-hub: SIGHUP: reloaded {} policies, {} profiles",
-                    l.policies.len(),
-                    l.profiles.names().len()
-                ),
-                Err(e) => {
-                    eprintln!("agent-hub: SIGHUP: reload failed, keeping the old policies: {e}")
-                }
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = hub;
-}
-
-async fn signal_shutdown(token: CancellationToken) {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let Ok(mut term) = signal(SignalKind::terminate()) else {
-            let _ = tokio::signal::ctrl_c().await;
-            token.cancel();
-            return;
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = tokio::signal::ctrl_c().await;
-    token.cancel();
 }
 
 /// The dashboard's address for people: a wildcard listen address is reached as `localhost`.

@@ -119,7 +119,7 @@ pub async fn start(hub: &Hub) -> Persistence {
         }),
     };
     hub.set_persistence(p.clone());
-    tokio::spawn(p.clone().run(bus));
+    hub.spawn(p.clone().run(bus));
     p
 }
 

@@ -233,7 +233,7 @@ async fn restore_external(hub: &Hub, saved: &SavedSession) -> crate::error::HubR
     };
     let (session, _) = hub.register_external(req, false).await?;
     if let Some(link) = session.external().cloned() {
-        tokio::spawn(async move {
+        hub.spawn(async move {
             if let Err(e) = link.check_health().await {
                 tracing::warn!(bridge = link.client.url(), "restored external session: {e}");
             }

@@ -33,7 +33,7 @@ pub use crate::protocol::CheckRow;
 /// Starts the loop; it ends when the hub closes.
 pub fn spawn(hub: &Hub) -> tokio::task::JoinHandle<()> {
     let hub = hub.clone();
-    tokio::spawn(async move {
+    hub.clone().spawn(async move {
         let closing = hub.closing();
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -131,7 +131,7 @@ pub async fn run_once(hub: &Hub) {
         hub.metrics()
             .policy_action(action.as_str().unwrap_or("unknown"), unit.policy.dry_run);
         if !unit.policy.dry_run {
-            tokio::spawn(apply(hub.clone(), unit, verdict));
+            hub.spawn(apply(hub.clone(), unit, verdict));
         }
     }
 }

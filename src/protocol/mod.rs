@@ -14,7 +14,14 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::hub::BackendKind;
+/// Which backend a new session runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    #[default]
+    Pty,
+    Tmux,
+}
 
 pub use fleet::*;
 pub use policy::*;

@@ -58,7 +58,7 @@ pub struct SessionSpec {
     pub tmux_session: Option<String>,
     /// The container agent this terminal belongs to.
     pub agent_id: Option<String>,
-    /// The policy that applies to this session (see [`crate::policy`]).
+    /// The policy that applies to this session (a name the `policy` module knows).
     pub policy: Option<String>,
     /// The container, for docker sessions.
     pub container_id: Option<String>,

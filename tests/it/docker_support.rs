@@ -107,12 +107,16 @@ pub async fn hub_with_agents(agents_toml: &str) -> (TestHub, ContainerGuard) {
         "test.toml",
     )
     .expect("test config parses");
-    let hub = TestHub::start_with(|c| {
+    let components = agent_hub::daemon::Components {
+        audit: true,
+        agent_sync: true,
+        ..Default::default()
+    };
+    let hub = TestHub::start_components(components, |c| {
         c.hub_id = parsed.hub_id.clone();
         c.agents = parsed.agents.clone();
     })
     .await;
-    agent_hub::agents::sync::spawn(&hub.hub);
     (hub, guard)
 }
 

@@ -70,14 +70,17 @@ pub async fn hub_with_policies(dir: &tempfile::TempDir, extra_toml: &str) -> Tes
         "test.toml",
     )
     .expect("test config parses");
-    let hub = TestHub::start_with(|c| {
+    let components = agent_hub::daemon::Components {
+        audit: true,
+        policy_runner: true,
+        ..Default::default()
+    };
+    TestHub::start_components(components, |c| {
         c.policies_dir = parsed.policies_dir.clone();
         c.hub_id = parsed.hub_id.clone();
         c.agents = parsed.agents.clone();
     })
-    .await;
-    agent_hub::policy::runner::spawn(&hub.hub);
-    hub
+    .await
 }
 
 pub async fn state(hub: &TestHub, id: &str) -> Value {

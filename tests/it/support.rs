@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use agent_hub::config::HubConfig;
+use agent_hub::daemon::{Components, Daemon, DaemonOptions};
 use agent_hub::hub::Hub;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -26,6 +27,19 @@ impl TestHub {
     }
 
     pub async fn start_with(adjust: impl FnOnce(&mut HubConfig)) -> Self {
+        // The API and the audit recorder; tests that need more name the components.
+        let components = Components {
+            audit: true,
+            ..Components::default()
+        };
+        Self::start_components(components, adjust).await
+    }
+
+    /// A hub run by the library's [`Daemon`] with these components.
+    pub async fn start_components(
+        components: Components,
+        adjust: impl FnOnce(&mut HubConfig),
+    ) -> Self {
         // AGENT_HUB_TEST_LOG=debug shows the hub's own log in a failing test's output.
         if let Ok(filter) = std::env::var("AGENT_HUB_TEST_LOG") {
             let _ = tracing_subscriber::fmt()
@@ -46,9 +60,13 @@ impl TestHub {
             .await
             .expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("addr"));
-        let hub = Hub::new(config);
-        let token = hub.closing();
-        tokio::spawn(agent_hub::api::serve(listener, hub.clone(), token.clone()));
+        let opts = DaemonOptions {
+            listener: Some(listener),
+            components,
+        };
+        let daemon = Daemon::start(config, opts).await.expect("daemon starts");
+        let hub = daemon.hub().clone();
+        let token = daemon.root();
         TestHub {
             base,
             hub,

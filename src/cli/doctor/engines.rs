@@ -11,8 +11,8 @@ use bollard::Docker;
 use futures_util::StreamExt;
 
 use super::{Finding, Status};
-use crate::agents::definition::{AgentDef, StartTmux};
 use crate::config::HubConfig;
+use crate::config::{AgentDef, StartTmux};
 use crate::docker::{endpoint_name, Endpoints};
 
 /// Prints the tmux version (or nothing) and proves a POSIX shell runs.

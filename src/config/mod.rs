@@ -8,17 +8,13 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::agents::definition::AgentDef;
+mod agent;
+mod audit;
+mod tokens;
 
-/// An API token from the config.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TokenConfig {
-    /// Shown in logs and the audit trail (never the token itself).
-    pub name: String,
-    pub token: String,
-    pub role: crate::actor::Role,
-}
+pub use agent::{AgentDef, StartTmux};
+pub use audit::{AuditConfig, MAX_FIELD_BYTES};
+pub use tokens::TokenConfig;
 
 /// Default listen address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8100";
@@ -71,7 +67,7 @@ pub struct HubConfig {
     /// Extra secrets to redact (`[redact]`).
     pub redact: crate::redact::RedactConfig,
     /// The audit log (`[audit]`).
-    pub audit: crate::audit::AuditConfig,
+    pub audit: AuditConfig,
 }
 
 impl Default for HubConfig {

@@ -1,0 +1,261 @@
+//! The daemon: the one place the hub, its components, the API listener and the signal handlers
+//! are started and stopped. `serve`, the integration tests and the benches all start a hub
+//! through [`Daemon::start`]; [`Daemon::shutdown`] cancels the root token and waits for every
+//! task the components started (each runs on the hub's [`TaskTracker`]).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::HubConfig;
+use crate::hub::Hub;
+use crate::persist::Persistence;
+
+/// How long shutdown waits for background tasks before it gives up on them (a task stuck in a
+/// blocking call must not keep the process alive forever).
+const TASKS_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Which components run besides the session registry and the API.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Components {
+    /// The registry file, lifecycle log and snapshots; restores the previous run's sessions.
+    pub persistence: bool,
+    /// One Docker sync loop per endpoint of a defined agent.
+    pub agent_sync: bool,
+    /// The policy loop (idle timeouts and the other policies).
+    pub policy_runner: bool,
+    /// The audit recorder of hub events and the audit retention loop (when audit is enabled).
+    pub audit: bool,
+    /// SIGTERM/SIGINT shut the daemon down, SIGHUP reloads the policies.
+    pub signals: bool,
+    /// Refuse to start on a bad policies directory or an agent image missing from a reachable
+    /// engine.
+    pub preflight: bool,
+}
+
+impl Components {
+    /// Everything: what `agent-hub serve` runs.
+    pub fn all() -> Self {
+        Components {
+            persistence: true,
+            agent_sync: true,
+            policy_runner: true,
+            audit: true,
+            signals: true,
+            preflight: true,
+        }
+    }
+}
+
+/// How to start a daemon.
+#[derive(Debug, Default)]
+pub struct DaemonOptions {
+    /// An already bound listener (tests bind 127.0.0.1:0); `None` binds `config.listen`.
+    pub listener: Option<TcpListener>,
+    pub components: Components,
+}
+
+/// A running hub with its API.
+pub struct Daemon {
+    hub: Hub,
+    addr: SocketAddr,
+    root: CancellationToken,
+    tracker: TaskTracker,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    persistence: Option<Persistence>,
+    restored: usize,
+}
+
+impl Daemon {
+    /// Starts the hub, the chosen components and the API. Errors are for the operator
+    /// (a port in use, a bad policies directory).
+    pub async fn start(config: HubConfig, opts: DaemonOptions) -> Result<Daemon, String> {
+        let listener = match opts.listener {
+            Some(l) => l,
+            None => TcpListener::bind(config.listen)
+                .await
+                .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?,
+        };
+        let addr = listener.local_addr().map_or(config.listen, |a| a);
+        let parts = opts.components;
+        if parts.preflight {
+            crate::policy::Loaded::load(&config)?;
+        }
+        let root = CancellationToken::new();
+        let tracker = TaskTracker::new();
+        let hub = Hub::with_lifecycle(config, root.clone(), tracker.clone());
+        if parts.preflight {
+            check_images(&hub).await?;
+        }
+        if parts.audit && hub.audit().enabled() {
+            hub.audit().spawn_retention(&tracker, root.clone());
+            crate::audit::events::spawn_recorder(&hub);
+        }
+        // Before the Docker sync: container sessions get their ids and owners back.
+        let persistence = match parts.persistence {
+            true => Some(crate::persist::start(&hub).await),
+            false => None,
+        };
+        let restored = hub.list().len();
+        if parts.agent_sync {
+            crate::agents::sync::spawn(&hub);
+        }
+        if parts.policy_runner {
+            crate::policy::runner::spawn(&hub);
+        }
+        if parts.signals {
+            tracker.spawn(shutdown_on_signal(root.clone()));
+            tracker.spawn(reload_on_sighup(hub.clone()));
+        }
+        let server = tracker.spawn(crate::api::serve(listener, hub.clone(), root.clone()));
+        Ok(Daemon {
+            hub,
+            addr,
+            root,
+            tracker,
+            server,
+            persistence,
+            restored,
+        })
+    }
+
+    /// The session registry and its components.
+    pub fn hub(&self) -> &Hub {
+        &self.hub
+    }
+
+    /// Where the API listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// How many sessions persistence brought back from the previous run (before the Docker
+    /// sync adopts running containers).
+    pub fn restored_sessions(&self) -> usize {
+        self.restored
+    }
+
+    /// The root token: cancelling it begins shutdown.
+    pub fn root(&self) -> CancellationToken {
+        self.root.clone()
+    }
+
+    /// Waits until something cancels the root token (a signal, a test), then shuts down.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.root.cancelled().await;
+        self.shutdown().await
+    }
+
+    /// Stops the API, the tasks and the host PTY sessions (see [`Hub::shutdown`]), saves the
+    /// registry, and waits for every background task. Returns the API server's result.
+    pub async fn shutdown(self) -> std::io::Result<()> {
+        self.root.cancel();
+        let served = match self.server.await {
+            Ok(result) => result,
+            Err(e) => Err(std::io::Error::other(e)),
+        };
+        self.hub.shutdown().await;
+        if let Some(p) = &self.persistence {
+            p.flush().await;
+        }
+        self.tracker.close();
+        if tokio::time::timeout(TASKS_DRAIN_TIMEOUT, self.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                running = self.tracker.len(),
+                "shutdown: background tasks still running after {TASKS_DRAIN_TIMEOUT:?}"
+            );
+        }
+        served
+    }
+}
+
+/// Rejects agent definitions whose image is missing on a reachable engine. An engine that
+/// cannot be reached is not an error here: host sessions keep working and the agent's start
+/// says DOCKER_UNAVAILABLE.
+async fn check_images(hub: &Hub) -> Result<(), String> {
+    for def in hub.agents().defs() {
+        let docker = match hub.agents().endpoints().client(def.endpoint()).await {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::warn!(agent = %def.id, "{e}");
+                continue;
+            }
+        };
+        if let Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) = docker.inspect_image(def.image.get_ref()).await
+        {
+            return Err(format!(
+                "{}: agent '{}': image: image '{}' not found on {} (build or pull it first)",
+                def.image_location,
+                def.id,
+                def.image.get_ref(),
+                crate::docker::endpoint_name(def.endpoint())
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Reloads policies and profiles on SIGHUP; a bad file is logged and the old set kept.
+async fn reload_on_sighup(hub: Hub) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let Ok(mut hup) = signal(SignalKind::hangup()) else {
+            return;
+        };
+        let closing = hub.closing();
+        loop {
+            tokio::select! {
+                _ = closing.cancelled() => return,
+                got = hup.recv() => if got.is_none() { return },
+            }
+            match crate::policy::runner::reload(&hub) {
+                Ok(l) => eprintln!(
+                    "agent-hub: SIGHUP: reloaded {} policies, {} profiles",
+                    l.policies.len(),
+                    l.profiles.names().len()
+                ),
+                Err(e) => {
+                    eprintln!("agent-hub: SIGHUP: reload failed, keeping the old policies: {e}")
+                }
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = hub;
+}
+
+/// Cancels `root` on SIGINT or SIGTERM (or when something else cancels it first).
+async fn shutdown_on_signal(root: CancellationToken) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let Ok(mut term) = signal(SignalKind::terminate()) else {
+            tokio::select! {
+                _ = root.cancelled() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            root.cancel();
+            return;
+        };
+        tokio::select! {
+            _ = root.cancelled() => {}
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    tokio::select! {
+        _ = root.cancelled() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    root.cancel();
+}
