@@ -100,6 +100,9 @@ fn sequence_len(s: &[u8]) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// A chunk and the pieces it splits into.
+    type Case<'a> = (&'a [u8], &'a [(&'a [u8], Kind)]);
+
     fn split(chunk: &[u8]) -> Vec<(&[u8], Kind)> {
         pieces(chunk).map(|p| (p.bytes, p.kind)).collect()
     }
@@ -107,7 +110,7 @@ mod tests {
     #[test]
     fn chunks_split_into_text_and_whole_sequences() {
         use Kind::*;
-        let table: &[(&[u8], &[(&[u8], Kind)])] = &[
+        let table: &[Case] = &[
             (b"", &[]),
             (b"plain\r\n", &[(b"plain\r\n", Text)]),
             (

@@ -1,12 +1,13 @@
-//! The hub under test, in this process: the one place a benchmark's hub is wired (config in,
-//! API served on 127.0.0.1:0, agent sync started) and shut down, plus the API calls on it both
-//! benchmarks make.
+//! The hub under test, in this process: started by the library's daemon entry point (config
+//! in, API served on 127.0.0.1:0, agent sync on) and shut down by it, plus the API calls on it
+//! both benchmarks make.
 
 use std::time::{Duration, Instant};
 
 use agent_hub::agents::{AgentInfo, AgentStatus};
 use agent_hub::client::HubClient;
 use agent_hub::config::HubConfig;
+use agent_hub::daemon::{Components, Daemon, DaemonOptions};
 use agent_hub::hub::Hub;
 use agent_hub::protocol::CreateSessionRequest;
 use anyhow::Result;
@@ -19,21 +20,28 @@ pub const OP_TIMEOUT: Duration = Duration::from_secs(600);
 pub struct HubUnderTest {
     pub hub: Hub,
     pub client: HubClient,
-    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    daemon: Daemon,
 }
 
 impl HubUnderTest {
-    /// Wires a hub from `config` and serves its API; the client talks to it over TCP.
+    /// Starts a daemon from `config` with the agent sync (no persistence, policies, audit
+    /// recorder or signal handlers: they are not what is measured); the client talks to it over
+    /// TCP.
     pub async fn start(config: HubConfig) -> Result<Self> {
-        let hub = Hub::new(config);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let base = format!("http://{}", listener.local_addr()?);
-        let server = tokio::spawn(agent_hub::api::serve(listener, hub.clone(), hub.closing()));
-        agent_hub::agents::sync::spawn(&hub);
+        let opts = DaemonOptions {
+            listener: Some(tokio::net::TcpListener::bind("127.0.0.1:0").await?),
+            components: Components {
+                agent_sync: true,
+                ..Components::default()
+            },
+        };
+        let daemon = Daemon::start(config, opts)
+            .await
+            .map_err(anyhow::Error::msg)?;
         Ok(HubUnderTest {
-            hub,
-            client: HubClient::new(&base),
-            server,
+            hub: daemon.hub().clone(),
+            client: HubClient::new(&format!("http://{}", daemon.addr())),
+            daemon,
         })
     }
 
@@ -64,8 +72,7 @@ impl HubUnderTest {
         for session in self.hub.list() {
             let _ = self.client.kill(session.id()).await;
         }
-        self.hub.shutdown().await;
-        let _ = tokio::time::timeout(Duration::from_secs(5), self.server).await;
+        let _ = tokio::time::timeout(Duration::from_secs(15), self.daemon.shutdown()).await;
     }
 }
 
