@@ -22,7 +22,6 @@ use std::time::{Duration, Instant};
 
 use agent_hub::client::HubClient;
 use agent_hub::config::HubConfig;
-use agent_hub::hub::Hub;
 use anyhow::{bail, ensure, Context, Result};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
@@ -34,7 +33,9 @@ use serde_json::{json, Value};
 #[path = "common/mod.rs"]
 mod common;
 
-use common::*;
+use common::hub::HubUnderTest;
+use common::report::verdict;
+use common::stats::stats;
 
 const SKIPPED: &str = "mcp benchmark: skipped (run with cargo bench --bench mcp)";
 const BIN: &str = env!("CARGO_BIN_EXE_agent-hub");
@@ -154,15 +155,8 @@ async fn run(plan: &Plan) -> Result<()> {
         tokens,
         ..HubConfig::default()
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let base = format!("http://{}", listener.local_addr()?);
-    let hub = Hub::new(config);
-    let closing = hub.closing();
-    tokio::spawn(agent_hub::api::serve(
-        listener,
-        hub.clone(),
-        closing.clone(),
-    ));
+    let hut = HubUnderTest::start(config).await?;
+    let base = hut.client.base().to_string();
 
     let rest = HubClient::new(&base).with_token(Some(TOKEN.into()));
     let created: agent_hub::protocol::SessionCreatedReply = rest
@@ -262,7 +256,7 @@ async fn run(plan: &Plan) -> Result<()> {
 
     clients.stdio.cancel().await?;
     clients.http.cancel().await?;
-    closing.cancel();
+    hut.stop().await;
     let _ = Command::new("tmux")
         .args(["-L", &tmux_socket, "kill-server"])
         .stderr(Stdio::null())

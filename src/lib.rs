@@ -15,6 +15,8 @@
 //! - [`guard`]: the command guard every command-capable input passes, enforced inside the
 //!   session's input operations (`session::write`) with the caller's [`actor`].
 //! - [`redact`]: secret redaction for every output path (whole texts and byte streams).
+//! - [`escape`]: where escape sequences begin and end in terminal output (used by `redact`
+//!   and `screen`).
 //! - [`audit`]: the durable SQLite audit log; `api::audit` records every mutating request
 //!   before its reply, `api::traffic` serves `/v1/pty-traffic/`.
 //! - [`api`]: REST + WebSocket translation; [`protocol`]: the wire types; [`error`]: stable codes.
@@ -45,6 +47,7 @@ pub mod daemon;
 pub mod delivery;
 pub mod docker;
 pub mod error;
+pub mod escape;
 pub mod external;
 pub mod guard;
 pub mod hub;

@@ -11,6 +11,7 @@ use std::num::NonZeroU16;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::TermSize;
+use crate::escape::{self, Kind};
 
 /// Rows of emulator scrollback kept for rendered reads.
 pub const SCREEN_SCROLLBACK_ROWS: usize = 2000;
@@ -130,34 +131,19 @@ fn nz(n: u16) -> NonZeroU16 {
 
 /// Rewrites `ESC [ s` / `ESC [ u` (save / restore cursor, SCO form, which vt100 lacks) to
 /// `ESC 7` / `ESC 8`. Returns the bytes to process and keeps in `held` a tail that may be the
-/// start of such a sequence.
+/// start of such a sequence (`ESC` or `ESC [`); any other cut-off sequence goes on to the
+/// emulator, which keeps its own state across chunks.
 fn translate_sco(held: &mut Vec<u8>, bytes: &[u8]) -> Vec<u8> {
     let mut input = std::mem::take(held);
     input.extend_from_slice(bytes);
     let mut out = Vec::with_capacity(input.len());
-    let mut i = 0;
-    while i < input.len() {
-        if input[i] == 0x1b {
-            match (input.get(i + 1), input.get(i + 2)) {
-                (Some(b'['), Some(b's')) => {
-                    out.extend_from_slice(b"\x1b7");
-                    i += 3;
-                    continue;
-                }
-                (Some(b'['), Some(b'u')) => {
-                    out.extend_from_slice(b"\x1b8");
-                    i += 3;
-                    continue;
-                }
-                (None, _) | (Some(b'['), None) => {
-                    held.extend_from_slice(&input[i..]);
-                    break;
-                }
-                _ => {}
-            }
+    for piece in escape::pieces(&input) {
+        match (piece.kind, piece.bytes) {
+            (Kind::Sequence, b"\x1b[s") => out.extend_from_slice(b"\x1b7"),
+            (Kind::Sequence, b"\x1b[u") => out.extend_from_slice(b"\x1b8"),
+            (Kind::Cut, b"\x1b" | b"\x1b[") => held.extend_from_slice(piece.bytes),
+            (_, bytes) => out.extend_from_slice(bytes),
         }
-        out.push(input[i]);
-        i += 1;
     }
     out
 }

@@ -4,14 +4,19 @@
 //! until the idle flush); and the `send_line` reply time with the audit log at
 //! `synchronous = "full"` (the default), `"normal"`, and switched off.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use agent_hub::hub::BackendKind;
 use anyhow::Result;
 
-use super::common::{next_token, stats};
-use super::{hub_ws_echo, latency_row, timed_out, Dirs, HubUnderTest, Plan, WsView};
+use super::common::echo::{hub_ws_echo, next_token};
+use super::common::hub::HubUnderTest;
+use super::common::report::table;
+use super::common::stats::stats;
+use super::common::ws::WsView;
+use super::common::{timed_out, SAMPLE_TIMEOUT};
+use super::echo::latency_row;
+use super::{start_hub, Dirs, Plan, PROMPT};
 
 pub struct SecurityResults {
     echo_redacted: Vec<Duration>,
@@ -65,17 +70,32 @@ pub fn measure(
             send_off: Vec::new(),
         };
         for i in 0..plan.warmup + plan.echo_samples {
-            let a = timed_out(hub_ws_echo(&mut redacted), "redacted echo").await?;
-            let b = timed_out(hub_ws_echo(&mut raw), "raw echo").await?;
+            let a = timed_out(
+                hub_ws_echo(&mut redacted, PROMPT),
+                SAMPLE_TIMEOUT,
+                "redacted echo",
+            )
+            .await?;
+            let b = timed_out(hub_ws_echo(&mut raw, PROMPT), SAMPLE_TIMEOUT, "raw echo").await?;
             if i >= plan.warmup {
                 r.echo_redacted.push(a);
                 r.echo_raw.push(b);
             }
         }
         for i in 0..plan.warmup / 3 + plan.paced_samples {
-            let a = timed_out(held_echo(&mut raw, &mut redacted), "held echo").await?;
+            let a = timed_out(
+                held_echo(&mut raw, &mut redacted),
+                SAMPLE_TIMEOUT,
+                "held echo",
+            )
+            .await?;
             tokio::time::sleep(Duration::from_millis(30)).await;
-            let b = timed_out(held_echo(&mut redacted, &mut raw), "held raw echo").await?;
+            let b = timed_out(
+                held_echo(&mut redacted, &mut raw),
+                SAMPLE_TIMEOUT,
+                "held raw echo",
+            )
+            .await?;
             tokio::time::sleep(Duration::from_millis(30)).await;
             if i >= plan.warmup / 3 {
                 r.held_redacted.push(a);
@@ -84,14 +104,11 @@ pub fn measure(
         }
         let _ = hut.client.kill(&id).await;
 
-        let normal = extra_hub(&dirs.work.join("audit-normal"), &dirs.hub_socket, |c| {
+        let normal = extra_hub(dirs, "audit-normal", |c| {
             c.audit.synchronous = "normal".into()
         })
         .await?;
-        let off = extra_hub(&dirs.work.join("audit-off"), &dirs.hub_socket, |c| {
-            c.audit.enabled = false
-        })
-        .await?;
+        let off = extra_hub(dirs, "audit-off", |c| c.audit.enabled = false).await?;
         let result = async {
             let (full_id, _v1) = hut.bash_session(BackendKind::Pty, &dirs.work).await?;
             let (normal_id, _v2) = normal.bash_session(BackendKind::Pty, &dirs.work).await?;
@@ -116,19 +133,24 @@ pub fn measure(
     })
 }
 
+/// A second hub on the same tmux server, with its own data directory `name`.
 async fn extra_hub(
-    data: &Path,
-    socket: &str,
+    dirs: &Dirs,
+    name: &str,
     adjust: impl FnOnce(&mut agent_hub::config::HubConfig),
 ) -> Result<HubUnderTest> {
-    std::fs::create_dir_all(data)?;
-    HubUnderTest::start_with(socket, data, adjust).await
+    let data = dirs.work.join(name);
+    std::fs::create_dir_all(&data)?;
+    start_hub(dirs, &data, adjust).await
 }
 
 pub fn print(r: &SecurityResults) {
-    println!("\n### Security costs (redaction hold, audit per send_line)\n");
-    println!("| path | n | p50 ms | p99 ms | min ms | max ms | target | result |");
-    println!("|---|---|---|---|---|---|---|---|");
+    table(
+        "Security costs (redaction hold, audit per send_line)",
+        &[
+            "path", "n", "p50 ms", "p99 ms", "min ms", "max ms", "target", "result",
+        ],
+    );
     let rows: [(&str, &Vec<Duration>); 7] = [
         (
             "WS echo `#token`+Enter, redacted stream (default)",

@@ -1,11 +1,12 @@
-//! The visible text of terminal output: the bytes left when escape sequences (CSI, OSC, DCS
-//! and the short `ESC x` forms) are taken out, with a map back to raw byte positions. Secret
+//! The visible text of terminal output: the bytes left when escape sequences (as
+//! [`crate::escape`] splits them) are taken out, with a map back to raw byte positions. Secret
 //! patterns run on the visible text, so a key printed with colour codes inside it is still seen.
 
 use std::borrow::Cow;
 
+use crate::escape::{self, Kind};
+
 const ESC: u8 = 0x1b;
-const BEL: u8 = 0x07;
 
 /// Raw output projected to its visible bytes.
 #[derive(Debug)]
@@ -41,57 +42,20 @@ pub fn project(raw: &[u8]) -> Visible<'_> {
     let mut text = Vec::with_capacity(raw.len());
     let mut index = Vec::with_capacity(raw.len());
     let mut incomplete_from = None;
-    let mut i = 0;
-    while i < raw.len() {
-        if raw[i] != ESC {
-            text.push(raw[i]);
-            index.push(i);
-            i += 1;
-            continue;
-        }
-        match escape_len(&raw[i..]) {
-            Some(n) => i += n,
-            None => {
-                incomplete_from = Some(i);
-                break;
+    for piece in escape::pieces(raw) {
+        match piece.kind {
+            Kind::Text => {
+                text.extend_from_slice(piece.bytes);
+                index.extend(piece.start..piece.start + piece.bytes.len());
             }
+            Kind::Sequence => {}
+            Kind::Cut => incomplete_from = Some(piece.start),
         }
     }
     Visible {
         text: Cow::Owned(text),
         raw_index: Some(index),
         incomplete_from,
-    }
-}
-
-/// The length of the escape sequence at the start of `s` (which starts with ESC), or `None`
-/// if `s` ends before the sequence does.
-fn escape_len(s: &[u8]) -> Option<usize> {
-    let kind = *s.get(1)?;
-    match kind {
-        // CSI: parameters and intermediates, then a final byte 0x40-0x7e.
-        b'[' => s[2..]
-            .iter()
-            .position(|b| (0x40..=0x7e).contains(b))
-            .map(|p| p + 3),
-        // OSC, DCS, SOS, PM, APC: a string ended by BEL (OSC) or ST (ESC \).
-        b']' | b'P' | b'X' | b'^' | b'_' => {
-            let body = &s[2..];
-            for (j, &b) in body.iter().enumerate() {
-                if b == BEL && kind == b']' {
-                    return Some(j + 3);
-                }
-                if b == ESC {
-                    return body.get(j + 1).map(|_| j + 4);
-                }
-            }
-            None
-        }
-        // ESC, intermediates 0x20-0x2f, then one final byte.
-        _ => s[1..]
-            .iter()
-            .position(|b| !(0x20..=0x2f).contains(b))
-            .map(|p| p + 2),
     }
 }
 
