@@ -56,6 +56,9 @@ pub struct DaemonOptions {
     /// An already bound listener (tests bind 127.0.0.1:0); `None` binds `config.listen`.
     pub listener: Option<TcpListener>,
     pub components: Components,
+    /// Sessions opened before the API answers (`serve --open-shell`); one that cannot be
+    /// opened is reported in the log and does not stop the daemon.
+    pub open_sessions: Vec<crate::hub::CreateSession>,
 }
 
 /// A running hub with its API.
@@ -109,6 +112,16 @@ impl Daemon {
         if parts.signals {
             tracker.spawn(shutdown_on_signal(root.clone()));
             tracker.spawn(reload_on_sighup(hub.clone()));
+        }
+        for req in opts.open_sessions {
+            let label = req.owner.label.clone().unwrap_or_default();
+            match hub.create_session(req).await {
+                Ok(s) => eprintln!(
+                    "agent-hub: opened shell session {} (label \"{label}\")",
+                    s.id()
+                ),
+                Err(e) => eprintln!("agent-hub: could not open a shell session: {e}"),
+            }
         }
         let server = tracker.spawn(crate::api::serve(listener, hub.clone(), root.clone()));
         Ok(Daemon {

@@ -34,6 +34,7 @@ impl HubUnderTest {
                 agent_sync: true,
                 ..Components::default()
             },
+            ..DaemonOptions::default()
         };
         let daemon = Daemon::start(config, opts)
             .await

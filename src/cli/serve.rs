@@ -109,9 +109,18 @@ pub async fn run(args: ServeArgs) -> i32 {
     }
     let mut config = config;
     resolve_hub_id(&mut config);
+    // The shell is open before the API answers: whoever sees the hub up finds it.
+    let open = args.open_shell.then(|| CreateSession {
+        owner: Owner {
+            label: Some("main".into()),
+            ..Owner::default()
+        },
+        ..CreateSession::default()
+    });
     let opts = DaemonOptions {
         listener: None,
         components: Components::all(),
+        open_sessions: open.into_iter().collect(),
     };
     let daemon = match Daemon::start(config, opts).await {
         Ok(d) => d,
@@ -120,22 +129,6 @@ pub async fn run(args: ServeArgs) -> i32 {
             return 2;
         }
     };
-    if args.open_shell {
-        let req = CreateSession {
-            owner: Owner {
-                label: Some("main".into()),
-                ..Owner::default()
-            },
-            ..CreateSession::default()
-        };
-        match daemon.hub().create_session(req).await {
-            Ok(s) => eprintln!(
-                "agent-hub: opened shell session {} (label \"main\")",
-                s.id()
-            ),
-            Err(e) => eprintln!("agent-hub: could not open a shell session: {e}"),
-        }
-    }
     super::logging::started(daemon.hub(), daemon.addr(), daemon.restored_sessions());
     let url = dashboard_url(daemon.addr());
     tracing::info!(url = %url, "dashboard at {url}");

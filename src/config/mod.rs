@@ -16,6 +16,9 @@ pub use agent::{AgentDef, StartTmux};
 pub use audit::{AuditConfig, MAX_FIELD_BYTES};
 pub use tokens::TokenConfig;
 
+/// Default tmux socket: one tmux server per hub (see [`HubConfig::tmux_socket_name`]).
+pub const DEFAULT_TMUX_SOCKET: &str = "agent-hub-{hub_id}";
+
 /// Default listen address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8100";
 
@@ -38,6 +41,8 @@ pub struct HubConfig {
     /// Default `talk` timeout.
     pub talk_timeout_ms: u64,
     /// tmux socket name (`tmux -L`) for tmux sessions; empty string = the user's default server.
+    /// `{hub_id}` is replaced by the hub's id, so by default each hub has a tmux server of its
+    /// own and never adopts another hub's sessions; naming a fixed socket shares one.
     pub tmux_socket: String,
     /// Variables of the hub's own environment that sessions inherit; nothing else leaks in.
     pub env_passthrough: Vec<String>,
@@ -82,7 +87,7 @@ impl Default for HubConfig {
             rows: 30,
             scrollback_bytes: 256 * 1024,
             talk_timeout_ms: 30_000,
-            tmux_socket: "agent-hub".into(),
+            tmux_socket: DEFAULT_TMUX_SOCKET.into(),
             env_passthrough: [
                 "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
                 "TMPDIR",
@@ -194,9 +199,11 @@ impl HubConfig {
         Ok(())
     }
 
-    /// The tmux socket name, if a dedicated one is configured.
+    /// The tmux socket name, if a dedicated one is configured, with `{hub_id}` replaced by the
+    /// hub's id (`default` before the hub has one).
     pub fn tmux_socket_name(&self) -> Option<String> {
-        (!self.tmux_socket.is_empty()).then(|| self.tmux_socket.clone())
+        let hub_id = self.hub_id.as_deref().unwrap_or("default");
+        (!self.tmux_socket.is_empty()).then(|| self.tmux_socket.replace("{hub_id}", hub_id))
     }
 }
 

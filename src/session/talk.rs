@@ -1,16 +1,22 @@
 //! `talk`: run one shell command in a session and return only its output and exit code.
 //!
-//! The typed line is `printf '__AH_%s_B\n' N; COMMAND; printf '\n__AH_%s_E%d\n' N "$?"`. The
-//! shell echoes that line back, but the echo never contains the markers themselves
+//! The typed line is `printf '__AH_%s_B\r\033[2K' N; COMMAND; printf '\n__AH_%s_E%d\r\033[2K' N
+//! "$?"`. The shell echoes that line back, but the echo never contains the markers themselves
 //! (`__AH_<N>_B`, `__AH_<N>_E<code>`), which only exist once `printf` has run, so the echo
 //! cannot end a talk early, and a random nonce keeps the command's own output from doing so.
-//! The scanner never touches the shared scrollback: it reads its own copy of the stream.
+//! Each marker ends with CR and erase-line, so it is in the byte stream (where the scanner
+//! needs it) but not on the screen of people watching the session: the next output overwrites
+//! its row. The scanner never touches the shared scrollback: it reads its own copy of the
+//! stream.
 
 use rand::Rng;
 
 /// Most bytes of a talk's output kept; beyond this the oldest are dropped and the
 /// result says `truncated`.
 pub const MAX_TALK_CAPTURE_BYTES: usize = 4 << 20;
+
+/// What ends a marker: back to the start of its row and erase the row.
+const MARKER_END: &[u8] = b"\r\x1b[2K";
 
 /// What to type for a talk, and how to recognise its end.
 #[derive(Debug, Clone)]
@@ -43,7 +49,7 @@ pub fn plan(command: &str, sentinel: Option<&str>) -> Result<TalkPlan, String> {
         None => format!("{:016x}", rand::rng().random::<u64>()),
     };
     let line = format!(
-        "printf '__AH_%s_B\\n' {sentinel}; {command}; printf '\\n__AH_%s_E%d\\n' {sentinel} \"$?\""
+        "printf '__AH_%s_B\\r\\033[2K' {sentinel}; {command}; printf '\\n__AH_%s_E%d\\r\\033[2K' {sentinel} \"$?\""
     );
     Ok(TalkPlan { line, sentinel })
 }
@@ -97,11 +103,10 @@ impl TalkScanner {
         self.raw.extend_from_slice(bytes);
         if self.body_start.is_none() {
             if let Some(at) = find(&self.raw, &self.begin, self.scanned_to) {
-                // The marker line ends with LF (the PTY turns it into CRLF).
-                match find(&self.raw, b"\n", at) {
-                    Some(nl) => {
-                        self.body_start = Some(nl + 1);
-                        self.scanned_to = nl + 1;
+                match find(&self.raw, MARKER_END, at) {
+                    Some(end) => {
+                        self.body_start = Some(end + MARKER_END.len());
+                        self.scanned_to = end + MARKER_END.len();
                     }
                     None => return None,
                 }
@@ -121,9 +126,10 @@ impl TalkScanner {
             return None;
         };
         let digits_from = at + self.end.len();
-        let nl = find(&self.raw, b"\n", digits_from)?;
-        let code_text = String::from_utf8_lossy(&self.raw[digits_from..nl]);
-        let exit_code = code_text.trim_end_matches('\r').parse::<i32>().ok();
+        let marker_end = find(&self.raw, MARKER_END, digits_from)?;
+        let code_text = String::from_utf8_lossy(&self.raw[digits_from..marker_end]);
+        let exit_code = code_text.parse::<i32>().ok();
+        let nl = marker_end + MARKER_END.len() - 1;
         let mut body = self.raw[body_start..at].to_vec();
         // The end marker's own leading newline is ours, not the command's.
         if body.ends_with(b"\r\n") {
@@ -175,8 +181,8 @@ mod tests {
         let p = plan("echo hi", Some("abc")).unwrap();
         let mut s = TalkScanner::new(&p.sentinel);
         assert!(s.feed(&typed_echo(&p)).is_none());
-        assert!(s.feed(b"__AH_abc_B\r\nhi\r\n").is_none());
-        let c = s.feed(b"\r\n__AH_abc_E0\r\n$ ").unwrap();
+        assert!(s.feed(b"__AH_abc_B\r\x1b[2Khi\r\n").is_none());
+        let c = s.feed(b"\r\n__AH_abc_E0\r\x1b[2K$ ").unwrap();
         assert_eq!(c.body, b"hi\r\n");
         assert_eq!(c.exit_code, Some(0));
         assert!(!c.truncated);
@@ -187,7 +193,7 @@ mod tests {
         let p = plan("false", Some("n1")).unwrap();
         let stream = [
             typed_echo(&p),
-            b"__AH_n1_B\r\nout\r\n__AH_n1_E127\r\n".to_vec(),
+            b"__AH_n1_B\r\x1b[2Kout\r\n__AH_n1_E127\r\x1b[2K".to_vec(),
         ]
         .concat();
         for split in 0..stream.len() {
@@ -202,9 +208,9 @@ mod tests {
     #[test]
     fn output_that_looks_like_a_marker_of_another_nonce_is_output() {
         let mut s = TalkScanner::new("real");
-        s.feed(b"__AH_real_B\r\n");
+        s.feed(b"__AH_real_B\r\x1b[2K");
         assert!(s.feed(b"__AH_fake_E0\r\n__AH_real_B\r\n").is_none());
-        let c = s.feed(b"\r\n__AH_real_E3\r\n").unwrap();
+        let c = s.feed(b"\r\n__AH_real_E3\r\x1b[2K").unwrap();
         assert_eq!(c.body, b"__AH_fake_E0\r\n__AH_real_B\r\n");
         assert_eq!(c.exit_code, Some(3));
     }
@@ -224,12 +230,12 @@ mod tests {
     #[test]
     fn huge_output_is_capped_and_flagged() {
         let mut s = TalkScanner::new("z");
-        s.feed(b"__AH_z_B\n");
+        s.feed(b"__AH_z_B\r\x1b[2K");
         let block = vec![b'x'; 1 << 20];
         for _ in 0..10 {
             assert!(s.feed(&block).is_none());
         }
-        let c = s.feed(b"\n__AH_z_E0\n").unwrap();
+        let c = s.feed(b"\n__AH_z_E0\r\x1b[2K").unwrap();
         assert!(c.truncated);
         assert!(c.body.len() <= MAX_TALK_CAPTURE_BYTES + (1 << 20));
         assert_eq!(c.exit_code, Some(0));

@@ -45,7 +45,7 @@ async fn open_fleet(b: &Browser, hub: &TestHub) {
 }
 
 /// The visible lines of the page's terminal for `id`, trailing blanks dropped.
-async fn page_screen(b: &Browser, id: &str) -> Vec<String> {
+pub(crate) async fn page_screen(b: &Browser, id: &str) -> Vec<String> {
     let v = b
         .js(
             "return window.agentHub.terminals.get(arguments[0]).screenLines()",
@@ -102,7 +102,7 @@ async fn wait_same_screen(b: &Browser, hub: &TestHub, id: &str, within: Duration
     }
 }
 
-async fn wait_terminal_live(b: &Browser, id: &str) {
+pub(crate) async fn wait_terminal_live(b: &Browser, id: &str) {
     b.wait_js(
         &format!("terminal {id} live"),
         &format!("return window.agentHub.terminals.get('{id}')?.el.dataset.status === 'live'"),

@@ -16,6 +16,7 @@ mod bridge;
 mod cli;
 mod cli_targets;
 mod dashboard;
+mod dashboard_restart;
 mod docker;
 mod guard;
 mod hub_image;

@@ -491,3 +491,76 @@ async fn registered_external_sessions_come_back_and_are_health_checked() {
         hub.call(Method::GET, &path, json!({})).await
     );
 }
+
+/// Two hubs on one machine, each with its own data dir and the default tmux socket, have a tmux
+/// server each: a restarted hub finds its own tmux sessions again and never adopts the other's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hubs_on_one_machine_keep_to_their_own_tmux_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = |name: &str| {
+        let data = dir.path().join(name);
+        async move {
+            let listen = format!("127.0.0.1:{}", free_port());
+            let args = [
+                "--listen",
+                listen.as_str(),
+                "--data-dir",
+                data.to_str().unwrap(),
+                "--shell",
+                "bash",
+            ];
+            let hub = HubProcess::spawn(&args, &format!("http://{listen}"), &[("PS1", "$ ")]).await;
+            let id = std::fs::read_to_string(data.join("hub_id")).expect("hub_id written");
+            (hub, format!("agent-hub-{}", id.trim()))
+        }
+    };
+    let (mut a, a_socket) = start("a").await;
+    let _a_tmux = TmuxServerGuard(a_socket.clone());
+    let (mut b, b_socket) = start("b").await;
+    let _b_tmux = TmuxServerGuard(b_socket.clone());
+    assert_ne!(a_socket, b_socket, "each hub has a socket of its own");
+
+    let v = a
+        .call(
+            Method::POST,
+            "/v1/pty/sessions",
+            json!({"backend": "tmux", "args": ["--norc", "--noprofile"], "label": "a-1"}),
+        )
+        .await;
+    let a_session = v["session_id"].as_str().expect("tmux session").to_string();
+    let listed = tmux(&a_socket, &["list-sessions", "-F", "#{session_name}"]);
+    assert!(
+        !listed.trim().is_empty(),
+        "the session is on hub a's tmux server ({a_socket})"
+    );
+
+    // (The registry is written about a second after a change.)
+    let a_data = dir.path().join("a");
+    assert!(
+        wait_until(T, || async { registry_has(&a_data, &a_session) }).await,
+        "registry not written"
+    );
+    // Hub b restarts: it adopts what its own tmux server has, which is nothing of a's.
+    b.kill9();
+    let (b, _) = start("b").await;
+    let ids: Vec<Value> = sessions(&b).await.iter().map(|s| s["id"].clone()).collect();
+    assert!(
+        ids.is_empty(),
+        "hub b adopted sessions it never made: {ids:?}"
+    );
+
+    // Hub a restarts and finds its session again.
+    a.kill9();
+    let (a, _) = start("a").await;
+    let back = wait_until(T, || async {
+        sessions(&a)
+            .await
+            .iter()
+            .any(|s| s["id"] == a_session.as_str())
+    })
+    .await;
+    assert!(
+        back,
+        "hub a did not find its own tmux session after a restart"
+    );
+}

@@ -63,6 +63,7 @@ impl TestHub {
         let opts = DaemonOptions {
             listener: Some(listener),
             components,
+            ..DaemonOptions::default()
         };
         let daemon = Daemon::start(config, opts).await.expect("daemon starts");
         let hub = daemon.hub().clone();

@@ -45,6 +45,18 @@ async fn viewport(hub: &TestHub, id: &str) -> Value {
     v
 }
 
+/// A 60x15 tmux session: its id and its tmux session name.
+async fn tmux_session(hub: &TestHub) -> (String, String) {
+    let id = hub
+        .create_with(json!({"backend": "tmux", "cols": 60, "rows": 15}))
+        .await;
+    let name = hub.session(&id).await["tmux_session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (id, name)
+}
+
 /// Waits until the hub's viewport equals tmux's capture of the pane.
 async fn assert_same_as_tmux(hub: &TestHub, id: &str, tmux_name: &str, case: &str) {
     let deadline = std::time::Instant::now() + T;
@@ -67,13 +79,7 @@ async fn assert_same_as_tmux(hub: &TestHub, id: &str, tmux_name: &str, case: &st
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn viewport_matches_tmux_capture_pane_over_a_corpus() {
     let hub = TestHub::start().await;
-    let id = hub
-        .create_with(json!({"backend": "tmux", "cols": 60, "rows": 15}))
-        .await;
-    let name = hub.session(&id).await["tmux_session"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (id, name) = tmux_session(&hub).await;
     let send = |data: &str| {
         let (hub, id, data) = (&hub, id.clone(), data.to_string());
         async move {
@@ -93,41 +99,81 @@ async fn viewport_matches_tmux_capture_pane_over_a_corpus() {
         ("cursor save/restore, SCO form", "printf 'X\\033[sYYYY\\033[uZ\\n'"),
         ("alternate screen switching", "printf '\\033[?1049hON THE ALT SCREEN\\033[?1049l'; echo back"),
         ("clear and cursor moves", "clear; printf '\\033[5;10Hplaced\\033[1;1Htop\\n'"),
+        ("scroll region, writing from above it", "clear; printf '\\033[5;10r\\033[2;1H'; seq 1 15; printf '\\033[r\\033[14;1H'"),
+        ("scroll region, reverse index at its top", "clear; seq 1 12; printf '\\033[3;8r\\033[3;1H\\033M\\033MRI\\033[r\\033[14;1H'"),
+        ("insert and delete lines", "clear; seq 1 8; printf '\\033[2;1H\\033[2L\\033[6;1H\\033[1M\\033[12;1H'"),
+        ("insert, delete and erase characters", "clear; printf 'abcdefghij\\033[6D\\033[2@XY\\033[2P\\033[2X\\n'"),
+        ("scroll region at the bottom, writing from the top", "clear; printf '\\033[8;15r\\033[1;1H'; seq 1 25; printf '\\033[r'"),
+        ("scroll region, lines below it", "clear; printf '\\033[2;6r\\033[10;1H'; seq 1 8; printf '\\033[r'"),
+        ("scroll region, origin mode", "clear; printf '\\033[4;9r\\033[?6h\\033[1;1H'; seq 1 9; printf '\\033[?6l\\033[r\\033[14;1H'"),
+        ("scroll region, scroll up and down", "clear; seq 1 14; printf '\\033[3;10r\\033[2S\\033[1T\\033[r\\033[14;1H'"),
+        ("a top-like redraw in place", "clear; for i in 1 2 3; do printf '\\033[H\\033[2Ktick %s\\n\\033[Kload %s%s\\n' $i $i $i; done; printf '\\033[6;1H'"),
     ];
-    for (case, command) in corpus {
-        send(command).await;
+    for (n, (case, command)) in corpus.iter().enumerate() {
+        // Compared once tmux has drawn the whole case (its echo shows `case-%s-done`, only
+        // its output `case-N-done`), so no case passes by comparing the screen before it.
+        let done = format!("case-{n}-done");
+        send(&format!("{command}; printf 'case-%s-done\\n' {n}")).await;
+        let drawn = wait_until(T, || async {
+            capture_pane(&hub.tmux_socket, &name).contains(&done)
+        })
+        .await;
+        assert!(drawn, "{case}: tmux never showed {done}");
         assert_same_as_tmux(&hub, &id, &name, case).await;
     }
+    let key = |k: &str| {
+        let (hub, id, k) = (&hub, id.clone(), k.to_string());
+        async move {
+            hub.post(
+                &format!("/v1/pty/sessions/{id}/keys"),
+                json!({ "keys": [k] }),
+            )
+            .await
+        }
+    };
+    let shows = |text: &str| {
+        let (hub, name, text) = (&hub, name.clone(), text.to_string());
+        async move {
+            let drawn = wait_until(T, || async {
+                capture_pane(&hub.tmux_socket, &name).contains(&text)
+            })
+            .await;
+            assert!(drawn, "{}", capture_pane(&hub.tmux_socket, &name));
+        }
+    };
+    let buffer_is = |kind: &str| {
+        let (hub, id, kind) = (&hub, id.clone(), kind.to_string());
+        async move {
+            let switched = wait_until(T, || async {
+                viewport(hub, &id).await["buffer_type"] == kind.as_str()
+            })
+            .await;
+            assert!(switched, "the {kind} screen never came");
+        }
+    };
     // A full-screen program.
     send("seq 1 200 | less").await;
-    assert!(
-        wait_until(T, || async {
-            capture_pane(&hub.tmux_socket, &name).contains("\n14\n")
-        })
-        .await,
-        "{}",
-        capture_pane(&hub.tmux_socket, &name)
-    );
+    shows("\n14\n").await;
     assert_same_as_tmux(&hub, &id, &name, "less").await;
     assert_eq!(viewport(&hub, &id).await["buffer_type"], "alternate");
-    hub.post(
-        &format!("/v1/pty/sessions/{id}/keys"),
-        json!({"keys": ["Space"]}),
-    )
-    .await;
+    key("Space").await;
     assert_same_as_tmux(&hub, &id, &name, "less, next page").await;
-    hub.post(
-        &format!("/v1/pty/sessions/{id}/keys"),
-        json!({"keys": ["q"]}),
-    )
-    .await;
-    assert!(
-        wait_until(T, || async {
-            viewport(&hub, &id).await["buffer_type"] == "normal"
-        })
-        .await
-    );
+    key("q").await;
+    buffer_is("normal").await;
     assert_same_as_tmux(&hub, &id, &name, "after less").await;
+    // An editor: vim draws with scroll regions, inserts and deletes lines.
+    send("vim -u NONE -N -i NONE -n /tmp/ah-$$").await;
+    buffer_is("alternate").await;
+    send("ifirst line of the edit").await;
+    send("second line").await;
+    key("Escape").await;
+    send("ggOinserted above").await;
+    key("Escape").await;
+    shows("inserted above").await;
+    assert_same_as_tmux(&hub, &id, &name, "vim").await;
+    send(":q!").await;
+    buffer_is("normal").await;
+    assert_same_as_tmux(&hub, &id, &name, "after vim").await;
     // A resize.
     hub.post(
         &format!("/v1/pty/sessions/{id}/resize"),
@@ -278,33 +324,23 @@ async fn rendered_reads_can_be_switched_off() {
     let (status, _) = hub.get(&format!("/v1/pty/sessions/{id}/read")).await;
     assert_eq!(status, 200);
     // And the environment variable reaches the config through `serve`.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::hub_process::free_port();
     let dir = tempfile::tempdir().unwrap();
-    let mut child = std::process::Command::new(crate::cli::BIN)
-        .args([
-            "serve",
+    let base = format!("http://127.0.0.1:{port}");
+    // A hub process that is killed if the test fails before its graceful stop.
+    let mut hub_process = crate::hub_process::HubProcess::spawn(
+        &[
             "--listen",
             &format!("127.0.0.1:{port}"),
             "--data-dir",
             dir.path().to_str().unwrap(),
             "--open-shell",
-        ])
-        .env("AGENT_HUB_TERM_BUFFER_ACCESS", "off")
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let base = format!("http://127.0.0.1:{port}");
-    let up = wait_until(T, || async {
-        reqwest::get(format!("{base}/health"))
-            .await
-            .is_ok_and(|r| r.status().is_success())
-    })
+        ],
+        &base,
+        &[("AGENT_HUB_TERM_BUFFER_ACCESS", "off")],
+    )
     .await;
-    assert!(up);
+    let child = &mut hub_process.child;
     let list: Value = reqwest::get(format!("{base}/v1/pty/sessions"))
         .await
         .unwrap()
@@ -336,4 +372,65 @@ async fn rendered_reads_can_be_switched_off() {
         !crate::support::process_alive(pid),
         "the hub's shell outlived it"
     );
+}
+
+/// talk's markers are in the byte stream (talk finds its end there) but not on the screen of
+/// anyone watching: neither in the hub's rendering nor in tmux's own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn talk_markers_are_not_left_on_the_screen() {
+    let hub = TestHub::start().await;
+    let id = hub.create_with(json!({"backend": "tmux"})).await;
+    let name = hub.session(&id).await["tmux_session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (status, v) = hub
+        .post(
+            &format!("/v1/pty/sessions/{id}/talk"),
+            json!({"command": "echo visible-output; false", "sentinel": "vis1"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["output"], "visible-output\n", "{v}");
+    assert_eq!(v["exit_code"], 1, "{v}");
+    assert!(
+        v["raw_output"].as_str().unwrap().contains("__AH_vis1_E1"),
+        "the markers stay in the byte stream: {v}"
+    );
+    hub.talk(&id, "echo second").await;
+    let shown = |text: &str| text.lines().any(|l| l.trim_end() == "visible-output");
+    let marked = |text: &str| text.contains("__AH_vis1_B") || text.contains("__AH_vis1_E");
+    let ok = wait_until(T, || async {
+        shown(viewport(&hub, &id).await["text"].as_str().unwrap())
+            && shown(&capture_pane(&hub.tmux_socket, &name))
+    })
+    .await;
+    let ours = viewport(&hub, &id).await["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let theirs = capture_pane(&hub.tmux_socket, &name);
+    assert!(ok, "output not on screen:\nhub:\n{ours}\ntmux:\n{theirs}");
+    assert!(!marked(&ours), "markers on the hub's screen:\n{ours}");
+    assert!(!marked(&theirs), "markers on tmux's screen:\n{theirs}");
+    assert_same_as_tmux(&hub, &id, &name, "after talks").await;
+}
+
+/// Known divergence (issue #12 item 6, open): tmux reflows wrapped lines when a pane shrinks,
+/// the hub's emulator cuts them, so a row of text tmux shows is missing from `viewport`.
+/// Fixing it needs the screen read from tmux (see the issue); this test says when it is done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "open: the emulator does not reflow on resize as tmux does (#12 item 6)"]
+async fn a_shrinking_pane_reflows_wrapped_lines_like_tmux() {
+    let hub = TestHub::start().await;
+    let (id, name) = tmux_session(&hub).await;
+    hub.talk(&id, "printf '%s\\n' $(seq -s - 1 25)").await;
+    assert_same_as_tmux(&hub, &id, &name, "before the resize").await;
+    hub.post(
+        &format!("/v1/pty/sessions/{id}/resize"),
+        json!({"cols": 40, "rows": 10}),
+    )
+    .await;
+    hub.talk(&id, "echo resized").await;
+    assert_same_as_tmux(&hub, &id, &name, "after shrinking").await;
 }
