@@ -88,11 +88,15 @@ fn sequence_len(s: &[u8]) -> Option<usize> {
             }
             None
         }
-        // ESC, intermediates 0x20-0x2f, then one final byte.
+        // ESC, intermediates 0x20-0x2f, then one final byte 0x30-0x7e. Any other byte (a
+        // control, a UTF-8 character) ends the sequence before it and stays text.
         _ => s[1..]
             .iter()
             .position(|b| !(0x20..=0x2f).contains(b))
-            .map(|p| p + 2),
+            .map(|p| match s[p + 1] {
+                0x30..=0x7e => p + 2,
+                _ => p + 1,
+            }),
     }
 }
 
@@ -127,6 +131,7 @@ mod tests {
                 b"\x1b(B\x1b=",
                 &[(b"\x1b(B", Sequence), (b"\x1b=", Sequence)],
             ),
+            (b"\x1b\xc3\xa4", &[(b"\x1b", Sequence), (b"\xc3\xa4", Text)]),
             (
                 b"\x1b[s\x1b[u",
                 &[(b"\x1b[s", Sequence), (b"\x1b[u", Sequence)],

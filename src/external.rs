@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::backend::external::{ExternalBackend, ExternalLink};
 use crate::backend::TermSize;
@@ -14,6 +13,7 @@ use crate::config::check_size;
 use crate::error::{HubError, HubResult};
 use crate::hub::Hub;
 use crate::output::Output;
+use crate::protocol::EventKind;
 use crate::session::{Owner, Session, SessionSpec};
 
 /// `POST /v1/pty/register`
@@ -133,12 +133,11 @@ impl Hub {
         };
         let session = self.insert_session(spec, size, owner, output, Box::new(backend));
         session.heartbeat();
-        self.emit(json!({
-            "type": "session_registered",
-            "sessionId": req.session_id,
-            "bridgeUrl": req.bridge_url,
-            "owner": session.owner(),
-        }));
+        self.emit(EventKind::SessionRegistered {
+            session_id: req.session_id.clone(),
+            bridge_url: req.bridge_url.clone(),
+            owner: session.owner(),
+        });
         Ok((session, true))
     }
 
@@ -157,7 +156,10 @@ impl Hub {
         }
         session.detach().await;
         self.remove_session(id);
-        self.emit(json!({ "type": "session_unregistered", "sessionId": id, "forced": force }));
+        self.emit(EventKind::SessionUnregistered {
+            session_id: id.to_string(),
+            forced: force,
+        });
         Ok(session)
     }
 
@@ -176,11 +178,10 @@ impl Hub {
                 report.forgotten_exited.push(id);
             }
         }
-        self.emit(json!({
-            "type": "registry_reset",
-            "unregistered": report.unregistered,
-            "forgottenExited": report.forgotten_exited,
-        }));
+        self.emit(EventKind::RegistryReset {
+            unregistered: report.unregistered.clone(),
+            forgotten_exited: report.forgotten_exited.clone(),
+        });
         report
     }
 }

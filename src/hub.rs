@@ -21,6 +21,7 @@ use crate::error::{HubError, HubResult};
 use crate::guard::{Guard, GuardConfig};
 use crate::output::{ExitInfo, Output};
 pub use crate::protocol::BackendKind;
+use crate::protocol::{EventKind, HubEvent, SessionAdded};
 use crate::redact::Redactor;
 use crate::session::input::TermSignal;
 use crate::session::{Owner, Session, SessionSpec};
@@ -73,7 +74,7 @@ struct Inner {
     policy: crate::policy::Engine,
     /// Lifecycle events for `/v1/events` (task, agent and session events), as JSON objects
     /// with a `type` field.
-    events: tokio::sync::broadcast::Sender<serde_json::Value>,
+    events: tokio::sync::broadcast::Sender<HubEvent>,
     /// The command guard every command-capable input passes.
     guard: Arc<Guard>,
     /// Redaction for every output path.
@@ -167,20 +168,24 @@ impl Hub {
         &self.inner.audit
     }
 
-    /// Publishes a lifecycle event (a JSON object with `type`); `at` is added. Never blocks:
-    /// a subscriber that falls behind misses events and is told so.
-    pub fn emit(&self, mut event: serde_json::Value) {
-        // Events leave the hub (`/v1/events`, the audit log): task output in them is redacted.
-        self.inner.redactor.redact_json(&mut event);
-        if let Some(obj) = event.as_object_mut() {
-            obj.entry("at")
-                .or_insert_with(|| serde_json::json!(Utc::now()));
-        }
-        let _ = self.inner.events.send(event);
+    /// Publishes an event, stamped now. Never blocks: a subscriber that falls behind misses
+    /// events and is told so.
+    pub fn emit(&self, kind: EventKind) {
+        let _ = self.inner.events.send(self.redacted(HubEvent::now(kind)));
     }
 
-    /// Subscribes to lifecycle events.
-    pub fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<serde_json::Value> {
+    /// Events leave the hub (`/v1/events`, the audit log): every text in them (task output,
+    /// reasons, labels) is redacted.
+    fn redacted(&self, event: HubEvent) -> HubEvent {
+        let Ok(mut value) = serde_json::to_value(&event) else {
+            return event;
+        };
+        self.inner.redactor.redact_json(&mut value);
+        serde_json::from_value(value).unwrap_or(event)
+    }
+
+    /// Subscribes to the hub's events.
+    pub fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<HubEvent> {
         self.inner.events.subscribe()
     }
 
@@ -351,7 +356,14 @@ impl Hub {
         output: Arc<Output>,
         backend: Box<dyn Backend>,
     ) -> Arc<Session> {
-        self.insert(spec, size, owner, output, backend, "session_created")
+        self.insert(
+            spec,
+            size,
+            owner,
+            output,
+            backend,
+            EventKind::SessionCreated,
+        )
     }
 
     /// Registers a session carried over from a previous run of the hub (same id, same owner)
@@ -365,7 +377,14 @@ impl Hub {
         backend: Box<dyn Backend>,
     ) -> Arc<Session> {
         self.reserve_id(&spec.id);
-        self.insert(spec, size, owner, output, backend, "session_restored")
+        self.insert(
+            spec,
+            size,
+            owner,
+            output,
+            backend,
+            EventKind::SessionRestored,
+        )
     }
 
     fn insert(
@@ -375,7 +394,7 @@ impl Hub {
         owner: Owner,
         output: Arc<Output>,
         backend: Box<dyn Backend>,
-        event: &str,
+        event: fn(SessionAdded) -> EventKind,
     ) -> Arc<Session> {
         let id = spec.id.clone();
         let resolved = self
@@ -403,15 +422,13 @@ impl Hub {
         let session_id = id.clone();
         session.set_on_state_change(move |c| {
             // No terminal text in it (state and rule names only): nothing to redact.
-            let _ = events.send(serde_json::json!({
-                "type": "session_state_changed",
-                "sessionId": session_id,
-                "agentId": agent_id,
-                "state": c.state,
-                "previous": c.previous,
-                "since": c.since,
-                "rule": c.rule,
-                "at": Utc::now(),
+            let _ = events.send(HubEvent::now(EventKind::SessionStateChanged {
+                session_id: session_id.clone(),
+                agent_id: agent_id.clone(),
+                state: c.state,
+                previous: c.previous,
+                since: c.since,
+                rule: c.rule.clone(),
             }));
         });
         self.inner
@@ -420,13 +437,12 @@ impl Hub {
             .unwrap_or_else(|e| e.into_inner())
             .insert(id.clone(), session.clone());
         let spec = session.spec();
-        self.emit(serde_json::json!({
-            "type": event,
-            "sessionId": id,
-            "backend": spec.backend,
-            "source": spec.source,
-            "agentId": spec.agent_id,
-            "owner": session.owner(),
+        self.emit(event(SessionAdded {
+            session_id: id,
+            backend: spec.backend,
+            source: spec.source.clone(),
+            agent_id: spec.agent_id.clone(),
+            owner: session.owner(),
         }));
         session
     }
@@ -527,7 +543,9 @@ impl Hub {
             return Err(HubError::KillUnsupported { id: id.into() });
         }
         let result = session.terminate(TermSignal::Hup).await;
-        self.emit(serde_json::json!({ "type": "session_killed", "sessionId": id }));
+        self.emit(EventKind::SessionKilled {
+            session_id: id.to_string(),
+        });
         self.inner
             .sessions
             .write()

@@ -27,6 +27,7 @@ use crate::docker::{self, docker_error, Endpoints};
 use crate::error::{HubError, HubResult};
 use crate::hub::Hub;
 use crate::output::Output;
+use crate::protocol::{AgentEvent, EventKind};
 use crate::session::{Owner, SessionSpec};
 
 /// The tmux session every agent container runs.
@@ -169,9 +170,13 @@ impl Agents {
 
 /// Logs an agent lifecycle event and publishes it on the hub's event bus: a start, a stop or a
 /// failure is never silent.
-fn emit(hub: &Hub, agent: &str, event: &str, detail: &str) {
-    tracing::info!(agent, event, "{detail}");
-    hub.emit(serde_json::json!({ "type": event, "agentId": agent, "detail": detail }));
+fn emit(hub: &Hub, agent: &str, event: fn(AgentEvent) -> EventKind, detail: &str) {
+    let kind = event(AgentEvent {
+        agent_id: agent.to_string(),
+        detail: detail.to_string(),
+    });
+    tracing::info!(agent, event = kind.type_name(), "{detail}");
+    hub.emit(kind);
 }
 
 /// An agent as clients see it.
@@ -232,13 +237,13 @@ pub async fn start(hub: &Hub, id: &str) -> HubResult<(AgentInfo, bool)> {
         rt.error = None;
         rt.exit_code = None;
     });
-    emit(hub, id, "agent_starting", "starting");
+    emit(hub, id, EventKind::AgentStarting, "starting");
     let started = std::time::Instant::now();
     let result = start_locked(hub, id).await;
     hub.metrics().agent_op("start", result.is_ok(), started);
     match result {
         Ok(()) => {
-            emit(hub, id, "agent_started", "running");
+            emit(hub, id, EventKind::AgentStarted, "running");
             Ok((info(hub, id)?, false))
         }
         Err(e) => {
@@ -246,7 +251,7 @@ pub async fn start(hub: &Hub, id: &str) -> HubResult<(AgentInfo, bool)> {
                 rt.status = AgentStatus::Failed;
                 rt.error = Some(e.to_string());
             });
-            emit(hub, id, "agent_start_failed", &e.to_string());
+            emit(hub, id, EventKind::AgentStartFailed, &e.to_string());
             Err(e)
         }
     }
@@ -530,7 +535,7 @@ async fn stop_locked(hub: &Hub, id: &str) -> HubResult<()> {
     let docker = agents.endpoints.client(&endpoint).await?;
     let name = docker::container_name(agents.hub_id(), id);
     agents.update(id, |rt| rt.status = AgentStatus::Stopping);
-    emit(hub, id, "agent_stopping", "stopping");
+    emit(hub, id, EventKind::AgentStopping, "stopping");
     detach_session(hub, id).await;
     let result = async {
         docker::stop_container(&docker, &endpoint, &name, def.stop_grace).await?;
@@ -554,7 +559,7 @@ async fn stop_locked(hub: &Hub, id: &str) -> HubResult<()> {
                     rt.container_id = None;
                 }
             });
-            emit(hub, id, "agent_stopped", "stopped");
+            emit(hub, id, EventKind::AgentStopped, "stopped");
             Ok(())
         }
         Err(e) => {

@@ -14,6 +14,7 @@ use futures_util::StreamExt;
 use super::{attach, emit, AgentStatus};
 use crate::docker::{self, LABEL_AGENT, LABEL_HUB, LABEL_MANAGED};
 use crate::hub::Hub;
+use crate::protocol::EventKind;
 
 /// Wait before reconnecting to an engine that went away; doubles up to the maximum.
 const RECONNECT_DELAY: Duration = Duration::from_secs(1);
@@ -127,7 +128,7 @@ fn container_died(hub: &Hub, agent: &str, exit_code: Option<i64>) {
         emit(
             hub,
             agent,
-            "agent_exited",
+            EventKind::AgentExited,
             &format!("container exited (exit code {exit_code:?})"),
         );
     }
@@ -245,7 +246,7 @@ async fn reconcile_agent(hub: &Hub, docker: &Docker, agent: &str) {
             emit(
                 hub,
                 agent,
-                "agent_attached",
+                EventKind::AgentAttached,
                 "re-attached to a running container",
             );
         }
@@ -254,7 +255,7 @@ async fn reconcile_agent(hub: &Hub, docker: &Docker, agent: &str) {
                 rt.status = AgentStatus::Failed;
                 rt.error = Some(e.to_string());
             });
-            emit(hub, agent, "agent_attach_failed", &e.to_string());
+            emit(hub, agent, EventKind::AgentAttachFailed, &e.to_string());
         }
     }
 }

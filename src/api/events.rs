@@ -12,14 +12,18 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::hub::Hub;
+use crate::protocol::HubEvent;
 
 pub async fn events(State(hub): State<Hub>, ws: WebSocketUpgrade) -> Response {
     // Subscribed before the upgrade completes: every event after the client's connect returns
     // is delivered.
     let events = hub.subscribe_events();
     let closing = hub.closing();
-    ws.protocols(["agent-hub"])
-        .on_upgrade(move |socket| forward(socket, events, closing, |event| event))
+    ws.protocols(["agent-hub"]).on_upgrade(move |socket| {
+        forward(socket, events, closing, |event: HubEvent| {
+            serde_json::to_value(event).unwrap_or(Value::Null)
+        })
+    })
 }
 
 fn text(value: &Value) -> Message {
@@ -28,11 +32,11 @@ fn text(value: &Value) -> Message {
 
 /// Sends every value of a broadcast channel (shaped by `frame`) as a text frame until the
 /// client leaves or the hub closes; a lag becomes `{type:"events_dropped", count}`.
-pub(crate) async fn forward(
+pub(crate) async fn forward<T: Clone>(
     socket: WebSocket,
-    mut events: broadcast::Receiver<Value>,
+    mut events: broadcast::Receiver<T>,
     closing: CancellationToken,
-    frame: fn(Value) -> Value,
+    frame: fn(T) -> Value,
 ) {
     let (mut tx, mut rx) = socket.split();
     loop {

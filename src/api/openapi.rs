@@ -83,7 +83,14 @@ use crate::screen::TermReadRequest;
         traffic_cleanup,
         traffic_stream
     ),
-    components(schemas(ClientFrame, ServerFrame, SessionBackend, TrafficFrame, PolicyTrigger))
+    components(schemas(
+        ClientFrame,
+        ServerFrame,
+        SessionBackend,
+        TrafficFrame,
+        PolicyTrigger,
+        HubEvent
+    ))
 )]
 pub struct ApiDoc;
 
@@ -568,7 +575,7 @@ fn wait_task() {}
     get,
     path = "/v1/events",
     operation_id = "events",
-    summary = "WebSocket: the hub's event stream.",
+    summary = "WebSocket: the hub's event stream, one `HubEvent` (see components) a text frame.",
     responses((status = 101, description = "WebSocket upgrade"), (status = "default", body = ErrorBody, description = "Refused"))
 )]
 fn events() {}
@@ -796,6 +803,9 @@ mod tests {
             "TalkResult",
             "TermRead",
             "BridgeReadRequest",
+            "HubEvent",
+            "EventKind",
+            "PolicyEvent",
         ] {
             assert!(schemas[name].is_object(), "no schema {name}");
         }

@@ -13,8 +13,8 @@ use crate::agent_state::{question, State as AgentState, StateReport};
 use crate::error::HubError;
 use crate::hub::Hub;
 use crate::protocol::{
-    AgentStateReply, CheckQuery, PolicyCheckReply, PolicyEntry, PolicyListReply, PolicyReloadReply,
-    SessionStateReply, StateQuery, StateView,
+    AgentStateReply, CheckQuery, EventKind, HubEvent, PolicyCheckReply, PolicyEntry,
+    PolicyListReply, PolicyReloadReply, SessionStateReply, StateQuery, StateView,
 };
 use crate::session::Session;
 
@@ -179,7 +179,10 @@ async fn wait_agent_state(
                 let started = async {
                     loop {
                         match events.recv().await {
-                            Ok(e) if e["type"] == "agent_started" && e["agentId"] == id => return,
+                            Ok(HubEvent {
+                                kind: EventKind::AgentStarted(a),
+                                ..
+                            }) if a.agent_id == id => return,
                             Err(tokio::sync::broadcast::error::RecvError::Closed) => {
                                 std::future::pending::<()>().await
                             }

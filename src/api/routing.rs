@@ -2,12 +2,12 @@
 
 use axum::extract::State;
 use axum::Json;
-use serde_json::json;
 
 use super::error::{ApiJson, ApiResult};
 use crate::error::HubError;
 use crate::hub::Hub;
 use crate::policy::start_on_message::send_to_agent;
+use crate::protocol::EventKind;
 use crate::protocol::{
     ResolveReply, SendResult, SendToAgentReply, SendToAgentRequest, SessionReply,
     UpdateOwnershipRequest,
@@ -76,7 +76,10 @@ pub async fn update_ownership(
         cli_type: req.cli_type,
         conversation_id: req.conversation_id,
     });
-    hub.emit(json!({ "type": "ownership_changed", "sessionId": req.session_id, "owner": session.owner() }));
+    hub.emit(EventKind::OwnershipChanged {
+        session_id: req.session_id.clone(),
+        owner: session.owner(),
+    });
     Ok(Json(SessionReply {
         ok: true,
         session: session.info(),

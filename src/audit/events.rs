@@ -4,11 +4,11 @@
 //! the hub as the actor. Session events that follow from a request (created, killed,
 //! registered...) are not: the request itself is on record, once.
 
-use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::{new_record, Record};
 use crate::hub::Hub;
+use crate::protocol::HubEvent;
 
 /// Whether an event of this type is audited.
 pub fn audited_event(kind: &str) -> bool {
@@ -16,22 +16,16 @@ pub fn audited_event(kind: &str) -> bool {
 }
 
 /// The record for an audited event.
-pub fn event_record(event: &Value) -> Option<Record> {
-    let kind = event.get("type")?.as_str()?;
+pub fn event_record(event: &HubEvent) -> Option<Record> {
+    let kind = event.type_name();
     if !audited_event(kind) {
         return None;
     }
-    let text = |keys: &[&str]| {
-        keys.iter()
-            .find_map(|k| event.get(*k).and_then(Value::as_str))
-            .map(String::from)
-    };
     let mut r = new_record("hub", None, kind);
-    r.session_id = text(&["sessionId", "session_id"]);
-    r.agent_id = text(&["agentId", "agent_id"]);
-    r.command = Some(event.to_string());
+    r.session_id = event.kind.session_id().map(String::from);
+    r.agent_id = event.kind.agent_id().map(String::from);
+    r.command = serde_json::to_string(event).ok();
     r.success = Some(!kind.ends_with("_failed"));
-    r.error_code = text(&["error_code", "errorCode"]);
     Some(r)
 }
 
@@ -70,29 +64,62 @@ pub fn spawn_recorder(hub: &Hub) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::protocol::{
+        AgentEvent, EventKind, PolicyAction, PolicyEvent, SessionAdded, SessionBackend,
+    };
+    use crate::session::Owner;
+
+    fn added(agent: &str) -> SessionAdded {
+        SessionAdded {
+            session_id: "s".into(),
+            backend: SessionBackend::Tmux,
+            source: "container".into(),
+            agent_id: Some(agent.into()),
+            owner: Owner::default(),
+        }
+    }
 
     #[test]
     fn policy_agent_and_restore_events_are_recorded_request_echoes_are_not() {
+        let agent = |id: &str| AgentEvent {
+            agent_id: id.into(),
+            detail: String::new(),
+        };
+        let policy = PolicyEvent {
+            agent_id: Some("a".into()),
+            session_id: "s".into(),
+            policy: "p".into(),
+            action: PolicyAction::Restart,
+            trigger: None,
+            reason: String::new(),
+            state: crate::agent_state::State::Idle,
+            idle_for_ms: 0,
+            dry_run: false,
+        };
         let table = [
+            (EventKind::PolicyRestarted(policy), Some(("a", true))),
+            (EventKind::AgentStartFailed(agent("b")), Some(("b", false))),
             (
-                json!({"type": "policy_restart", "agentId": "a"}),
-                Some(("a", true)),
+                EventKind::TaskLog {
+                    task_id: "t".into(),
+                    chunk: String::new(),
+                    stream: None,
+                    dropped_bytes: None,
+                },
+                None,
             ),
             (
-                json!({"type": "agent_start_failed", "agentId": "b"}),
-                Some(("b", false)),
+                EventKind::OwnershipChanged {
+                    session_id: "s".into(),
+                    owner: Owner::default(),
+                },
+                None,
             ),
-            (json!({"type": "task_log", "taskId": "t"}), None),
-            (json!({"type": "ownership_changed"}), None),
-            (json!({"type": "session_created", "agentId": "c"}), None),
-            (
-                json!({"type": "session_restored", "agentId": "d"}),
-                Some(("d", true)),
-            ),
-            (json!({"no": "type"}), None),
+            (EventKind::SessionCreated(added("c")), None),
+            (EventKind::SessionRestored(added("d")), Some(("d", true))),
         ];
-        for (event, want) in table {
+        for (kind, want) in table {
+            let event = HubEvent::now(kind);
             let got = event_record(&event);
             assert_eq!(
                 got.as_ref().map(|r| (
@@ -100,7 +127,7 @@ mod tests {
                     r.success == Some(true)
                 )),
                 want.map(|(a, s)| (a.to_string(), s)),
-                "{event}"
+                "{event:?}"
             );
         }
     }

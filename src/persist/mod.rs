@@ -19,6 +19,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::hub::Hub;
+use crate::protocol::HubEvent;
 use events_log::{EventsLog, Opened};
 use registry_file::{Loaded, RegistryFile, SavedSession, SCHEMA_VERSION};
 use restore::RestoreReport;
@@ -198,7 +199,7 @@ impl Persistence {
         self.record("cannot write scrollback snapshots", result);
     }
 
-    async fn run(self, mut events: tokio::sync::broadcast::Receiver<serde_json::Value>) {
+    async fn run(self, mut events: tokio::sync::broadcast::Receiver<HubEvent>) {
         let hub = self.inner.hub.clone();
         let closing = hub.closing();
         let mut tick = tokio::time::interval(SAVE_DEBOUNCE);
@@ -209,9 +210,13 @@ impl Persistence {
             tokio::select! {
                 _ = closing.cancelled() => return,
                 event = events.recv() => match event {
-                    Ok(event) => self.log_event(&event),
+                    Ok(event) => {
+                        if events_log::LOGGED_TYPES.contains(&event.type_name()) {
+                            self.log_line(&serde_json::to_value(&event).unwrap_or_default());
+                        }
+                    }
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                        self.log_event(&serde_json::json!({
+                        self.log_line(&serde_json::json!({
                             "type": "events_lost", "count": n, "at": Utc::now(),
                         }));
                     }
@@ -228,12 +233,9 @@ impl Persistence {
         }
     }
 
-    fn log_event(&self, event: &serde_json::Value) {
-        let logged = event["type"]
-            .as_str()
-            .is_some_and(|t| events_log::LOGGED_TYPES.contains(&t) || t == "events_lost");
-        if let (true, Some(log)) = (logged, &self.inner.events) {
-            self.record("cannot append to the events log", log.append(event));
+    fn log_line(&self, line: &serde_json::Value) {
+        if let Some(log) = &self.inner.events {
+            self.record("cannot append to the events log", log.append(line));
         }
     }
 }

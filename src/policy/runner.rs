@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use super::{Action, Policy, Snapshot, Verdict, WarnTo};
 use crate::agent_state::StateReport;
 use crate::hub::Hub;
+use crate::protocol::{EventKind, PolicyEvent};
 use crate::session::Session;
 
 /// How often the loop evaluates: well inside the promised 1 s accuracy.
@@ -115,18 +116,22 @@ pub async fn run_once(hub: &Hub) {
             "{event}: {}",
             verdict.reason
         );
-        hub.emit(json!({
-            "type": event,
-            "agent_id": agent_id,
-            "session_id": unit.session.id(),
-            "policy": unit.policy.name,
-            "action": verdict.action,
-            "trigger": verdict.trigger,
-            "reason": verdict.reason,
-            "state": unit.report.state,
-            "idle_for_ms": now.saturating_duration_since(unit.snapshot.last_activity_at).as_millis() as u64,
-            "dry_run": unit.policy.dry_run,
-        }));
+        let acted = PolicyEvent {
+            agent_id,
+            session_id: unit.session.id().to_string(),
+            policy: unit.policy.name.clone(),
+            action: verdict.action,
+            trigger: verdict.trigger,
+            reason: verdict.reason.clone(),
+            state: unit.report.state,
+            idle_for_ms: now
+                .saturating_duration_since(unit.snapshot.last_activity_at)
+                .as_millis() as u64,
+            dry_run: unit.policy.dry_run,
+        };
+        if let Some(kind) = EventKind::policy(verdict.action, acted) {
+            hub.emit(kind);
+        }
         let action = json!(verdict.action);
         hub.metrics()
             .policy_action(action.as_str().unwrap_or("unknown"), unit.policy.dry_run);
@@ -183,15 +188,14 @@ async fn apply(hub: Hub, unit: Unit, verdict: Verdict) {
     };
     if let Err(reason) = result {
         tracing::warn!(session = session.id(), "policy action failed: {reason}");
-        hub.emit(json!({
-            "type": "policy_action_failed",
-            "agent_id": agent,
-            "session_id": session.id(),
-            "policy": unit.policy.name,
-            "action": verdict.action,
-            "reason": reason,
-            "dry_run": false,
-        }));
+        hub.emit(EventKind::PolicyActionFailed {
+            agent_id: agent.clone(),
+            session_id: session.id().to_string(),
+            policy: unit.policy.name.clone(),
+            action: verdict.action,
+            reason,
+            dry_run: false,
+        });
     }
 }
 
@@ -274,15 +278,16 @@ pub fn reload(hub: &Hub) -> crate::error::HubResult<Arc<super::Loaded>> {
                 let cli_type = session.owner().cli_type;
                 session.set_profile(loaded.profiles.for_cli_type(cli_type.as_deref()));
             }
-            hub.emit(json!({
-                "type": "policies_reloaded",
-                "policies": loaded.policies.keys().collect::<Vec<_>>(),
-                "profiles": loaded.profiles.names(),
-            }));
+            hub.emit(EventKind::PoliciesReloaded {
+                policies: loaded.policies.keys().cloned().collect(),
+                profiles: loaded.profiles.names(),
+            });
             Ok(loaded)
         }
         Err(message) => {
-            hub.emit(json!({ "type": "policies_reload_failed", "reason": message }));
+            hub.emit(EventKind::PoliciesReloadFailed {
+                reason: message.clone(),
+            });
             Err(crate::error::HubError::PolicyInvalid { message })
         }
     }

@@ -5,12 +5,11 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
-
 use crate::actor::Actor;
 use crate::delivery::{By, DeliveryReport, Options};
 use crate::error::{HubError, HubResult};
 use crate::hub::Hub;
+use crate::protocol::EventKind;
 use crate::routing::{resolve_session, RouteKeys};
 use crate::session::Session;
 
@@ -40,13 +39,12 @@ pub async fn send_to_agent(
             let id = keys.agent_id.clone().unwrap_or_default();
             crate::agents::start(hub, &id).await?;
             // Reported once the start succeeded (a failed start has its own event).
-            hub.emit(json!({
-                "type": "policy_started",
-                "agent_id": id,
-                "policy": hub.agents().def(&id).ok().and_then(|d| d.policy.clone()),
-                "reason": "start_on_message: a line was sent to the stopped agent",
-                "dry_run": false,
-            }));
+            hub.emit(EventKind::PolicyStarted {
+                agent_id: id.clone(),
+                policy: hub.agents().def(&id).ok().and_then(|d| d.policy.clone()),
+                reason: "start_on_message: a line was sent to the stopped agent".into(),
+                dry_run: false,
+            });
             started = true;
             let session = resolve_session(&hub.list(), keys)?;
             let within = hub.agents().def(&id).map(|d| d.ready_timeout())?;

@@ -5,6 +5,7 @@
 //! Only data, and the base64 form of bytes. The OpenAPI document (`api::openapi`) is generated
 //! from these types.
 
+mod events;
 mod fleet;
 mod policy;
 mod replies;
@@ -23,6 +24,7 @@ pub enum BackendKind {
     Tmux,
 }
 
+pub use events::*;
 pub use fleet::*;
 pub use policy::*;
 pub use replies::*;

@@ -6,7 +6,6 @@
 use std::fmt;
 
 const ESC: u8 = 0x1b;
-const BEL: u8 = 0x07;
 
 // ---------------------------------------------------------------------------
 // Escapes and lines
@@ -336,70 +335,31 @@ pub fn plain_text(bytes: &[u8]) -> String {
     let mut out: Vec<u8> = Vec::with_capacity(bytes.len());
     let mut line_start = 0; // index in `out` where the current line begins
     let mut pending_cr = false; // a lone CR was seen; the next text overwrites the line
-    let mut i = 0;
-    while let Some(&b) = bytes.get(i) {
-        i += 1;
-        match b {
-            ESC => i = skip_escape(bytes, i),
-            b'\r' if bytes.get(i) == Some(&b'\n') => {}
-            b'\r' => pending_cr = true,
-            b'\n' => {
-                out.push(b'\n');
-                line_start = out.len();
-                pending_cr = false;
-            }
-            b'\t' | 0x20..=0x7e | 0x80..=0xff => {
-                if pending_cr {
-                    out.truncate(line_start);
+    let text = crate::escape::pieces(bytes).filter(|p| p.kind == crate::escape::Kind::Text);
+    for piece in text {
+        let mut i = 0;
+        while let Some(&b) = piece.bytes.get(i) {
+            i += 1;
+            match b {
+                b'\r' if piece.bytes.get(i) == Some(&b'\n') => {}
+                b'\r' => pending_cr = true,
+                b'\n' => {
+                    out.push(b'\n');
+                    line_start = out.len();
                     pending_cr = false;
                 }
-                out.push(b);
+                b'\t' | 0x20..=0x7e | 0x80..=0xff => {
+                    if pending_cr {
+                        out.truncate(line_start);
+                        pending_cr = false;
+                    }
+                    out.push(b);
+                }
+                _ => {} // other C0 controls and DEL
             }
-            _ => {} // other C0 controls and DEL
         }
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Skips the escape sequence whose ESC was just before `i`; returns the index after it.
-fn skip_escape(bytes: &[u8], i: usize) -> usize {
-    let at = |j: usize| bytes.get(j).copied();
-    match at(i) {
-        // CSI: parameter and intermediate bytes, then one final byte.
-        Some(b'[') => {
-            let mut j = i + 1;
-            while matches!(at(j), Some(0x20..=0x3f)) {
-                j += 1;
-            }
-            if matches!(at(j), Some(0x40..=0x7e)) {
-                j += 1;
-            }
-            j
-        }
-        // OSC and the other string sequences: up to BEL or ST (ESC \), or the end.
-        Some(b']' | b'P' | b'X' | b'^' | b'_') => {
-            let mut j = i + 1;
-            loop {
-                match at(j) {
-                    None => return j,
-                    Some(BEL) => return j + 1,
-                    Some(ESC) if at(j + 1) == Some(b'\\') => return j + 2,
-                    Some(_) => j += 1,
-                }
-            }
-        }
-        // Other sequences: intermediates (e.g. `ESC ( B`), then one final byte.
-        _ => {
-            let mut j = i;
-            while matches!(at(j), Some(0x20..=0x2f)) {
-                j += 1;
-            }
-            if matches!(at(j), Some(0x30..=0x7e)) {
-                j += 1;
-            }
-            j
-        }
-    }
 }
 
 /// Length of `bytes` without a trailing, incomplete UTF-8 sequence.

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use agent_hub::protocol::{EventKind, PolicyAction, PolicyEvent};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
@@ -105,14 +106,23 @@ async fn every_audited_action_is_recorded_once_with_its_actor() {
     let (status, _) = call(&hub, "POST", "/v1/agents/none/start", None, OPERATOR, None).await;
     assert_eq!(status, 404);
     // Policy actions (published on the hub's bus by the policy engine) are recorded too.
-    hub.hub
-        .emit(json!({ "type": "policy_restart", "agentId": "a1", "reason": "idle" }));
+    hub.hub.emit(EventKind::PolicyRestarted(PolicyEvent {
+        agent_id: Some("a1".into()),
+        session_id: "s1".into(),
+        policy: "p".into(),
+        action: PolicyAction::Restart,
+        trigger: None,
+        reason: "idle".into(),
+        state: agent_hub::agent_state::State::Idle,
+        idle_for_ms: 0,
+        dry_run: false,
+    }));
     assert!(
         wait_until(Duration::from_secs(5), || async {
             let (_, v) = call(
                 &hub,
                 "GET",
-                "/v1/pty-traffic/events?action=policy_restart",
+                "/v1/pty-traffic/events?action=policy_restarted",
                 None,
                 OPERATOR,
                 None,
@@ -166,7 +176,7 @@ async fn every_audited_action_is_recorded_once_with_its_actor() {
         ("update_ownership", "boss", None, true),
         ("kill", "boss", Some("human"), true),
         ("agent_start", "ops", None, false),
-        ("policy_restart", "hub", None, true),
+        ("policy_restarted", "hub", None, true),
     ];
     for (action, actor, agent, success) in expected {
         let events = by_action

@@ -654,12 +654,12 @@ async fn the_page_and_its_api_without_a_browser() {
 }
 
 async fn next_event(
-    events: &mut tokio::sync::broadcast::Receiver<Value>,
+    events: &mut tokio::sync::broadcast::Receiver<agent_hub::protocol::HubEvent>,
     wanted: impl Fn(&Value) -> bool,
 ) -> Value {
     tokio::time::timeout(T, async {
         loop {
-            match events.recv().await {
+            match events.recv().await.as_ref().map(event_value) {
                 Ok(e) if wanted(&e) => return e,
                 Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                 Err(e) => panic!("events: {e}"),

@@ -88,8 +88,8 @@ async fn a_spinner_only_agent_becomes_stuck_and_the_policy_notifies() {
     );
     let notified = tokio::time::timeout(Duration::from_secs(3), async {
         loop {
-            if let Ok(e) = events.recv().await {
-                if e["type"] == "policy_notified" && e["session_id"] == id {
+            if let Ok(e) = events.recv().await.as_ref().map(event_value) {
+                if e["type"] == "policy_notified" && e["sessionId"] == id {
                     return e;
                 }
             }
@@ -212,7 +212,8 @@ async fn start_on_message_starts_a_stopped_container_agent_and_delivers() {
     hub.wait_output(&sid, "woke-42", Duration::from_secs(10))
         .await;
     let started = std::iter::from_fn(|| events.try_recv().ok())
-        .any(|e| e["type"] == "policy_started" && e["agent_id"] == "sleeper");
+        .map(|e| event_value(&e))
+        .any(|e| e["type"] == "policy_started" && e["agentId"] == "sleeper");
     assert!(started, "a policy_started event");
     // Sent again, it is already running: not started twice.
     let (_, v) = hub
@@ -275,10 +276,10 @@ async fn dry_runs_warnings_to_the_leader_and_interrupts_act_as_configured() {
 
     // Dry run: the stop is decided and reported once, and nothing is stopped.
     let e = event_for(&mut events, "policy_stopped", &dry, t).await;
-    assert_eq!(e["dry_run"], true, "{e}");
+    assert_eq!(e["dryRun"], true, "{e}");
     // Warning: 2 s into idleness, the line is delivered to the leader's terminal.
     let e = event_for(&mut warned, "policy_warned", &worker, t).await;
-    assert_eq!(e["dry_run"], false, "{e}");
+    assert_eq!(e["dryRun"], false, "{e}");
     hub.wait_output(&leader, "warned-42", t).await;
     // Interrupt: the spinner runs until the policy presses Ctrl-C.
     wait_state(&hub, &fake, "idle", t).await;
@@ -296,7 +297,8 @@ async fn dry_runs_warnings_to_the_leader_and_interrupts_act_as_configured() {
     );
     assert_eq!(hub.session(&worker).await["alive"], true);
     let dry_stops = std::iter::from_fn(|| events.try_recv().ok())
-        .filter(|e| e["type"] == "policy_stopped" && e["session_id"] == dry)
+        .map(|e| event_value(&e))
+        .filter(|e| e["type"] == "policy_stopped" && e["sessionId"] == dry)
         .count();
     assert_eq!(dry_stops, 0, "reported once per idle period");
 }

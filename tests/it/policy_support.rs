@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use agent_hub::protocol::HubEvent;
 use agent_hub::session::Session;
 use serde_json::{json, Value};
 use tokio::time::Instant;
@@ -226,7 +227,7 @@ pub async fn assert_clock_moves(hub: &TestHub, id: &str) {
 pub async fn assert_stopped_on_time(
     hub: &TestHub,
     session: Arc<Session>,
-    mut events: tokio::sync::broadcast::Receiver<Value>,
+    mut events: tokio::sync::broadcast::Receiver<HubEvent>,
 ) -> Instant {
     let id = session.id();
     let e = wait_event(&mut events, "policy_stopped", id, Duration::from_secs(15)).await;
@@ -235,14 +236,14 @@ pub async fn assert_stopped_on_time(
     let Some(e) = e else {
         panic!("{id} was never stopped: {}", hub.session(id).await);
     };
-    let hub_idle_ms = e["idle_for_ms"].as_u64().unwrap_or(0);
+    let hub_idle_ms = e["idleForMs"].as_u64().unwrap_or(0);
     assert!((3000..=4000).contains(&hub_idle_ms), "{id}: {e}");
     assert!(
         idle_for >= Duration::from_secs(3) && idle_for <= Duration::from_millis(4000),
         "{id}: stopped {idle_for:?} after its last activity: {e}"
     );
     assert_eq!(e["trigger"], "idle_timeout", "{e}");
-    assert_eq!(e["dry_run"], false);
+    assert_eq!(e["dryRun"], false);
     // Stopped: a host session is killed and removed, an agent's terminal ends.
     let gone = wait_until(Duration::from_secs(10), || async {
         hub.hub.get(id).map_or(true, |s| !s.info().alive)
@@ -267,9 +268,14 @@ pub async fn assert_stopped_on_time(
     at - idle_for
 }
 
+/// A hub event as it goes on the wire.
+pub fn event_value(e: &HubEvent) -> Value {
+    serde_json::to_value(e).expect("events serialize")
+}
+
 /// The next event of `kind` about `session`, if one comes within `within`.
 pub async fn wait_event(
-    events: &mut tokio::sync::broadcast::Receiver<Value>,
+    events: &mut tokio::sync::broadcast::Receiver<HubEvent>,
     kind: &str,
     session: &str,
     within: Duration,
@@ -277,8 +283,13 @@ pub async fn wait_event(
     tokio::time::timeout(within, async {
         loop {
             match events.recv().await {
-                Ok(e) if e["type"] == kind && e["session_id"] == session => return e,
-                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Ok(e) => {
+                    let e = event_value(&e);
+                    if e["type"] == kind && e["sessionId"] == session {
+                        return e;
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                 Err(_) => std::future::pending().await,
             }
         }
@@ -289,7 +300,7 @@ pub async fn wait_event(
 
 /// The next event of `kind` about `session`; panics when none comes within `within`.
 pub async fn event_for(
-    events: &mut tokio::sync::broadcast::Receiver<Value>,
+    events: &mut tokio::sync::broadcast::Receiver<HubEvent>,
     kind: &str,
     session: &str,
     within: Duration,

@@ -497,8 +497,9 @@ async fn an_idle_policy_stops_real_claude_code_on_time_and_never_while_it_stream
     .await;
     assert!(streamed, "{}", pane(&hub, &target));
     while let Ok(e) = events.try_recv() {
+        let e = crate::policy_support::event_value(&e);
         assert!(
-            !(e["type"] == "policy_stopped" && e["session_id"] == id.as_str()),
+            !(e["type"] == "policy_stopped" && e["sessionId"] == id.as_str()),
             "stopped while streaming: {e}"
         );
     }

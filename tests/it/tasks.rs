@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use agent_hub::protocol::EventKind;
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
@@ -652,10 +653,16 @@ async fn a_slow_events_subscriber_is_told_what_it_missed_and_continues() {
     let padding = "x".repeat(1024);
     let total = 20_000u64;
     for n in 0..total {
-        hub.hub
-            .emit(json!({ "type": "test_event", "n": n, "padding": padding }));
+        hub.hub.emit(EventKind::TaskLog {
+            task_id: format!("test-{n}"),
+            chunk: padding.clone(),
+            stream: None,
+            dropped_bytes: None,
+        });
     }
-    hub.hub.emit(json!({ "type": "test_last" }));
+    hub.hub.emit(EventKind::SessionKilled {
+        session_id: "test_last".into(),
+    });
     let (mut received, mut dropped) = (0u64, 0u64);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
@@ -665,9 +672,9 @@ async fn a_slow_events_subscriber_is_told_what_it_missed_and_continues() {
         };
         let event: Value = serde_json::from_str(text.as_str()).unwrap();
         match event["type"].as_str() {
-            Some("test_event") => received += 1,
+            Some("task_log") => received += 1,
             Some("events_dropped") => dropped += event["count"].as_u64().unwrap(),
-            Some("test_last") => break,
+            Some("session_killed") => break,
             _ => {}
         }
     }

@@ -1,0 +1,354 @@
+//! Hub events: what `/v1/events` carries, the audit recorder and the lifecycle log read, and
+//! the dashboard follows. One casing rule: the event `type` is snake_case, every field name is
+//! camelCase (as the task events of the original specification: `task_started {taskId, name,
+//! startedAt}`). Every event carries `at`, when the hub published it.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{PolicyAction, PolicyTrigger, SessionBackend, TaskState};
+use crate::agent_state::State;
+use crate::session::Owner;
+
+/// One event of the hub's bus.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct HubEvent {
+    /// When the hub published it.
+    pub at: DateTime<Utc>,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+impl HubEvent {
+    /// An event published now.
+    pub fn now(kind: EventKind) -> Self {
+        HubEvent {
+            at: Utc::now(),
+            kind,
+        }
+    }
+
+    /// The event's `type` (`session_created`, `policy_stopped`, ...).
+    pub fn type_name(&self) -> &'static str {
+        self.kind.type_name()
+    }
+}
+
+/// What happened, tagged by `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+pub enum EventKind {
+    /// A session was created by a request (or a task, or an agent start).
+    SessionCreated(SessionAdded),
+    /// A session was brought back after a restart (persistence or adoption).
+    SessionRestored(SessionAdded),
+    SessionKilled {
+        session_id: String,
+    },
+    /// The agent state of a session changed (`working` → `idle`, ...).
+    SessionStateChanged {
+        session_id: String,
+        agent_id: Option<String>,
+        #[schema(value_type = String)]
+        state: State,
+        #[schema(value_type = String)]
+        previous: State,
+        since: DateTime<Utc>,
+        /// The profile rule that decided the new state.
+        rule: String,
+    },
+    OwnershipChanged {
+        session_id: String,
+        owner: Owner,
+    },
+    /// A session of another hub (a bridge) was registered.
+    SessionRegistered {
+        session_id: String,
+        bridge_url: String,
+        owner: Owner,
+    },
+    SessionUnregistered {
+        session_id: String,
+        forced: bool,
+    },
+    RegistryReset {
+        /// Ids of the external sessions unregistered.
+        unregistered: Vec<String>,
+        /// Ids of the exited sessions forgotten.
+        forgotten_exited: Vec<String>,
+    },
+    AgentStarting(AgentEvent),
+    AgentStarted(AgentEvent),
+    AgentStartFailed(AgentEvent),
+    AgentStopping(AgentEvent),
+    AgentStopped(AgentEvent),
+    /// The agent's container ended without the hub asking.
+    AgentExited(AgentEvent),
+    /// A running container was found again (after a hub restart) and re-attached.
+    AgentAttached(AgentEvent),
+    AgentAttachFailed(AgentEvent),
+    PolicyWarned(PolicyEvent),
+    PolicyStopped(PolicyEvent),
+    PolicyRestarted(PolicyEvent),
+    PolicyNotified(PolicyEvent),
+    PolicyInterrupted(PolicyEvent),
+    /// A policy's action could not be carried out.
+    PolicyActionFailed {
+        agent_id: Option<String>,
+        session_id: String,
+        policy: String,
+        action: PolicyAction,
+        reason: String,
+        dry_run: bool,
+    },
+    /// `start_on_message` started a stopped agent for a line sent to it.
+    PolicyStarted {
+        agent_id: String,
+        policy: Option<String>,
+        reason: String,
+        dry_run: bool,
+    },
+    PoliciesReloaded {
+        policies: Vec<String>,
+        profiles: Vec<String>,
+    },
+    PoliciesReloadFailed {
+        reason: String,
+    },
+    TaskStarted {
+        task_id: String,
+        name: String,
+        started_at: DateTime<Utc>,
+        session_id: Option<String>,
+    },
+    /// Output of a task, in order (redacted).
+    TaskLog {
+        task_id: String,
+        chunk: String,
+        /// `stdout` or `stderr` for piped tasks; absent for PTY tasks.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stream: Option<String>,
+        /// Output the hub could not keep up with, dropped before this chunk.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dropped_bytes: Option<u64>,
+    },
+    TaskFinished {
+        task_id: String,
+        state: TaskState,
+        exit_code: Option<i32>,
+        duration_ms: u64,
+    },
+}
+
+/// A session joining the registry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionAdded {
+    pub session_id: String,
+    pub backend: SessionBackend,
+    /// `host`, `container` or `external`.
+    pub source: String,
+    pub agent_id: Option<String>,
+    pub owner: Owner,
+}
+
+/// A step in a container agent's life.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentEvent {
+    pub agent_id: String,
+    pub detail: String,
+}
+
+/// A policy acting on a session (or saying what it would do, with `dryRun`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyEvent {
+    pub agent_id: Option<String>,
+    pub session_id: String,
+    pub policy: String,
+    pub action: PolicyAction,
+    pub trigger: Option<PolicyTrigger>,
+    pub reason: String,
+    #[schema(value_type = String)]
+    pub state: State,
+    pub idle_for_ms: u64,
+    pub dry_run: bool,
+}
+
+impl EventKind {
+    /// The event for a policy verdict's action (`None` for no action).
+    pub fn policy(action: PolicyAction, event: PolicyEvent) -> Option<Self> {
+        Some(match action {
+            PolicyAction::Warn => EventKind::PolicyWarned(event),
+            PolicyAction::Stop => EventKind::PolicyStopped(event),
+            PolicyAction::Restart => EventKind::PolicyRestarted(event),
+            PolicyAction::Notify => EventKind::PolicyNotified(event),
+            PolicyAction::Interrupt => EventKind::PolicyInterrupted(event),
+            PolicyAction::None => return None,
+        })
+    }
+
+    /// The `type` tag.
+    pub fn type_name(&self) -> &'static str {
+        use EventKind::*;
+        match self {
+            SessionCreated(_) => "session_created",
+            SessionRestored(_) => "session_restored",
+            SessionKilled { .. } => "session_killed",
+            SessionStateChanged { .. } => "session_state_changed",
+            OwnershipChanged { .. } => "ownership_changed",
+            SessionRegistered { .. } => "session_registered",
+            SessionUnregistered { .. } => "session_unregistered",
+            RegistryReset { .. } => "registry_reset",
+            AgentStarting(_) => "agent_starting",
+            AgentStarted(_) => "agent_started",
+            AgentStartFailed(_) => "agent_start_failed",
+            AgentStopping(_) => "agent_stopping",
+            AgentStopped(_) => "agent_stopped",
+            AgentExited(_) => "agent_exited",
+            AgentAttached(_) => "agent_attached",
+            AgentAttachFailed(_) => "agent_attach_failed",
+            PolicyWarned(_) => "policy_warned",
+            PolicyStopped(_) => "policy_stopped",
+            PolicyRestarted(_) => "policy_restarted",
+            PolicyNotified(_) => "policy_notified",
+            PolicyInterrupted(_) => "policy_interrupted",
+            PolicyActionFailed { .. } => "policy_action_failed",
+            PolicyStarted { .. } => "policy_started",
+            PoliciesReloaded { .. } => "policies_reloaded",
+            PoliciesReloadFailed { .. } => "policies_reload_failed",
+            TaskStarted { .. } => "task_started",
+            TaskLog { .. } => "task_log",
+            TaskFinished { .. } => "task_finished",
+        }
+    }
+
+    /// The session the event is about, if any.
+    pub fn session_id(&self) -> Option<&str> {
+        use EventKind::*;
+        match self {
+            SessionCreated(a) | SessionRestored(a) => Some(&a.session_id),
+            SessionKilled { session_id }
+            | SessionStateChanged { session_id, .. }
+            | OwnershipChanged { session_id, .. }
+            | SessionRegistered { session_id, .. }
+            | SessionUnregistered { session_id, .. }
+            | PolicyActionFailed { session_id, .. } => Some(session_id),
+            PolicyWarned(p) | PolicyStopped(p) | PolicyRestarted(p) | PolicyNotified(p)
+            | PolicyInterrupted(p) => Some(&p.session_id),
+            TaskStarted { session_id, .. } => session_id.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The container agent the event is about, if any.
+    pub fn agent_id(&self) -> Option<&str> {
+        use EventKind::*;
+        match self {
+            SessionCreated(a) | SessionRestored(a) => a.agent_id.as_deref(),
+            SessionStateChanged { agent_id, .. } | PolicyActionFailed { agent_id, .. } => {
+                agent_id.as_deref()
+            }
+            AgentStarting(a) | AgentStarted(a) | AgentStartFailed(a) | AgentStopping(a)
+            | AgentStopped(a) | AgentExited(a) | AgentAttached(a) | AgentAttachFailed(a) => {
+                Some(&a.agent_id)
+            }
+            PolicyWarned(p) | PolicyStopped(p) | PolicyRestarted(p) | PolicyNotified(p)
+            | PolicyInterrupted(p) => p.agent_id.as_deref(),
+            PolicyStarted { agent_id, .. } => Some(agent_id),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(kind: EventKind) -> serde_json::Value {
+        serde_json::to_value(HubEvent::now(kind)).unwrap()
+    }
+
+    #[test]
+    fn every_field_is_camel_case_and_the_type_is_the_tag() {
+        let v = event(EventKind::TaskFinished {
+            task_id: "t1".into(),
+            state: TaskState::Success,
+            exit_code: Some(0),
+            duration_ms: 12,
+        });
+        assert_eq!(v["type"], "task_finished");
+        assert_eq!(v["taskId"], "t1");
+        assert_eq!(v["exitCode"], 0);
+        assert_eq!(v["durationMs"], 12);
+        assert!(v["at"].is_string());
+        let v = event(EventKind::AgentStarted(AgentEvent {
+            agent_id: "a".into(),
+            detail: "running".into(),
+        }));
+        assert_eq!(
+            (v["type"].as_str(), v["agentId"].as_str()),
+            (Some("agent_started"), Some("a"))
+        );
+        let v = event(EventKind::SessionKilled {
+            session_id: "pty_1".into(),
+        });
+        assert_eq!(v["sessionId"], "pty_1");
+    }
+
+    #[test]
+    fn type_name_is_the_serialized_tag_and_events_read_back() {
+        let kinds = [
+            EventKind::PoliciesReloadFailed { reason: "x".into() },
+            EventKind::PolicyStopped(PolicyEvent {
+                agent_id: Some("a".into()),
+                session_id: "s".into(),
+                policy: "p".into(),
+                action: PolicyAction::Stop,
+                trigger: Some(PolicyTrigger::IdleTimeout),
+                reason: "idle".into(),
+                state: State::Idle,
+                idle_for_ms: 5,
+                dry_run: false,
+            }),
+            EventKind::TaskLog {
+                task_id: "t".into(),
+                chunk: "out".into(),
+                stream: None,
+                dropped_bytes: Some(3),
+            },
+        ];
+        for kind in kinds {
+            let e = HubEvent::now(kind);
+            let v = serde_json::to_value(&e).unwrap();
+            assert_eq!(v["type"], e.type_name());
+            let back: HubEvent = serde_json::from_value(v).unwrap();
+            assert_eq!(back, e);
+        }
+    }
+
+    #[test]
+    fn a_verdict_without_action_is_no_event() {
+        let p = PolicyEvent {
+            agent_id: None,
+            session_id: "s".into(),
+            policy: "p".into(),
+            action: PolicyAction::None,
+            trigger: None,
+            reason: String::new(),
+            state: State::Idle,
+            idle_for_ms: 0,
+            dry_run: true,
+        };
+        assert!(EventKind::policy(PolicyAction::None, p.clone()).is_none());
+        let warned = EventKind::policy(PolicyAction::Warn, p).unwrap();
+        assert_eq!(warned.type_name(), "policy_warned");
+        assert_eq!(warned.session_id(), Some("s"));
+    }
+}
