@@ -539,7 +539,7 @@ impl Hub {
     /// Kills a session's processes (hang-up, then SIGKILL after a grace period) and removes it.
     pub async fn kill(&self, id: &str) -> HubResult<Option<ExitInfo>> {
         let session = self.get(id)?;
-        if session.external().is_some() {
+        if !session.capabilities().kill {
             return Err(HubError::KillUnsupported { id: id.into() });
         }
         let result = session.terminate(TermSignal::Hup).await;

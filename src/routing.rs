@@ -140,6 +140,7 @@ mod tests {
             last_input_at: None,
             last_heartbeat_at: None,
             external: None,
+            capabilities: Default::default(),
             agent_state: None,
             output_offset: 0,
         }

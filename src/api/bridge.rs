@@ -24,7 +24,7 @@ const READ_MAX_WAIT_MS: u64 = 60_000;
 
 fn own_session(hub: &Hub, id: &str) -> Result<std::sync::Arc<crate::session::Session>, HubError> {
     let session = hub.get(id)?;
-    if session.external().is_some() {
+    if !session.capabilities().owned {
         // Not ours to lend (see the module doc).
         return Err(HubError::SessionNotFound { id: id.into() });
     }
@@ -131,7 +131,7 @@ pub async fn list(State(hub): State<Hub>) -> Json<BridgeListReply> {
     let sessions: Vec<BridgeSession> = hub
         .list()
         .iter()
-        .filter(|s| s.external().is_none())
+        .filter(|s| s.capabilities().owned)
         .map(|s| BridgeSession {
             session_id: s.id().to_string(),
             info: s.info(),

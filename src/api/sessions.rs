@@ -255,10 +255,7 @@ pub async fn term_read(
         return Err(HubError::TermBufferAccessDisabled.into());
     }
     let session = hub.get(&id)?;
-    let read = match session.external() {
-        Some(link) => link.note(link.client.buffer(&link.remote_id, &req).await)?,
-        None => session.term_read(&req),
-    };
+    let read = session.rendered(&req).await?;
     Ok(Json(TermReadReply {
         ok: true,
         session_id: id,

@@ -9,8 +9,12 @@ use crate::session::input::TermSignal;
 pub struct ExitedBackend;
 
 impl Backend for ExitedBackend {
-    fn write(&self, _bytes: Vec<u8>) -> BoxFuture<'_, Result<(), String>> {
-        Box::pin(async { Err("the session has ended".into()) })
+    fn write(&self, _bytes: Vec<u8>) -> BoxFuture<'_, crate::error::HubResult<()>> {
+        Box::pin(async {
+            Err(crate::error::HubError::WriteFailed {
+                reason: "the session has ended".into(),
+            })
+        })
     }
 
     fn resize(&self, _size: TermSize) -> BoxFuture<'_, Result<(), String>> {

@@ -11,11 +11,13 @@ use futures_util::future::BoxFuture;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::{Backend, TermSize};
+use super::{Backend, Capabilities, TermSize};
 use crate::bridge::client::BridgeClient;
 use crate::error::{HubError, HubResult};
 use crate::output::{ExitInfo, Output};
+use crate::screen::{TermRead, TermReadRequest};
 use crate::session::input::TermSignal;
+use crate::session::TalkResult;
 
 /// How long one `/pty/read` waits on the bridge for new output.
 const READ_WAIT: Duration = Duration::from_secs(10);
@@ -131,8 +133,42 @@ impl Drop for ExternalBackend {
 }
 
 impl Backend for ExternalBackend {
-    fn write(&self, bytes: Vec<u8>) -> BoxFuture<'_, Result<(), String>> {
-        Box::pin(async move { self.link.write(&bytes).await.map_err(|e| e.to_string()) })
+    fn write(&self, bytes: Vec<u8>) -> BoxFuture<'_, HubResult<()>> {
+        Box::pin(async move { self.link.write(&bytes).await })
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            resize: false,
+            kill: false,
+            owned: false,
+        }
+    }
+
+    fn talk<'a>(
+        &'a self,
+        command: &'a str,
+        sentinel: Option<&'a str>,
+        timeout: Duration,
+    ) -> Option<BoxFuture<'a, HubResult<TalkResult>>> {
+        let link = &self.link;
+        Some(Box::pin(async move {
+            let result = link
+                .client
+                .talk(&link.remote_id, command, sentinel, timeout)
+                .await;
+            link.note(result)
+        }))
+    }
+
+    fn term_read<'a>(
+        &'a self,
+        req: &'a TermReadRequest,
+    ) -> Option<BoxFuture<'a, HubResult<TermRead>>> {
+        let link = &self.link;
+        Some(Box::pin(async move {
+            link.note(link.client.buffer(&link.remote_id, req).await)
+        }))
     }
 
     fn resize(&self, _size: TermSize) -> BoxFuture<'_, Result<(), String>> {

@@ -14,7 +14,40 @@ use std::path::PathBuf;
 
 use futures_util::future::BoxFuture;
 
+use crate::error::HubResult;
+use crate::screen::{TermRead, TermReadRequest};
 use crate::session::input::TermSignal;
+use crate::session::TalkResult;
+
+/// What a backend offers beyond moving bytes. The session answers a missing one with its
+/// stable error code (`RESIZE_UNSUPPORTED`, `KILL_UNSUPPORTED`), so no caller needs to know
+/// which backend it talks to.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+pub struct Capabilities {
+    /// The terminal size can be changed.
+    pub resize: bool,
+    /// The hub can end the program (kill, terminating signals).
+    pub kill: bool,
+    /// The hub owns the terminal: it may lend it to other hubs through its bridge API.
+    pub owned: bool,
+}
+
+impl Default for Capabilities {
+    fn default() -> Self {
+        Capabilities::OWNED
+    }
+}
+
+impl Capabilities {
+    /// A terminal the hub started itself (a PTY or a tmux pane).
+    pub const OWNED: Capabilities = Capabilities {
+        resize: true,
+        kill: true,
+        owned: true,
+    };
+}
 
 /// Terminal size in character cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -37,7 +70,7 @@ pub struct SpawnSpec {
 /// A running terminal program. Every method is safe to call after the program exited.
 pub trait Backend: Send + Sync {
     /// Writes bytes to the terminal's input, in call order, through the backend's single writer.
-    fn write(&self, bytes: Vec<u8>) -> BoxFuture<'_, Result<(), String>>;
+    fn write(&self, bytes: Vec<u8>) -> BoxFuture<'_, HubResult<()>>;
     /// Changes the terminal size the program sees.
     fn resize(&self, size: TermSize) -> BoxFuture<'_, Result<(), String>>;
     /// Sends `first` to every process of the terminal, then SIGKILL to whatever is left after
@@ -50,8 +83,30 @@ pub trait Backend: Send + Sync {
     fn detach(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
     }
-    /// For external sessions, the bridge that owns the terminal: operations the bridge API
-    /// offers whole (talk, rendered reads) are proxied to it instead of done here.
+    /// What it can do besides moving bytes.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::OWNED
+    }
+    /// A backend that runs `talk` whole (a bridge does, on its own side) answers here; `None`
+    /// means the session types the command and watches the byte stream for its end.
+    fn talk<'a>(
+        &'a self,
+        _command: &'a str,
+        _sentinel: Option<&'a str>,
+        _timeout: std::time::Duration,
+    ) -> Option<BoxFuture<'a, HubResult<TalkResult>>> {
+        None
+    }
+    /// A backend that renders its screen whole (a bridge) answers here; `None` means the
+    /// session's own emulator renders it.
+    fn term_read<'a>(
+        &'a self,
+        _req: &'a TermReadRequest,
+    ) -> Option<BoxFuture<'a, HubResult<TermRead>>> {
+        None
+    }
+    /// For external sessions, the link to the bridge that owns the terminal: what the registry
+    /// file keeps and the session info shows (the operations go through the methods above).
     fn external(&self) -> Option<&std::sync::Arc<external::ExternalLink>> {
         None
     }

@@ -134,15 +134,15 @@ fn spawn_thread(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), Str
 }
 
 impl Backend for PtyBackend {
-    fn write(&self, bytes: Vec<u8>) -> BoxFuture<'_, Result<(), String>> {
+    fn write(&self, bytes: Vec<u8>) -> BoxFuture<'_, crate::error::HubResult<()>> {
         async move {
             let (done, result) = oneshot::channel();
-            self.writer
-                .send((bytes, done))
-                .map_err(|_| "the PTY writer has stopped".to_string())?;
-            result
-                .await
-                .map_err(|_| "the PTY writer has stopped".to_string())?
+            let stopped = || "the PTY writer has stopped".to_string();
+            let written = match self.writer.send((bytes, done)) {
+                Ok(()) => result.await.unwrap_or_else(|_| Err(stopped())),
+                Err(_) => Err(stopped()),
+            };
+            written.map_err(|reason| crate::error::HubError::WriteFailed { reason })
         }
         .boxed()
     }

@@ -532,10 +532,11 @@ fn pane_exit(value: &str, pane_id: &str) -> Option<ExitInfo> {
 }
 
 impl Backend for TmuxBackend {
-    fn write(&self, bytes: Vec<u8>) -> BoxFuture<'_, Result<(), String>> {
+    fn write(&self, bytes: Vec<u8>) -> BoxFuture<'_, crate::error::HubResult<()>> {
         async move {
             self.send_commands(send_bytes_commands(&self.pane_id, &bytes))
                 .await
+                .map_err(|reason| crate::error::HubError::WriteFailed { reason })
         }
         .boxed()
     }

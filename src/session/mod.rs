@@ -93,6 +93,9 @@ pub struct SessionInfo {
     /// For external sessions: the bridge and its health.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub external: Option<crate::backend::external::ExternalInfo>,
+    /// What the terminal supports besides input and output (`resize`, `kill`, `owned`).
+    #[serde(default)]
+    pub capabilities: crate::backend::Capabilities,
     /// The agent state, in the session list (what `GET .../state` says), so a fleet view needs
     /// one request, not one per session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -240,6 +243,7 @@ impl Session {
             last_heartbeat_at: m.last_heartbeat_at,
             output_offset: self.output.end_offset(),
             external: self.backend.external().map(|link| link.info()),
+            capabilities: self.backend.capabilities(),
             agent_state: None,
         }
     }
@@ -249,9 +253,14 @@ impl Session {
         self.lock().last_heartbeat_at = Some(Utc::now());
     }
 
-    /// For external sessions, the bridge that owns the terminal.
+    /// For external sessions, the bridge that owns the terminal (what the registry keeps).
     pub fn external(&self) -> Option<&Arc<crate::backend::external::ExternalLink>> {
         self.backend.external()
+    }
+
+    /// What the session's backend can do besides moving bytes.
+    pub fn capabilities(&self) -> crate::backend::Capabilities {
+        self.backend.capabilities()
     }
 
     /// The owner identity.
@@ -295,7 +304,7 @@ impl Session {
 
     /// Resizes the terminal; the program sees the new size.
     pub async fn resize(&self, size: TermSize) -> HubResult<()> {
-        if self.backend.external().is_some() {
+        if !self.capabilities().resize {
             return Err(HubError::ResizeUnsupported {
                 id: self.spec.id.clone(),
             });
@@ -316,7 +325,7 @@ impl Session {
 
     /// Stops every process of the terminal (`first`, then SIGKILL after a grace period).
     pub async fn terminate(&self, first: TermSignal) -> HubResult<()> {
-        if self.backend.external().is_some() {
+        if !self.capabilities().kill {
             return Err(HubError::KillUnsupported {
                 id: self.spec.id.clone(),
             });
@@ -347,6 +356,18 @@ impl Session {
     /// A rendered read of the screen and its scrollback.
     pub fn term_read(&self, req: &crate::screen::TermReadRequest) -> crate::screen::TermRead {
         self.with_screen(|s| s.read(req))
+    }
+
+    /// The rendered screen: from the backend when it renders whole (a bridge's own
+    /// emulator), else from this session's emulator.
+    pub async fn rendered(
+        &self,
+        req: &crate::screen::TermReadRequest,
+    ) -> HubResult<crate::screen::TermRead> {
+        match self.backend.term_read(req) {
+            Some(whole) => whole.await,
+            None => Ok(self.term_read(req)),
+        }
     }
 
     /// Sends the emulator's answers to terminal queries (cursor position, device attributes)
@@ -472,12 +493,8 @@ impl Session {
         timeout: Duration,
     ) -> HubResult<TalkResult> {
         self.check_command(actor, command)?;
-        if let Some(link) = self.backend.external() {
-            let result = link
-                .client
-                .talk(&link.remote_id, command, sentinel, timeout)
-                .await;
-            return link.note(result);
+        if let Some(whole) = self.backend.talk(command, sentinel, timeout) {
+            return whole.await;
         }
         let plan = talk::plan(command, sentinel).map_err(HubError::bad_request)?;
         let _turn = self.talk_lock.lock().await;

@@ -146,14 +146,7 @@ impl Session {
         let submits = submits(&bytes);
         // Taken before writing: the program may answer before the write returns.
         let sent_at = tokio::time::Instant::now();
-        match self.backend.external() {
-            Some(link) => link.write(&bytes).await?,
-            None => self
-                .backend
-                .write(bytes)
-                .await
-                .map_err(|reason| HubError::WriteFailed { reason })?,
-        }
+        self.backend.write(bytes).await?;
         if counts {
             self.lock().last_input_at = Some(Utc::now());
             self.watch_changing(|w| w.note_input(submits, sent_at));

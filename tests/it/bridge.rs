@@ -98,7 +98,21 @@ async fn one_hub_lists_resolves_and_steers_another_hubs_sessions() {
         assert_eq!(s["source"], "remote-hub", "{s}");
         assert_eq!(s["external"]["bridge_url"], json!(remote.base), "{s}");
         assert_eq!(s["external"]["healthy"], true, "{s}");
+        assert_eq!(
+            s["capabilities"],
+            json!({"resize": false, "kill": false, "owned": false}),
+            "an external terminal says what the hub cannot do to it: {s}"
+        );
     }
+    // The remote hub's own sessions can do everything.
+    let own = remote
+        .call(reqwest::Method::GET, "/v1/pty/sessions", json!({}))
+        .await;
+    assert_eq!(
+        own["sessions"][0]["capabilities"],
+        json!({"resize": true, "kill": true, "owned": true}),
+        "{own}"
+    );
 
     // Resolve by each key; send_line_to_agent reaches the right remote terminal only.
     let (status, v) = local
