@@ -68,5 +68,7 @@ RUN chmod 0755 /usr/local/bin/agent-hub-entrypoint
 
 USER agent
 WORKDIR /workspace
+# Tells the hub that this entrypoint starts the tmux session `agent` (start_tmux = "auto").
+LABEL io.agent-hub.starts-tmux="true"
 ENTRYPOINT ["/usr/local/bin/agent-hub-entrypoint"]
 CMD ["bash"]

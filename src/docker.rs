@@ -23,6 +23,9 @@ pub const LABEL_MANAGED: &str = "agent-hub.managed";
 pub const LABEL_AGENT: &str = "agent-hub.agent";
 /// The id of the hub that created the container.
 pub const LABEL_HUB: &str = "agent-hub.hub";
+/// Image label by which an image declares that its entrypoint starts the tmux session `agent`
+/// (the shipped agent image sets it to `true`).
+pub const LABEL_STARTS_TMUX: &str = "io.agent-hub.starts-tmux";
 /// How long connecting to an engine may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Keeps a container alive when the hub starts tmux itself (`start_tmux = "hub"`).
@@ -141,6 +144,29 @@ pub fn image_starts_tmux(def: &AgentDef) -> bool {
     def.start_tmux != StartTmux::Hub
 }
 
+/// What `start_tmux = "auto"` means for an image, decided before its container is created: an
+/// image labelled [`LABEL_STARTS_TMUX`]`=true` starts tmux itself; any other image (a
+/// devcontainer, a vendor image) gets the hub-started tmux, so an image with tmux and a shell
+/// always works with the default. `image` and `hub` are kept as configured.
+pub fn resolve_start_tmux(
+    configured: StartTmux,
+    image_labels: Option<&HashMap<String, String>>,
+) -> StartTmux {
+    match configured {
+        StartTmux::Auto => {
+            let declared = image_labels
+                .and_then(|l| l.get(LABEL_STARTS_TMUX))
+                .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+            if declared {
+                StartTmux::Image
+            } else {
+                StartTmux::Hub
+            }
+        }
+        other => other,
+    }
+}
+
 /// Creates the agent's container (removing a stopped one of the same name first) and
 /// returns its id.
 pub async fn create_container(
@@ -213,5 +239,31 @@ pub async fn remove_container(docker: &Docker, endpoint: &str, id: &str) -> HubR
             status_code: 404, ..
         }) => Ok(()),
         Err(e) => Err(docker_error(endpoint, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_follows_the_image_label_and_explicit_modes_stay() {
+        let labels = |v: &str| HashMap::from([(LABEL_STARTS_TMUX.to_string(), v.to_string())]);
+        let table = [
+            (StartTmux::Auto, Some(labels("true")), StartTmux::Image),
+            (StartTmux::Auto, Some(labels("TRUE")), StartTmux::Image),
+            (StartTmux::Auto, Some(labels("false")), StartTmux::Hub),
+            (StartTmux::Auto, Some(HashMap::new()), StartTmux::Hub),
+            (StartTmux::Auto, None, StartTmux::Hub),
+            (StartTmux::Image, None, StartTmux::Image),
+            (StartTmux::Hub, Some(labels("true")), StartTmux::Hub),
+        ];
+        for (configured, image, want) in table {
+            assert_eq!(
+                resolve_start_tmux(configured, image.as_ref()),
+                want,
+                "{configured:?} {image:?}"
+            );
+        }
     }
 }

@@ -259,7 +259,7 @@ pub async fn start(hub: &Hub, id: &str) -> HubResult<(AgentInfo, bool)> {
 
 async fn start_locked(hub: &Hub, id: &str) -> HubResult<()> {
     let agents = hub.agents();
-    let def = agents.def(id)?.clone();
+    let mut def = agents.def(id)?.clone();
     let endpoint = def.endpoint().to_string();
     let docker = agents.endpoints.client(&endpoint).await?;
     let failed = |reason: String, screen: Option<String>| HubError::AgentStartFailed {
@@ -268,7 +268,10 @@ async fn start_locked(hub: &Hub, id: &str) -> HubResult<()> {
         screen,
     };
     match docker.inspect_image(def.image.get_ref()).await {
-        Ok(_) => {}
+        Ok(image) => {
+            let labels = image.config.and_then(|c| c.labels);
+            def.start_tmux = docker::resolve_start_tmux(def.start_tmux, labels.as_ref());
+        }
         Err(bollard::errors::Error::DockerResponseServerError {
             status_code: 404, ..
         }) => {

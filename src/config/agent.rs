@@ -11,8 +11,9 @@ use toml::Spanned;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StartTmux {
-    /// The image's entrypoint starts it (the shipped agent image does); if it does not appear
-    /// within a few seconds while the container runs, the hub starts it.
+    /// Decided from the image before its container is created: an image labelled
+    /// `io.agent-hub.starts-tmux=true` (the shipped agent image) starts it, any other image
+    /// gets the hub-started tmux (see [`crate::docker::resolve_start_tmux`]).
     #[default]
     Auto,
     /// The image's entrypoint starts it.

@@ -428,6 +428,52 @@ async fn an_image_without_tmux_startup_gets_its_session_from_the_hub() {
     );
 }
 
+/// An ordinary image (tmux and bash, its own entrypoint, no agent-hub label) works with the
+/// default `start_tmux = "auto"`: the hub sees no label and starts tmux itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ordinary_image_works_with_the_default_start_tmux() {
+    require_docker!();
+    let tag = format!("agent-hub/plain-image:t{}", std::process::id());
+    let dockerfile = format!(
+        "FROM {}\nLABEL io.agent-hub.starts-tmux=\"\"\nENTRYPOINT []\nCMD [\"bash\"]\n",
+        crate::docker_support::test_image()
+    );
+    let mut build = std::process::Command::new("docker")
+        .args(["build", "-q", "-t", &tag, "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("docker build");
+    use std::io::Write;
+    build
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(dockerfile.as_bytes())
+        .unwrap();
+    assert!(build.wait().unwrap().success(), "docker build of {tag}");
+    let toml = agent_toml("ordinary", "")
+        .replace(&crate::docker_support::test_image(), &tag)
+        .replace("[\"bash\", \"--norc\", \"--noprofile\"]", "[\"bash\"]");
+    let (hub, _guard) = hub_with_agents(&toml).await;
+    let a = start(&hub, "ordinary").await;
+    let sid = a["session_id"].as_str().unwrap();
+    assert_eq!(
+        hub.talk(sid, "echo ordinary-$((6*7))").await["output"],
+        "ordinary-42\n"
+    );
+    let (status, v) = hub.post("/v1/agents/ordinary/stop", json!({})).await;
+    assert_eq!(
+        (status, v["agent"]["status"].as_str()),
+        (200, Some("stopped")),
+        "{v}"
+    );
+    drop(hub);
+    let _ = std::process::Command::new("docker")
+        .args(["rmi", "-f", &tag])
+        .output();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hub_killed_with_sigkill_brings_back_5_agents_and_3_tmux_sessions_with_their_owners() {
     require_docker!();

@@ -77,12 +77,19 @@ pub async fn check(config: &HubConfig) -> Vec<Finding> {
     out
 }
 
-/// What `start_tmux` will do with this image.
-fn start_tmux_plan(def: &AgentDef, entrypoint: &str) -> String {
-    match def.start_tmux {
-        StartTmux::Auto => format!("start_tmux = auto: the image's entrypoint ({entrypoint}) runs; if the tmux session `agent` has not appeared 3 s after start, the hub starts it"),
+/// What `start_tmux` will do with this image (`auto` is decided by the image's label).
+fn start_tmux_plan(
+    def: &AgentDef,
+    entrypoint: &str,
+    labels: Option<&HashMap<String, String>>,
+) -> String {
+    let auto = def.start_tmux == StartTmux::Auto;
+    let label = crate::docker::LABEL_STARTS_TMUX;
+    match crate::docker::resolve_start_tmux(def.start_tmux, labels) {
+        StartTmux::Image if auto => format!("start_tmux = auto: the image is labelled {label}=true, so its entrypoint ({entrypoint}) starts the tmux session `agent`"),
+        StartTmux::Hub if auto => format!("start_tmux = auto: the image has no {label}=true label, so the hub replaces its entrypoint ({entrypoint}) with a keep-alive script and starts tmux itself"),
         StartTmux::Image => format!("start_tmux = image: the entrypoint ({entrypoint}) must start the tmux session `agent` (the shipped agent image's does)"),
-        StartTmux::Hub => "start_tmux = hub: the hub replaces the entrypoint with a keep-alive script and starts tmux itself".into(),
+        _ => "start_tmux = hub: the hub replaces the entrypoint with a keep-alive script and starts tmux itself".into(),
     }
 }
 
@@ -103,12 +110,12 @@ async fn image(docker: &Docker, def: &AgentDef) -> Finding {
             )
         }
     };
-    let entrypoint = inspected
-        .config
-        .and_then(|c| c.entrypoint)
+    let config = inspected.config.unwrap_or_default();
+    let entrypoint = config
+        .entrypoint
         .filter(|e| !e.is_empty())
         .map_or("none".to_string(), |e| e.join(" "));
-    let plan = start_tmux_plan(def, &entrypoint);
+    let plan = start_tmux_plan(def, &entrypoint, config.labels.as_ref());
     match probe(docker, &image).await {
         Err(e) => Finding::problem(
             Status::Fail,
