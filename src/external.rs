@@ -138,6 +138,7 @@ impl Hub {
             bridge_url: req.bridge_url.clone(),
             owner: session.owner(),
         });
+        self.persist_now().await;
         Ok((session, true))
     }
 
@@ -160,6 +161,7 @@ impl Hub {
             session_id: id.to_string(),
             forced: force,
         });
+        self.persist_now().await;
         Ok(session)
     }
 
@@ -182,6 +184,7 @@ impl Hub {
             unregistered: report.unregistered.clone(),
             forgotten_exited: report.forgotten_exited.clone(),
         });
+        self.persist_now().await;
         report
     }
 }

@@ -343,7 +343,9 @@ impl Hub {
             container_id: None,
             created_at: Utc::now(),
         };
-        Ok(self.insert_session(spec, size, req.owner, output, backend))
+        let session = self.insert_session(spec, size, req.owner, output, backend);
+        self.persist_now().await;
+        Ok(session)
     }
 
     /// Registers a session whose backend was started elsewhere (container agents, external
@@ -495,6 +497,27 @@ impl Hub {
         self.inner.persistence.get()
     }
 
+    /// Writes the registry now (atomically and synced) when the hub runs with persistence, so
+    /// a change is durable before the API acknowledges it: a crash right after the reply
+    /// loses nothing.
+    pub async fn persist_now(&self) {
+        if let Some(p) = self.persistence() {
+            p.save().await;
+        }
+    }
+
+    /// Changes a session's owner identity (`update-ownership`); durable before it returns.
+    pub async fn update_ownership(&self, id: &str, owner: Owner) -> HubResult<Arc<Session>> {
+        let session = self.get(id)?;
+        session.update_owner(owner);
+        self.emit(EventKind::OwnershipChanged {
+            session_id: id.to_string(),
+            owner: session.owner(),
+        });
+        self.persist_now().await;
+        Ok(session)
+    }
+
     pub(crate) fn set_persistence(&self, p: crate::persist::Persistence) {
         let _ = self.inner.persistence.set(p);
     }
@@ -552,6 +575,7 @@ impl Hub {
             .unwrap_or_else(|e| e.into_inner())
             .remove(id);
         session.close();
+        self.persist_now().await;
         result?;
         // Give the waiter a moment to record how the program ended.
         Ok(session.output().wait_exit(EXIT_RECORD_WAIT).await)

@@ -7,7 +7,6 @@ use super::error::{ApiJson, ApiResult};
 use crate::error::HubError;
 use crate::hub::Hub;
 use crate::policy::start_on_message::send_to_agent;
-use crate::protocol::EventKind;
 use crate::protocol::{
     ResolveReply, SendResult, SendToAgentReply, SendToAgentRequest, SessionReply,
     UpdateOwnershipRequest,
@@ -67,19 +66,15 @@ pub async fn update_ownership(
     ApiJson(req): ApiJson<UpdateOwnershipRequest>,
 ) -> ApiResult<Json<SessionReply>> {
     crate::routing::check_owner_role(req.owner_role.as_deref())?;
-    let session = hub.get(&req.session_id)?;
-    session.update_owner(Owner {
+    let owner = Owner {
         owner_agent_id: req.owner_agent_id,
         owner_session_id: req.owner_session_id,
         owner_role: req.owner_role,
         label: req.label,
         cli_type: req.cli_type,
         conversation_id: req.conversation_id,
-    });
-    hub.emit(EventKind::OwnershipChanged {
-        session_id: req.session_id.clone(),
-        owner: session.owner(),
-    });
+    };
+    let session = hub.update_ownership(&req.session_id, owner).await?;
     Ok(Json(SessionReply {
         ok: true,
         session: session.info(),

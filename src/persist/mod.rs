@@ -155,6 +155,9 @@ impl Persistence {
 
     /// Writes the registry now if it changed since the last write.
     pub async fn save(&self) {
+        // Locked before the sessions are read: of two saves at once, the later read is the
+        // later write, so no change a caller waited for is overwritten by an older list.
+        let mut last = self.inner.last_saved.lock().await;
         let sessions: Vec<SavedSession> = self
             .inner
             .hub
@@ -162,7 +165,6 @@ impl Persistence {
             .iter()
             .map(|s| SavedSession::of(s))
             .collect();
-        let mut last = self.inner.last_saved.lock().await;
         if last.as_ref() == Some(&sessions) {
             return;
         }

@@ -60,13 +60,6 @@ async fn the_page_reconnects_by_itself_when_the_hub_restarts() {
         .await;
     wait_terminal_live(&b, &id).await;
 
-    // (The registry is written about a second after a change.)
-    let registry = data.path().join("registry.json");
-    let written = wait_until(T, || async {
-        std::fs::read_to_string(&registry).is_ok_and(|t| t.contains(&id))
-    })
-    .await;
-    assert!(written, "registry not written");
     hub.kill9();
     b.wait_js(
         "page and terminal notice the hub is gone",
