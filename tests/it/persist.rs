@@ -559,6 +559,15 @@ async fn hubs_on_one_machine_keep_to_their_own_tmux_server() {
     );
 }
 
+/// The session `id` of a restarted hub; panics when it did not come back.
+async fn session_back(hub: &HubProcess, id: &str) -> Value {
+    let back = sessions(hub).await;
+    back.iter()
+        .find(|s| s["id"] == id)
+        .cloned()
+        .unwrap_or_else(|| panic!("{id} not back: {back:?}"))
+}
+
 /// What the API acknowledged survives a SIGKILL that comes right after the reply: a tmux
 /// session's creation with its owner identity and label, and an ownership change.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -580,11 +589,7 @@ async fn acknowledged_changes_survive_a_sigkill_right_after_the_reply() {
     hub.kill9();
 
     let mut hub = serve(&data, &socket, &[]).await;
-    let back = sessions(&hub).await;
-    let s = back
-        .iter()
-        .find(|s| s["id"] == created.as_str())
-        .unwrap_or_else(|| panic!("{created} not back: {back:?}"));
+    let s = session_back(&hub, &created).await;
     assert_eq!(
         (s["owner_agent_id"].as_str(), s["label"].as_str()),
         (Some("worker-9"), Some("Durable")),
@@ -601,11 +606,7 @@ async fn acknowledged_changes_survive_a_sigkill_right_after_the_reply() {
     hub.kill9();
 
     let hub = serve(&data, &socket, &[]).await;
-    let back = sessions(&hub).await;
-    let s = back
-        .iter()
-        .find(|s| s["id"] == created.as_str())
-        .unwrap_or_else(|| panic!("{created} not back: {back:?}"));
+    let s = session_back(&hub, &created).await;
     assert_eq!(
         (s["owner_session_id"].as_str(), s["label"].as_str()),
         (Some("leader-3"), Some("Moved")),
