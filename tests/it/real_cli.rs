@@ -41,11 +41,40 @@ struct Home {
 
 const API_KEY: &str = "sk-ant-standin-0000000000000000000000";
 
+impl Drop for Home {
+    /// Nothing a CLI started outlives its test.
+    fn drop(&mut self) {
+        for pid in self.processes() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
 impl Home {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("proj")).unwrap();
         Home { dir }
+    }
+
+    /// Every process started from this home's files (Codex leaves an `app-server` daemon
+    /// running from `$CODEX_HOME/packages/...` after its TUI ends).
+    fn processes(&self) -> Vec<i32> {
+        let home = self.dir.path().to_string_lossy().into_owned();
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&home))
+            })
+            .collect()
     }
 
     fn proj(&self) -> String {
