@@ -187,7 +187,7 @@ impl ProfileSet {
         let Some(dir) = dir.filter(|d| d.is_dir()) else {
             return Ok(set);
         };
-        for path in crate::policy::toml_files(dir)? {
+        for path in crate::config::toml_files(dir)? {
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
             let stem = path

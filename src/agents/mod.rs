@@ -16,8 +16,6 @@ use std::time::Duration;
 
 use bollard::Docker;
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use crate::backend::tmux::{TmuxBackend, TmuxPlace};
 use crate::backend::{SpawnSpec, TermSize};
@@ -28,6 +26,7 @@ use crate::error::{HubError, HubResult};
 use crate::hub::Hub;
 use crate::output::Output;
 use crate::protocol::{AgentEvent, EventKind};
+pub use crate::protocol::{AgentInfo, AgentStatus};
 use crate::session::{Owner, SessionSpec};
 
 /// The tmux session every agent container runs.
@@ -37,19 +36,6 @@ const IMAGE_TMUX_GRACE: Duration = Duration::from_secs(3);
 const POLL_INTERVAL: Duration = Duration::from_millis(100);
 /// After an attach step fails, how long to wait for the container to finish exiting.
 const EXIT_SETTLE: Duration = Duration::from_secs(1);
-
-/// Where an agent is in its life.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum AgentStatus {
-    #[default]
-    Stopped,
-    Starting,
-    Running,
-    Stopping,
-    Exited,
-    Failed,
-}
 
 impl std::fmt::Display for AgentStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -70,27 +56,6 @@ struct Runtime {
     started_at: Option<DateTime<Utc>>,
     exit_code: Option<i64>,
     error: Option<String>,
-}
-
-/// What clients see of an agent.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct AgentInfo {
-    pub id: String,
-    pub status: AgentStatus,
-    pub image: String,
-    pub docker_host: String,
-    pub container_id: Option<String>,
-    pub session_id: Option<String>,
-    pub pty_attached: bool,
-    pub started_at: Option<DateTime<Utc>>,
-    pub last_activity_at: Option<DateTime<Utc>>,
-    pub owner_agent_id: Option<String>,
-    pub owner_role: Option<String>,
-    pub label: Option<String>,
-    pub cli_type: Option<String>,
-    pub policy: Option<String>,
-    pub exit_code: Option<i64>,
-    pub error: Option<String>,
 }
 
 /// The agents of a hub.

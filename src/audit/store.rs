@@ -1,8 +1,8 @@
 //! The audit log's SQLite file: schema, writes, queries, retention. Plain functions on a
 //! `Connection`; [`super::Audit`] runs them on its own thread.
 
+pub use crate::protocol::{AuditRecord as Record, TrafficFilter as Filter};
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, ToSql};
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 /// The file name inside the data dir.
@@ -37,35 +37,6 @@ CREATE INDEX IF NOT EXISTS events_session ON events(session_id);
 CREATE INDEX IF NOT EXISTS events_agent ON events(agent_id);
 CREATE INDEX IF NOT EXISTS events_action ON events(action);
 ";
-
-/// One audit record. `success` is `None` while an operation runs (and stays so if the hub
-/// died before it finished: the attempt is on record, its outcome is not).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
-#[schema(as = AuditRecord)]
-pub struct Record {
-    #[serde(default)]
-    pub id: i64,
-    pub ts: String,
-    pub ts_ms: i64,
-    pub actor: String,
-    pub actor_agent_id: Option<String>,
-    pub action: String,
-    pub method: Option<String>,
-    pub path: Option<String>,
-    pub session_id: Option<String>,
-    pub agent_id: Option<String>,
-    pub owner_session_id: Option<String>,
-    pub label: Option<String>,
-    pub cli_type: Option<String>,
-    pub command: Option<String>,
-    pub response: Option<String>,
-    pub duration_ms: Option<i64>,
-    pub status: Option<i64>,
-    pub success: Option<bool>,
-    pub blocked: bool,
-    pub blocked_pattern: Option<String>,
-    pub error_code: Option<String>,
-}
 
 /// Opens (creating) the file in WAL mode with the given `synchronous` level.
 pub fn open(path: &std::path::Path, synchronous_full: bool) -> rusqlite::Result<Connection> {
@@ -169,30 +140,6 @@ fn row_to_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
         blocked_pattern: row.get("blocked_pattern")?,
         error_code: row.get("error_code")?,
     })
-}
-
-/// Filters of `GET /v1/pty-traffic/events`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct Filter {
-    pub session_id: Option<String>,
-    pub agent_id: Option<String>,
-    pub action: Option<String>,
-    pub actor: Option<String>,
-    #[serde(default)]
-    pub errors_only: bool,
-    #[serde(default)]
-    pub blocked_only: bool,
-    /// Substring of the command or response.
-    pub search: Option<String>,
-    /// RFC 3339 time or milliseconds since the epoch.
-    pub since: Option<String>,
-    pub until: Option<String>,
-    /// Only records with a larger id (a cursor: pass the last id seen).
-    pub after_id: Option<i64>,
-    pub limit: Option<u32>,
-    pub offset: Option<u32>,
 }
 
 /// Parses `since`/`until`: RFC 3339 or epoch milliseconds.

@@ -10,6 +10,7 @@ use toml::Spanned;
 
 mod agent;
 mod audit;
+pub mod policy;
 mod tokens;
 
 pub use agent::{AgentDef, StartTmux};
@@ -276,6 +277,18 @@ pub(crate) fn locate(
         .map(|(k, _)| k.trim().trim_matches('"').to_string())
         .filter(|k| !k.is_empty() && !k.starts_with('['));
     (line, col, key)
+}
+
+/// The `*.toml` files directly in `dir`, sorted.
+pub fn toml_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("{}: cannot read: {e}", dir.display()))?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    Ok(files)
 }
 
 #[cfg(test)]

@@ -12,88 +12,15 @@ pub mod runner;
 pub mod start_on_message;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
-
-use serde::{Deserialize, Serialize};
 
 use crate::agent_state::profile::{Profile, ProfileSet};
 use crate::agent_state::State;
+pub use crate::config::policy::{IdleAction, Policy, StuckAction, WarnTo};
+pub use crate::config::toml_files;
 use crate::config::HubConfig;
 pub use evaluate::{evaluate, Action, Memory, Snapshot, Verdict};
-
-/// What to do when the idle timeout (or max lifetime) is reached.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum IdleAction {
-    #[default]
-    Stop,
-    Notify,
-    Restart,
-}
-
-/// What to do with a stuck agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StuckAction {
-    Notify,
-    Interrupt,
-    Restart,
-}
-
-/// Where a warning line goes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum WarnTo {
-    #[default]
-    Agent,
-    Leader,
-}
-
-/// One policy, as written in its file.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Policy {
-    /// Default: the file name without `.toml`.
-    #[serde(default)]
-    pub name: String,
-    /// Seconds without meaningful activity, in one of `idle_states`, before `idle_action`.
-    pub idle_timeout_s: Option<u64>,
-    #[serde(default)]
-    pub idle_action: IdleAction,
-    /// States in which the idle timer runs: `["idle"]` (default) or `["idle", "blocked"]`.
-    #[serde(default = "default_idle_states")]
-    pub idle_states: Vec<State>,
-    /// Seconds before the idle deadline to emit `policy_warned` (and send `warn_line`).
-    pub warn_before_s: Option<u64>,
-    /// A line sent with the warning, to the agent or its leader (`warn_to`).
-    pub warn_line: Option<String>,
-    #[serde(default)]
-    pub warn_to: WarnTo,
-    /// Seconds after start when `max_lifetime_action` is taken whatever the state.
-    pub max_lifetime_s: Option<u64>,
-    /// What `max_lifetime_s` does: `stop` (default), `notify` or `restart`.
-    #[serde(default)]
-    pub max_lifetime_action: IdleAction,
-    /// Sessions whose label is one of these are never acted on.
-    #[serde(default)]
-    pub exempt_labels: Vec<String>,
-    /// Sessions whose owner role is one of these are never acted on.
-    #[serde(default)]
-    pub exempt_roles: Vec<String>,
-    /// Decide and report, but do nothing.
-    #[serde(default)]
-    pub dry_run: bool,
-    /// What to do when the agent is stuck (see the profile's `stuck_after_s`).
-    pub on_stuck: Option<StuckAction>,
-    /// A `send_line_to_agent` to this stopped agent starts it first.
-    #[serde(default)]
-    pub start_on_message: bool,
-}
-
-fn default_idle_states() -> Vec<State> {
-    vec![State::Idle]
-}
 
 /// Everything loaded from the policies directory.
 #[derive(Debug, Clone, Default)]
@@ -101,18 +28,6 @@ pub struct Loaded {
     pub dir: Option<PathBuf>,
     pub policies: BTreeMap<String, Policy>,
     pub profiles: ProfileSet,
-}
-
-/// The `*.toml` files directly in `dir`, sorted.
-pub fn toml_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| format!("{}: cannot read: {e}", dir.display()))?;
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    files.sort();
-    Ok(files)
 }
 
 /// Parses and validates one policy file.

@@ -1,14 +1,13 @@
 //! Wire types of the container agent, task and audit-traffic routes (`/v1/agents`,
-//! `/v1/tasks`, `/v1/pty-traffic`). The objects themselves (an agent, a task, an audit record)
-//! are defined next to the code that keeps them and re-exported here.
+//! `/v1/tasks`, `/v1/pty-traffic`): the objects themselves (an agent, a task, an audit record,
+//! the traffic filter) live here, in the core, and the modules that keep them use them.
 
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
-
-pub use crate::agents::{AgentInfo, AgentStatus};
-pub use crate::audit::store::{Filter as TrafficFilter, Record as AuditRecord};
-pub use crate::tasks::{CreateTask, TaskInfo, TaskState};
 
 /// `GET /v1/agents`
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -162,4 +161,148 @@ pub enum TrafficFrame {
     AuditEvent { event: Box<AuditRecord> },
     /// This viewer fell behind and `count` records were not sent.
     EventsDropped { count: u64 },
+}
+
+/// Where an agent is in its life.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentStatus {
+    #[default]
+    Stopped,
+    Starting,
+    Running,
+    Stopping,
+    Exited,
+    Failed,
+}
+
+/// What clients see of an agent.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AgentInfo {
+    pub id: String,
+    pub status: AgentStatus,
+    pub image: String,
+    pub docker_host: String,
+    pub container_id: Option<String>,
+    pub session_id: Option<String>,
+    pub pty_attached: bool,
+    pub started_at: Option<DateTime<Utc>>,
+    pub last_activity_at: Option<DateTime<Utc>>,
+    pub owner_agent_id: Option<String>,
+    pub owner_role: Option<String>,
+    pub label: Option<String>,
+    pub cli_type: Option<String>,
+    pub policy: Option<String>,
+    pub exit_code: Option<i64>,
+    pub error: Option<String>,
+}
+
+/// `POST /v1/tasks`
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTask {
+    /// A shell command line, run with `sh -c`.
+    pub cmd: String,
+    /// Run in a PTY session (default) or with pipes, synchronously.
+    #[serde(default = "default_pty")]
+    pub pty: bool,
+    /// Kill the command after this many seconds (default 300).
+    pub timeout_s: Option<f64>,
+    /// A name for listing (default: the command).
+    pub name: Option<String>,
+    /// Working directory (default: the hub's home directory).
+    pub cwd: Option<String>,
+    /// Extra environment variables.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// Where a task is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskState {
+    Running,
+    /// The command exited with code 0.
+    Success,
+    /// The command exited with another code, or was killed by something else than the hub.
+    Error,
+    /// The timeout ran out and the task was killed.
+    Timeout,
+    /// The task was cancelled (or the hub shut down) and killed.
+    Cancelled,
+}
+
+/// A task as clients see it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskInfo {
+    pub id: String,
+    pub name: String,
+    pub state: TaskState,
+    /// The `sh` running the command.
+    pub pid: Option<u32>,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub exit_code: Option<i32>,
+    pub duration_ms: Option<u64>,
+    /// The PTY session holding the task's output (PTY tasks only).
+    pub session_id: Option<String>,
+    pub cmd: String,
+    pub pty: bool,
+}
+
+fn default_pty() -> bool {
+    true
+}
+
+/// One audit record. `success` is `None` while an operation runs (and stays so if the hub
+/// died before it finished: the attempt is on record, its outcome is not).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct AuditRecord {
+    #[serde(default)]
+    pub id: i64,
+    pub ts: String,
+    pub ts_ms: i64,
+    pub actor: String,
+    pub actor_agent_id: Option<String>,
+    pub action: String,
+    pub method: Option<String>,
+    pub path: Option<String>,
+    pub session_id: Option<String>,
+    pub agent_id: Option<String>,
+    pub owner_session_id: Option<String>,
+    pub label: Option<String>,
+    pub cli_type: Option<String>,
+    pub command: Option<String>,
+    pub response: Option<String>,
+    pub duration_ms: Option<i64>,
+    pub status: Option<i64>,
+    pub success: Option<bool>,
+    pub blocked: bool,
+    pub blocked_pattern: Option<String>,
+    pub error_code: Option<String>,
+}
+
+/// Filters of `GET /v1/pty-traffic/events`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct TrafficFilter {
+    pub session_id: Option<String>,
+    pub agent_id: Option<String>,
+    pub action: Option<String>,
+    pub actor: Option<String>,
+    #[serde(default)]
+    pub errors_only: bool,
+    #[serde(default)]
+    pub blocked_only: bool,
+    /// Substring of the command or response.
+    pub search: Option<String>,
+    /// RFC 3339 time or milliseconds since the epoch.
+    pub since: Option<String>,
+    pub until: Option<String>,
+    /// Only records with a larger id (a cursor: pass the last id seen).
+    pub after_id: Option<i64>,
+    pub limit: Option<u32>,
+    pub offset: Option<u32>,
 }

@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 
 use super::AgentStatus;
 use crate::agent_state::State;
-use crate::policy::Policy;
+use crate::config::policy::Policy;
 
 /// The action a policy verdict asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

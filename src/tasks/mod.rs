@@ -15,13 +15,11 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use chrono::Utc;
 
 use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 use tokio::time::Instant;
-use utoipa::ToSchema;
 
 use crate::actor::Actor;
 use crate::error::{HubError, HubResult};
@@ -34,6 +32,8 @@ use crate::session::{Owner, Session};
 mod log;
 mod piped;
 mod pty;
+
+pub use crate::protocol::{CreateTask, TaskInfo, TaskState};
 
 use log::LogPump;
 pub use piped::{run, RunOutput};
@@ -58,64 +58,6 @@ const MAX_CAPTURE_BYTES: usize = 4 << 20;
 const CANCEL_WAIT: Duration = Duration::from_secs(10);
 /// Longest default name (the command itself) before it is shortened.
 const MAX_DEFAULT_NAME_CHARS: usize = 80;
-
-/// `POST /v1/tasks`
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CreateTask {
-    /// A shell command line, run with `sh -c`.
-    pub cmd: String,
-    /// Run in a PTY session (default) or with pipes, synchronously.
-    #[serde(default = "default_pty")]
-    pub pty: bool,
-    /// Kill the command after this many seconds (default 300).
-    pub timeout_s: Option<f64>,
-    /// A name for listing (default: the command).
-    pub name: Option<String>,
-    /// Working directory (default: the hub's home directory).
-    pub cwd: Option<String>,
-    /// Extra environment variables.
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-}
-
-fn default_pty() -> bool {
-    true
-}
-
-/// Where a task is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum TaskState {
-    Running,
-    /// The command exited with code 0.
-    Success,
-    /// The command exited with another code, or was killed by something else than the hub.
-    Error,
-    /// The timeout ran out and the task was killed.
-    Timeout,
-    /// The task was cancelled (or the hub shut down) and killed.
-    Cancelled,
-}
-
-/// A task as clients see it.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TaskInfo {
-    pub id: String,
-    pub name: String,
-    pub state: TaskState,
-    /// The `sh` running the command.
-    pub pid: Option<u32>,
-    pub started_at: DateTime<Utc>,
-    pub finished_at: Option<DateTime<Utc>>,
-    pub exit_code: Option<i32>,
-    pub duration_ms: Option<u64>,
-    /// The PTY session holding the task's output (PTY tasks only).
-    pub session_id: Option<String>,
-    pub cmd: String,
-    pub pty: bool,
-}
 
 /// Why the hub stopped a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,6 +20,7 @@ mod dashboard_restart;
 mod docker;
 mod guard;
 mod hub_image;
+mod layering;
 mod mcp;
 mod metrics;
 mod ops_cli;
