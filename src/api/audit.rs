@@ -19,33 +19,15 @@ use crate::audit::{new_record, Record};
 use crate::error::HubError;
 use crate::hub::Hub;
 
-/// The action a request performs, if it is audited (pure, so the table is tested).
+/// The action a request performs, if it is audited: its route's, from the one route table
+/// ([`super::routes`]). A request that matches no route changes nothing and is not recorded.
 pub fn audited_action(method: &Method, path: &str, query: Option<&str>) -> Option<String> {
-    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let action = match (method, parts.as_slice()) {
-        (&Method::GET, ["v1", "pty", "sessions", _, "read" | "stream"])
-            if super::redaction::wants_raw(query) =>
-        {
-            format!("{}_raw", parts[4])
-        }
-        (&Method::GET, _) => return None,
-        (_, ["v1", "pty", "sessions", _, "term_read"]) => return None,
-        (_, ["v1", "pty", "resolve"]) => return None,
-        (_, ["v1", "tasks", _, "wait"]) => return None,
-        (_, ["v1", "pty-traffic", "storage", "cleanup"]) => "audit_cleanup".into(),
-        (_, ["v1", "pty-traffic", ..]) => return None,
-        (&Method::POST, ["v1", "pty", "sessions"]) => "create".into(),
-        (&Method::DELETE, ["v1", "pty", "sessions", _]) => "kill".into(),
-        (_, ["v1", "pty", "sessions", _, op]) => (*op).to_string(),
-        (_, ["v1", "agents", _, op]) => format!("agent_{op}"),
-        (&Method::POST, ["v1", "tasks"]) => "task_create".into(),
-        (&Method::DELETE, ["v1", "tasks", _]) => "task_cancel".into(),
-        (_, ["v1", "pty", op, ..]) => op.replace('-', "_"),
-        (_, ["v1", ..]) => parts[1..].join("_").replace('-', "_"),
-        (&Method::POST, ["pty", op @ ("write" | "talk")]) => format!("bridge_{op}"),
-        _ => return None,
-    };
-    Some(action)
+    use super::routes::Audit;
+    match super::routes::find(method, path)?.audit {
+        Audit::No => None,
+        Audit::As(action) => Some(action.to_string()),
+        Audit::Raw(read) => super::redaction::wants_raw(query).then(|| format!("{read}_raw")),
+    }
 }
 
 /// The ids a path names: (session_id, agent_id).

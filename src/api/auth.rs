@@ -29,44 +29,10 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     diff == 0
 }
 
-/// The role a route needs (pure, so the whole table is tested).
+/// The role a request needs: its route's, from the one route table ([`super::routes`]); a
+/// request that matches no route needs an operator (it then gets a 404 or 405).
 pub fn required_role(method: &Method, path: &str) -> Option<Role> {
-    // The dashboard's files are static (no data): the page loads, then signs in.
-    let dashboard = *method == Method::GET
-        && (path == "/" || path == "/favicon.ico" || path.starts_with("/web/"));
-    if path == "/health" || dashboard {
-        return None;
-    }
-    if path == "/mcp" {
-        // Any valid token opens an MCP session; each tool call then needs its REST route's role.
-        return Some(Role::Observer);
-    }
-    let read_only = *method == Method::GET
-        || path.ends_with("/term_read")
-        || (path.starts_with("/v1/tasks/") && path.ends_with("/wait"))
-        || path == "/v1/pty/resolve"
-        || path == "/pty/read"
-        || path == "/pty/buffer";
-    if let Some(rest) = path.strip_prefix("/v1/pty-traffic/") {
-        // The log holds (redacted) commands of every session: operators read it, admins prune.
-        return Some(if rest == "storage/cleanup" {
-            Role::Admin
-        } else {
-            Role::Operator
-        });
-    }
-    let admin = path.starts_with("/v1/pty/register")
-        || path.starts_with("/v1/pty/unregister")
-        || path == "/v1/pty/update-ownership"
-        || path == "/v1/pty/reset"
-        || path == "/v1/policies/reload";
-    Some(if admin {
-        Role::Admin
-    } else if read_only {
-        Role::Observer
-    } else {
-        Role::Operator
-    })
+    super::routes::find(method, path).map_or(Some(super::routes::UNMATCHED_ROLE), |r| r.role)
 }
 
 fn presented_token(req: &Request) -> Option<String> {

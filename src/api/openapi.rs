@@ -671,48 +671,18 @@ mod tests {
 
     use super::*;
 
-    /// Every `(METHOD, path)` the router registers, read from the `.route(...)` calls of the
-    /// files of `src/api` (so a route added anywhere there is seen).
+    /// Every `(METHOD, path)` the router registers: the route table's routes with a handler
+    /// (the router is built from them).
     fn router_routes() -> BTreeSet<(String, String)> {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/api");
-        let call = concat!(".route", "(");
-        let mut routes = BTreeSet::new();
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-            for (start, _) in text.match_indices(call) {
-                // The call's arguments: up to the parenthesis that closes it.
-                let args = &text[start + call.len()..];
-                if !args.trim_start().starts_with('"') {
-                    continue; // not a registration (prose, or a path built at run time)
-                }
-                let mut depth = 1;
-                let end = args
-                    .char_indices()
-                    .find(|&(_, c)| {
-                        depth += match c {
-                            '(' => 1,
-                            ')' => -1,
-                            _ => 0,
-                        };
-                        depth == 0
-                    })
-                    .map(|(i, _)| i)
-                    .unwrap();
-                let args = &args[..end];
+        super::super::routes::ROUTES
+            .iter()
+            .filter(|r| r.handler.is_some())
+            .filter_map(|r| {
+                let method = r.method.as_ref()?.to_string();
                 // axum's wildcard `{*rest}` is OpenAPI's `{rest}`.
-                let path = args.split('"').nth(1).unwrap().replace("{*", "{");
-                for method in ["get", "post", "put", "patch", "delete"] {
-                    let called = |prefix: &str| {
-                        args.match_indices(&format!("{method}("))
-                            .any(|(i, _)| i == 0 || args[..i].ends_with(prefix))
-                    };
-                    if called(" ") || called(".") || called("\n") || called(",") {
-                        routes.insert((method.to_uppercase(), path.clone()));
-                    }
-                }
-            }
-        }
-        routes
+                Some((method, r.path.replace("{*", "{")))
+            })
+            .collect()
     }
 
     fn documented() -> BTreeSet<(String, String)> {
