@@ -77,19 +77,34 @@ fn signal_all(sid: u32, sig: Signal) {
 /// Sends `first` to every process of session `sid`, waits up to [`KILL_GRACE_PERIOD`], then
 /// SIGKILLs the rest. Returns the pids still alive at the end (empty on success).
 pub async fn terminate_session(sid: u32, first: TermSignal) -> Vec<u32> {
-    signal_all(sid, nix_signal(first));
+    let first = nix_signal(first);
+    off_worker(move || signal_all(sid, first)).await;
     if wait_until_gone(sid, KILL_GRACE_PERIOD).await {
         return Vec::new();
     }
-    signal_all(sid, Signal::SIGKILL);
+    off_worker(move || signal_all(sid, Signal::SIGKILL)).await;
     wait_until_gone(sid, KILL_GRACE_PERIOD).await;
-    session_processes(sid)
+    live_session_processes(sid).await
+}
+
+/// [`session_processes`] from an async task: the `/proc` scan runs on a blocking thread, not
+/// on the runtime's workers.
+pub async fn live_session_processes(sid: u32) -> Vec<u32> {
+    off_worker(move || session_processes(sid)).await
+}
+
+/// Runs a blocking scan on the blocking pool (inline if the pool is gone, at shutdown).
+async fn off_worker<T: Send + 'static>(f: impl FnOnce() -> T + Send + Clone + 'static) -> T {
+    match tokio::task::spawn_blocking(f.clone()).await {
+        Ok(value) => value,
+        Err(_) => f(),
+    }
 }
 
 async fn wait_until_gone(sid: u32, within: Duration) -> bool {
     let deadline = Instant::now() + within;
     loop {
-        if session_processes(sid).is_empty() {
+        if live_session_processes(sid).await.is_empty() {
             return true;
         }
         if Instant::now() >= deadline {

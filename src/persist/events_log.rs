@@ -20,6 +20,7 @@ pub const LOGGED_TYPES: &[&str] = &[
     "registry_reset",
 ];
 
+#[derive(Clone)]
 pub struct EventsLog {
     path: PathBuf,
 }

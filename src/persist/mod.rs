@@ -191,13 +191,25 @@ impl Persistence {
         self.save().await;
         if self.inner.hub.config().snapshots {
             let mut written = HashMap::new();
-            self.snapshot(&mut written);
+            self.snapshot(&mut written).await;
         }
     }
 
-    fn snapshot(&self, written: &mut HashMap<String, u64>) {
+    /// Writes the snapshots of sessions whose output changed, on a blocking thread.
+    async fn snapshot(&self, written: &mut HashMap<String, u64>) {
         let max = self.inner.hub.config().snapshot_max_bytes;
-        let result = snapshots::write_changed(&self.inner.hub, &self.inner.dir, max, written);
+        let (hub, dir, mut done) = (
+            self.inner.hub.clone(),
+            self.inner.dir.clone(),
+            std::mem::take(written),
+        );
+        let (result, done) = tokio::task::spawn_blocking(move || {
+            let result = snapshots::write_changed(&hub, &dir, max, &mut done);
+            (result, done)
+        })
+        .await
+        .unwrap_or_else(|e| (Err(std::io::Error::other(e)), HashMap::new()));
+        *written = done;
         self.record("cannot write scrollback snapshots", result);
     }
 
@@ -214,13 +226,14 @@ impl Persistence {
                 event = events.recv() => match event {
                     Ok(event) => {
                         if events_log::LOGGED_TYPES.contains(&event.type_name()) {
-                            self.log_line(&serde_json::to_value(&event).unwrap_or_default());
+                            self.log_line(serde_json::to_value(&event).unwrap_or_default()).await;
                         }
                     }
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                        self.log_line(&serde_json::json!({
+                        self.log_line(serde_json::json!({
                             "type": "events_lost", "count": n, "at": Utc::now(),
-                        }));
+                        }))
+                        .await;
                     }
                     Err(_) => return,
                 },
@@ -228,16 +241,20 @@ impl Persistence {
                     self.save().await;
                     if hub.config().snapshots && last_snapshot.elapsed() >= SNAPSHOT_INTERVAL {
                         last_snapshot = tokio::time::Instant::now();
-                        self.snapshot(&mut snapshots_written);
+                        self.snapshot(&mut snapshots_written).await;
                     }
                 }
             }
         }
     }
 
-    fn log_line(&self, line: &serde_json::Value) {
-        if let Some(log) = &self.inner.events {
-            self.record("cannot append to the events log", log.append(line));
+    /// Appends a line to the events log, on a blocking thread (in order: the loop waits).
+    async fn log_line(&self, line: serde_json::Value) {
+        if let Some(log) = self.inner.events.clone() {
+            let result = tokio::task::spawn_blocking(move || log.append(&line))
+                .await
+                .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+            self.record("cannot append to the events log", result);
         }
     }
 }

@@ -92,7 +92,7 @@ async fn follow_pty(
     log.flush(true);
     // Whatever the command left running in its terminal ends with it.
     if let Some(pid) = pid {
-        if !crate::process::session_processes(pid).is_empty() {
+        if !crate::process::live_session_processes(pid).await.is_empty() {
             crate::process::terminate_session(pid, TermSignal::Kill).await;
         }
     }
