@@ -95,7 +95,11 @@ impl Daemon {
         }
         if parts.audit && hub.audit().enabled() {
             hub.audit().spawn_retention(&tracker, root.clone());
-            crate::audit::events::spawn_recorder(&hub);
+            crate::audit::events::Recorder {
+                events: hub.events().clone(),
+                audit: hub.audit().clone(),
+            }
+            .start(&tracker, root.clone());
         }
         // Before the Docker sync: container sessions get their ids and owners back.
         let persistence = match parts.persistence {
@@ -104,10 +108,10 @@ impl Daemon {
         };
         let restored = hub.list().len();
         if parts.agent_sync {
-            crate::agents::sync::spawn(&hub);
+            hub.agent_sync().start(&tracker, root.clone());
         }
         if parts.policy_runner {
-            crate::policy::runner::spawn(&hub);
+            hub.policy_runner().start(&tracker, root.clone());
         }
         if parts.signals {
             tracker.spawn(shutdown_on_signal(root.clone()));
@@ -193,7 +197,7 @@ impl Daemon {
 /// says DOCKER_UNAVAILABLE.
 async fn check_images(hub: &Hub) -> Result<(), String> {
     for def in hub.agents().defs() {
-        let docker = match hub.agents().endpoints().client(def.endpoint()).await {
+        let docker = match hub.docker_endpoints().client(def.endpoint()).await {
             Ok(d) => d,
             Err(e) => {
                 tracing::warn!(agent = %def.id, "{e}");
@@ -230,7 +234,7 @@ async fn reload_on_sighup(hub: Hub) {
                 _ = closing.cancelled() => return,
                 got = hup.recv() => if got.is_none() { return },
             }
-            match crate::policy::runner::reload(&hub) {
+            match hub.policy_runner().reload() {
                 Ok(l) => eprintln!(
                     "agent-hub: SIGHUP: reloaded {} policies, {} profiles",
                     l.policies.len(),

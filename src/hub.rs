@@ -1,67 +1,44 @@
 //! The hub: the registry of sessions and the one place they are created and removed.
 //! Cheap to clone; the API, the CLI's `serve` and tests all hold a `Hub`.
 
-use std::collections::{BTreeMap, HashSet};
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 
-use chrono::Utc;
-use rand::Rng;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::actor::Actor;
 use crate::agents::Agents;
 use crate::audit::Audit;
-use crate::backend::pty::PtyBackend;
-use crate::backend::tmux::{TmuxBackend, TmuxPlace};
-use crate::backend::{Backend, SpawnSpec, TermSize};
-use crate::config::{check_size, HubConfig};
+use crate::config::HubConfig;
 use crate::error::{HubError, HubResult};
+use crate::event_bus::EventSink;
 use crate::guard::{Guard, GuardConfig};
-use crate::output::{ExitInfo, Output};
+use crate::output::ExitInfo;
 pub use crate::protocol::BackendKind;
-use crate::protocol::{EventKind, HubEvent, SessionAdded};
+use crate::protocol::{EventKind, HubEvent};
 use crate::redact::Redactor;
+use crate::registry::{NewSession, Origin, Registry, SessionRegistry};
 use crate::session::input::TermSignal;
-use crate::session::{Owner, Session, SessionSpec};
+use crate::session::{Owner, Session};
 use crate::tasks::Tasks;
 
-/// How long a kill waits for the program's end to be recorded after its processes are gone.
-const EXIT_RECORD_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+use crate::registry::EXIT_RECORD_WAIT;
 
-/// How many lifecycle events a slow `/v1/events` subscriber may fall behind.
-const EVENTS_CHANNEL_CAPACITY: usize = 4096;
+pub use crate::host::CreateSession;
+use crate::host::HostSessions;
 
-/// What a new session should run.
-#[derive(Debug, Clone, Default)]
-pub struct CreateSession {
-    pub backend: BackendKind,
-    pub shell: Option<String>,
-    pub args: Vec<String>,
-    pub cwd: Option<PathBuf>,
-    pub cols: Option<u16>,
-    pub rows: Option<u16>,
-    pub env: BTreeMap<String, String>,
-    pub tmux_session: Option<String>,
-    pub owner: Owner,
-    /// The policy that applies (must be loaded).
-    pub policy: Option<String>,
-}
-
-/// The session registry.
+/// The composition root: the session registry and the components built around it (agents,
+/// tasks, policies, guard, redaction, audit, persistence). Cheap to clone. Components get the
+/// narrow handles they need (the [`Registry`], the [`EventSink`], their own config), not this.
 #[derive(Clone)]
 pub struct Hub {
     inner: Arc<Inner>,
 }
 
 struct Inner {
-    config: HubConfig,
-    sessions: RwLock<BTreeMap<String, Arc<Session>>>,
-    /// Every id ever handed out, so none is reused.
-    issued_ids: Mutex<HashSet<String>>,
-    /// Container id -> (session id, owner) from before a restart (see `persist`).
-    container_sessions: Mutex<std::collections::HashMap<String, (String, Owner)>>,
+    config: Arc<HubConfig>,
+    host: HostSessions,
+    sessions: Arc<Registry>,
     /// The persistence task, when the hub runs with one (`serve`).
     persistence: std::sync::OnceLock<crate::persist::Persistence>,
     /// Cancelled when the hub begins to shut down; long-lived streams watch it. The daemon's
@@ -69,12 +46,13 @@ struct Inner {
     closing: CancellationToken,
     /// Every background task the hub's components start, so shutdown can wait for them.
     tasks_running: TaskTracker,
-    agents: Agents,
-    tasks: Tasks,
-    policy: crate::policy::Engine,
-    /// Lifecycle events for `/v1/events` (task, agent and session events), as JSON objects
-    /// with a `type` field.
-    events: tokio::sync::broadcast::Sender<HubEvent>,
+    agents: Arc<Agents>,
+    /// The Docker engines the agents live on.
+    endpoints: Arc<crate::docker::Endpoints>,
+    tasks: Arc<Tasks>,
+    policy: Arc<crate::policy::Engine>,
+    /// Lifecycle events for `/v1/events`, the audit recorder and `wait_state`.
+    events: EventSink,
     /// The command guard every command-capable input passes.
     guard: Arc<Guard>,
     /// Redaction for every output path.
@@ -101,6 +79,7 @@ impl Hub {
             tracing::error!("{e}; using the default guard patterns");
             Guard::new(&GuardConfig::default()).unwrap_or_else(|e| panic!("default guard: {e}"))
         });
+        let guard = Arc::new(guard);
         let redactor = Arc::new(Redactor::new());
         redactor.add_literals(config.redact.secrets.iter().map(String::as_str));
         // The hub's own API tokens, should one ever be typed or printed in a terminal.
@@ -111,22 +90,56 @@ impl Hub {
         let audit = Audit::open(&config.audit, &config.data_dir);
         let metrics =
             crate::metrics::Metrics::new(redactor.counter(), guard.refusals(), audit.meters());
+        let events = EventSink::new(redactor.clone());
+        let policy = Arc::new(crate::policy::Engine::new(&config));
+        let sessions = Arc::new(Registry::new(
+            events.clone(),
+            guard.clone(),
+            metrics.clone(),
+            policy.clone(),
+        ));
+        let endpoints = Arc::new(crate::docker::Endpoints::default());
+        let agents = Arc::new(Agents::new(
+            &config,
+            crate::agents::Handles {
+                sessions: sessions.clone(),
+                events: events.clone(),
+                metrics: metrics.clone(),
+                containers: Arc::new(crate::agents::containers::DockerContainers::new(
+                    endpoints.clone(),
+                )),
+            },
+        ));
+        let config = Arc::new(config);
+        let host = HostSessions {
+            config: config.clone(),
+            sessions: sessions.clone(),
+            guard: guard.clone(),
+            redactor: redactor.clone(),
+            policy: policy.clone(),
+        };
+        let tasks = Arc::new(Tasks::new(crate::tasks::Handles {
+            host: host.clone(),
+            events: events.clone(),
+            tracker: tracker.clone(),
+            closing: closing.clone(),
+        }));
         Hub {
             inner: Arc::new(Inner {
+                host,
                 metrics,
-                guard: Arc::new(guard),
+                guard,
                 redactor,
                 audit,
-                sessions: RwLock::new(BTreeMap::new()),
-                issued_ids: Mutex::new(HashSet::new()),
-                container_sessions: Mutex::new(std::collections::HashMap::new()),
+                sessions,
                 persistence: std::sync::OnceLock::new(),
                 closing,
                 tasks_running: tracker,
-                agents: Agents::new(&config),
-                policy: crate::policy::Engine::new(&config),
-                tasks: Tasks::default(),
-                events: tokio::sync::broadcast::channel(EVENTS_CHANNEL_CAPACITY).0,
+                agents,
+                endpoints,
+                policy,
+                tasks,
+                events,
                 config,
             }),
         }
@@ -168,20 +181,19 @@ impl Hub {
         &self.inner.audit
     }
 
-    /// Publishes an event, stamped now. Never blocks: a subscriber that falls behind misses
-    /// events and is told so.
-    pub fn emit(&self, kind: EventKind) {
-        let _ = self.inner.events.send(self.redacted(HubEvent::now(kind)));
+    /// The session registry (the narrow handle components hold).
+    pub fn sessions(&self) -> &Arc<Registry> {
+        &self.inner.sessions
     }
 
-    /// Events leave the hub (`/v1/events`, the audit log): every text in them (task output,
-    /// reasons, labels) is redacted.
-    fn redacted(&self, event: HubEvent) -> HubEvent {
-        let Ok(mut value) = serde_json::to_value(&event) else {
-            return event;
-        };
-        self.inner.redactor.redact_json(&mut value);
-        serde_json::from_value(value).unwrap_or(event)
+    /// The event bus.
+    pub fn events(&self) -> &EventSink {
+        &self.inner.events
+    }
+
+    /// Publishes an event, stamped now (see [`EventSink::emit`]).
+    pub fn emit(&self, kind: EventKind) {
+        self.inner.events.emit(kind);
     }
 
     /// Subscribes to the hub's events.
@@ -195,301 +207,49 @@ impl Hub {
     }
 
     /// The hub's settings.
-    pub fn config(&self) -> &HubConfig {
+    pub fn config(&self) -> &Arc<HubConfig> {
         &self.inner.config
     }
 
     /// A new session id, never handed out before.
     pub fn new_id(&self, prefix: &str) -> String {
-        let mut issued = self
-            .inner
-            .issued_ids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        loop {
-            let id = format!("{prefix}_{:08x}", rand::rng().random::<u32>());
-            if issued.insert(id.clone()) {
-                return id;
-            }
-        }
+        self.inner.sessions.new_id(prefix)
     }
 
-    /// The environment a session's program gets: the configured pass-through variables of the
-    /// hub's own environment, terminal defaults, then the request's variables.
-    pub(crate) fn child_env(
-        &self,
-        id: &str,
-        extra: &BTreeMap<String, String>,
-    ) -> BTreeMap<String, String> {
-        let mut env = BTreeMap::new();
-        for key in &self.inner.config.env_passthrough {
-            if let Ok(value) = std::env::var(key) {
-                env.insert(key.clone(), value);
-            }
-        }
-        env.insert("TERM".into(), "xterm-256color".into());
-        env.entry("LANG".into()).or_insert_with(|| "C.UTF-8".into());
-        env.insert("AGENT_HUB_SESSION_ID".into(), id.into());
-        env.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
-        env
-    }
-
-    fn default_shell(&self) -> String {
-        self.inner
-            .config
-            .default_shell
-            .clone()
-            .or_else(|| std::env::var("SHELL").ok().filter(|s| !s.is_empty()))
-            .unwrap_or_else(|| "/bin/bash".into())
-    }
-
-    /// Starts a session for `actor`: its program and arguments are a command too
-    /// (`sh -c 'rm -rf /'`), so they pass the command guard first.
+    /// Starts a session for `actor`: its program and arguments are a command too, so they
+    /// pass the command guard first. Durable before it returns.
     pub async fn create_session_as(
         &self,
         actor: &Actor,
         req: CreateSession,
     ) -> HubResult<Arc<Session>> {
-        if let Some(shell) = &req.shell {
-            let command = std::iter::once(shell.as_str())
-                .chain(req.args.iter().map(String::as_str))
-                .collect::<Vec<_>>()
-                .join(" ");
-            self.inner.guard.check_input(&command, actor.role())?;
-        }
-        self.create_session(req).await
-    }
-
-    /// Starts a session and registers it (the hub's own sessions: not checked by the guard).
-    pub async fn create_session(&self, req: CreateSession) -> HubResult<Arc<Session>> {
-        let cfg = &self.inner.config;
-        let size = TermSize {
-            cols: req.cols.unwrap_or(cfg.cols),
-            rows: req.rows.unwrap_or(cfg.rows),
-        };
-        check_size(size.cols, size.rows).map_err(HubError::bad_request)?;
-        if let Some(bad) = req
-            .env
-            .keys()
-            .find(|k| k.is_empty() || k.contains(['=', '\0']))
-        {
-            return Err(HubError::bad_request(format!(
-                "invalid environment variable name '{bad}'"
-            )));
-        }
-        if let Some(name) = &req.tmux_session {
-            let ok = crate::backend::tmux_control::is_safe_name(name)
-                && !name.starts_with(['%', '$', '@', '=']);
-            if !ok {
-                return Err(HubError::bad_request(format!(
-                    "tmux session name '{name}' is not allowed: use 1-64 characters of letters, digits, '_', '-' and '.'"
-                )));
-            }
-        }
-        self.inner
-            .redactor
-            .add_env_secrets(&req.env, &cfg.redact.secret_env);
-        if let Some(name) = &req.policy {
-            if self.policy().policy(name).is_none() {
-                return Err(HubError::PolicyNotFound { name: name.clone() });
-            }
-        }
-        let kind = match req.backend {
-            BackendKind::Pty => crate::protocol::SessionBackend::Pty,
-            BackendKind::Tmux => crate::protocol::SessionBackend::Tmux,
-        };
-        let id = self.new_id(kind.as_str());
-        let cwd = match req.cwd {
-            Some(cwd) => cwd,
-            None => std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from("/")),
-        };
-        let spawn = SpawnSpec {
-            program: req.shell.unwrap_or_else(|| self.default_shell()),
-            args: req.args,
-            env: self.child_env(&id, &req.env),
-            cwd,
-            size,
-        };
-        let output = Arc::new(Output::new(cfg.scrollback_bytes));
-        let (backend, tmux_session): (Box<dyn Backend>, _) = match req.backend {
-            BackendKind::Pty => {
-                let b = PtyBackend::spawn(&spawn, output.clone())
-                    .map_err(|reason| HubError::SpawnFailed { reason })?;
-                (Box::new(b), None)
-            }
-            BackendKind::Tmux => {
-                let name = req.tmux_session.unwrap_or_else(|| id.clone());
-                let server = TmuxPlace::Host {
-                    socket_name: cfg.tmux_socket_name(),
-                };
-                let (b, _adopted) = TmuxBackend::start(server, &name, &spawn, output.clone())
-                    .await
-                    .map_err(|reason| HubError::SpawnFailed { reason })?;
-                (Box::new(b), Some(name))
-            }
-        };
-        let spec = SessionSpec {
-            id: id.clone(),
-            backend: kind,
-            source: "host".into(),
-            shell: spawn.program,
-            args: spawn.args,
-            cwd: spawn.cwd.display().to_string(),
-            tmux_session,
-            agent_id: None,
-            policy: req.policy,
-            container_id: None,
-            created_at: Utc::now(),
-        };
-        let session = self.insert_session(spec, size, req.owner, output, backend);
+        let session = self.inner.host.create_as(actor, req).await?;
         self.persist_now().await;
         Ok(session)
     }
 
+    /// Starts a host session and registers it (the hub's own sessions: not checked by the
+    /// guard). Durable before it returns.
+    pub async fn create_session(&self, req: CreateSession) -> HubResult<Arc<Session>> {
+        let session = self.inner.host.create(req).await?;
+        self.persist_now().await;
+        Ok(session)
+    }
+
+    /// Starting host sessions (the narrow handle tasks get).
+    pub fn host(&self) -> &HostSessions {
+        &self.inner.host
+    }
+
     /// Registers a session whose backend was started elsewhere (container agents, external
-    /// sessions) and publishes `session_created`.
-    pub fn insert_session(
-        &self,
-        spec: SessionSpec,
-        size: TermSize,
-        owner: Owner,
-        output: Arc<Output>,
-        backend: Box<dyn Backend>,
-    ) -> Arc<Session> {
-        self.insert(
-            spec,
-            size,
-            owner,
-            output,
-            backend,
-            EventKind::SessionCreated,
-        )
-    }
-
-    /// Registers a session carried over from a previous run of the hub (same id, same owner)
-    /// and publishes `session_restored`.
-    pub fn insert_restored(
-        &self,
-        spec: SessionSpec,
-        size: TermSize,
-        owner: Owner,
-        output: Arc<Output>,
-        backend: Box<dyn Backend>,
-    ) -> Arc<Session> {
-        self.reserve_id(&spec.id);
-        self.insert(
-            spec,
-            size,
-            owner,
-            output,
-            backend,
-            EventKind::SessionRestored,
-        )
-    }
-
-    fn insert(
-        &self,
-        spec: SessionSpec,
-        size: TermSize,
-        owner: Owner,
-        output: Arc<Output>,
-        backend: Box<dyn Backend>,
-        event: fn(SessionAdded) -> EventKind,
-    ) -> Arc<Session> {
-        let id = spec.id.clone();
-        let resolved = self
-            .policy()
-            .loaded()
-            .profiles
-            .resolve(owner.cli_type.as_deref());
-        if resolved.unknown_cli_type.is_some() {
-            tracing::warn!(session = %id, "{}", resolved.reason);
-        }
-        let profile = resolved.profile;
-        let ingested = self.metrics().output_bytes(&spec.source);
-        output.count_into(ingested);
-        let session = Session::new(
-            spec,
-            size,
-            owner,
-            output,
-            backend,
-            profile,
-            self.inner.guard.clone(),
-        );
-        let events = self.inner.events.clone();
-        let agent_id = session.spec().agent_id.clone();
-        let session_id = id.clone();
-        session.set_on_state_change(move |c| {
-            // No terminal text in it (state and rule names only): nothing to redact.
-            let _ = events.send(HubEvent::now(EventKind::SessionStateChanged {
-                session_id: session_id.clone(),
-                agent_id: agent_id.clone(),
-                state: c.state,
-                previous: c.previous,
-                since: c.since,
-                rule: c.rule.clone(),
-            }));
-        });
-        self.inner
-            .sessions
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id.clone(), session.clone());
-        let spec = session.spec();
-        self.emit(event(SessionAdded {
-            session_id: id,
-            backend: spec.backend,
-            source: spec.source.clone(),
-            agent_id: spec.agent_id.clone(),
-            owner: session.owner(),
-        }));
-        session
-    }
-
-    /// Marks an id as taken (an id carried over from a previous run).
-    pub fn reserve_id(&self, id: &str) {
-        self.inner
-            .issued_ids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id.to_string());
-    }
-
-    /// Remembers the id and owner a container's session had before a restart, for when the
-    /// agent's terminal is attached again.
-    pub fn remember_container_session(&self, container_id: &str, id: &str, owner: Owner) {
-        self.reserve_id(id);
-        self.inner
-            .container_sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(container_id.to_string(), (id.to_string(), owner));
-    }
-
-    /// The id and owner a container's session had before a restart, once.
-    pub fn take_container_session(&self, container_id: &str) -> Option<(String, Owner)> {
-        self.inner
-            .container_sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(container_id)
+    /// sessions, sessions carried over from a previous run) and publishes it.
+    pub fn add_session(&self, new: NewSession, origin: Origin) -> Arc<Session> {
+        self.inner.sessions.add(new, origin)
     }
 
     /// Removes a session from the registry without touching its program.
     pub fn remove_session(&self, id: &str) -> Option<Arc<Session>> {
-        let removed = self
-            .inner
-            .sessions
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(id);
-        if let Some(s) = &removed {
-            s.close();
-        }
-        removed
+        self.inner.sessions.remove(id)
     }
 
     /// The persistence task, if one was started.
@@ -523,17 +283,45 @@ impl Hub {
     }
 
     /// The container agents.
-    pub fn agents(&self) -> &Agents {
+    pub fn agents(&self) -> &Arc<Agents> {
         &self.inner.agents
     }
 
+    /// The policy runner component over this hub's sessions and agents (the daemon starts
+    /// its loop; the API asks it for checks and reloads).
+    pub fn policy_runner(&self) -> crate::policy::runner::PolicyRunner {
+        crate::policy::runner::PolicyRunner {
+            sessions: self.inner.sessions.clone(),
+            agents: self.inner.agents.clone(),
+            engine: self.inner.policy.clone(),
+            events: self.inner.events.clone(),
+            metrics: self.inner.metrics.clone(),
+            guard: self.inner.guard.clone(),
+            config: self.inner.config.clone(),
+        }
+    }
+
+    /// The Docker sync component over this hub's agents (the daemon starts it).
+    pub fn agent_sync(&self) -> crate::agents::sync::AgentSync {
+        crate::agents::sync::AgentSync {
+            agents: self.inner.agents.clone(),
+            endpoints: self.inner.endpoints.clone(),
+            metrics: self.inner.metrics.clone(),
+        }
+    }
+
+    /// The Docker clients, one per engine.
+    pub fn docker_endpoints(&self) -> &Arc<crate::docker::Endpoints> {
+        &self.inner.endpoints
+    }
+
     /// The policies and agent profiles (see [`crate::policy`]).
-    pub fn policy(&self) -> &crate::policy::Engine {
+    pub fn policy(&self) -> &Arc<crate::policy::Engine> {
         &self.inner.policy
     }
 
     /// The task registry (see [`crate::tasks`]).
-    pub fn tasks(&self) -> &Tasks {
+    pub fn tasks(&self) -> &Arc<Tasks> {
         &self.inner.tasks
     }
 
@@ -541,40 +329,19 @@ impl Hub {
     pub fn get(&self, id: &str) -> HubResult<Arc<Session>> {
         self.inner
             .sessions
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(id)
-            .cloned()
+            .session(id)
             .ok_or_else(|| HubError::SessionNotFound { id: id.to_string() })
     }
 
     /// All sessions, ordered by id.
     pub fn list(&self) -> Vec<Arc<Session>> {
-        self.inner
-            .sessions
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .cloned()
-            .collect()
+        self.inner.sessions.list()
     }
 
-    /// Kills a session's processes (hang-up, then SIGKILL after a grace period) and removes it.
+    /// Kills a session's processes (hang-up, then SIGKILL after a grace period) and removes
+    /// it; durable before it returns.
     pub async fn kill(&self, id: &str) -> HubResult<Option<ExitInfo>> {
-        let session = self.get(id)?;
-        if !session.capabilities().kill {
-            return Err(HubError::KillUnsupported { id: id.into() });
-        }
-        let result = session.terminate(TermSignal::Hup).await;
-        self.emit(EventKind::SessionKilled {
-            session_id: id.to_string(),
-        });
-        self.inner
-            .sessions
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(id);
-        session.close();
+        let (session, result) = self.inner.sessions.kill(id).await?;
         self.persist_now().await;
         result?;
         // Give the waiter a moment to record how the program ended.
@@ -587,7 +354,7 @@ impl Hub {
     /// they ended.
     pub async fn shutdown(&self) {
         self.inner.closing.cancel();
-        crate::tasks::shutdown(self).await;
+        self.inner.tasks.shutdown().await;
         let running_ptys: Vec<Arc<Session>> = self
             .list()
             .into_iter()

@@ -2,13 +2,15 @@
 //! lossless, routed view and control of every agent's terminal.
 //!
 //! # Layout
-//! - [`hub`]: the session registry; the one place sessions are created and removed.
+//! - [`hub`]: the composition root; the one place host sessions are created and killed.
+//!   [`registry`] holds the live sessions, [`event_bus`] publishes lifecycle events: the narrow
+//!   handles the components get.
 //! - [`session`]: one terminal and the operations on it (send_line, keys, talk, resize, kill);
 //!   `session::input` turns lines and key names into bytes, `session::talk` finds a command's end.
 //! - [`output`]: the per-session output pipeline (scrollback, activity, fan-out), written once
 //!   above all backends. [`scrollback`] is its pure byte ring; [`screen`] the rendered screen.
 //! - [`backend`]: backends only move bytes: host PTY (`pty`), tmux control mode (`tmux`), and
-//!   `external` terminals owned by another process and reached through its [`bridge`] API.
+//!   `external` terminals owned by another process and reached through its bridge API.
 //! - [`process`]: stopping every process of a terminal.
 //! - [`routing`]: which session a leader means by agent id, owner session or label.
 //! - [`tasks`]: shell commands run to completion (in a PTY session or with pipes).
@@ -23,7 +25,8 @@
 //! - [`client`]: the typed HTTP/WebSocket client the CLI uses; [`cli`]: one module per command.
 //! - [`mcp`]: the MCP tools `k_pty` and `k_agents` (stdio via `agent-hub mcp`, and `/mcp`), each
 //!   action a REST request run through the hub's own router or over HTTP.
-//! - [`external`]: registering terminals owned by other processes (bridge sessions).
+//! - [`external`]: terminals owned by other processes: their registration, the bridge API's
+//!   wire types (`external::bridge`) and its client (`external::bridge_client`).
 //! - [`persist`]: the registry file, the lifecycle log, snapshots, and restoring after restart.
 //! - [`activity`]: meaningful activity (screen-text fingerprints with volatile parts masked).
 //! - [`agent_state`]: working/idle/blocked/exited/unknown from data-driven profiles, with
@@ -39,7 +42,6 @@ pub mod agents;
 pub mod api;
 pub mod audit;
 pub mod backend;
-pub mod bridge;
 pub mod cli;
 pub mod client;
 pub mod config;
@@ -48,8 +50,10 @@ pub mod delivery;
 pub mod docker;
 pub mod error;
 pub mod escape;
+pub mod event_bus;
 pub mod external;
 pub mod guard;
+pub mod host;
 pub mod hub;
 pub mod mcp;
 pub mod metrics;
@@ -59,6 +63,7 @@ pub mod policy;
 pub mod process;
 pub mod protocol;
 pub mod redact;
+pub mod registry;
 pub mod routing;
 pub mod screen;
 pub mod scrollback;

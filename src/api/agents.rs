@@ -9,7 +9,7 @@ use crate::hub::Hub;
 use crate::protocol::{AgentListReply, AgentReply, AgentStartReply};
 
 pub async fn list_agents(State(hub): State<Hub>) -> Json<AgentListReply> {
-    let agents = agents::list(&hub);
+    let agents = hub.agents().list();
     Json(AgentListReply {
         ok: true,
         count: agents.len(),
@@ -25,14 +25,14 @@ pub async fn get_agent(
     State(hub): State<Hub>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<AgentReply>> {
-    Ok(reply(agents::info(&hub, &id)?))
+    Ok(reply(hub.agents().info(&id)?))
 }
 
 pub async fn start_agent(
     State(hub): State<Hub>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<AgentStartReply>> {
-    let (agent, already_running) = agents::start(&hub, &id).await?;
+    let (agent, already_running) = hub.agents().start(&id).await?;
     let message = if already_running {
         "already running"
     } else {
@@ -50,12 +50,12 @@ pub async fn stop_agent(
     State(hub): State<Hub>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<AgentReply>> {
-    Ok(reply(agents::stop(&hub, &id).await?))
+    Ok(reply(hub.agents().stop(&id).await?))
 }
 
 pub async fn restart_agent(
     State(hub): State<Hub>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<AgentReply>> {
-    Ok(reply(agents::restart(&hub, &id).await?))
+    Ok(reply(hub.agents().restart(&id).await?))
 }

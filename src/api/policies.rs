@@ -103,7 +103,7 @@ pub async fn agent_state(
     ApiQuery(q): ApiQuery<StateQuery>,
 ) -> ApiResult<Json<AgentStateReply>> {
     let wait = wait_of(&q)?;
-    let mut info = crate::agents::info(&hub, &id)?;
+    let mut info = hub.agents().info(&id)?;
     let mut reached = None;
     if let Some((wanted, timeout)) = &wait {
         let (last, r) = wait_agent_state(&hub, &id, wanted, *timeout).await?;
@@ -164,13 +164,13 @@ async fn wait_agent_state(
     loop {
         // Subscribed before looking, so a start between the look and the wait is not missed.
         let mut events = hub.subscribe_events();
-        let info = crate::agents::info(hub, id)?;
+        let info = hub.agents().info(id)?;
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         match live_session(hub, &info) {
             Some(session) => {
                 let (report, reached) = session.wait_state(wanted, left).await;
                 if reached || left.is_zero() || report.state != crate::agent_state::State::Exited {
-                    return Ok((crate::agents::info(hub, id)?, reached));
+                    return Ok((hub.agents().info(id)?, reached));
                 }
             }
             None if wanted.wants(crate::agent_state::State::Exited) => return Ok((info, true)),
@@ -191,7 +191,7 @@ async fn wait_agent_state(
                     }
                 };
                 if tokio::time::timeout_at(deadline, started).await.is_err() {
-                    return Ok((crate::agents::info(hub, id)?, false));
+                    return Ok((hub.agents().info(id)?, false));
                 }
             }
         }
@@ -243,7 +243,7 @@ pub async fn check(
             return Err(HubError::AgentNotFound { id: a.clone() }.into());
         }
     }
-    let checks = crate::policy::runner::check(&hub, q.agent.as_deref());
+    let checks = hub.policy_runner().check(q.agent.as_deref());
     Ok(Json(PolicyCheckReply {
         ok: true,
         count: checks.len(),
@@ -252,7 +252,7 @@ pub async fn check(
 }
 
 pub async fn reload(State(hub): State<Hub>) -> ApiResult<Json<PolicyReloadReply>> {
-    let loaded = crate::policy::runner::reload(&hub)?;
+    let loaded = hub.policy_runner().reload()?;
     Ok(Json(PolicyReloadReply {
         ok: true,
         policies: loaded.policies.keys().cloned().collect(),

@@ -6,7 +6,6 @@ use axum::Json;
 use super::error::{ApiJson, ApiResult};
 use crate::error::HubError;
 use crate::hub::Hub;
-use crate::policy::start_on_message::send_to_agent;
 use crate::protocol::{
     ResolveReply, SendResult, SendToAgentReply, SendToAgentRequest, SessionReply,
     UpdateOwnershipRequest,
@@ -42,7 +41,10 @@ pub async fn send_line_to_agent(
         force: req.force,
         ..Default::default()
     };
-    let sent = send_to_agent(&hub, &actor, &keys, &req.data, opts).await?;
+    let sent = hub
+        .policy_runner()
+        .send_to_agent(&actor, &keys, &req.data, opts)
+        .await?;
     let (session, report) = (sent.session, sent.report);
     let delivery = serde_json::to_value(&report).map_err(|e| HubError::Internal {
         message: e.to_string(),

@@ -12,7 +12,7 @@ use crate::protocol::{
     TaskCreatedReply, TaskListReply, TaskReply, TaskRunReply, TaskStartedReply, TaskWaitReply,
     WaitQuery,
 };
-use crate::tasks::{self, CreateTask};
+use crate::tasks::CreateTask;
 
 /// Default and largest wait for `POST /v1/tasks/{id}/wait`.
 const WAIT_DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -24,7 +24,7 @@ pub async fn create_task(
     ApiJson(req): ApiJson<CreateTask>,
 ) -> ApiResult<Json<TaskCreatedReply>> {
     if req.pty {
-        let task = tasks::start(&hub, &actor, req).await?;
+        let task = hub.tasks().start(&actor, req).await?;
         return Ok(Json(TaskCreatedReply::Started(TaskStartedReply {
             ok: true,
             task_id: task.id.clone(),
@@ -33,7 +33,7 @@ pub async fn create_task(
             task,
         })));
     }
-    let run = tasks::run(&hub, &actor, req).await?;
+    let run = hub.tasks().run(&actor, req).await?;
     Ok(Json(TaskCreatedReply::Ran(TaskRunReply {
         ok: true,
         task_id: run.task.id.clone(),
@@ -48,7 +48,7 @@ pub async fn create_task(
 }
 
 pub async fn list_tasks(State(hub): State<Hub>) -> Json<TaskListReply> {
-    let tasks = tasks::list(&hub);
+    let tasks = hub.tasks().list();
     Json(TaskListReply {
         ok: true,
         count: tasks.len(),
@@ -60,7 +60,7 @@ pub async fn get_task(
     State(hub): State<Hub>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<TaskReply>> {
-    let task = tasks::info(&hub, &id)?;
+    let task = hub.tasks().info(&id)?;
     Ok(Json(TaskReply { ok: true, task }))
 }
 
@@ -75,7 +75,10 @@ pub async fn wait_task(
             HubError::bad_request(format!("timeout_ms must be 0-{WAIT_MAX_TIMEOUT_MS}")).into(),
         );
     }
-    let (task, finished) = tasks::wait(&hub, &id, Duration::from_millis(timeout_ms)).await?;
+    let (task, finished) = hub
+        .tasks()
+        .wait(&id, Duration::from_millis(timeout_ms))
+        .await?;
     Ok(Json(TaskWaitReply {
         ok: true,
         task,
@@ -87,6 +90,6 @@ pub async fn cancel_task(
     State(hub): State<Hub>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<TaskReply>> {
-    let task = tasks::cancel(&hub, &id).await?;
+    let task = hub.tasks().cancel(&id).await?;
     Ok(Json(TaskReply { ok: true, task }))
 }

@@ -7,7 +7,10 @@
 use tokio::sync::broadcast::error::RecvError;
 
 use super::{new_record, Record};
-use crate::hub::Hub;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::event_bus::EventSink;
 use crate::protocol::HubEvent;
 
 /// Whether an event of this type is audited.
@@ -29,36 +32,43 @@ pub fn event_record(event: &HubEvent) -> Option<Record> {
     Some(r)
 }
 
-/// Subscribes to the hub's events and records the audited ones until the hub closes.
-pub fn spawn_recorder(hub: &Hub) {
-    let mut events = hub.subscribe_events();
-    let audit = hub.audit().clone();
-    let closing = hub.closing();
-    hub.spawn(async move {
-        loop {
-            let event = tokio::select! {
-                _ = closing.cancelled() => return,
-                e = events.recv() => e,
-            };
-            match event {
-                Ok(event) => {
-                    if let Some(record) = event_record(&event) {
-                        if let Err(e) = audit.record(record).await {
-                            tracing::error!("audit: event not recorded: {}", e.0);
+/// The audit recorder component: records the audited hub events as they are published.
+pub struct Recorder {
+    pub events: EventSink,
+    pub audit: super::Audit,
+}
+
+impl Recorder {
+    /// Subscribes now and records until `closing` is cancelled.
+    pub fn start(self, tracker: &TaskTracker, closing: CancellationToken) {
+        let mut events = self.events.subscribe();
+        let audit = self.audit;
+        tracker.spawn(async move {
+            loop {
+                let event = tokio::select! {
+                    _ = closing.cancelled() => return,
+                    e = events.recv() => e,
+                };
+                match event {
+                    Ok(event) => {
+                        if let Some(record) = event_record(&event) {
+                            if let Err(e) = audit.record(record).await {
+                                tracing::error!("audit: event not recorded: {}", e.0);
+                            }
                         }
                     }
+                    Err(RecvError::Lagged(n)) => {
+                        tracing::error!("audit: {n} hub events were missed");
+                        let mut r = new_record("hub", None, "events_dropped");
+                        r.command = Some(format!("{n} hub events were not recorded"));
+                        r.success = Some(false);
+                        let _ = audit.record(r).await;
+                    }
+                    Err(RecvError::Closed) => return,
                 }
-                Err(RecvError::Lagged(n)) => {
-                    tracing::error!("audit: {n} hub events were missed");
-                    let mut r = new_record("hub", None, "events_dropped");
-                    r.command = Some(format!("{n} hub events were not recorded"));
-                    r.success = Some(false);
-                    let _ = audit.record(r).await;
-                }
-                Err(RecvError::Closed) => return,
             }
-        }
-    });
+        });
+    }
 }
 
 #[cfg(test)]

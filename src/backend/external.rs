@@ -1,5 +1,5 @@
 //! External sessions: terminals owned by another process that serves the bridge API
-//! ([`crate::bridge`]). Their output is pulled into the session's pipeline by one long-polling
+//! ([`crate::external::bridge`]). Their output is pulled into the session's pipeline by one long-polling
 //! reader, so read, stream, term_read and activity work as for any session; input goes to
 //! `/pty/write`; talk and rendered reads are proxied ([`ExternalLink`]); resize is unsupported.
 
@@ -12,8 +12,8 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use super::{Backend, Capabilities, TermSize};
-use crate::bridge::client::BridgeClient;
 use crate::error::{HubError, HubResult};
+use crate::external::bridge_client::BridgeClient;
 use crate::output::{ExitInfo, Output};
 use crate::screen::{TermRead, TermReadRequest};
 use crate::session::input::TermSignal;

@@ -149,7 +149,7 @@ impl StateGauges {
         }
         let mut agents: BTreeMap<String, i64> =
             AGENT_STATUSES.iter().map(|s| (s.to_string(), 0)).collect();
-        for info in crate::agents::list(hub) {
+        for info in hub.agents().list() {
             *agents.entry(info.status.to_string()).or_default() += 1;
         }
         for (status, n) in agents {

@@ -18,8 +18,12 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use tokio_util::sync::CancellationToken;
+
 use crate::hub::Hub;
 use crate::protocol::HubEvent;
+use crate::redact::Redactor;
+use crate::registry::Registry;
 use events_log::{EventsLog, Opened};
 use registry_file::{Loaded, RegistryFile, SavedSession, SCHEMA_VERSION};
 use restore::RestoreReport;
@@ -42,14 +46,21 @@ pub struct PersistStatus {
     pub snapshots: bool,
 }
 
-/// Handle on the persistence task.
+/// The persistence component: the registry file, the lifecycle log and the snapshots. It
+/// holds the session registry, the redactor and its own settings, not the hub; only
+/// [`start`] (restoring the previous run's sessions) works with the whole hub.
 #[derive(Clone)]
 pub struct Persistence {
     inner: Arc<Inner>,
 }
 
 struct Inner {
-    hub: Hub,
+    sessions: Arc<Registry>,
+    redactor: Arc<Redactor>,
+    hub_id: Option<String>,
+    /// Scrollback snapshots, up to this many bytes a session (`None`: off).
+    snapshot_max_bytes: Option<usize>,
+    closing: CancellationToken,
     dir: PathBuf,
     status: Mutex<PersistStatus>,
     /// The sessions as last written, to skip writes that change nothing.
@@ -106,7 +117,14 @@ pub async fn start(hub: &Hub) -> Persistence {
     tracing::info!(?restored, "registry restored");
     let p = Persistence {
         inner: Arc::new(Inner {
-            hub: hub.clone(),
+            sessions: hub.sessions().clone(),
+            redactor: hub.redactor().clone(),
+            hub_id: hub.config().hub_id.clone(),
+            snapshot_max_bytes: hub
+                .config()
+                .snapshots
+                .then_some(hub.config().snapshot_max_bytes),
+            closing: hub.closing(),
             status: Mutex::new(PersistStatus {
                 data_dir: dir.clone(),
                 startup_warnings: warnings,
@@ -160,7 +178,7 @@ impl Persistence {
         let mut last = self.inner.last_saved.lock().await;
         let sessions: Vec<SavedSession> = self
             .inner
-            .hub
+            .sessions
             .list()
             .iter()
             .map(|s| SavedSession::of(s))
@@ -170,7 +188,7 @@ impl Persistence {
         }
         let file = RegistryFile {
             schema_version: SCHEMA_VERSION,
-            hub_id: self.inner.hub.config().hub_id.clone(),
+            hub_id: self.inner.hub_id.clone(),
             saved_at: Utc::now(),
             sessions: sessions.clone(),
         };
@@ -189,7 +207,7 @@ impl Persistence {
     /// Writes everything now (shutdown).
     pub async fn flush(&self) {
         self.save().await;
-        if self.inner.hub.config().snapshots {
+        if self.inner.snapshot_max_bytes.is_some() {
             let mut written = HashMap::new();
             self.snapshot(&mut written).await;
         }
@@ -197,14 +215,18 @@ impl Persistence {
 
     /// Writes the snapshots of sessions whose output changed, on a blocking thread.
     async fn snapshot(&self, written: &mut HashMap<String, u64>) {
-        let max = self.inner.hub.config().snapshot_max_bytes;
-        let (hub, dir, mut done) = (
-            self.inner.hub.clone(),
-            self.inner.dir.clone(),
-            std::mem::take(written),
-        );
+        let Some(max) = self.inner.snapshot_max_bytes else {
+            return;
+        };
+        let (inner, mut done) = (self.inner.clone(), std::mem::take(written));
         let (result, done) = tokio::task::spawn_blocking(move || {
-            let result = snapshots::write_changed(&hub, &dir, max, &mut done);
+            let result = snapshots::write_changed(
+                &inner.sessions,
+                &inner.redactor,
+                &inner.dir,
+                max,
+                &mut done,
+            );
             (result, done)
         })
         .await
@@ -214,8 +236,7 @@ impl Persistence {
     }
 
     async fn run(self, mut events: tokio::sync::broadcast::Receiver<HubEvent>) {
-        let hub = self.inner.hub.clone();
-        let closing = hub.closing();
+        let closing = self.inner.closing.clone();
         let mut tick = tokio::time::interval(SAVE_DEBOUNCE);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut snapshots_written = HashMap::new();
@@ -239,7 +260,7 @@ impl Persistence {
                 },
                 _ = tick.tick() => {
                     self.save().await;
-                    if hub.config().snapshots && last_snapshot.elapsed() >= SNAPSHOT_INTERVAL {
+                    if last_snapshot.elapsed() >= SNAPSHOT_INTERVAL {
                         last_snapshot = tokio::time::Instant::now();
                         self.snapshot(&mut snapshots_written).await;
                     }

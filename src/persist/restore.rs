@@ -6,6 +6,7 @@
 //! so a lost or corrupt registry still brings back what tmux still runs.
 
 use crate::protocol::SessionBackend;
+use crate::registry::{NewSession, Origin};
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
@@ -51,7 +52,11 @@ pub async fn restore(hub: &Hub, file: Option<RegistryFile>, data_dir: &Path) -> 
         match saved.backend.as_str() {
             "docker" => match &saved.container_id {
                 Some(container) if saved.exit.is_none() => {
-                    hub.remember_container_session(container, &saved.id, saved.owner.clone());
+                    hub.sessions().remember_container_session(
+                        container,
+                        &saved.id,
+                        saved.owner.clone(),
+                    );
                     report.containers_pending.push(saved.id);
                 }
                 _ => report.skipped.push(saved.id),
@@ -168,7 +173,16 @@ async fn adopt_tmux(
         }
     };
     let id = spec.id.clone();
-    hub.insert_restored(spec, size, owner, output, Box::new(backend));
+    hub.add_session(
+        NewSession {
+            spec,
+            size,
+            owner,
+            output,
+            backend: Box::new(backend),
+        },
+        Origin::Restored,
+    );
     Ok(id)
 }
 
@@ -200,12 +214,15 @@ fn tombstone(hub: &Hub, saved: &SavedSession, reason_if_running: &str, data_dir:
         cols: saved.cols,
         rows: saved.rows,
     };
-    hub.insert_restored(
-        spec_of(saved, backend),
-        size,
-        saved.owner.clone(),
-        output,
-        Box::new(ExitedBackend),
+    hub.add_session(
+        NewSession {
+            spec: spec_of(saved, backend),
+            size,
+            owner: saved.owner.clone(),
+            output,
+            backend: Box::new(ExitedBackend),
+        },
+        Origin::Restored,
     );
 }
 
@@ -214,7 +231,7 @@ async fn restore_external(hub: &Hub, saved: &SavedSession) -> crate::error::HubR
         .external
         .as_ref()
         .ok_or_else(|| crate::error::HubError::bad_request("no bridge saved"))?;
-    hub.reserve_id(&saved.id);
+    hub.sessions().reserve_id(&saved.id);
     let req = RegisterRequest {
         session_id: saved.id.clone(),
         remote_session_id: Some(link.remote_session_id.clone()),

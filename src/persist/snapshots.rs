@@ -6,7 +6,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::hub::Hub;
+use crate::redact::Redactor;
+use crate::registry::Registry;
 
 pub const DIR_NAME: &str = "snapshots";
 
@@ -17,14 +18,15 @@ fn path(dir: &Path, id: &str) -> PathBuf {
 /// Writes a snapshot for every session whose output moved since the last one (`written`
 /// maps session id to the offset last written), and removes those of sessions that are gone.
 pub fn write_changed(
-    hub: &Hub,
+    sessions: &Registry,
+    redactor: &Redactor,
     dir: &Path,
     max_bytes: usize,
     written: &mut HashMap<String, u64>,
 ) -> std::io::Result<()> {
     let snap_dir = dir.join(DIR_NAME);
     std::fs::create_dir_all(&snap_dir)?;
-    let sessions = hub.list();
+    let sessions = sessions.list();
     for session in &sessions {
         let end = session.output().end_offset();
         if written.get(session.id()) == Some(&end) || session.external().is_some() {
@@ -34,7 +36,7 @@ pub fn write_changed(
         let chunk = session.output().read(Some(start), max_bytes);
         // Snapshots are an output path too: what reaches the disk is redacted.
         let before = crate::redact::output_before(session.output(), chunk.start_offset);
-        let bytes = hub.redactor().redact_window(&before, &chunk.bytes, true);
+        let bytes = redactor.redact_window(&before, &chunk.bytes, true);
         super::registry_file::write_atomic(&path(dir, session.id()), &bytes)?;
         written.insert(session.id().to_string(), end);
     }

@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
+use super::runner::PolicyRunner;
 use crate::actor::Actor;
 use crate::delivery::{By, DeliveryReport, Options};
 use crate::error::{HubError, HubResult};
-use crate::hub::Hub;
 use crate::protocol::EventKind;
 use crate::routing::{resolve_session, RouteKeys};
 use crate::session::Session;
@@ -25,40 +25,57 @@ pub struct AgentDelivery {
 /// Delivers `text` from `actor` to the one session `keys` name (see [`crate::delivery`]),
 /// starting a stopped agent first when its policy says so. The line passes the command guard
 /// before anything is started.
-pub async fn send_to_agent(
-    hub: &Hub,
-    actor: &Actor,
-    keys: &RouteKeys,
-    text: &str,
-    opts: Options,
-) -> HubResult<AgentDelivery> {
-    crate::session::write::check_line(hub.guard(), actor, text)?;
-    let mut started = false;
-    let session = match resolve_session(&hub.list(), keys) {
-        Err(HubError::RouteNotMatched { .. }) if starts_on_message(hub, keys) => {
-            let id = keys.agent_id.clone().unwrap_or_default();
-            crate::agents::start(hub, &id).await?;
-            // Reported once the start succeeded (a failed start has its own event).
-            hub.emit(EventKind::PolicyStarted {
-                agent_id: id.clone(),
-                policy: hub.agents().def(&id).ok().and_then(|d| d.policy.clone()),
-                reason: "start_on_message: a line was sent to the stopped agent".into(),
-                dry_run: false,
-            });
-            started = true;
-            let session = resolve_session(&hub.list(), keys)?;
-            let within = hub.agents().def(&id).map(|d| d.ready_timeout())?;
-            wait_until_idle(&session, within).await;
-            session
-        }
-        other => other?,
-    };
-    let report = crate::delivery::submit(&session, By::Caller(actor), text, opts).await?;
-    Ok(AgentDelivery {
-        started,
-        session,
-        report,
-    })
+impl PolicyRunner {
+    pub async fn send_to_agent(
+        &self,
+        actor: &Actor,
+        keys: &RouteKeys,
+        text: &str,
+        opts: Options,
+    ) -> HubResult<AgentDelivery> {
+        crate::session::write::check_line(&self.guard, actor, text)?;
+        let mut started = false;
+        let session = match resolve_session(&self.sessions.list(), keys) {
+            Err(HubError::RouteNotMatched { .. }) if self.starts_on_message(keys) => {
+                let id = keys.agent_id.clone().unwrap_or_default();
+                self.agents.start(&id).await?;
+                // Reported once the start succeeded (a failed start has its own event).
+                self.events.emit(EventKind::PolicyStarted {
+                    agent_id: id.clone(),
+                    policy: self.agents.def(&id).ok().and_then(|d| d.policy.clone()),
+                    reason: "start_on_message: a line was sent to the stopped agent".into(),
+                    dry_run: false,
+                });
+                started = true;
+                let session = resolve_session(&self.sessions.list(), keys)?;
+                let within = self.agents.def(&id).map(|d| d.ready_timeout())?;
+                wait_until_idle(&session, within).await;
+                session
+            }
+            other => other?,
+        };
+        let report = crate::delivery::submit(&session, By::Caller(actor), text, opts).await?;
+        Ok(AgentDelivery {
+            started,
+            session,
+            report,
+        })
+    }
+
+    /// Whether `keys` name (by agent id) a container agent whose policy starts it on a message.
+    fn starts_on_message(&self, keys: &RouteKeys) -> bool {
+        let Some(def) = keys
+            .agent_id
+            .as_deref()
+            .and_then(|a| self.agents.def(a).ok())
+        else {
+            return false;
+        };
+        def.policy
+            .as_deref()
+            .and_then(|p| self.engine.policy(p))
+            .is_some_and(|p| p.start_on_message && !p.dry_run)
+    }
 }
 
 /// Waits (at most `within`) until the agent's profile reads it as idle at its prompt, so a
@@ -75,19 +92,4 @@ async fn wait_until_idle(session: &Session, within: std::time::Duration) {
         }
         let _ = tokio::time::timeout_at(deadline.min(step), progress.changed()).await;
     }
-}
-
-/// Whether `keys` name (by agent id) a container agent whose policy starts it on a message.
-fn starts_on_message(hub: &Hub, keys: &RouteKeys) -> bool {
-    let Some(def) = keys
-        .agent_id
-        .as_deref()
-        .and_then(|a| hub.agents().def(a).ok())
-    else {
-        return false;
-    };
-    def.policy
-        .as_deref()
-        .and_then(|p| hub.policy().policy(p))
-        .is_some_and(|p| p.start_on_message && !p.dry_run)
 }

@@ -5,7 +5,7 @@ use super::*;
 /// Coalesces a task's output into `task_log` events: one event per [`LOG_FLUSH_INTERVAL`] or
 /// [`LOG_FLUSH_BYTES`], never splitting a UTF-8 character (invalid bytes become U+FFFD).
 pub(super) struct LogPump {
-    hub: Hub,
+    events: EventSink,
     task_id: String,
     /// `stdout` / `stderr` for piped tasks.
     stream: Option<&'static str>,
@@ -19,10 +19,10 @@ pub(super) struct LogPump {
 }
 
 impl LogPump {
-    pub(super) fn new(hub: Hub, task_id: String, stream: Option<&'static str>) -> Self {
+    pub(super) fn new(handles: &Handles, task_id: String, stream: Option<&'static str>) -> Self {
         LogPump {
-            redact: crate::redact::stream::StreamRedactor::new(hub.redactor().clone(), b""),
-            hub,
+            redact: crate::redact::stream::StreamRedactor::new(handles.host.redactor.clone(), b""),
+            events: handles.events.clone(),
             task_id,
             stream,
             pending: Vec::new(),
@@ -56,7 +56,7 @@ impl LogPump {
             let chunk = String::from_utf8_lossy(&redacted).into_owned();
             self.pending = rest;
             let dropped = std::mem::take(&mut self.dropped_bytes);
-            self.hub.emit(EventKind::TaskLog {
+            self.events.emit(EventKind::TaskLog {
                 task_id: self.task_id.clone(),
                 chunk,
                 stream: self.stream.map(String::from),

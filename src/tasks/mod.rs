@@ -23,9 +23,15 @@ use tokio::time::Instant;
 
 use crate::actor::Actor;
 use crate::error::{HubError, HubResult};
-use crate::hub::{BackendKind, CreateSession, Hub};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::event_bus::EventSink;
+use crate::host::{CreateSession, HostSessions};
 use crate::output::{CursorItem, OutputCursor};
+use crate::protocol::BackendKind;
 use crate::protocol::EventKind;
+use crate::registry::SessionRegistry;
 use crate::session::input::TermSignal;
 use crate::session::{Owner, Session};
 
@@ -36,8 +42,7 @@ mod pty;
 pub use crate::protocol::{CreateTask, TaskInfo, TaskState};
 
 use log::LogPump;
-pub use piped::{run, RunOutput};
-pub use pty::start;
+pub use piped::RunOutput;
 
 /// Default task timeout, in seconds.
 pub const DEFAULT_TIMEOUT_S: f64 = 300.0;
@@ -121,7 +126,7 @@ impl Task {
     /// Records the end and publishes `task_finished`. The event goes out under the record's
     /// lock and before waiters wake, so whoever sees the task finished (through the API or
     /// the events) sees both.
-    fn finish(&self, hub: &Hub, state: TaskState, exit_code: Option<i32>) {
+    fn finish(&self, events: &EventSink, state: TaskState, exit_code: Option<i32>) {
         let mut info = self.info.lock().unwrap_or_else(|e| e.into_inner());
         if info.state != TaskState::Running {
             return;
@@ -131,7 +136,7 @@ impl Task {
         info.exit_code = exit_code;
         info.finished_at = Some(Utc::now());
         info.duration_ms = Some(duration_ms);
-        hub.emit(EventKind::TaskFinished {
+        events.emit(EventKind::TaskFinished {
             task_id: info.id.clone(),
             state,
             exit_code,
@@ -142,13 +147,34 @@ impl Task {
     }
 }
 
-/// The task registry (one per hub, see [`Hub::tasks`]).
-#[derive(Default)]
+/// What tasks work with (cheap to clone: the followers of running tasks hold a copy).
+#[derive(Clone)]
+pub struct Handles {
+    /// Where a PTY task's session is started (and a purged task's session removed).
+    pub host: HostSessions,
+    /// Where `task_*` events are published.
+    pub events: EventSink,
+    /// Where the followers run, so shutdown waits for them.
+    pub tracker: TaskTracker,
+    /// Cancelled at shutdown: running tasks are killed.
+    pub closing: CancellationToken,
+}
+
+/// The tasks component: the task registry and the operations on tasks.
 pub struct Tasks {
     tasks: RwLock<BTreeMap<String, Arc<Task>>>,
+    handles: Handles,
 }
 
 impl Tasks {
+    /// No tasks yet.
+    pub fn new(handles: Handles) -> Self {
+        Tasks {
+            tasks: RwLock::default(),
+            handles,
+        }
+    }
+
     fn insert(&self, task: Arc<Task>) {
         let id = task.id();
         self.tasks
@@ -176,9 +202,14 @@ impl Tasks {
     }
 
     /// Removes finished tasks older than the retention time, with their sessions.
-    fn purge(&self, hub: &Hub) {
-        let retention =
-            chrono::Duration::seconds(hub.config().task_retention_s.min(i64::MAX as u64) as i64);
+    fn purge(&self) {
+        let retention = chrono::Duration::seconds(
+            self.handles
+                .host
+                .config
+                .task_retention_s
+                .min(i64::MAX as u64) as i64,
+        );
         let now = Utc::now();
         let expired: Vec<Arc<Task>> = {
             let mut tasks = self.tasks.write().unwrap_or_else(|e| e.into_inner());
@@ -195,57 +226,69 @@ impl Tasks {
         };
         for task in expired {
             if let Some(sid) = task.info().session_id {
-                hub.remove_session(&sid);
+                self.handles.host.sessions.remove(&sid);
             }
         }
     }
-}
 
-/// All tasks, ordered by id (finished ones past their retention are purged first).
-pub fn list(hub: &Hub) -> Vec<TaskInfo> {
-    hub.tasks().purge(hub);
-    hub.tasks().all().iter().map(|t| t.info()).collect()
-}
-
-/// One task.
-pub fn info(hub: &Hub, id: &str) -> HubResult<TaskInfo> {
-    hub.tasks().purge(hub);
-    Ok(hub.tasks().task(id)?.info())
-}
-
-/// Waits up to `timeout` for a task to finish; returns it and whether it has finished.
-pub async fn wait(hub: &Hub, id: &str, timeout: Duration) -> HubResult<(TaskInfo, bool)> {
-    let task = hub.tasks().task(id)?;
-    task.wait_done(timeout).await;
-    let info = task.info();
-    let finished = info.state != TaskState::Running;
-    Ok((info, finished))
-}
-
-/// Cancels a running task: kills every process of it and waits until it is recorded as
-/// cancelled. A finished task is returned unchanged.
-pub async fn cancel(hub: &Hub, id: &str) -> HubResult<TaskInfo> {
-    let task = hub.tasks().task(id)?;
-    if task.info().state == TaskState::Running {
-        task.request_stop(StopReason::Cancel);
-        task.wait_done(CANCEL_WAIT).await;
+    /// All tasks, ordered by id (finished ones past their retention are purged first).
+    pub fn list(&self) -> Vec<TaskInfo> {
+        self.purge();
+        self.all().iter().map(|t| t.info()).collect()
     }
-    Ok(task.info())
-}
 
-/// Kills every running task (part of [`Hub::shutdown`]) and waits until they are recorded.
-pub async fn shutdown(hub: &Hub) {
-    let running: Vec<Arc<Task>> = hub
-        .tasks()
-        .all()
-        .into_iter()
-        .filter(|t| t.info().state == TaskState::Running)
-        .collect();
-    for task in &running {
-        task.request_stop(StopReason::Shutdown);
+    /// One task.
+    pub fn info(&self, id: &str) -> HubResult<TaskInfo> {
+        self.purge();
+        Ok(self.task(id)?.info())
     }
-    for task in running {
-        task.wait_done(CANCEL_WAIT).await;
+
+    /// Waits up to `timeout` for a task to finish; returns it and whether it has finished.
+    pub async fn wait(&self, id: &str, timeout: Duration) -> HubResult<(TaskInfo, bool)> {
+        let task = self.task(id)?;
+        task.wait_done(timeout).await;
+        let info = task.info();
+        let finished = info.state != TaskState::Running;
+        Ok((info, finished))
+    }
+
+    /// Cancels a running task: kills every process of it and waits until it is recorded as
+    /// cancelled. A finished task is returned unchanged.
+    pub async fn cancel(&self, id: &str) -> HubResult<TaskInfo> {
+        let task = self.task(id)?;
+        if task.info().state == TaskState::Running {
+            task.request_stop(StopReason::Cancel);
+            task.wait_done(CANCEL_WAIT).await;
+        }
+        Ok(task.info())
+    }
+
+    /// Kills every running task (part of the hub's shutdown) and waits until they are
+    /// recorded.
+    pub async fn shutdown(&self) {
+        let running: Vec<Arc<Task>> = self
+            .all()
+            .into_iter()
+            .filter(|t| t.info().state == TaskState::Running)
+            .collect();
+        for task in &running {
+            task.request_stop(StopReason::Shutdown);
+        }
+        for task in running {
+            task.wait_done(CANCEL_WAIT).await;
+        }
+    }
+
+    /// Records a new running task and publishes `task_started`.
+    fn started(&self, task: Arc<Task>) {
+        let info = task.info();
+        self.insert(task);
+        self.handles.events.emit(EventKind::TaskStarted {
+            task_id: info.id.clone(),
+            name: info.name.clone(),
+            started_at: info.started_at,
+            session_id: info.session_id.clone(),
+        });
     }
 }
 
@@ -291,15 +334,6 @@ fn plan(req: &CreateTask) -> HubResult<Plan> {
         timeout: Duration::from_secs_f64(timeout_s),
         name,
     })
-}
-
-fn started_event(hub: &Hub, info: &TaskInfo) {
-    hub.emit(EventKind::TaskStarted {
-        task_id: info.id.clone(),
-        name: info.name.clone(),
-        started_at: info.started_at,
-        session_id: info.session_id.clone(),
-    });
 }
 
 /// Sleeps until `at`, or forever without one.

@@ -27,88 +27,95 @@ impl Drop for StopOnDrop {
 /// Runs a piped task (`pty: false`) to its end: `sh -c CMD` with stdout and stderr captured,
 /// in its own process group. A timeout is an error ([`HubError::TaskTimedOut`]) carrying the
 /// partial output.
-pub async fn run(hub: &Hub, actor: &Actor, req: CreateTask) -> HubResult<RunOutput> {
-    hub.guard().check_input(&req.cmd, actor.role())?;
-    hub.tasks().purge(hub);
-    let plan = plan(&req)?;
-    let id = hub.new_id("task");
-    let cwd = match &req.cwd {
-        Some(cwd) => PathBuf::from(cwd),
-        None => std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/")),
-    };
-    if !cwd.is_dir() {
-        return Err(HubError::SpawnFailed {
-            reason: format!(
-                "working directory '{}' does not exist or is not a directory",
-                cwd.display()
-            ),
-        });
-    }
-    let mut extra = BTreeMap::from([
-        ("TERM".to_string(), "dumb".to_string()),
-        ("AGENT_HUB_TASK_ID".to_string(), id.clone()),
-    ]);
-    extra.extend(req.env);
-    let mut env = hub.child_env(&id, &extra);
-    env.remove("AGENT_HUB_SESSION_ID");
-    let mut command = tokio::process::Command::new("sh");
-    command
-        .arg("-c")
-        .arg(&req.cmd)
-        .env_clear()
-        .envs(&env)
-        .current_dir(&cwd)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let child = command.spawn().map_err(|e| HubError::SpawnFailed {
-        reason: format!("cannot start 'sh': {e}"),
-    })?;
-    let info = TaskInfo {
-        id,
-        name: plan.name,
-        state: TaskState::Running,
-        pid: child.id(),
-        started_at: Utc::now(),
-        finished_at: None,
-        exit_code: None,
-        duration_ms: None,
-        session_id: None,
-        cmd: req.cmd,
-        pty: false,
-    };
-    let task = Task::new(info.clone());
-    hub.tasks().insert(task.clone());
-    started_event(hub, &info);
-    // The command runs on its own task, so it is followed to its end (and killed) even if this
-    // request goes away; a request that goes away cancels it.
-    let mut guard = StopOnDrop(Some(task.clone()));
-    let follower = hub.spawn(follow_piped(hub.clone(), task.clone(), child, plan.timeout));
-    let result = follower.await;
-    guard.0 = None;
-    let (stdout, stderr, truncated) = result.map_err(|e| HubError::Internal {
-        message: format!("task follower failed: {e}"),
-    })?;
-    let task = task.info();
-    if task.state == TaskState::Timeout {
-        return Err(HubError::TaskTimedOut {
-            id: task.id,
-            timeout_ms: plan.timeout.as_millis() as u64,
-            duration_ms: task.duration_ms.unwrap_or(0),
+impl Tasks {
+    pub async fn run(&self, actor: &Actor, req: CreateTask) -> HubResult<RunOutput> {
+        let handles = &self.handles;
+        handles.host.guard.check_input(&req.cmd, actor.role())?;
+        self.purge();
+        let plan = plan(&req)?;
+        let id = handles.host.sessions.new_id("task");
+        let cwd = match &req.cwd {
+            Some(cwd) => PathBuf::from(cwd),
+            None => std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/")),
+        };
+        if !cwd.is_dir() {
+            return Err(HubError::SpawnFailed {
+                reason: format!(
+                    "working directory '{}' does not exist or is not a directory",
+                    cwd.display()
+                ),
+            });
+        }
+        let mut extra = BTreeMap::from([
+            ("TERM".to_string(), "dumb".to_string()),
+            ("AGENT_HUB_TASK_ID".to_string(), id.clone()),
+        ]);
+        extra.extend(req.env);
+        let mut env = handles.host.child_env(&id, &extra);
+        env.remove("AGENT_HUB_SESSION_ID");
+        let mut command = tokio::process::Command::new("sh");
+        command
+            .arg("-c")
+            .arg(&req.cmd)
+            .env_clear()
+            .envs(&env)
+            .current_dir(&cwd)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let child = command.spawn().map_err(|e| HubError::SpawnFailed {
+            reason: format!("cannot start 'sh': {e}"),
+        })?;
+        let info = TaskInfo {
+            id,
+            name: plan.name,
+            state: TaskState::Running,
+            pid: child.id(),
+            started_at: Utc::now(),
+            finished_at: None,
+            exit_code: None,
+            duration_ms: None,
+            session_id: None,
+            cmd: req.cmd,
+            pty: false,
+        };
+        let task = Task::new(info.clone());
+        self.started(task.clone());
+        // The command runs on its own task, so it is followed to its end (and killed) even if this
+        // request goes away; a request that goes away cancels it.
+        let mut guard = StopOnDrop(Some(task.clone()));
+        let follower = handles.tracker.spawn(follow_piped(
+            handles.clone(),
+            task.clone(),
+            child,
+            plan.timeout,
+        ));
+        let result = follower.await;
+        guard.0 = None;
+        let (stdout, stderr, truncated) = result.map_err(|e| HubError::Internal {
+            message: format!("task follower failed: {e}"),
+        })?;
+        let task = task.info();
+        if task.state == TaskState::Timeout {
+            return Err(HubError::TaskTimedOut {
+                id: task.id,
+                timeout_ms: plan.timeout.as_millis() as u64,
+                duration_ms: task.duration_ms.unwrap_or(0),
+                stdout,
+                stderr,
+            });
+        }
+        Ok(RunOutput {
+            task,
             stdout,
             stderr,
-        });
+            truncated,
+        })
     }
-    Ok(RunOutput {
-        task,
-        stdout,
-        stderr,
-        truncated,
-    })
 }
 
 fn kill_group(pgid: Option<u32>) {
@@ -122,7 +129,7 @@ fn kill_group(pgid: Option<u32>) {
 
 /// Follows a piped task to its end; returns stdout, stderr and whether either was cut.
 async fn follow_piped(
-    hub: Hub,
+    handles: Handles,
     task: Arc<Task>,
     mut child: tokio::process::Child,
     timeout: Duration,
@@ -137,7 +144,7 @@ async fn follow_piped(
     for (n, pipe) in pipes.into_iter().enumerate() {
         let Some(mut pipe) = pipe else { continue };
         let tx = tx.clone();
-        readers.push(hub.spawn(async move {
+        readers.push(handles.tracker.spawn(async move {
             let mut buf = vec![0u8; 64 * 1024];
             loop {
                 match pipe.read(&mut buf).await {
@@ -159,12 +166,12 @@ async fn follow_piped(
 
     let id = task.id();
     let mut logs = [
-        LogPump::new(hub.clone(), id.clone(), Some("stdout")),
-        LogPump::new(hub.clone(), id, Some("stderr")),
+        LogPump::new(&handles, id.clone(), Some("stdout")),
+        LogPump::new(&handles, id, Some("stderr")),
     ];
     let mut captured: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
     let mut truncated = false;
-    let closing = hub.closing();
+    let closing = handles.closing.clone();
     let mut stop = task.stop.subscribe();
     let deadline = Instant::now() + timeout;
     let mut stopped: Option<StopReason> = None;
@@ -230,7 +237,7 @@ async fn follow_piped(
         log.flush(true);
     }
     let exit_code = status.flatten().and_then(|s| s.code());
-    task.finish(&hub, final_state(stopped, exit_code), exit_code);
+    task.finish(&handles.events, final_state(stopped, exit_code), exit_code);
     let [stdout, stderr] = captured.map(|b| String::from_utf8_lossy(&b).into_owned());
     (stdout, stderr, truncated)
 }

@@ -5,63 +5,72 @@ use super::*;
 
 /// Starts a PTY task for `actor`: `sh -c CMD` in a new PTY session. Returns at once. The
 /// command line passes the command guard first, like a `send_line`.
-pub async fn start(hub: &Hub, actor: &Actor, req: CreateTask) -> HubResult<TaskInfo> {
-    hub.guard().check_input(&req.cmd, actor.role())?;
-    hub.tasks().purge(hub);
-    let plan = plan(&req)?;
-    let id = hub.new_id("task");
-    let mut env = req.env;
-    env.insert("AGENT_HUB_TASK_ID".into(), id.clone());
-    let session = hub
-        .create_session(CreateSession {
-            backend: BackendKind::Pty,
-            shell: Some("sh".into()),
-            args: vec!["-c".into(), req.cmd.clone()],
-            cwd: req.cwd.map(PathBuf::from),
-            env,
-            owner: Owner {
-                label: req.name,
-                ..Owner::default()
-            },
-            ..CreateSession::default()
-        })
-        .await?;
-    // From offset 0 right away, so even a command that is already over is seen whole.
-    let cursor = OutputCursor::new(session.output().clone(), 0);
-    let info = TaskInfo {
-        id,
-        name: plan.name,
-        state: TaskState::Running,
-        pid: session.info().pid,
-        started_at: session.spec().created_at,
-        finished_at: None,
-        exit_code: None,
-        duration_ms: None,
-        session_id: Some(session.id().to_string()),
-        cmd: req.cmd,
-        pty: true,
-    };
-    let task = Task::new(info.clone());
-    hub.tasks().insert(task.clone());
-    started_event(hub, &info);
-    hub.spawn(follow_pty(hub.clone(), task, session, cursor, plan.timeout));
-    Ok(info)
+impl Tasks {
+    pub async fn start(&self, actor: &Actor, req: CreateTask) -> HubResult<TaskInfo> {
+        let handles = &self.handles;
+        handles.host.guard.check_input(&req.cmd, actor.role())?;
+        self.purge();
+        let plan = plan(&req)?;
+        let id = handles.host.sessions.new_id("task");
+        let mut env = req.env;
+        env.insert("AGENT_HUB_TASK_ID".into(), id.clone());
+        let session = handles
+            .host
+            .create(CreateSession {
+                backend: BackendKind::Pty,
+                shell: Some("sh".into()),
+                args: vec!["-c".into(), req.cmd.clone()],
+                cwd: req.cwd.map(PathBuf::from),
+                env,
+                owner: Owner {
+                    label: req.name,
+                    ..Owner::default()
+                },
+                ..CreateSession::default()
+            })
+            .await?;
+        // From offset 0 right away, so even a command that is already over is seen whole.
+        let cursor = OutputCursor::new(session.output().clone(), 0);
+        let info = TaskInfo {
+            id,
+            name: plan.name,
+            state: TaskState::Running,
+            pid: session.info().pid,
+            started_at: session.spec().created_at,
+            finished_at: None,
+            exit_code: None,
+            duration_ms: None,
+            session_id: Some(session.id().to_string()),
+            cmd: req.cmd,
+            pty: true,
+        };
+        let task = Task::new(info.clone());
+        self.started(task.clone());
+        handles.tracker.spawn(follow_pty(
+            handles.clone(),
+            task,
+            session,
+            cursor,
+            plan.timeout,
+        ));
+        Ok(info)
+    }
 }
 
 /// Follows a PTY task to its end: publishes its output, enforces its timeout, kills it when
 /// asked, and records how it ended.
 async fn follow_pty(
-    hub: Hub,
+    handles: Handles,
     task: Arc<Task>,
     session: Arc<Session>,
     mut cursor: OutputCursor,
     timeout: Duration,
 ) {
     let pid = session.info().pid;
-    let closing = hub.closing();
+    let closing = handles.closing.clone();
     let mut stop = task.stop.subscribe();
     let deadline = Instant::now() + timeout;
-    let mut log = LogPump::new(hub.clone(), task.id(), None);
+    let mut log = LogPump::new(&handles, task.id(), None);
     let mut stopped: Option<StopReason> = None;
     let mut give_up: Option<Instant> = None;
     let exit = loop {
@@ -97,5 +106,5 @@ async fn follow_pty(
         }
     }
     let exit_code = exit.and_then(|e| e.exit_code);
-    task.finish(&hub, final_state(stopped, exit_code), exit_code);
+    task.finish(&handles.events, final_state(stopped, exit_code), exit_code);
 }

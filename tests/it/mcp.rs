@@ -35,7 +35,9 @@ async fn hub() -> (TestHub, tempfile::TempDir) {
         c.policies_dir = Some(policies);
     })
     .await;
-    agent_hub::policy::runner::spawn(&hub.hub);
+    hub.hub
+        .policy_runner()
+        .start(hub.hub.tracker(), hub.hub.closing());
     (hub, dir)
 }
 

@@ -161,7 +161,9 @@ async fn docker_hub(dir: &tempfile::TempDir, agents: &str) -> (TestHub, Containe
     let hub_id = unique_hub_id();
     let guard = ContainerGuard(hub_id.clone());
     let hub = hub_with_policies(dir, &format!("hub_id = \"{hub_id}\"\n{agents}")).await;
-    agent_hub::agents::sync::spawn(&hub.hub);
+    hub.hub
+        .agent_sync()
+        .start(hub.hub.tracker(), hub.hub.closing());
     (hub, guard)
 }
 

@@ -471,7 +471,7 @@ async fn hub_shutdown_kills_running_tasks_and_closes_the_event_stream() {
     tokio::time::timeout(Duration::from_secs(20), hub.hub.shutdown())
         .await
         .expect("shutdown finished");
-    for t in agent_hub::tasks::list(&hub.hub) {
+    for t in hub.hub.tasks().list() {
         assert_eq!(t.state, agent_hub::tasks::TaskState::Cancelled, "{t:?}");
     }
     for p in procs {

@@ -1,4 +1,4 @@
-//! Calls a bridge (see [`crate::bridge`]) with short timeouts, so a bridge that is down makes
+//! Calls a bridge (see [`crate::external::bridge`]) with short timeouts, so a bridge that is down makes
 //! an operation fail quickly with an error that names it, and never stalls the hub.
 
 use std::time::Duration;
@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{BufferRequest, ReadReply, ReadRequest, TalkRequest, WriteRequest};
+use super::bridge::{BufferRequest, ReadReply, ReadRequest, TalkRequest, WriteRequest};
 use crate::error::{HubError, HubResult};
 use crate::protocol::Encoding;
 use crate::screen::{TermRead, TermReadRequest};

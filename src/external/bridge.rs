@@ -10,9 +10,7 @@
 //! - `POST /pty/buffer {session_id, mode, max_lines, ...}`: a rendered read (term_read);
 //! - `GET /pty/list`, `GET /health`.
 //!
-//! This module holds the wire types; [`client`] calls a bridge, `api::bridge` serves one.
-
-pub mod client;
+//! This module holds the wire types; [`super::bridge_client`] calls a bridge, `api::bridge` serves one.
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;

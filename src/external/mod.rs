@@ -1,5 +1,11 @@
-//! Registering terminals owned by other processes (external sessions), and the registry
-//! housekeeping that goes with them: unregister, heartbeat and reset.
+//! External sessions: terminals owned by other processes (another hub, an IDE, a script) and
+//! reached through their bridge API. This module registers them and keeps the registry's
+//! housekeeping (unregister, heartbeat, reset); [`bridge`] holds the bridge API's wire types,
+//! [`bridge_client`] calls a bridge, and `backend::external` moves their bytes like any other
+//! backend.
+
+pub mod bridge;
+pub mod bridge_client;
 
 use std::sync::Arc;
 
@@ -8,12 +14,13 @@ use serde::Deserialize;
 
 use crate::backend::external::{ExternalBackend, ExternalLink};
 use crate::backend::TermSize;
-use crate::bridge::client::BridgeClient;
 use crate::config::check_size;
 use crate::error::{HubError, HubResult};
+use crate::external::bridge_client::BridgeClient;
 use crate::hub::Hub;
 use crate::output::Output;
 use crate::protocol::EventKind;
+use crate::registry::{NewSession, Origin};
 use crate::session::{Owner, Session, SessionSpec};
 
 /// `POST /v1/pty/register`
@@ -131,7 +138,16 @@ impl Hub {
             container_id: None,
             created_at: Utc::now(),
         };
-        let session = self.insert_session(spec, size, owner, output, Box::new(backend));
+        let session = self.add_session(
+            NewSession {
+                spec,
+                size,
+                owner,
+                output,
+                backend: Box::new(backend),
+            },
+            Origin::Created,
+        );
         session.heartbeat();
         self.emit(EventKind::SessionRegistered {
             session_id: req.session_id.clone(),

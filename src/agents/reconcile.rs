@@ -1,0 +1,153 @@
+//! Bringing the agents' status in line with their containers: after a (re)connect to an engine
+//! every agent of it is reconciled, and the Docker events (see [`super::sync`]) report deaths
+//! and starts in between. A running container the hub is not attached to is re-attached.
+
+use super::{AgentStatus, Agents};
+use crate::docker;
+use crate::protocol::EventKind;
+
+impl Agents {
+    /// The ids of the agents that live on `endpoint`.
+    pub fn on_endpoint(&self, endpoint: &str) -> Vec<String> {
+        self.defs()
+            .filter(|d| d.endpoint() == endpoint)
+            .map(|d| d.id.clone())
+            .collect()
+    }
+
+    /// A container of a running agent ended without the hub asking.
+    pub fn container_died(&self, agent: &str, exit_code: Option<i64>) {
+        let mut changed = false;
+        self.update(agent, |rt| {
+            if rt.status == AgentStatus::Running {
+                rt.status = AgentStatus::Exited;
+                rt.exit_code = exit_code;
+                changed = true;
+            }
+        });
+        if changed {
+            self.emit(
+                agent,
+                EventKind::AgentExited,
+                &format!("container exited (exit code {exit_code:?})"),
+            );
+        }
+    }
+
+    /// A container of an agent was removed.
+    pub fn container_removed(&self, agent: &str) {
+        self.update(agent, |rt| {
+            if rt.status != AgentStatus::Starting {
+                rt.container_id = None;
+            }
+        });
+    }
+
+    /// While an engine is unreachable its running agents cannot be seen: say so.
+    pub fn mark_unreachable(&self, endpoint: &str) {
+        for id in self.on_endpoint(endpoint) {
+            self.update(&id, |rt| {
+                if rt.status == AgentStatus::Running {
+                    rt.error = Some(format!(
+                        "Docker engine {} unreachable; status may be stale",
+                        docker::endpoint_name(endpoint)
+                    ));
+                }
+            });
+        }
+    }
+
+    /// Brings every agent of this endpoint in line with its container.
+    pub async fn reconcile(&self, endpoint: &str) {
+        let with_containers = match self
+            .handles
+            .containers
+            .agents_with_containers(endpoint, self.hub_id())
+            .await
+        {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!("reconcile: {e}");
+                return;
+            }
+        };
+        for id in self.on_endpoint(endpoint) {
+            self.update(&id, |rt| {
+                if rt
+                    .error
+                    .as_deref()
+                    .is_some_and(|e| e.contains("unreachable"))
+                {
+                    rt.error = None;
+                }
+            });
+            if with_containers.contains(&id) {
+                self.reconcile_agent(&id).await;
+            } else {
+                self.update(&id, |rt| {
+                    if matches!(rt.status, AgentStatus::Running) {
+                        rt.status = AgentStatus::Stopped;
+                    }
+                    rt.container_id = None;
+                });
+            }
+        }
+    }
+
+    /// Re-attaches a running agent container the hub is not attached to, or records that it
+    /// is not running. Skipped while the hub itself is starting or stopping the agent.
+    pub async fn reconcile_agent(&self, agent: &str) {
+        let Ok(lock) = self.op_lock(agent) else {
+            return;
+        };
+        let Ok(_op) = lock.try_lock() else { return };
+        let Ok(def) = self.def(agent).cloned() else {
+            return;
+        };
+        let name = docker::container_name(self.hub_id(), agent);
+        let Ok(Some(state)) = self.handles.containers.inspect(def.endpoint(), &name).await else {
+            return;
+        };
+        let container_id = state.id.clone();
+        if !state.running {
+            self.update(agent, |rt| {
+                rt.container_id = Some(container_id.clone());
+                if rt.status == AgentStatus::Running {
+                    rt.status = AgentStatus::Exited;
+                    rt.exit_code = state.exit_code;
+                }
+            });
+            return;
+        }
+        if self.attached(agent) {
+            return;
+        }
+        self.update(agent, |rt| {
+            rt.container_id = Some(container_id.clone());
+            rt.status = AgentStatus::Starting;
+        });
+        match self.attach(&def, &container_id, false).await {
+            Ok(_) => {
+                self.update(agent, |rt| {
+                    rt.status = AgentStatus::Running;
+                    rt.error = None;
+                    if rt.started_at.is_none() {
+                        rt.started_at = state.started_at;
+                    }
+                });
+                self.emit(
+                    agent,
+                    EventKind::AgentAttached,
+                    "re-attached to a running container",
+                );
+            }
+            Err(e) => {
+                self.update(agent, |rt| {
+                    rt.status = AgentStatus::Failed;
+                    rt.error = Some(e.to_string());
+                });
+                self.emit(agent, EventKind::AgentAttachFailed, &e.to_string());
+            }
+        }
+    }
+}

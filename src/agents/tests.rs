@@ -1,0 +1,536 @@
+//! The agents' lifecycle above a fake session registry and a fake container runtime: no
+//! Docker, no tmux. (The same paths against a real engine are in `tests/it/docker*.rs`.)
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use futures_util::future::BoxFuture;
+
+use super::containers::{ContainerState, Containers};
+use super::*;
+use crate::backend::{Backend, SpawnSpec, TermSize};
+use crate::guard::{Guard, GuardConfig};
+use crate::output::Output;
+use crate::protocol::HubEvent;
+use crate::redact::Redactor;
+use crate::registry::{NewSession, Origin, SessionRegistry};
+use crate::session::input::TermSignal;
+use crate::session::{Owner, Session};
+
+// ---- a fake session registry ----
+
+#[derive(Default)]
+struct FakeRegistry {
+    sessions: Mutex<BTreeMap<String, Arc<Session>>>,
+    next_id: Mutex<u32>,
+    carried_over: Mutex<HashMap<String, (String, Owner)>>,
+    added: Mutex<Vec<(String, Origin)>>,
+}
+
+impl SessionRegistry for FakeRegistry {
+    fn session(&self, id: &str) -> Option<Arc<Session>> {
+        self.sessions.lock().unwrap().get(id).cloned()
+    }
+    fn new_id(&self, prefix: &str) -> String {
+        let mut n = self.next_id.lock().unwrap();
+        *n += 1;
+        format!("{prefix}_{n}")
+    }
+    fn take_container_session(&self, container_id: &str) -> Option<(String, Owner)> {
+        self.carried_over.lock().unwrap().remove(container_id)
+    }
+    fn add(&self, new: NewSession, origin: Origin) -> Arc<Session> {
+        let id = new.spec.id.clone();
+        let profile = crate::agent_state::profile::ProfileSet::default().for_cli_type(None);
+        let guard = Arc::new(Guard::new(&GuardConfig::default()).unwrap());
+        let session = Session::new(
+            new.spec,
+            new.size,
+            new.owner,
+            new.output,
+            new.backend,
+            profile,
+            guard,
+        );
+        self.sessions
+            .lock()
+            .unwrap()
+            .insert(id.clone(), session.clone());
+        self.added.lock().unwrap().push((id, origin));
+        session
+    }
+    fn remove(&self, id: &str) -> Option<Arc<Session>> {
+        self.sessions.lock().unwrap().remove(id)
+    }
+}
+
+// ---- a fake container runtime ----
+
+/// A terminal that prints `screen` when attached and remembers whether it was detached.
+struct FakeTerminal {
+    detached: Arc<Mutex<bool>>,
+}
+
+impl Backend for FakeTerminal {
+    fn write(&self, _bytes: Vec<u8>) -> BoxFuture<'_, HubResult<()>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn resize(&self, _size: TermSize) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn terminate(&self, _first: TermSignal) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn pid(&self) -> Option<u32> {
+        None
+    }
+    fn detach(&self) -> BoxFuture<'_, ()> {
+        *self.detached.lock().unwrap() = true;
+        Box::pin(async {})
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct FakeContainer {
+    id: String,
+    running: bool,
+    exit_code: Option<i64>,
+    tmux: bool,
+}
+
+#[derive(Default)]
+struct World {
+    /// Image -> labels; an image not here is missing.
+    images: HashMap<String, HashMap<String, String>>,
+    /// By container name.
+    containers: BTreeMap<String, FakeContainer>,
+    /// Every call, in order ("create NAME", "start ID", "stop NAME", ...).
+    calls: Vec<String>,
+    /// What an attached terminal shows.
+    screen: String,
+    /// The container exits as soon as it is started.
+    dies_at_start: bool,
+}
+
+#[derive(Default, Clone)]
+struct FakeContainers {
+    world: Arc<Mutex<World>>,
+    detached: Arc<Mutex<bool>>,
+}
+
+impl FakeContainers {
+    fn with_image(image: &str) -> Self {
+        let fake = FakeContainers::default();
+        fake.world
+            .lock()
+            .unwrap()
+            .images
+            .insert(image.into(), HashMap::new());
+        fake
+    }
+    fn calls(&self) -> Vec<String> {
+        self.world.lock().unwrap().calls.clone()
+    }
+    fn count(&self, verb: &str) -> usize {
+        self.calls()
+            .iter()
+            .filter(|c| c.split(' ').next() == Some(verb))
+            .count()
+    }
+    fn find<'w>(world: &'w mut World, container: &str) -> Option<&'w mut FakeContainer> {
+        world
+            .containers
+            .iter_mut()
+            .find(|(name, c)| *name == container || c.id == container)
+            .map(|(_, c)| c)
+    }
+}
+
+fn ready<T: Send + 'static>(v: T) -> BoxFuture<'static, T> {
+    Box::pin(async move { v })
+}
+
+impl Containers for FakeContainers {
+    fn image_labels<'a>(
+        &'a self,
+        _endpoint: &'a str,
+        image: &'a str,
+    ) -> BoxFuture<'a, HubResult<Option<HashMap<String, String>>>> {
+        ready(Ok(self.world.lock().unwrap().images.get(image).cloned()))
+    }
+    fn inspect<'a>(
+        &'a self,
+        _endpoint: &'a str,
+        container: &'a str,
+    ) -> BoxFuture<'a, HubResult<Option<ContainerState>>> {
+        let mut w = self.world.lock().unwrap();
+        let state = Self::find(&mut w, container).map(|c| ContainerState {
+            id: c.id.clone(),
+            running: c.running,
+            exit_code: c.exit_code,
+            started_at: None,
+        });
+        ready(Ok(state))
+    }
+    fn create<'a>(
+        &'a self,
+        def: &'a AgentDef,
+        hub_id: &'a str,
+    ) -> BoxFuture<'a, HubResult<String>> {
+        let mut w = self.world.lock().unwrap();
+        let name = docker::container_name(hub_id, &def.id);
+        let id = format!("cid-{}", w.containers.len() + 1);
+        w.calls.push(format!("create {name}"));
+        w.containers.insert(
+            name,
+            FakeContainer {
+                id: id.clone(),
+                ..Default::default()
+            },
+        );
+        ready(Ok(id))
+    }
+    fn start<'a>(&'a self, _endpoint: &'a str, container: &'a str) -> BoxFuture<'a, HubResult<()>> {
+        let mut w = self.world.lock().unwrap();
+        w.calls.push(format!("start {container}"));
+        let dies = w.dies_at_start;
+        if let Some(c) = Self::find(&mut w, container) {
+            c.running = !dies;
+            c.exit_code = dies.then_some(3);
+        }
+        ready(Ok(()))
+    }
+    fn stop<'a>(
+        &'a self,
+        _endpoint: &'a str,
+        container: &'a str,
+        _grace_s: u64,
+    ) -> BoxFuture<'a, HubResult<()>> {
+        let mut w = self.world.lock().unwrap();
+        w.calls.push(format!("stop {container}"));
+        if let Some(c) = Self::find(&mut w, container) {
+            c.running = false;
+            c.tmux = false;
+            c.exit_code = Some(0);
+        }
+        ready(Ok(()))
+    }
+    fn remove<'a>(
+        &'a self,
+        _endpoint: &'a str,
+        container: &'a str,
+    ) -> BoxFuture<'a, HubResult<()>> {
+        let mut w = self.world.lock().unwrap();
+        w.calls.push(format!("remove {container}"));
+        w.containers.remove(container);
+        ready(Ok(()))
+    }
+    fn agents_with_containers<'a>(
+        &'a self,
+        _endpoint: &'a str,
+        hub_id: &'a str,
+    ) -> BoxFuture<'a, HubResult<Vec<String>>> {
+        let prefix = docker::container_name(hub_id, "");
+        let w = self.world.lock().unwrap();
+        let ids = w
+            .containers
+            .keys()
+            .filter_map(|n| n.strip_prefix(&prefix).map(String::from))
+            .collect();
+        ready(Ok(ids))
+    }
+    fn has_tmux_session<'a>(
+        &'a self,
+        _endpoint: &'a str,
+        container: &'a str,
+        _session: &'a str,
+    ) -> BoxFuture<'a, bool> {
+        let mut w = self.world.lock().unwrap();
+        ready(Self::find(&mut w, container).is_some_and(|c| c.running && c.tmux))
+    }
+    fn attach_tmux<'a>(
+        &'a self,
+        _endpoint: &'a str,
+        container: &'a str,
+        session: &'a str,
+        _spec: &'a SpawnSpec,
+        output: Arc<Output>,
+    ) -> BoxFuture<'a, Result<Box<dyn Backend>, String>> {
+        let mut w = self.world.lock().unwrap();
+        w.calls.push(format!("attach {container} {session}"));
+        let screen = w.screen.clone();
+        let result = match Self::find(&mut w, container) {
+            Some(c) if c.running => {
+                c.tmux = true;
+                output.push(screen.as_bytes());
+                Ok(Box::new(FakeTerminal {
+                    detached: self.detached.clone(),
+                }) as Box<dyn Backend>)
+            }
+            _ => Err("exec failed: container not running".to_string()),
+        };
+        ready(result)
+    }
+}
+
+// ---- the component under test ----
+
+struct Fixture {
+    agents: Agents,
+    registry: Arc<FakeRegistry>,
+    containers: FakeContainers,
+    events: tokio::sync::broadcast::Receiver<HubEvent>,
+}
+
+fn fixture(agent_toml: &str, containers: FakeContainers) -> Fixture {
+    let text = format!("hub_id = \"t\"\n[[agents]]\nid = \"a1\"\nimage = \"img\"\nstart_tmux = \"hub\"\nready_timeout = 2\n{agent_toml}");
+    let config = HubConfig::parse(&text, "test").unwrap();
+    let registry = Arc::new(FakeRegistry::default());
+    let events = EventSink::new(Arc::new(Redactor::new()));
+    let rx = events.subscribe();
+    let guard = Guard::new(&GuardConfig::default()).unwrap();
+    let metrics =
+        crate::metrics::Metrics::new(&Default::default(), guard.refusals(), &Default::default());
+    let agents = Agents::new(
+        &config,
+        Handles {
+            sessions: registry.clone(),
+            events,
+            metrics,
+            containers: Arc::new(containers.clone()),
+        },
+    );
+    Fixture {
+        agents,
+        registry,
+        containers,
+        events: rx,
+    }
+}
+
+fn event_types(rx: &mut tokio::sync::broadcast::Receiver<HubEvent>) -> Vec<String> {
+    std::iter::from_fn(|| rx.try_recv().ok())
+        .map(|e| e.type_name().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_start_creates_the_container_and_registers_its_terminal_as_a_session() {
+    let mut f = fixture("label = \"worker-1\"\n", FakeContainers::with_image("img"));
+    let (info, already) = f.agents.start("a1").await.unwrap();
+    assert!(!already);
+    assert_eq!(info.status, AgentStatus::Running);
+    assert_eq!(info.container_id.as_deref(), Some("cid-1"));
+    assert_eq!(
+        f.containers.calls(),
+        ["create agent-hub-t-a1", "start cid-1", "attach cid-1 agent"]
+    );
+    let sid = info.session_id.expect("a session id");
+    let session = f.registry.session(&sid).expect("registered");
+    assert_eq!(session.spec().agent_id.as_deref(), Some("a1"));
+    assert_eq!(session.owner().label.as_deref(), Some("worker-1"));
+    assert_eq!(session.owner().owner_agent_id.as_deref(), Some("a1"));
+    assert_eq!(f.registry.added.lock().unwrap()[0].1, Origin::Created);
+    assert_eq!(
+        event_types(&mut f.events),
+        ["agent_starting", "agent_started"]
+    );
+    // Starting it again does nothing, and says so.
+    let (again, already) = f.agents.start("a1").await.unwrap();
+    assert!(already);
+    assert_eq!(again.session_id.as_deref(), Some(sid.as_str()));
+    assert_eq!(f.containers.count("create"), 1);
+}
+
+#[tokio::test]
+async fn concurrent_starts_of_one_agent_create_one_container() {
+    let f = fixture("", FakeContainers::with_image("img"));
+    let (a, b) = tokio::join!(f.agents.start("a1"), f.agents.start("a1"));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert!(
+        a.1 ^ b.1,
+        "exactly one start did the work: {:?} {:?}",
+        a.1,
+        b.1
+    );
+    assert_eq!(f.containers.count("create"), 1);
+    assert_eq!(f.containers.count("attach"), 1);
+}
+
+#[tokio::test]
+async fn a_missing_image_fails_the_start_with_the_reason() {
+    let mut f = fixture("", FakeContainers::default());
+    let err = f.agents.start("a1").await.unwrap_err();
+    assert_eq!(err.code(), "AGENT_START_FAILED");
+    assert!(err.to_string().contains("image 'img' not found"), "{err}");
+    let info = f.agents.info("a1").unwrap();
+    assert_eq!(info.status, AgentStatus::Failed);
+    assert!(info.error.unwrap().contains("not found"));
+    assert_eq!(f.containers.count("create"), 0);
+    assert_eq!(
+        event_types(&mut f.events),
+        ["agent_starting", "agent_start_failed"]
+    );
+}
+
+#[tokio::test]
+async fn a_container_that_exits_at_once_is_reported_with_its_exit_code() {
+    let f = fixture("", FakeContainers::with_image("img"));
+    f.containers.world.lock().unwrap().dies_at_start = true;
+    let err = f.agents.start("a1").await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("the container exited at once (exit code 3)"),
+        "{err}"
+    );
+    assert_eq!(f.agents.info("a1").unwrap().status, AgentStatus::Failed);
+    assert!(f.registry.sessions.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_ready_pattern_not_seen_fails_the_start_with_the_screen_and_stops_the_container() {
+    let f = fixture(
+        "ready_pattern = 'READY>'\n",
+        FakeContainers::with_image("img"),
+    );
+    f.containers.world.lock().unwrap().screen = "still loading...".into();
+    let err = f.agents.start("a1").await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("ready_pattern 'READY>' not seen within 2 s"),
+        "{err}"
+    );
+    match err {
+        HubError::AgentStartFailed { screen, .. } => {
+            assert!(screen.unwrap().contains("still loading..."))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(f.containers.count("stop"), 1);
+    assert!(
+        *f.containers.detached.lock().unwrap(),
+        "the terminal was detached first"
+    );
+}
+
+#[tokio::test]
+async fn a_ready_pattern_on_screen_makes_the_agent_running() {
+    let f = fixture(
+        "ready_pattern = 'READY>'\n",
+        FakeContainers::with_image("img"),
+    );
+    f.containers.world.lock().unwrap().screen = "welcome\r\nREADY> ".into();
+    let (info, _) = f.agents.start("a1").await.unwrap();
+    assert_eq!(info.status, AgentStatus::Running);
+}
+
+#[tokio::test]
+async fn a_stop_detaches_stops_and_removes_when_configured() {
+    let mut f = fixture("remove_on_stop = true\n", FakeContainers::with_image("img"));
+    f.agents.start("a1").await.unwrap();
+    event_types(&mut f.events);
+    let info = f.agents.stop("a1").await.unwrap();
+    assert_eq!(info.status, AgentStatus::Stopped);
+    assert_eq!(info.exit_code, Some(0));
+    assert_eq!(info.container_id, None);
+    assert!(*f.containers.detached.lock().unwrap());
+    let calls = f.containers.calls();
+    assert_eq!(
+        calls[calls.len() - 2..],
+        ["stop agent-hub-t-a1", "remove agent-hub-t-a1"]
+    );
+    assert_eq!(
+        event_types(&mut f.events),
+        ["agent_stopping", "agent_stopped"]
+    );
+}
+
+#[tokio::test]
+async fn a_restart_replaces_the_old_session_with_a_new_one() {
+    let f = fixture("", FakeContainers::with_image("img"));
+    let (first, _) = f.agents.start("a1").await.unwrap();
+    let again = f.agents.restart("a1").await.unwrap();
+    assert_eq!(again.status, AgentStatus::Running);
+    let (old, new) = (first.session_id.unwrap(), again.session_id.unwrap());
+    assert_ne!(old, new);
+    assert!(
+        f.registry.session(&old).is_none(),
+        "the ended session is removed"
+    );
+    assert!(f.registry.session(&new).is_some());
+}
+
+#[tokio::test]
+async fn a_running_container_found_by_reconcile_is_reattached_with_its_old_session_id() {
+    let mut f = fixture("", FakeContainers::with_image("img"));
+    {
+        let mut w = f.containers.world.lock().unwrap();
+        w.containers.insert(
+            "agent-hub-t-a1".into(),
+            FakeContainer {
+                id: "cid-9".into(),
+                running: true,
+                exit_code: None,
+                tmux: true,
+            },
+        );
+    }
+    let owner = Owner {
+        label: Some("kept".into()),
+        ..Default::default()
+    };
+    f.registry
+        .carried_over
+        .lock()
+        .unwrap()
+        .insert("cid-9".into(), ("docker_old".into(), owner));
+    f.agents.reconcile("").await;
+    let info = f.agents.info("a1").unwrap();
+    assert_eq!(info.status, AgentStatus::Running);
+    assert_eq!(info.session_id.as_deref(), Some("docker_old"));
+    let session = f.registry.session("docker_old").unwrap();
+    assert_eq!(session.owner().label.as_deref(), Some("kept"));
+    assert_eq!(f.registry.added.lock().unwrap()[0].1, Origin::Restored);
+    assert_eq!(event_types(&mut f.events), ["agent_attached"]);
+    assert_eq!(f.containers.count("create"), 0, "no new container");
+}
+
+#[tokio::test]
+async fn a_container_that_dies_behind_the_hubs_back_marks_the_agent_exited() {
+    let mut f = fixture("", FakeContainers::with_image("img"));
+    f.agents.start("a1").await.unwrap();
+    event_types(&mut f.events);
+    f.agents.container_died("a1", Some(137));
+    let info = f.agents.info("a1").unwrap();
+    assert_eq!(
+        (info.status, info.exit_code),
+        (AgentStatus::Exited, Some(137))
+    );
+    assert_eq!(event_types(&mut f.events), ["agent_exited"]);
+    // A death while not running (a stop the hub asked for) is not news.
+    f.agents.container_died("a1", Some(0));
+    assert!(event_types(&mut f.events).is_empty());
+}
+
+#[tokio::test]
+async fn reconcile_without_a_container_marks_a_running_agent_stopped() {
+    let f = fixture("", FakeContainers::with_image("img"));
+    f.agents.start("a1").await.unwrap();
+    f.containers.world.lock().unwrap().containers.clear();
+    f.agents.reconcile("").await;
+    let info = f.agents.info("a1").unwrap();
+    assert_eq!(info.status, AgentStatus::Stopped);
+    assert_eq!(info.container_id, None);
+}
+
+#[tokio::test]
+async fn an_unknown_agent_is_agent_not_found() {
+    let f = fixture("", FakeContainers::with_image("img"));
+    for err in [
+        f.agents.start("nope").await.unwrap_err(),
+        f.agents.stop("nope").await.unwrap_err(),
+        f.agents.info("nope").unwrap_err(),
+    ] {
+        assert_eq!(err.code(), "AGENT_NOT_FOUND");
+    }
+}

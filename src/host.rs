@@ -1,0 +1,188 @@
+//! Starting host sessions: a program in a local PTY or in a tmux session of the hub's own tmux
+//! server, registered in the session registry. The hub and the PTY tasks start sessions
+//! through this narrow handle.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use chrono::Utc;
+
+use crate::actor::Actor;
+use crate::backend::pty::PtyBackend;
+use crate::backend::tmux::{TmuxBackend, TmuxPlace};
+use crate::backend::{Backend, SpawnSpec, TermSize};
+use crate::config::{check_size, HubConfig};
+use crate::error::{HubError, HubResult};
+use crate::guard::Guard;
+use crate::output::Output;
+use crate::protocol::BackendKind;
+use crate::redact::Redactor;
+use crate::registry::{NewSession, Origin, Registry, SessionRegistry};
+use crate::session::{Owner, Session, SessionSpec};
+
+/// What a new session should run.
+#[derive(Debug, Clone, Default)]
+pub struct CreateSession {
+    pub backend: BackendKind,
+    pub shell: Option<String>,
+    pub args: Vec<String>,
+    pub cwd: Option<PathBuf>,
+    pub cols: Option<u16>,
+    pub rows: Option<u16>,
+    pub env: BTreeMap<String, String>,
+    pub tmux_session: Option<String>,
+    pub owner: Owner,
+    /// The policy that applies (must be loaded).
+    pub policy: Option<String>,
+}
+
+/// Starts host sessions (cheap to clone).
+#[derive(Clone)]
+pub struct HostSessions {
+    pub config: Arc<HubConfig>,
+    pub sessions: Arc<Registry>,
+    pub guard: Arc<Guard>,
+    /// Learns the secrets in a new session's environment.
+    pub redactor: Arc<Redactor>,
+    /// A requested policy must be loaded.
+    pub policy: Arc<crate::policy::Engine>,
+}
+
+impl HostSessions {
+    /// The environment a session's program gets: the configured pass-through variables of the
+    /// hub's own environment, terminal defaults, then the request's variables.
+    pub fn child_env(
+        &self,
+        id: &str,
+        extra: &BTreeMap<String, String>,
+    ) -> BTreeMap<String, String> {
+        let mut env = BTreeMap::new();
+        for key in &self.config.env_passthrough {
+            if let Ok(value) = std::env::var(key) {
+                env.insert(key.clone(), value);
+            }
+        }
+        env.insert("TERM".into(), "xterm-256color".into());
+        env.entry("LANG".into()).or_insert_with(|| "C.UTF-8".into());
+        env.insert("AGENT_HUB_SESSION_ID".into(), id.into());
+        env.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+        env
+    }
+
+    fn default_shell(&self) -> String {
+        self.config
+            .default_shell
+            .clone()
+            .or_else(|| std::env::var("SHELL").ok().filter(|s| !s.is_empty()))
+            .unwrap_or_else(|| "/bin/bash".into())
+    }
+
+    /// Starts a session for `actor`: its program and arguments are a command too
+    /// (`sh -c 'rm -rf /'`), so they pass the command guard first.
+    pub async fn create_as(&self, actor: &Actor, req: CreateSession) -> HubResult<Arc<Session>> {
+        if let Some(shell) = &req.shell {
+            let command = std::iter::once(shell.as_str())
+                .chain(req.args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" ");
+            self.guard.check_input(&command, actor.role())?;
+        }
+        self.create(req).await
+    }
+
+    /// Starts a session and registers it (the hub's own sessions: not checked by the guard).
+    pub async fn create(&self, req: CreateSession) -> HubResult<Arc<Session>> {
+        let cfg = &self.config;
+        let size = TermSize {
+            cols: req.cols.unwrap_or(cfg.cols),
+            rows: req.rows.unwrap_or(cfg.rows),
+        };
+        check_size(size.cols, size.rows).map_err(HubError::bad_request)?;
+        if let Some(bad) = req
+            .env
+            .keys()
+            .find(|k| k.is_empty() || k.contains(['=', '\0']))
+        {
+            return Err(HubError::bad_request(format!(
+                "invalid environment variable name '{bad}'"
+            )));
+        }
+        if let Some(name) = &req.tmux_session {
+            let ok = crate::backend::tmux_control::is_safe_name(name)
+                && !name.starts_with(['%', '$', '@', '=']);
+            if !ok {
+                return Err(HubError::bad_request(format!(
+                    "tmux session name '{name}' is not allowed: use 1-64 characters of letters, digits, '_', '-' and '.'"
+                )));
+            }
+        }
+        self.redactor
+            .add_env_secrets(&req.env, &cfg.redact.secret_env);
+        if let Some(name) = &req.policy {
+            if self.policy.policy(name).is_none() {
+                return Err(HubError::PolicyNotFound { name: name.clone() });
+            }
+        }
+        let kind = match req.backend {
+            BackendKind::Pty => crate::protocol::SessionBackend::Pty,
+            BackendKind::Tmux => crate::protocol::SessionBackend::Tmux,
+        };
+        let id = self.sessions.new_id(kind.as_str());
+        let cwd = match req.cwd {
+            Some(cwd) => cwd,
+            None => std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/")),
+        };
+        let spawn = SpawnSpec {
+            program: req.shell.unwrap_or_else(|| self.default_shell()),
+            args: req.args,
+            env: self.child_env(&id, &req.env),
+            cwd,
+            size,
+        };
+        let output = Arc::new(Output::new(cfg.scrollback_bytes));
+        let (backend, tmux_session): (Box<dyn Backend>, _) = match req.backend {
+            BackendKind::Pty => {
+                let b = PtyBackend::spawn(&spawn, output.clone())
+                    .map_err(|reason| HubError::SpawnFailed { reason })?;
+                (Box::new(b), None)
+            }
+            BackendKind::Tmux => {
+                let name = req.tmux_session.unwrap_or_else(|| id.clone());
+                let server = TmuxPlace::Host {
+                    socket_name: cfg.tmux_socket_name(),
+                };
+                let (b, _adopted) = TmuxBackend::start(server, &name, &spawn, output.clone())
+                    .await
+                    .map_err(|reason| HubError::SpawnFailed { reason })?;
+                (Box::new(b), Some(name))
+            }
+        };
+        let spec = SessionSpec {
+            id: id.clone(),
+            backend: kind,
+            source: "host".into(),
+            shell: spawn.program,
+            args: spawn.args,
+            cwd: spawn.cwd.display().to_string(),
+            tmux_session,
+            agent_id: None,
+            policy: req.policy,
+            container_id: None,
+            created_at: Utc::now(),
+        };
+        let session = self.sessions.add(
+            NewSession {
+                spec,
+                size,
+                owner: req.owner,
+                output,
+                backend,
+            },
+            Origin::Created,
+        );
+        Ok(session)
+    }
+}
