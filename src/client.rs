@@ -120,14 +120,8 @@ impl HubClient {
         path: &str,
         body: Option<&(impl Serialize + ?Sized)>,
     ) -> Result<T, ClientError> {
-        let mut req = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(token) = &self.token {
-            req = req.bearer_auth(token);
-        }
-        if let Some(body) = body {
-            req = req.json(body);
-        }
-        let resp = req
+        let req = self.http.request(method, format!("{}{path}", self.base));
+        let resp = with_auth_and_body(req, self.token.as_deref(), body)
             .send()
             .await
             .map_err(|e| ClientError::unreachable(&self.base, e))?;
@@ -479,6 +473,22 @@ impl HubClient {
             Self::session_path(id, "/stream")
         )
     }
+}
+
+/// A request with the bearer token and the JSON body, when there are (the hub's client and
+/// the bridge client build their requests the same way).
+pub(crate) fn with_auth_and_body(
+    mut req: reqwest::RequestBuilder,
+    token: Option<&str>,
+    body: Option<&(impl Serialize + ?Sized)>,
+) -> reqwest::RequestBuilder {
+    if let Some(token) = token {
+        req = req.bearer_auth(token);
+    }
+    if let Some(body) = body {
+        req = req.json(body);
+    }
+    req
 }
 
 #[cfg(test)]

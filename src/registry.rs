@@ -28,6 +28,25 @@ pub struct NewSession {
     pub backend: Box<dyn Backend>,
 }
 
+impl NewSession {
+    /// A started backend with what the registry records about it.
+    pub fn new(
+        spec: SessionSpec,
+        size: TermSize,
+        owner: Owner,
+        output: Arc<Output>,
+        backend: impl Backend + 'static,
+    ) -> Self {
+        NewSession {
+            spec,
+            size,
+            owner,
+            output,
+            backend: Box::new(backend),
+        }
+    }
+}
+
 /// Whether a registered session is new or carried over from a previous run of the hub.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use chrono::Utc;
 
+use super::containers::Place;
 use super::{Agents, AGENT_TMUX_SESSION, EXIT_SETTLE, IMAGE_TMUX_GRACE, POLL_INTERVAL};
 use crate::backend::{SpawnSpec, TermSize};
 use crate::config::{AgentDef, StartTmux};
@@ -30,17 +31,21 @@ impl Agents {
             reason,
             screen: None,
         };
+        let place = Place {
+            endpoint,
+            container: container_id,
+        };
         let started = tokio::time::Instant::now();
         let deadline = started + def.ready_timeout();
         loop {
-            if containers
-                .has_tmux_session(endpoint, container_id, AGENT_TMUX_SESSION)
-                .await
-            {
+            if containers.has_tmux_session(place).await {
                 break;
             }
             let running = containers
-                .inspect(endpoint, container_id)
+                .inspect(Place {
+                    endpoint,
+                    container: container_id,
+                })
                 .await?
                 .is_some_and(|c| c.running);
             let exited = if running {
@@ -88,15 +93,7 @@ impl Agents {
             size,
         };
         let output = Arc::new(Output::new(self.scrollback_bytes));
-        let attached = containers
-            .attach_tmux(
-                endpoint,
-                container_id,
-                AGENT_TMUX_SESSION,
-                &spec,
-                output.clone(),
-            )
-            .await;
+        let attached = containers.attach_tmux(place, &spec, output.clone()).await;
         let backend = match attached {
             Ok(b) => b,
             // The container may have died under the attach: say that, not the exec error.
@@ -162,7 +159,10 @@ impl Agents {
             let state = self
                 .handles
                 .containers
-                .inspect(endpoint, container_id)
+                .inspect(Place {
+                    endpoint,
+                    container: container_id,
+                })
                 .await
                 .ok()??;
             if !state.running {

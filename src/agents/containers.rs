@@ -9,6 +9,7 @@ use bollard::Docker;
 use chrono::{DateTime, Utc};
 use futures_util::future::BoxFuture;
 
+use super::AGENT_TMUX_SESSION;
 use crate::backend::tmux::{TmuxBackend, TmuxPlace};
 use crate::backend::{Backend, SpawnSpec};
 use crate::config::AgentDef;
@@ -25,58 +26,48 @@ pub struct ContainerState {
     pub started_at: Option<DateTime<Utc>>,
 }
 
-/// The container operations of the agents. `endpoint` is an agent's engine ("" = the local
-/// default); `container` a container id or name.
+/// A container on an engine.
+#[derive(Debug, Clone, Copy)]
+pub struct Place<'a> {
+    /// The engine ("" = the local default).
+    pub endpoint: &'a str,
+    /// A container id or name.
+    pub container: &'a str,
+}
+
+/// An operation under way.
+pub type Op<'a, T> = BoxFuture<'a, HubResult<T>>;
+/// An attach under way: the terminal's backend, or why there is none.
+pub type Attaching<'a> = BoxFuture<'a, Result<Box<dyn Backend>, String>>;
+/// Image labels by name.
+pub type Labels = HashMap<String, String>;
+
+/// The container operations of the agents.
 pub trait Containers: Send + Sync {
     /// The labels of an image; `None` when the engine does not have it.
-    fn image_labels<'a>(
-        &'a self,
-        endpoint: &'a str,
-        image: &'a str,
-    ) -> BoxFuture<'a, HubResult<Option<HashMap<String, String>>>>;
+    fn image_labels<'a>(&'a self, endpoint: &'a str, image: &'a str) -> Op<'a, Option<Labels>>;
     /// A container's state; `None` when there is no such container.
-    fn inspect<'a>(
-        &'a self,
-        endpoint: &'a str,
-        container: &'a str,
-    ) -> BoxFuture<'a, HubResult<Option<ContainerState>>>;
+    fn inspect<'a>(&'a self, at: Place<'a>) -> Op<'a, Option<ContainerState>>;
     /// Creates the agent's container; returns its id.
-    fn create<'a>(&'a self, def: &'a AgentDef, hub_id: &'a str)
-        -> BoxFuture<'a, HubResult<String>>;
+    fn create<'a>(&'a self, def: &'a AgentDef, hub_id: &'a str) -> Op<'a, String>;
     /// Starts a created container.
-    fn start<'a>(&'a self, endpoint: &'a str, container: &'a str) -> BoxFuture<'a, HubResult<()>>;
+    fn start<'a>(&'a self, at: Place<'a>) -> Op<'a, ()>;
     /// SIGTERM, then SIGKILL after `grace_s`; a container already stopped or gone is fine.
-    fn stop<'a>(
-        &'a self,
-        endpoint: &'a str,
-        container: &'a str,
-        grace_s: u64,
-    ) -> BoxFuture<'a, HubResult<()>>;
+    fn stop<'a>(&'a self, at: Place<'a>, grace_s: u64) -> Op<'a, ()>;
     /// Removes a container; one already gone is fine.
-    fn remove<'a>(&'a self, endpoint: &'a str, container: &'a str) -> BoxFuture<'a, HubResult<()>>;
-    /// The agent ids that have a container of this hub on `endpoint` (running or not).
-    fn agents_with_containers<'a>(
-        &'a self,
-        endpoint: &'a str,
-        hub_id: &'a str,
-    ) -> BoxFuture<'a, HubResult<Vec<String>>>;
-    /// Whether the container runs the tmux session `session`.
-    fn has_tmux_session<'a>(
-        &'a self,
-        endpoint: &'a str,
-        container: &'a str,
-        session: &'a str,
-    ) -> BoxFuture<'a, bool>;
-    /// Attaches a terminal to the tmux session `session` in the container (creating it with
-    /// `spec` when it does not exist), streaming into `output`.
+    fn remove<'a>(&'a self, at: Place<'a>) -> Op<'a, ()>;
+    /// The agent ids that have a container of hub `hub_id` on `endpoint` (running or not).
+    fn agent_containers<'a>(&'a self, endpoint: &'a str, hub_id: &'a str) -> Op<'a, Vec<String>>;
+    /// Whether the container runs the agent's tmux session ([`AGENT_TMUX_SESSION`]).
+    fn has_tmux_session<'a>(&'a self, at: Place<'a>) -> BoxFuture<'a, bool>;
+    /// Attaches a terminal to the agent's tmux session in the container (creating it with
+    /// `spec` when it does not exist), streaming into `out`.
     fn attach_tmux<'a>(
         &'a self,
-        endpoint: &'a str,
-        container: &'a str,
-        session: &'a str,
+        at: Place<'a>,
         spec: &'a SpawnSpec,
-        output: Arc<Output>,
-    ) -> BoxFuture<'a, Result<Box<dyn Backend>, String>>;
+        out: Arc<Output>,
+    ) -> Attaching<'a>;
 }
 
 /// Docker engines through bollard.
@@ -111,11 +102,7 @@ fn found<T>(endpoint: &str, answer: Result<T, bollard::errors::Error>) -> HubRes
 }
 
 impl Containers for DockerContainers {
-    fn image_labels<'a>(
-        &'a self,
-        endpoint: &'a str,
-        image: &'a str,
-    ) -> BoxFuture<'a, HubResult<Option<HashMap<String, String>>>> {
+    fn image_labels<'a>(&'a self, endpoint: &'a str, image: &'a str) -> Op<'a, Option<Labels>> {
         Box::pin(async move {
             let docker = self.endpoints.client(endpoint).await?;
             let image = found(endpoint, docker.inspect_image(image).await)?;
@@ -123,18 +110,14 @@ impl Containers for DockerContainers {
         })
     }
 
-    fn inspect<'a>(
-        &'a self,
-        endpoint: &'a str,
-        container: &'a str,
-    ) -> BoxFuture<'a, HubResult<Option<ContainerState>>> {
+    fn inspect<'a>(&'a self, at: Place<'a>) -> Op<'a, Option<ContainerState>> {
         Box::pin(async move {
-            let docker = self.endpoints.client(endpoint).await?;
-            let found = found(endpoint, docker.inspect_container(container, None).await)?;
-            Ok(found.map(|c| {
+            let docker = self.endpoints.client(at.endpoint).await?;
+            let answer = docker.inspect_container(at.container, None).await;
+            Ok(found(at.endpoint, answer)?.map(|c| {
                 let state = c.state.unwrap_or_default();
                 ContainerState {
-                    id: c.id.unwrap_or_else(|| container.to_string()),
+                    id: c.id.unwrap_or_else(|| at.container.to_string()),
                     running: state.running == Some(true),
                     exit_code: state.exit_code,
                     started_at: state
@@ -147,51 +130,38 @@ impl Containers for DockerContainers {
         })
     }
 
-    fn create<'a>(
-        &'a self,
-        def: &'a AgentDef,
-        hub_id: &'a str,
-    ) -> BoxFuture<'a, HubResult<String>> {
+    fn create<'a>(&'a self, def: &'a AgentDef, hub_id: &'a str) -> Op<'a, String> {
         Box::pin(async move {
             let docker = self.endpoints.client(def.endpoint()).await?;
             docker::create_container(&docker, def.endpoint(), def, hub_id).await
         })
     }
 
-    fn start<'a>(&'a self, endpoint: &'a str, container: &'a str) -> BoxFuture<'a, HubResult<()>> {
+    fn start<'a>(&'a self, at: Place<'a>) -> Op<'a, ()> {
         Box::pin(async move {
-            let docker = self.endpoints.client(endpoint).await?;
+            let docker = self.endpoints.client(at.endpoint).await?;
             docker
-                .start_container(container, None)
+                .start_container(at.container, None)
                 .await
-                .map_err(|e| docker_error(endpoint, e))
+                .map_err(|e| docker_error(at.endpoint, e))
         })
     }
 
-    fn stop<'a>(
-        &'a self,
-        endpoint: &'a str,
-        container: &'a str,
-        grace_s: u64,
-    ) -> BoxFuture<'a, HubResult<()>> {
+    fn stop<'a>(&'a self, at: Place<'a>, grace_s: u64) -> Op<'a, ()> {
         Box::pin(async move {
-            let docker = self.endpoints.client(endpoint).await?;
-            docker::stop_container(&docker, endpoint, container, grace_s).await
+            let docker = self.endpoints.client(at.endpoint).await?;
+            docker::stop_container(&docker, at.endpoint, at.container, grace_s).await
         })
     }
 
-    fn remove<'a>(&'a self, endpoint: &'a str, container: &'a str) -> BoxFuture<'a, HubResult<()>> {
+    fn remove<'a>(&'a self, at: Place<'a>) -> Op<'a, ()> {
         Box::pin(async move {
-            let docker = self.endpoints.client(endpoint).await?;
-            docker::remove_container(&docker, endpoint, container).await
+            let docker = self.endpoints.client(at.endpoint).await?;
+            docker::remove_container(&docker, at.endpoint, at.container).await
         })
     }
 
-    fn agents_with_containers<'a>(
-        &'a self,
-        endpoint: &'a str,
-        hub_id: &'a str,
-    ) -> BoxFuture<'a, HubResult<Vec<String>>> {
+    fn agent_containers<'a>(&'a self, endpoint: &'a str, hub_id: &'a str) -> Op<'a, Vec<String>> {
         Box::pin(async move {
             let docker = self.endpoints.client(endpoint).await?;
             let containers = docker::list_managed(&docker, endpoint, hub_id).await?;
@@ -202,15 +172,13 @@ impl Containers for DockerContainers {
         })
     }
 
-    fn has_tmux_session<'a>(
-        &'a self,
-        endpoint: &'a str,
-        container: &'a str,
-        session: &'a str,
-    ) -> BoxFuture<'a, bool> {
+    fn has_tmux_session<'a>(&'a self, at: Place<'a>) -> BoxFuture<'a, bool> {
         Box::pin(async move {
-            match self.endpoints.client(endpoint).await {
-                Ok(docker) => Self::place(docker, container).has_session(session).await,
+            match self.endpoints.client(at.endpoint).await {
+                Ok(docker) => {
+                    let place = Self::place(docker, at.container);
+                    place.has_session(AGENT_TMUX_SESSION).await
+                }
                 Err(_) => false,
             }
         })
@@ -218,20 +186,19 @@ impl Containers for DockerContainers {
 
     fn attach_tmux<'a>(
         &'a self,
-        endpoint: &'a str,
-        container: &'a str,
-        session: &'a str,
+        at: Place<'a>,
         spec: &'a SpawnSpec,
-        output: Arc<Output>,
-    ) -> BoxFuture<'a, Result<Box<dyn Backend>, String>> {
+        out: Arc<Output>,
+    ) -> Attaching<'a> {
         Box::pin(async move {
             let docker = self
                 .endpoints
-                .client(endpoint)
+                .client(at.endpoint)
                 .await
                 .map_err(|e: HubError| e.to_string())?;
+            let place = Self::place(docker, at.container);
             let (backend, _adopted) =
-                TmuxBackend::start(Self::place(docker, container), session, spec, output).await?;
+                TmuxBackend::start(place, AGENT_TMUX_SESSION, spec, out).await?;
             Ok(Box::new(backend) as Box<dyn Backend>)
         })
     }

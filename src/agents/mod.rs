@@ -33,7 +33,7 @@ use crate::event_bus::EventSink;
 use crate::protocol::{AgentEvent, EventKind};
 pub use crate::protocol::{AgentInfo, AgentStatus};
 use crate::registry::SessionRegistry;
-use containers::Containers;
+use containers::{Containers, Place};
 
 /// The tmux session every agent container runs.
 pub const AGENT_TMUX_SESSION: &str = "agent";
@@ -259,7 +259,14 @@ impl Agents {
             }
         }
         let name = docker::container_name(self.hub_id(), id);
-        let existing = containers.inspect(&endpoint, &name).await.ok().flatten();
+        let existing = containers
+            .inspect(Place {
+                endpoint: &endpoint,
+                container: &name,
+            })
+            .await
+            .ok()
+            .flatten();
         let running = existing.as_ref().is_some_and(|c| c.running);
         let container_id = match existing {
             Some(c) => c.id,
@@ -268,7 +275,10 @@ impl Agents {
         self.update(id, |rt| rt.container_id = Some(container_id.clone()));
         if !running {
             containers
-                .start(&endpoint, &container_id)
+                .start(Place {
+                    endpoint: &endpoint,
+                    container: &container_id,
+                })
                 .await
                 .map_err(|e| match e {
                     HubError::Docker { message } => {
@@ -305,7 +315,13 @@ impl Agents {
                     };
                     self.detach_session(id).await;
                     let _ = containers
-                        .stop(&endpoint, &container_id, def.stop_grace)
+                        .stop(
+                            Place {
+                                endpoint: &endpoint,
+                                container: &container_id,
+                            },
+                            def.stop_grace,
+                        )
                         .await;
                     return Err(failed(reason, Some(screen)));
                 }
@@ -348,16 +364,20 @@ impl Agents {
         self.update(id, |rt| rt.status = AgentStatus::Stopping);
         self.emit(id, EventKind::AgentStopping, "stopping");
         self.detach_session(id).await;
+        let at = Place {
+            endpoint: &endpoint,
+            container: &name,
+        };
         let result = async {
-            containers.stop(&endpoint, &name, def.stop_grace).await?;
+            containers.stop(at, def.stop_grace).await?;
             let exit_code = containers
-                .inspect(&endpoint, &name)
+                .inspect(at)
                 .await
                 .ok()
                 .flatten()
                 .and_then(|c| c.exit_code);
             if def.remove_on_stop {
-                containers.remove(&endpoint, &name).await?;
+                containers.remove(at).await?;
             }
             Ok::<_, HubError>(exit_code)
         }

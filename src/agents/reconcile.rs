@@ -2,6 +2,7 @@
 //! every agent of it is reconciled, and the Docker events (see [`super::sync`]) report deaths
 //! and starts in between. A running container the hub is not attached to is re-attached.
 
+use super::containers::Place;
 use super::{AgentStatus, Agents};
 use crate::docker;
 use crate::protocol::EventKind;
@@ -62,7 +63,7 @@ impl Agents {
         let with_containers = match self
             .handles
             .containers
-            .agents_with_containers(endpoint, self.hub_id())
+            .agent_containers(endpoint, self.hub_id())
             .await
         {
             Ok(c) => c,
@@ -105,7 +106,15 @@ impl Agents {
             return;
         };
         let name = docker::container_name(self.hub_id(), agent);
-        let Ok(Some(state)) = self.handles.containers.inspect(def.endpoint(), &name).await else {
+        let Ok(Some(state)) = self
+            .handles
+            .containers
+            .inspect(Place {
+                endpoint: def.endpoint(),
+                container: &name,
+            })
+            .await
+        else {
             return;
         };
         let container_id = state.id.clone();

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
 
-use super::containers::{ContainerState, Containers};
+use super::containers::{Attaching, ContainerState, Containers, Labels, Op, Place};
 use super::*;
 use crate::backend::{Backend, SpawnSpec, TermSize};
 use crate::guard::{Guard, GuardConfig};
@@ -151,20 +151,12 @@ fn ready<T: Send + 'static>(v: T) -> BoxFuture<'static, T> {
 }
 
 impl Containers for FakeContainers {
-    fn image_labels<'a>(
-        &'a self,
-        _endpoint: &'a str,
-        image: &'a str,
-    ) -> BoxFuture<'a, HubResult<Option<HashMap<String, String>>>> {
+    fn image_labels<'a>(&'a self, _: &'a str, image: &'a str) -> Op<'a, Option<Labels>> {
         ready(Ok(self.world.lock().unwrap().images.get(image).cloned()))
     }
-    fn inspect<'a>(
-        &'a self,
-        _endpoint: &'a str,
-        container: &'a str,
-    ) -> BoxFuture<'a, HubResult<Option<ContainerState>>> {
+    fn inspect<'a>(&'a self, at: Place<'a>) -> Op<'a, Option<ContainerState>> {
         let mut w = self.world.lock().unwrap();
-        let state = Self::find(&mut w, container).map(|c| ContainerState {
+        let state = Self::find(&mut w, at.container).map(|c| ContainerState {
             id: c.id.clone(),
             running: c.running,
             exit_code: c.exit_code,
@@ -172,97 +164,63 @@ impl Containers for FakeContainers {
         });
         ready(Ok(state))
     }
-    fn create<'a>(
-        &'a self,
-        def: &'a AgentDef,
-        hub_id: &'a str,
-    ) -> BoxFuture<'a, HubResult<String>> {
+    fn create<'a>(&'a self, def: &'a AgentDef, hub_id: &'a str) -> Op<'a, String> {
         let mut w = self.world.lock().unwrap();
         let name = docker::container_name(hub_id, &def.id);
         let id = format!("cid-{}", w.containers.len() + 1);
         w.calls.push(format!("create {name}"));
-        w.containers.insert(
-            name,
-            FakeContainer {
-                id: id.clone(),
-                ..Default::default()
-            },
-        );
+        let created = FakeContainer {
+            id: id.clone(),
+            ..Default::default()
+        };
+        w.containers.insert(name, created);
         ready(Ok(id))
     }
-    fn start<'a>(&'a self, _endpoint: &'a str, container: &'a str) -> BoxFuture<'a, HubResult<()>> {
+    fn start<'a>(&'a self, at: Place<'a>) -> Op<'a, ()> {
         let mut w = self.world.lock().unwrap();
-        w.calls.push(format!("start {container}"));
+        w.calls.push(format!("start {}", at.container));
         let dies = w.dies_at_start;
-        if let Some(c) = Self::find(&mut w, container) {
+        if let Some(c) = Self::find(&mut w, at.container) {
             c.running = !dies;
             c.exit_code = dies.then_some(3);
         }
         ready(Ok(()))
     }
-    fn stop<'a>(
-        &'a self,
-        _endpoint: &'a str,
-        container: &'a str,
-        _grace_s: u64,
-    ) -> BoxFuture<'a, HubResult<()>> {
+    fn stop<'a>(&'a self, at: Place<'a>, _: u64) -> Op<'a, ()> {
         let mut w = self.world.lock().unwrap();
-        w.calls.push(format!("stop {container}"));
-        if let Some(c) = Self::find(&mut w, container) {
+        w.calls.push(format!("stop {}", at.container));
+        if let Some(c) = Self::find(&mut w, at.container) {
             c.running = false;
             c.tmux = false;
             c.exit_code = Some(0);
         }
         ready(Ok(()))
     }
-    fn remove<'a>(
-        &'a self,
-        _endpoint: &'a str,
-        container: &'a str,
-    ) -> BoxFuture<'a, HubResult<()>> {
+    fn remove<'a>(&'a self, at: Place<'a>) -> Op<'a, ()> {
         let mut w = self.world.lock().unwrap();
-        w.calls.push(format!("remove {container}"));
-        w.containers.remove(container);
+        w.calls.push(format!("remove {}", at.container));
+        w.containers.remove(at.container);
         ready(Ok(()))
     }
-    fn agents_with_containers<'a>(
-        &'a self,
-        _endpoint: &'a str,
-        hub_id: &'a str,
-    ) -> BoxFuture<'a, HubResult<Vec<String>>> {
+    fn agent_containers<'a>(&'a self, _: &'a str, hub_id: &'a str) -> Op<'a, Vec<String>> {
         let prefix = docker::container_name(hub_id, "");
         let w = self.world.lock().unwrap();
-        let ids = w
-            .containers
-            .keys()
-            .filter_map(|n| n.strip_prefix(&prefix).map(String::from))
-            .collect();
-        ready(Ok(ids))
+        let names = w.containers.keys();
+        let ids = names.filter_map(|n| n.strip_prefix(&prefix).map(String::from));
+        ready(Ok(ids.collect()))
     }
-    fn has_tmux_session<'a>(
-        &'a self,
-        _endpoint: &'a str,
-        container: &'a str,
-        _session: &'a str,
-    ) -> BoxFuture<'a, bool> {
+    fn has_tmux_session<'a>(&'a self, at: Place<'a>) -> BoxFuture<'a, bool> {
         let mut w = self.world.lock().unwrap();
-        ready(Self::find(&mut w, container).is_some_and(|c| c.running && c.tmux))
+        ready(Self::find(&mut w, at.container).is_some_and(|c| c.running && c.tmux))
     }
-    fn attach_tmux<'a>(
-        &'a self,
-        _endpoint: &'a str,
-        container: &'a str,
-        session: &'a str,
-        _spec: &'a SpawnSpec,
-        output: Arc<Output>,
-    ) -> BoxFuture<'a, Result<Box<dyn Backend>, String>> {
+    fn attach_tmux<'a>(&'a self, at: Place<'a>, _: &'a SpawnSpec, o: Arc<Output>) -> Attaching<'a> {
         let mut w = self.world.lock().unwrap();
-        w.calls.push(format!("attach {container} {session}"));
+        w.calls.push(format!("attach {}", at.container));
         let screen = w.screen.clone();
-        let result = match Self::find(&mut w, container) {
+        let result = match Self::find(&mut w, at.container) {
             Some(c) if c.running => {
                 c.tmux = true;
-                output.push(screen.as_bytes());
+                o.push(screen.as_bytes());
                 Ok(Box::new(FakeTerminal {
                     detached: self.detached.clone(),
                 }) as Box<dyn Backend>)
@@ -323,7 +281,7 @@ async fn a_start_creates_the_container_and_registers_its_terminal_as_a_session()
     assert_eq!(info.container_id.as_deref(), Some("cid-1"));
     assert_eq!(
         f.containers.calls(),
-        ["create agent-hub-t-a1", "start cid-1", "attach cid-1 agent"]
+        ["create agent-hub-t-a1", "start cid-1", "attach cid-1"]
     );
     let sid = info.session_id.expect("a session id");
     let session = f.registry.session(&sid).expect("registered");

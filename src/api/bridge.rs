@@ -95,16 +95,9 @@ pub async fn talk(
     Extension(actor): Extension<Actor>,
     ApiJson(req): ApiJson<TalkRequest>,
 ) -> ApiResult<Json<TalkReply>> {
-    let timeout_ms = req.timeout_ms.unwrap_or(hub.config().talk_timeout_ms);
-    super::sessions::check_talk_timeout(timeout_ms)?;
-    let result = own_session(&hub, &req.session_id)?
-        .talk(
-            &actor,
-            &req.command,
-            req.sentinel.as_deref(),
-            Duration::from_millis(timeout_ms),
-        )
-        .await?;
+    let session = own_session(&hub, &req.session_id)?;
+    let command = (req.command.as_str(), req.sentinel.as_deref());
+    let result = super::sessions::run_talk(&hub, &actor, &session, command, req.timeout_ms).await?;
     Ok(Json(TalkReply {
         ok: true,
         session_id: Some(req.session_id),

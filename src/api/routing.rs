@@ -11,7 +11,6 @@ use crate::protocol::{
     UpdateOwnershipRequest,
 };
 use crate::routing::RouteKeys;
-use crate::session::Owner;
 
 pub async fn resolve_route(
     State(hub): State<Hub>,
@@ -67,16 +66,8 @@ pub async fn update_ownership(
     State(hub): State<Hub>,
     ApiJson(req): ApiJson<UpdateOwnershipRequest>,
 ) -> ApiResult<Json<SessionReply>> {
-    crate::routing::check_owner_role(req.owner_role.as_deref())?;
-    let owner = Owner {
-        owner_agent_id: req.owner_agent_id,
-        owner_session_id: req.owner_session_id,
-        owner_role: req.owner_role,
-        label: req.label,
-        cli_type: req.cli_type,
-        conversation_id: req.conversation_id,
-    };
-    let session = hub.update_ownership(&req.session_id, owner).await?;
+    crate::routing::check_owner_role(req.owner.owner_role.as_deref())?;
+    let session = hub.update_ownership(&req.session_id, req.owner).await?;
     Ok(Json(SessionReply {
         ok: true,
         session: session.info(),

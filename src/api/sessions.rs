@@ -19,7 +19,6 @@ use crate::protocol::{
     ResizeRequest, SendLineRequest, SessionCreatedReply, SessionListReply, SessionReply,
     SignalReply, SignalRequest, TalkReply, TalkRequest, TermReadReply, WriteReply,
 };
-use crate::session::Owner;
 
 /// Default and largest `max_bytes` for `read`.
 const READ_DEFAULT_BYTES: usize = 4096;
@@ -70,14 +69,7 @@ pub async fn create_session(
                 rows: req.rows,
                 env: req.env,
                 tmux_session: req.tmux_session,
-                owner: Owner {
-                    owner_agent_id: req.owner_agent_id,
-                    owner_session_id: req.owner_session_id,
-                    owner_role: req.owner_role,
-                    label: req.label,
-                    cli_type: req.cli_type,
-                    conversation_id: req.conversation_id,
-                },
+                owner: req.owner,
                 policy: req.policy,
             },
         )
@@ -212,14 +204,23 @@ pub async fn resize(
     }))
 }
 
-/// Checks a talk timeout given by a client.
-pub(super) fn check_talk_timeout(timeout_ms: u64) -> Result<(), HubError> {
+/// Runs a talk request on `session` (the REST route and the bridge's): the timeout defaults
+/// to the hub's and must be 1 ms to [`TALK_MAX_TIMEOUT_MS`].
+pub(super) async fn run_talk(
+    hub: &Hub,
+    actor: &Actor,
+    session: &crate::session::Session,
+    (command, sentinel): (&str, Option<&str>),
+    timeout_ms: Option<u64>,
+) -> ApiResult<crate::session::TalkResult> {
+    let timeout_ms = timeout_ms.unwrap_or(hub.config().talk_timeout_ms);
     if timeout_ms == 0 || timeout_ms > TALK_MAX_TIMEOUT_MS {
-        return Err(HubError::bad_request(format!(
-            "timeout_ms must be 1-{TALK_MAX_TIMEOUT_MS}"
-        )));
+        return Err(
+            HubError::bad_request(format!("timeout_ms must be 1-{TALK_MAX_TIMEOUT_MS}")).into(),
+        );
     }
-    Ok(())
+    let timeout = Duration::from_millis(timeout_ms);
+    Ok(session.talk(actor, command, sentinel, timeout).await?)
 }
 
 pub async fn talk(
@@ -228,17 +229,9 @@ pub async fn talk(
     Path(id): Path<String>,
     ApiJson(req): ApiJson<TalkRequest>,
 ) -> ApiResult<Json<TalkReply>> {
-    let timeout_ms = req.timeout_ms.unwrap_or(hub.config().talk_timeout_ms);
-    check_talk_timeout(timeout_ms)?;
+    let command = (req.command.as_str(), req.sentinel.as_deref());
     let session = hub.get(&id)?;
-    let result = session
-        .talk(
-            &actor,
-            &req.command,
-            req.sentinel.as_deref(),
-            Duration::from_millis(timeout_ms),
-        )
-        .await?;
+    let result = run_talk(&hub, &actor, &session, command, req.timeout_ms).await?;
     Ok(Json(TalkReply {
         ok: true,
         session_id: None,

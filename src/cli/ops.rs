@@ -150,9 +150,12 @@ pub async fn new(args: NewArgs) -> i32 {
         rows: args.rows,
         env,
         tmux_session: args.tmux,
-        label: args.label,
         policy: args.policy,
-        cli_type: args.cli_type,
+        owner: crate::session::Owner {
+            label: args.label,
+            cli_type: args.cli_type,
+            ..Default::default()
+        },
         ..CreateSessionRequest::default()
     };
     let result = client(&args.opts).create(&req).await;

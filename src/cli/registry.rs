@@ -84,17 +84,20 @@ pub async fn register(args: RegisterArgs) -> i32 {
             session_id: s.session_id.clone(),
             remote_session_id: None,
             source: Some(args.source.clone()),
-            cli_type: owner.cli_type.clone(),
             pid: s.info.pid,
             bridge_url: args.bridge.clone(),
             bridge_token: args.bridge_token.clone(),
             cols: Some(s.info.cols),
             rows: Some(s.info.rows),
-            owner_agent_id: pick(&args.agent_id, &owner.owner_agent_id),
-            owner_session_id: pick(&args.owner_session_id, &owner.owner_session_id),
-            owner_role: pick(&args.role, &owner.owner_role),
-            label: pick(&args.label, &owner.label),
-            conversation_id: None,
+            owner: crate::session::Owner {
+                owner_agent_id: pick(&args.agent_id, &owner.owner_agent_id),
+                owner_session_id: pick(&args.owner_session_id, &owner.owner_session_id),
+                owner_role: pick(&args.role, &owner.owner_role),
+                label: pick(&args.label, &owner.label),
+                cli_type: owner.cli_type.clone(),
+                conversation_id: None,
+            },
+            no_other_fields: Default::default(),
         };
         match hub.register(&req).await {
             Ok(v) => {

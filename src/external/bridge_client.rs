@@ -70,17 +70,11 @@ impl BridgeClient {
         body: Option<&(impl Serialize + ?Sized)>,
         timeout: Duration,
     ) -> HubResult<T> {
-        let mut req = self
+        let req = self
             .http
             .request(method, format!("{}{path}", self.base))
             .timeout(timeout);
-        if let Some(token) = &self.token {
-            req = req.bearer_auth(token);
-        }
-        if let Some(body) = body {
-            req = req.json(body);
-        }
-        let resp = req
+        let resp = crate::client::with_auth_and_body(req, self.token.as_deref(), body)
             .send()
             .await
             .map_err(|e| self.unavailable(describe(&e)))?;

@@ -25,7 +25,6 @@ use crate::session::{Owner, Session, SessionSpec};
 
 /// `POST /v1/pty/register`
 #[derive(Debug, Clone, Deserialize, serde::Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
 pub struct RegisterRequest {
     /// The id the session gets in this hub.
     pub session_id: String,
@@ -33,18 +32,18 @@ pub struct RegisterRequest {
     pub remote_session_id: Option<String>,
     /// Where the terminal lives (`remote-hub`, `ide`, ...); `external` if not given.
     pub source: Option<String>,
-    pub cli_type: Option<String>,
     pub pid: Option<u32>,
     pub bridge_url: String,
     /// Bearer token the hub presents to the bridge.
     pub bridge_token: Option<String>,
     pub cols: Option<u16>,
     pub rows: Option<u16>,
-    pub owner_agent_id: Option<String>,
-    pub owner_session_id: Option<String>,
-    pub owner_role: Option<String>,
-    pub label: Option<String>,
-    pub conversation_id: Option<String>,
+    /// Who the session belongs to.
+    #[serde(flatten)]
+    pub owner: Owner,
+    #[serde(flatten, skip_serializing)]
+    #[schema(ignore)]
+    pub no_other_fields: crate::protocol::NoOtherFields,
 }
 
 /// What `reset` removed.
@@ -79,19 +78,12 @@ impl Hub {
         check_bridge: bool,
     ) -> HubResult<(Arc<Session>, bool)> {
         check_session_id(&req.session_id)?;
-        crate::routing::check_owner_role(req.owner_role.as_deref())?;
+        crate::routing::check_owner_role(req.owner.owner_role.as_deref())?;
         let remote_id = req
             .remote_session_id
             .clone()
             .unwrap_or_else(|| req.session_id.clone());
-        let owner = Owner {
-            owner_agent_id: req.owner_agent_id.clone(),
-            owner_session_id: req.owner_session_id.clone(),
-            owner_role: req.owner_role.clone(),
-            label: req.label.clone(),
-            cli_type: req.cli_type.clone(),
-            conversation_id: req.conversation_id.clone(),
-        };
+        let owner = req.owner.clone();
         let client = BridgeClient::new(&req.bridge_url, req.bridge_token.clone())?;
         // The bridge token is a secret like any other: never shown, logged or audited.
         if let Some(token) = &req.bridge_token {
@@ -129,7 +121,7 @@ impl Hub {
             id: req.session_id.clone(),
             backend: crate::protocol::SessionBackend::External,
             source: req.source.clone().unwrap_or_else(|| "external".into()),
-            shell: req.cli_type.clone().unwrap_or_default(),
+            shell: req.owner.cli_type.clone().unwrap_or_default(),
             args: Vec::new(),
             cwd: String::new(),
             tmux_session: None,
@@ -138,16 +130,8 @@ impl Hub {
             container_id: None,
             created_at: Utc::now(),
         };
-        let session = self.add_session(
-            NewSession {
-                spec,
-                size,
-                owner,
-                output,
-                backend: Box::new(backend),
-            },
-            Origin::Created,
-        );
+        let new = NewSession::new(spec, size, owner, output, backend);
+        let session = self.add_session(new, Origin::Created);
         session.heartbeat();
         self.emit(EventKind::SessionRegistered {
             session_id: req.session_id.clone(),

@@ -173,16 +173,8 @@ async fn adopt_tmux(
         }
     };
     let id = spec.id.clone();
-    hub.add_session(
-        NewSession {
-            spec,
-            size,
-            owner,
-            output,
-            backend: Box::new(backend),
-        },
-        Origin::Restored,
-    );
+    let new = NewSession::new(spec, size, owner, output, backend);
+    hub.add_session(new, Origin::Restored);
     Ok(id)
 }
 
@@ -214,16 +206,9 @@ fn tombstone(hub: &Hub, saved: &SavedSession, reason_if_running: &str, data_dir:
         cols: saved.cols,
         rows: saved.rows,
     };
-    hub.add_session(
-        NewSession {
-            spec: spec_of(saved, backend),
-            size,
-            owner: saved.owner.clone(),
-            output,
-            backend: Box::new(ExitedBackend),
-        },
-        Origin::Restored,
-    );
+    let spec = spec_of(saved, backend);
+    let new = NewSession::new(spec, size, saved.owner.clone(), output, ExitedBackend);
+    hub.add_session(new, Origin::Restored);
 }
 
 async fn restore_external(hub: &Hub, saved: &SavedSession) -> crate::error::HubResult<()> {
@@ -236,17 +221,13 @@ async fn restore_external(hub: &Hub, saved: &SavedSession) -> crate::error::HubR
         session_id: saved.id.clone(),
         remote_session_id: Some(link.remote_session_id.clone()),
         source: Some(saved.source.clone()),
-        cli_type: saved.owner.cli_type.clone(),
         pid: saved.pid,
         bridge_url: link.bridge_url.clone(),
         bridge_token: link.bridge_token.clone(),
         cols: Some(saved.cols),
         rows: Some(saved.rows),
-        owner_agent_id: saved.owner.owner_agent_id.clone(),
-        owner_session_id: saved.owner.owner_session_id.clone(),
-        owner_role: saved.owner.owner_role.clone(),
-        label: saved.owner.label.clone(),
-        conversation_id: saved.owner.conversation_id.clone(),
+        owner: saved.owner.clone(),
+        no_other_fields: Default::default(),
     };
     let (session, _) = hub.register_external(req, false).await?;
     if let Some(link) = session.external().cloned() {

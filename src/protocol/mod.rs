@@ -9,6 +9,7 @@ mod events;
 mod fleet;
 mod policy;
 mod replies;
+mod strict;
 
 use std::collections::BTreeMap;
 
@@ -24,14 +25,15 @@ pub enum BackendKind {
     Tmux,
 }
 
+use crate::session::Owner;
 pub use events::*;
 pub use fleet::*;
 pub use policy::*;
 pub use replies::*;
+pub use strict::NoOtherFields;
 
 /// `POST /v1/pty/sessions`
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
 pub struct CreateSessionRequest {
     #[serde(default)]
     #[schema(value_type = String, example = "pty")]
@@ -45,15 +47,15 @@ pub struct CreateSessionRequest {
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     pub tmux_session: Option<String>,
-    pub label: Option<String>,
-    pub owner_agent_id: Option<String>,
-    pub owner_session_id: Option<String>,
-    pub owner_role: Option<String>,
-    pub cli_type: Option<String>,
-    /// The agent conversation the terminal belongs to.
-    pub conversation_id: Option<String>,
     /// A loaded policy's name (idle timeout and the rest apply to the session).
     pub policy: Option<String>,
+    /// Who the session belongs to (label, owner_agent_id, owner_session_id, owner_role,
+    /// cli_type, conversation_id).
+    #[serde(flatten)]
+    pub owner: Owner,
+    #[serde(flatten, skip_serializing)]
+    #[schema(ignore)]
+    pub no_other_fields: NoOtherFields,
 }
 
 /// `POST .../send_line`

@@ -246,18 +246,15 @@ pub struct SendToAgentReply {
     pub send_result: SendResult,
 }
 
-/// `POST /v1/pty/update-ownership`
+/// `POST /v1/pty/update-ownership`: the session's whole owner identity is replaced.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
 pub struct UpdateOwnershipRequest {
     pub session_id: String,
-    pub owner_agent_id: Option<String>,
-    pub owner_session_id: Option<String>,
-    /// `leader` or `worker`.
-    pub owner_role: Option<String>,
-    pub label: Option<String>,
-    pub cli_type: Option<String>,
-    pub conversation_id: Option<String>,
+    #[serde(flatten)]
+    pub owner: crate::session::Owner,
+    #[serde(flatten, skip_serializing)]
+    #[schema(ignore)]
+    pub no_other_fields: super::NoOtherFields,
 }
 
 /// `POST /v1/pty/register`

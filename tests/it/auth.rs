@@ -55,12 +55,10 @@ pub(crate) async fn call_as(
     (status, resp.json().await.unwrap_or(Value::Null))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_route_times_every_role() {
-    let hub = hub_with_tokens().await;
-    // A session to aim at, created by the operator.
+/// A bash session created by the operator; its id.
+async fn operator_session(hub: &TestHub) -> String {
     let (status, v) = call(
-        &hub,
+        hub,
         "POST",
         "/v1/pty/sessions",
         Some(json!({"shell": "bash", "args": ["--norc"]})),
@@ -68,7 +66,14 @@ async fn every_route_times_every_role() {
     )
     .await;
     assert_eq!(status, 200, "{v}");
-    let id = v["session_id"].as_str().unwrap().to_string();
+    v["session_id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_route_times_every_role() {
+    let hub = hub_with_tokens().await;
+    // A session to aim at, created by the operator.
+    let id = operator_session(&hub).await;
     let s = |op: &str| format!("/v1/pty/sessions/{id}{op}");
     // (method, path, body, needed role: 0 open, 1 observer, 2 operator, 3 admin)
     let routes: Vec<(&str, String, Option<Value>, u8)> = vec![
@@ -219,15 +224,8 @@ async fn every_route_times_every_role() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn websocket_needs_a_token_in_its_subprotocol_and_a_local_origin() {
     let hub = hub_with_tokens().await;
-    let (_, v) = call(
-        &hub,
-        "POST",
-        "/v1/pty/sessions",
-        Some(json!({"shell": "bash", "args": ["--norc"]})),
-        Some(OPERATOR),
-    )
-    .await;
-    let id = v["session_id"].as_str().unwrap();
+    let id = operator_session(&hub).await;
+    let id = id.as_str();
     let url = format!(
         "{}/v1/pty/sessions/{id}/stream",
         hub.base.replace("http://", "ws://")

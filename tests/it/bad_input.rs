@@ -110,6 +110,25 @@ async fn bad_requests_get_clear_errors_and_the_hub_stays_up() {
         400,
         "BAD_REQUEST",
     );
+    // The three requests that carry an owner identity (one shared struct, flattened) still
+    // refuse a field they do not know, and say which.
+    for (path, body) in [
+        ("/v1/pty/sessions", json!({"lable": "w1"})),
+        (
+            "/v1/pty/update-ownership",
+            json!({"session_id": "pty_00000000", "owner_rol": "leader"}),
+        ),
+        (
+            "/v1/pty/register",
+            json!({"session_id": "x1", "bridge_url": "http://127.0.0.1:9", "labl": "w"}),
+        ),
+    ] {
+        let v = expect(path, hub.post(path, body).await, 400, "BAD_REQUEST");
+        assert!(
+            v["message"].as_str().unwrap().contains("unknown field"),
+            "{path}: {v}"
+        );
+    }
     let no_type = hub
         .http
         .post(format!("{}{}", hub.base, s("send_line")))

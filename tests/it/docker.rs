@@ -10,7 +10,7 @@ use crate::docker_support::{
 };
 use crate::hub_process::{free_port, HubProcess};
 use crate::require_docker;
-use crate::support::{wait_until, TestHub};
+use crate::support::{wait_until, TestHub, OWNER_FIELDS};
 
 const T: Duration = Duration::from_secs(20);
 
@@ -609,14 +609,7 @@ async fn a_hub_killed_with_sigkill_brings_back_5_agents_and_3_tmux_sessions_with
             .iter()
             .find(|s| s["id"] == json!(sid))
             .unwrap();
-        for key in [
-            "owner_agent_id",
-            "owner_session_id",
-            "owner_role",
-            "label",
-            "cli_type",
-            "agent_id",
-        ] {
+        for key in OWNER_FIELDS.iter().chain(&["agent_id"]) {
             assert_eq!(now[key], old[key], "{key} of {sid}");
         }
         let path = format!("/v1/pty/sessions/{sid}/read?since=0&max_bytes=1000000&timeout_ms=0");

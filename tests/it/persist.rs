@@ -9,7 +9,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 use crate::hub_process::{free_port, HubProcess};
-use crate::support::{wait_until, TmuxServerGuard};
+use crate::support::{wait_until, TmuxServerGuard, OWNER_FIELDS};
 
 const T: Duration = Duration::from_secs(15);
 
@@ -141,16 +141,7 @@ async fn host_sessions_come_back_after_sigkill_with_their_owner_identity() {
             .find(|s| s["id"] == json!(id))
             .expect("tmux session back");
         let old = before.iter().find(|s| s["id"] == json!(id)).unwrap();
-        for key in [
-            "owner_agent_id",
-            "owner_session_id",
-            "owner_role",
-            "label",
-            "cli_type",
-            "conversation_id",
-            "backend",
-            "tmux_session",
-        ] {
+        for key in OWNER_FIELDS.iter().chain(&["backend", "tmux_session"]) {
             assert_eq!(s[key], old[key], "{key} of {id}");
         }
         assert_eq!(s["alive"], true, "{s}");

@@ -266,3 +266,26 @@ macro_rules! both_backends {
         }
     };
 }
+
+/// The owner identity fields of a session, as the API shows them.
+pub const OWNER_FIELDS: [&str; 6] = [
+    "owner_agent_id",
+    "owner_session_id",
+    "owner_role",
+    "label",
+    "cli_type",
+    "conversation_id",
+];
+
+/// POSTs `body` to `url` (a full URL: usable from a spawned task) and returns the reply's JSON.
+pub async fn post_json(url: String, body: serde_json::Value) -> serde_json::Value {
+    reqwest::Client::new()
+        .post(url)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::cli::BIN;
-use crate::support::{process_alive, session_runs, wait_until, TestHub};
+use crate::support::{post_json, process_alive, session_runs, wait_until, TestHub};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -289,14 +289,8 @@ async fn a_waiter_returns_the_moment_the_task_ends_or_when_its_timeout_passes() 
     let h = hub.base.clone();
     let slow2 = slow.clone();
     let waiter = tokio::spawn(async move {
-        reqwest::Client::new()
-            .post(format!("{h}/v1/tasks/{slow2}/wait?timeout_ms=20000"))
-            .send()
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap()
+        let url = format!("{h}/v1/tasks/{slow2}/wait?timeout_ms=20000");
+        post_json(url, json!({})).await
     });
     hub.delete(&format!("/v1/tasks/{slow}")).await;
     let v = tokio::time::timeout(T, waiter)
@@ -441,15 +435,8 @@ async fn hub_shutdown_kills_running_tasks_and_closes_the_event_stream() {
     let pid = task(&hub, &id).await["pid"].as_u64().unwrap() as u32;
     let h = hub.base.clone();
     let piped = tokio::spawn(async move {
-        reqwest::Client::new()
-            .post(format!("{h}/v1/tasks"))
-            .json(&json!({ "cmd": "sleep 102", "pty": false }))
-            .send()
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap()
+        let body = json!({ "cmd": "sleep 102", "pty": false });
+        post_json(format!("{h}/v1/tasks"), body).await
     });
     assert!(
         wait_until(T, || async {

@@ -1,0 +1,286 @@
+//! tmux backend: a tmux session the hub creates or adopts by name, on the host or inside a
+//! container ([`TmuxPlace`]), streamed losslessly through a control-mode client
+//! (`tmux -C attach -f ignore-size`). Input goes in as
+//! `send-keys -H` commands on the client's stdin (one writer); every byte the pane prints
+//! comes back as `%output`. The monitor never changes the size a human attached to the same
+//! session sees; the hub sizes the window explicitly with `resize-window`.
+
+mod client;
+mod pane;
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+use tokio::sync::{mpsc, oneshot};
+
+pub use super::tmux_place::TmuxPlace;
+use super::tmux_place::TMUX_CALL_TIMEOUT;
+
+use super::tmux_control::{is_safe_name, send_bytes_commands};
+use super::{Backend, SpawnSpec, TermSize};
+use crate::output::Output;
+use crate::session::input::TermSignal;
+use client::{start_control_client, Ack};
+
+/// Lines of pane history kept by tmux for sessions the hub creates.
+pub const TMUX_HISTORY_LIMIT: u32 = 50_000;
+/// `sh -c` script a hub-created pane runs. It waits until the hub's control client is
+/// attached (tmux latches the `wait-for` signal, so the order does not matter), so not even
+/// the program's first output is missed; runs the program; records its exit status in the
+/// pane option `@agent_hub_exit` (tmux itself does not always learn a dead pane's status);
+/// and keeps the pane open a moment, because tmux's control mode reads pane output lazily
+/// and drops what it has not sent yet when the pane dies. The exit status is kept.
+const PANE_WRAPPER: &str = "tmux wait-for \"agent-hub-go-${TMUX_PANE#%}\" 2>/dev/null; \"$@\"; rc=$?; tmux set-option -p -t \"$TMUX_PANE\" @agent_hub_exit \"$rc\" 2>/dev/null; sleep 0.3; exit $rc";
+
+/// A tmux pane streamed through a control-mode client.
+pub struct TmuxBackend {
+    place: TmuxPlace,
+    session_name: String,
+    pane_id: String,
+    pane_pid: Option<u32>,
+    commands: mpsc::UnboundedSender<(Vec<String>, Ack)>,
+}
+
+fn invalid_name(name: &str) -> String {
+    format!(
+        "tmux session name '{name}' is not allowed: use 1-64 characters of letters, digits, '_', '-' and '.'"
+    )
+}
+
+impl TmuxBackend {
+    /// Adopts the tmux session `name` if it exists, else creates it running `spec`.
+    /// Returns the backend and whether the session was adopted. An adopted pane's history
+    /// (and cursor) seed the output, so it does not start blank.
+    pub async fn start(
+        server: TmuxPlace,
+        name: &str,
+        spec: &SpawnSpec,
+        output: Arc<Output>,
+    ) -> Result<(Self, bool), String> {
+        if !is_safe_name(name) || name.starts_with(['%', '$', '@', '=']) {
+            return Err(invalid_name(name));
+        }
+        let mut adopted = server.has_session(name).await;
+        if !adopted {
+            match create_session(&server, name, spec).await {
+                Ok(()) => {}
+                // Someone else (an image's slow entrypoint) created it meanwhile: adopt it.
+                Err(e) if e.contains("duplicate session") => adopted = true,
+                Err(e) => return Err(e),
+            }
+        }
+        let target = format!("={name}:");
+        let ids = server
+            .run(&[
+                "display-message",
+                "-p",
+                "-t",
+                &target,
+                "#{pane_id} #{pane_pid}",
+            ])
+            .await?;
+        let mut parts = ids.split_whitespace();
+        let pane_id = parts.next().unwrap_or_default().to_string();
+        let pane_pid = parts.next().and_then(|p| p.parse().ok());
+        if !pane_id.starts_with('%') {
+            return Err(format!("tmux did not report a pane for session '{name}'"));
+        }
+        if adopted {
+            // Show the pane's past output, so an adopted session does not start blank.
+            let history = server
+                .run(&["capture-pane", "-p", "-e", "-J", "-S", "-", "-t", &pane_id])
+                .await
+                .unwrap_or_default();
+            let mut seed = history.trim_end_matches('\n').replace('\n', "\r\n");
+            let cursor = server
+                .run(&[
+                    "display-message",
+                    "-p",
+                    "-t",
+                    &pane_id,
+                    "#{cursor_y} #{cursor_x}",
+                ])
+                .await
+                .unwrap_or_default();
+            let mut yx = cursor
+                .split_whitespace()
+                .filter_map(|n| n.parse::<u32>().ok());
+            if let (Some(y), Some(x)) = (yx.next(), yx.next()) {
+                seed.push_str(&format!("\x1b[{};{}H", y + 1, x + 1));
+            }
+            output.push(seed.as_bytes());
+        } else {
+            server
+                .run(&[
+                    "resize-window",
+                    "-t",
+                    &pane_id,
+                    "-x",
+                    &spec.size.cols.to_string(),
+                    "-y",
+                    &spec.size.rows.to_string(),
+                ])
+                .await?;
+        }
+        let commands = start_control_client(&server, name, &pane_id, output).await?;
+        Ok((
+            TmuxBackend {
+                place: server,
+                session_name: name.to_string(),
+                pane_id,
+                pane_pid,
+                commands,
+            },
+            adopted,
+        ))
+    }
+
+    async fn send_commands(&self, lines: Vec<String>) -> Result<(), String> {
+        let (ack, done) = oneshot::channel();
+        self.commands
+            .send((lines, ack))
+            .map_err(|_| "the tmux control client has exited".to_string())?;
+        tokio::time::timeout(TMUX_CALL_TIMEOUT, done)
+            .await
+            .map_err(|_| {
+                format!(
+                    "tmux did not answer within {} s",
+                    TMUX_CALL_TIMEOUT.as_secs()
+                )
+            })?
+            .map_err(|_| "the tmux control client has exited".to_string())?
+    }
+}
+
+async fn create_session(server: &TmuxPlace, name: &str, spec: &SpawnSpec) -> Result<(), String> {
+    if server.is_host() && !spec.cwd.is_dir() {
+        return Err(format!(
+            "working directory '{}' does not exist or is not a directory",
+            spec.cwd.display()
+        ));
+    }
+    let history = TMUX_HISTORY_LIMIT.to_string();
+    let cols = spec.size.cols.to_string();
+    let rows = spec.size.rows.to_string();
+    let cwd = spec.cwd.to_string_lossy().into_owned();
+    // Options that must hold before the pane exists (history-limit applies to new panes only).
+    let mut args: Vec<&str> = vec![
+        "start-server",
+        ";",
+        "set-option",
+        "-g",
+        "history-limit",
+        &history,
+        ";",
+        "set-option",
+        "-s",
+        "escape-time",
+        "10",
+        ";",
+        "new-session",
+        "-d",
+        "-s",
+        name,
+        "-x",
+        &cols,
+        "-y",
+        &rows,
+        "-c",
+        &cwd,
+    ];
+    let env_pairs: Vec<String> = spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    for pair in &env_pairs {
+        args.extend(["-e", pair]);
+    }
+    // The program runs under a small sh wrapper: see PANE_WRAPPER.
+    args.extend([
+        "--",
+        "sh",
+        "-c",
+        PANE_WRAPPER,
+        "agent-hub-pane",
+        &spec.program,
+    ]);
+    args.extend(spec.args.iter().map(String::as_str));
+    args.extend([
+        ";",
+        "set-option",
+        "-t",
+        name,
+        "status",
+        "off",
+        ";",
+        "set-option",
+        "-w",
+        "-t",
+        name,
+        "remain-on-exit",
+        "on",
+    ]);
+    // On the host, the server (if this call starts it) gets exactly the session's environment.
+    let env = server.is_host().then_some(&spec.env);
+    server
+        .run_with_env(&args, env)
+        .await
+        .map_err(|e| format!("tmux new-session failed: {e}"))?;
+    Ok(())
+}
+
+impl Backend for TmuxBackend {
+    fn write(&self, bytes: Vec<u8>) -> BoxFuture<'_, crate::error::HubResult<()>> {
+        async move {
+            self.send_commands(send_bytes_commands(&self.pane_id, &bytes))
+                .await
+                .map_err(|reason| crate::error::HubError::WriteFailed { reason })
+        }
+        .boxed()
+    }
+
+    fn resize(&self, size: TermSize) -> BoxFuture<'_, Result<(), String>> {
+        let line = format!(
+            "resize-window -t {} -x {} -y {}",
+            self.pane_id, size.cols, size.rows
+        );
+        async move { self.send_commands(vec![line]).await }.boxed()
+    }
+
+    fn terminate(&self, first: TermSignal) -> BoxFuture<'_, Result<(), String>> {
+        async move {
+            // Host panes: every process of the pane's terminal. In a container, killing the
+            // session hangs the pane up and the container's own lifecycle does the rest.
+            let left = match self.pane_pid {
+                Some(pid) if self.place.is_host() => {
+                    crate::process::terminate_session(pid, first).await
+                }
+                _ => Vec::new(),
+            };
+            let _ = self
+                .place
+                .run(&["kill-session", "-t", &format!("={}", self.session_name)])
+                .await;
+            if left.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("processes still alive after SIGKILL: {left:?}"))
+            }
+        }
+        .boxed()
+    }
+
+    fn detach(&self) -> BoxFuture<'_, ()> {
+        async move {
+            // An empty batch tells the writer to detach the client and stop.
+            let (ack, done) = oneshot::channel();
+            if self.commands.send((Vec::new(), ack)).is_ok() {
+                let _ = tokio::time::timeout(TMUX_CALL_TIMEOUT, done).await;
+            }
+        }
+        .boxed()
+    }
+
+    fn pid(&self) -> Option<u32> {
+        // A container's pids mean nothing on the host.
+        self.pane_pid.filter(|_| self.place.is_host())
+    }
+}

@@ -1,0 +1,76 @@
+//! What the hub watches about its pane: whether it is dead and with which exit status (from
+//! tmux, or from the pane wrapper before the pane closes).
+
+use chrono::Utc;
+
+use super::TmuxPlace;
+use crate::output::ExitInfo;
+
+/// What the hub watches about its pane (see [`pane_exit`]).
+pub(super) const PANE_STATE_FORMAT: &str =
+    "#{pane_id}|#{pane_dead}|#{pane_dead_status}|#{@agent_hub_exit}";
+
+/// Asks tmux whether `pane_id` has ended, and with which status.
+pub(super) async fn query_dead_pane(
+    server: &TmuxPlace,
+    pane_id: &str,
+) -> Result<Option<ExitInfo>, String> {
+    let value = server
+        .run(&["display-message", "-p", "-t", pane_id, PANE_STATE_FORMAT])
+        .await?;
+    Ok(pane_exit(&value, pane_id))
+}
+
+/// Splits a [`PANE_STATE_FORMAT`] value for `pane_id`: (dead, tmux's status, the wrapper's).
+fn pane_state(value: &str, pane_id: &str) -> Option<(bool, Option<i32>, Option<i32>)> {
+    let mut fields = value.trim().split('|');
+    if fields.next() != Some(pane_id) {
+        return None;
+    }
+    let dead = fields.next() == Some("1");
+    let status = fields.next().and_then(|f| f.parse().ok());
+    let reported = fields.next().and_then(|f| f.parse().ok());
+    Some((dead, status, reported))
+}
+
+/// Whether the value says `pane_id` is dead (status known or not).
+pub(super) fn pane_is_dead(value: &str, pane_id: &str) -> bool {
+    pane_state(value, pane_id).is_some_and(|(dead, _, _)| dead)
+}
+
+/// The exit of `pane_id`, once its status is known: from the pane wrapper (the program has
+/// exited; the pane closes a moment later) or from tmux for a dead pane.
+pub(super) fn pane_exit(value: &str, pane_id: &str) -> Option<ExitInfo> {
+    let exit_code = match pane_state(value, pane_id)? {
+        (_, _, Some(reported)) => reported,
+        (true, Some(status), None) => status,
+        _ => return None,
+    };
+    Some(ExitInfo {
+        exit_code: Some(exit_code),
+        reason: "exited".into(),
+        exited_at: Utc::now(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pane_exit;
+
+    #[test]
+    fn pane_states_are_matched_to_our_pane() {
+        let code = |v: &str| pane_exit(v, "%3").and_then(|e| e.exit_code);
+        assert_eq!(code("%3|1|7|"), Some(7), "tmux knows the status");
+        assert_eq!(
+            code("%3|0||4"),
+            Some(4),
+            "the wrapper reported before the pane closed"
+        );
+        assert_eq!(code("%3|1||4"), Some(4));
+        assert_eq!(code("%3|0||"), None, "alive");
+        assert_eq!(code("%3|1||"), None, "dead, status not known yet");
+        assert_eq!(code("%4|1|7|"), None, "another pane");
+        assert_eq!(code(""), None);
+        assert!(super::pane_is_dead("%3|1||", "%3") && !super::pane_is_dead("%3|0||", "%3"));
+    }
+}
