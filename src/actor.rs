@@ -15,20 +15,44 @@ pub enum Role {
     Admin,
 }
 
+/// A container agent acting through its own credential: who it is, its team, whether it
+/// leads the team. Its access is scoped (see [`crate::scope`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AgentIdentity {
+    pub agent_id: String,
+    pub team: String,
+    /// `owner_role = "leader"` in its definition.
+    pub leader: bool,
+}
+
 /// Who made a request.
 #[derive(Debug, Clone, Default)]
 pub struct Actor {
-    /// The token's name (`anonymous` when the hub has no tokens).
+    /// The token's name (`anonymous` when the hub has no tokens; `agent:<id>` for an agent
+    /// credential).
     pub token_name: String,
-    /// The caller's `X-Agent-Id` header, if any.
+    /// The agent acting: its credential's agent, else the caller's `X-Agent-Id` header.
     pub agent_id: Option<String>,
     /// The token's role (`admin` when the hub has no tokens: an open hub allows everything).
     pub role: Option<Role>,
+    /// Set when the caller presented an agent credential: its access is scoped to its team.
+    pub agent: Option<AgentIdentity>,
 }
 
 impl Actor {
     /// The role, `observer` if unknown.
     pub fn role(&self) -> Role {
         self.role.unwrap_or(Role::Observer)
+    }
+
+    /// The actor of a request made with an agent credential: it acts as that agent (the
+    /// `X-Agent-Id` header cannot change it), with an operator's role inside its scope.
+    pub fn of_agent(identity: AgentIdentity) -> Self {
+        Actor {
+            token_name: format!("agent:{}", identity.agent_id),
+            agent_id: Some(identity.agent_id.clone()),
+            role: Some(Role::Operator),
+            agent: Some(identity),
+        }
     }
 }

@@ -51,12 +51,21 @@ impl ClientError {
     }
 }
 
+/// The byte stream under a WebSocket: TCP or a unix socket.
+pub trait WsIo: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> WsIo for T {}
+
+/// A WebSocket to the hub.
+pub type WsStream = tokio_tungstenite::WebSocketStream<Box<dyn WsIo>>;
+
 /// Client for one hub.
 #[derive(Clone)]
 pub struct HubClient {
     base: String,
     http: reqwest::Client,
     token: Option<String>,
+    /// The hub's unix socket, for a `unix://` hub URL.
+    unix: Option<std::path::PathBuf>,
 }
 
 /// What stays as is in a path segment or query value: RFC 3986's unreserved characters.
@@ -72,13 +81,54 @@ pub fn encode(component: &str) -> String {
 }
 
 impl HubClient {
-    /// A client for the hub at `base` (e.g. `http://127.0.0.1:8100`).
+    /// A client for the hub at `base`: `http://127.0.0.1:8100`, or `unix:///path/api.sock` for
+    /// the hub's unix socket (what container agents get as `AGENT_HUB_URL`).
     pub fn new(base: &str) -> Self {
+        let base = base.trim_end_matches('/');
+        let unix = base.strip_prefix("unix://").map(std::path::PathBuf::from);
+        let http = match &unix {
+            Some(path) => reqwest::Client::builder()
+                .unix_socket(path.clone())
+                .build()
+                .unwrap_or_default(),
+            None => reqwest::Client::new(),
+        };
         HubClient {
-            base: base.trim_end_matches('/').to_string(),
-            http: reqwest::Client::new(),
+            // Over a unix socket the URL's host is only the `Host` header: loopback.
+            base: match unix {
+                Some(_) => "http://localhost".to_string(),
+                None => base.to_string(),
+            },
+            http,
             token: None,
+            unix,
         }
+    }
+
+    /// Opens a WebSocket (`ws_request`'s request) over TCP or the hub's unix socket.
+    pub async fn ws_connect(&self, url: &str) -> Result<WsStream, String> {
+        let request = self.ws_request(url)?;
+        let io: Box<dyn WsIo> = match &self.unix {
+            Some(path) => Box::new(
+                tokio::net::UnixStream::connect(path)
+                    .await
+                    .map_err(|e| format!("cannot connect to {}: {e}", path.display()))?,
+            ),
+            None => {
+                let uri = request.uri();
+                let host = uri.host().unwrap_or("127.0.0.1");
+                let port = uri.port_u16().unwrap_or(80);
+                Box::new(
+                    tokio::net::TcpStream::connect((host, port))
+                        .await
+                        .map_err(|e| format!("cannot connect to {host}:{port}: {e}"))?,
+                )
+            }
+        };
+        tokio_tungstenite::client_async(request, io)
+            .await
+            .map(|(ws, _)| ws)
+            .map_err(|e| e.to_string())
     }
 
     /// The same client, sending `token` as `Authorization: Bearer` (and as the WebSocket

@@ -34,6 +34,8 @@ pub struct Components {
     /// Refuse to start on a bad policies directory or an agent image missing from a reachable
     /// engine.
     pub preflight: bool,
+    /// The API on a unix socket in the data dir (`run/api.sock`), for container agents.
+    pub unix_socket: bool,
 }
 
 impl Components {
@@ -46,6 +48,7 @@ impl Components {
             audit: true,
             signals: true,
             preflight: true,
+            unix_socket: true,
         }
     }
 }
@@ -90,6 +93,7 @@ impl Daemon {
         let root = CancellationToken::new();
         let tracker = TaskTracker::new();
         let hub = Hub::with_lifecycle(config, root.clone(), tracker.clone());
+        hub.set_api_addr(addr);
         if parts.preflight {
             check_images(&hub).await?;
         }
@@ -128,6 +132,15 @@ impl Daemon {
             }
         }
         let server = tracker.spawn(crate::api::serve(listener, hub.clone(), root.clone()));
+        #[cfg(unix)]
+        if parts.unix_socket {
+            match bind_unix_socket(&hub.agents().hub_access().socket_path()) {
+                Ok(unix) => {
+                    tracker.spawn(crate::api::serve_unix(unix, hub.clone(), root.clone()));
+                }
+                Err(e) => tracing::warn!("{e}; container agents cannot reach the hub"),
+            }
+        }
         Ok(Daemon {
             hub,
             addr,
@@ -190,6 +203,23 @@ impl Daemon {
         }
         served
     }
+}
+
+/// Binds the API's unix socket (replacing a stale one left by a previous run): the directory
+/// is made traversable and the socket connectable by the agents' users (the API's own auth
+/// decides what they may do).
+#[cfg(unix)]
+fn bind_unix_socket(path: &std::path::Path) -> Result<tokio::net::UnixListener, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let fail = |e: std::io::Error| format!("cannot serve the API on {}: {e}", path.display());
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(fail)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).map_err(fail)?;
+    }
+    let _ = std::fs::remove_file(path);
+    let listener = tokio::net::UnixListener::bind(path).map_err(fail)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666)).map_err(fail)?;
+    Ok(listener)
 }
 
 /// Rejects agent definitions whose image is missing on a reachable engine. An engine that

@@ -35,6 +35,9 @@ pub struct CreateSession {
     pub owner: Owner,
     /// The policy that applies (must be loaded).
     pub policy: Option<String>,
+    /// Give the program a credential acting as its owner agent (see
+    /// [`crate::protocol::CreateSessionRequest::hub_access`]).
+    pub hub_access: bool,
 }
 
 /// Starts host sessions (cheap to clone).
@@ -47,6 +50,10 @@ pub struct HostSessions {
     pub redactor: Arc<Redactor>,
     /// A requested policy must be loaded.
     pub policy: Arc<crate::policy::Engine>,
+    /// For sessions given hub access.
+    pub credentials: Arc<crate::credentials::Credentials>,
+    /// Where the API really listens, once the daemon has bound it (else `config.listen`).
+    pub api_addr: Arc<std::sync::OnceLock<std::net::SocketAddr>>,
 }
 
 impl HostSessions {
@@ -135,10 +142,14 @@ impl HostSessions {
                 .map(PathBuf::from)
                 .unwrap_or_else(|| PathBuf::from("/")),
         };
+        let mut env = self.child_env(&id, &req.env);
+        if req.hub_access {
+            env.extend(self.hub_access_env(&id, &req.owner)?);
+        }
         let spawn = SpawnSpec {
             program: req.shell.unwrap_or_else(|| self.default_shell()),
             args: req.args,
-            env: self.child_env(&id, &req.env),
+            env,
             cwd,
             size,
         };
@@ -184,5 +195,38 @@ impl HostSessions {
             Origin::Created,
         );
         Ok(session)
+    }
+
+    /// What a host session given hub access gets: the hub's TCP address, a credential acting
+    /// as its owner agent (team and role from that agent's definition, else the `default` team
+    /// and the session's `owner_role`), and the agent id.
+    fn hub_access_env(&self, id: &str, owner: &Owner) -> HubResult<BTreeMap<String, String>> {
+        let agent_id = owner.owner_agent_id.clone().ok_or_else(|| {
+            HubError::bad_request("hub_access needs owner_agent_id: the agent the session acts as")
+        })?;
+        let def = self.config.agent_defs().find(|d| d.id == agent_id);
+        let who = crate::actor::AgentIdentity {
+            agent_id: agent_id.clone(),
+            team: def
+                .map_or(crate::config::DEFAULT_TEAM, |d| d.team())
+                .to_string(),
+            leader: def.map_or(owner.owner_role.as_deref() == Some("leader"), |d| {
+                d.is_leader()
+            }),
+        };
+        let token = self
+            .credentials
+            .mint(&crate::credentials::session_holder(id), who);
+        let listen = self.api_addr.get().copied().unwrap_or(self.config.listen);
+        let host = if listen.ip().is_unspecified() || listen.ip().is_loopback() {
+            format!("127.0.0.1:{}", listen.port())
+        } else {
+            listen.to_string()
+        };
+        Ok(BTreeMap::from([
+            ("AGENT_HUB_URL".to_string(), format!("http://{host}")),
+            ("AGENT_HUB_TOKEN".to_string(), token),
+            ("AGENT_HUB_AGENT_ID".to_string(), agent_id),
+        ]))
     }
 }

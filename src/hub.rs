@@ -59,6 +59,8 @@ struct Inner {
     redactor: Arc<Redactor>,
     /// The durable audit log.
     audit: Audit,
+    /// The live per-agent credentials.
+    credentials: Arc<crate::credentials::Credentials>,
     metrics: crate::metrics::Metrics,
 }
 
@@ -99,6 +101,7 @@ impl Hub {
             policy.clone(),
         ));
         let endpoints = Arc::new(crate::docker::Endpoints::default());
+        let credentials = Arc::new(crate::credentials::Credentials::open(&config.data_dir));
         let agents = Arc::new(Agents::new(
             &config,
             crate::agents::Handles {
@@ -108,6 +111,11 @@ impl Hub {
                 containers: Arc::new(crate::agents::containers::DockerContainers::new(
                     endpoints.clone(),
                 )),
+                credentials: credentials.clone(),
+                access: crate::agents::hub_access::HubAccess::new(
+                    &config.data_dir,
+                    config.hub_binary.clone(),
+                ),
             },
         ));
         let config = Arc::new(config);
@@ -117,6 +125,8 @@ impl Hub {
             guard: guard.clone(),
             redactor: redactor.clone(),
             policy: policy.clone(),
+            credentials: credentials.clone(),
+            api_addr: Arc::default(),
         };
         let tasks = Arc::new(Tasks::new(crate::tasks::Handles {
             host: host.clone(),
@@ -131,6 +141,7 @@ impl Hub {
                 guard,
                 redactor,
                 audit,
+                credentials,
                 sessions,
                 persistence: std::sync::OnceLock::new(),
                 closing,
@@ -174,6 +185,11 @@ impl Hub {
     /// `redactor().redact_bytes(..)` for anything that leaves the hub, snapshots included.
     pub fn redactor(&self) -> &Arc<Redactor> {
         &self.inner.redactor
+    }
+
+    /// The live per-agent credentials.
+    pub fn credentials(&self) -> &Arc<crate::credentials::Credentials> {
+        &self.inner.credentials
     }
 
     /// The audit log.
@@ -234,6 +250,12 @@ impl Hub {
         let session = self.inner.host.create(req).await?;
         self.persist_now().await;
         Ok(session)
+    }
+
+    /// Records where the API listens (the daemon, once bound): host sessions given hub access
+    /// get this address.
+    pub fn set_api_addr(&self, addr: std::net::SocketAddr) {
+        let _ = self.inner.host.api_addr.set(addr);
     }
 
     /// Starting host sessions (the narrow handle tasks get).
@@ -342,6 +364,9 @@ impl Hub {
     /// it; durable before it returns.
     pub async fn kill(&self, id: &str) -> HubResult<Option<ExitInfo>> {
         let (session, result) = self.inner.sessions.kill(id).await?;
+        self.inner
+            .credentials
+            .revoke(&crate::credentials::session_holder(id));
         self.persist_now().await;
         result?;
         // Give the waiter a moment to record how the program ended.

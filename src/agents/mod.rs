@@ -14,8 +14,10 @@
 
 mod attach;
 pub mod containers;
+pub mod hub_access;
 pub mod reconcile;
 pub mod sync;
+pub mod team;
 #[cfg(test)]
 mod tests;
 
@@ -74,6 +76,10 @@ pub struct Handles {
     pub metrics: crate::metrics::Metrics,
     /// The container runtime.
     pub containers: Arc<dyn Containers>,
+    /// The agents' credentials: minted at each start, revoked at each stop.
+    pub credentials: Arc<crate::credentials::Credentials>,
+    /// How a container reaches the hub.
+    pub access: hub_access::HubAccess,
 }
 
 /// The agents of a hub.
@@ -110,6 +116,33 @@ impl Agents {
     /// The id this hub puts on its containers.
     pub fn hub_id(&self) -> &str {
         &self.hub_id
+    }
+
+    /// How containers reach the hub.
+    pub fn hub_access(&self) -> &hub_access::HubAccess {
+        &self.handles.access
+    }
+
+    /// Mints the agent's credential for this start and puts it where its container reads it;
+    /// returns it (for the tmux session the hub starts).
+    fn mint_credential(&self, def: &AgentDef) -> Option<String> {
+        if !def.hub_access {
+            return None;
+        }
+        let who = self.identity(&def.id)?;
+        let token = self.handles.credentials.mint(&def.id, who);
+        if def.docker_host.is_none() {
+            if let Err(e) = self.handles.access.write_token(&def.id, &token) {
+                tracing::error!(agent = %def.id, "cannot write the agent's credential: {e}");
+            }
+        }
+        Some(token)
+    }
+
+    /// The agent stopped: its credential stops working.
+    fn revoke_credential(&self, id: &str) {
+        self.handles.credentials.revoke(id);
+        self.handles.access.remove_token(id);
     }
 
     /// An agent's definition.
@@ -224,6 +257,7 @@ impl Agents {
                 Ok((self.info(id)?, false))
             }
             Err(e) => {
+                self.revoke_credential(id);
                 self.update(id, |rt| {
                     rt.status = AgentStatus::Failed;
                     rt.error = Some(e.to_string());
@@ -258,6 +292,8 @@ impl Agents {
                 ))
             }
         }
+        let token = self.mint_credential(&def);
+        self.handles.access.add_to(&mut def);
         let name = docker::container_name(self.hub_id(), id);
         let existing = containers
             .inspect(Place {
@@ -288,6 +324,11 @@ impl Agents {
                 })?;
         }
         self.update(id, |rt| rt.started_at = Some(Utc::now()));
+        // Only the tmux session the hub starts gets the credential itself (the container's
+        // own environment names the file, which every start rewrites).
+        if let Some(token) = token {
+            def.env.insert("AGENT_HUB_TOKEN".into(), token);
+        }
         let session_id = self.attach(&def, &container_id, true).await?;
         if let Some(pattern) = def.ready_regex() {
             let session = self.handles.sessions.session(&session_id).ok_or_else(|| {
@@ -363,6 +404,7 @@ impl Agents {
         let name = docker::container_name(self.hub_id(), id);
         self.update(id, |rt| rt.status = AgentStatus::Stopping);
         self.emit(id, EventKind::AgentStopping, "stopping");
+        self.revoke_credential(id);
         self.detach_session(id).await;
         let at = Place {
             endpoint: &endpoint,

@@ -27,6 +27,7 @@ impl Agents {
             }
         });
         if changed {
+            self.revoke_credential(agent);
             self.emit(
                 agent,
                 EventKind::AgentExited,

@@ -238,12 +238,16 @@ struct Fixture {
     registry: Arc<FakeRegistry>,
     containers: FakeContainers,
     events: tokio::sync::broadcast::Receiver<HubEvent>,
+    credentials: Arc<crate::credentials::Credentials>,
+    data: tempfile::TempDir,
 }
 
 fn fixture(agent_toml: &str, containers: FakeContainers) -> Fixture {
     let text = format!("hub_id = \"t\"\n[[agents]]\nid = \"a1\"\nimage = \"img\"\nstart_tmux = \"hub\"\nready_timeout = 2\n{agent_toml}");
     let config = HubConfig::parse(&text, "test").unwrap();
     let registry = Arc::new(FakeRegistry::default());
+    let data = tempfile::tempdir().unwrap();
+    let credentials = Arc::new(crate::credentials::Credentials::in_memory());
     let events = EventSink::new(Arc::new(Redactor::new()));
     let rx = events.subscribe();
     let guard = Guard::new(&GuardConfig::default()).unwrap();
@@ -256,6 +260,8 @@ fn fixture(agent_toml: &str, containers: FakeContainers) -> Fixture {
             events,
             metrics,
             containers: Arc::new(containers.clone()),
+            credentials: credentials.clone(),
+            access: super::hub_access::HubAccess::new(data.path(), None),
         },
     );
     Fixture {
@@ -263,6 +269,8 @@ fn fixture(agent_toml: &str, containers: FakeContainers) -> Fixture {
         registry,
         containers,
         events: rx,
+        credentials,
+        data,
     }
 }
 
@@ -491,4 +499,75 @@ async fn an_unknown_agent_is_agent_not_found() {
     ] {
         assert_eq!(err.code(), "AGENT_NOT_FOUND");
     }
+}
+
+fn first_def(toml: &str) -> AgentDef {
+    let config = HubConfig::parse(toml, "test").unwrap();
+    let def = config.agent_defs().next().unwrap().clone();
+    def
+}
+
+#[tokio::test]
+async fn each_start_mints_a_credential_the_container_can_read_and_a_stop_revokes_it() {
+    let f = fixture(
+        "owner_role = \"leader\"\nteam = \"red\"\n",
+        FakeContainers::with_image("img"),
+    );
+    f.agents.start("a1").await.unwrap();
+    let file = f.data.path().join("agents/a1/token");
+    let first = std::fs::read_to_string(&file).unwrap().trim().to_string();
+    let who = f
+        .credentials
+        .identify(&first)
+        .expect("the written credential works");
+    assert_eq!(
+        (who.agent_id.as_str(), who.team.as_str(), who.leader),
+        ("a1", "red", true)
+    );
+    f.agents.restart("a1").await.unwrap();
+    let second = std::fs::read_to_string(&file).unwrap().trim().to_string();
+    assert_ne!(first, second, "a restart mints a new credential");
+    assert!(f.credentials.identify(&first).is_none());
+    assert!(f.credentials.identify(&second).is_some());
+    f.agents.stop("a1").await.unwrap();
+    assert!(
+        f.credentials.identify(&second).is_none(),
+        "a stop revokes it"
+    );
+    assert!(!file.exists());
+}
+
+#[tokio::test]
+async fn a_container_gets_the_hubs_address_its_credential_file_and_the_executable() {
+    let text = "hub_id = \"t\"\n[[agents]]\nid = \"a1\"\nimage = \"img\"\n";
+    let config = HubConfig::parse(text, "test").unwrap();
+    let mut def = config.agent_defs().next().unwrap().clone();
+    let access = super::hub_access::HubAccess::new(
+        std::path::Path::new("/data"),
+        Some("/opt/agent-hub".into()),
+    );
+    access.add_to(&mut def);
+    assert_eq!(def.env["AGENT_HUB_URL"], "unix:///run/agent-hub/api.sock");
+    assert_eq!(
+        def.env["AGENT_HUB_TOKEN_FILE"],
+        "/run/agent-hub-agent/token"
+    );
+    assert_eq!(
+        def.mounts,
+        [
+            "/data/run:/run/agent-hub",
+            "/data/agents/a1:/run/agent-hub-agent:ro",
+            "/opt/agent-hub:/usr/local/bin/agent-hub:ro"
+        ]
+    );
+    // Switched off, and on a remote engine (no host paths to mount there).
+    let off = "hub_id = \"t\"\n[[agents]]\nid = \"a2\"\nimage = \"img\"\nhub_access = false\n";
+    let mut def = first_def(off);
+    access.add_to(&mut def);
+    assert!(def.env.is_empty() && def.mounts.is_empty());
+    let remote = "hub_id = \"t\"\n[[agents]]\nid = \"a3\"\nimage = \"img\"\ndocker_host = \"tcp://10.0.0.2:2375\"\nhub_url = \"http://10.0.0.1:8100\"\n";
+    let mut def = first_def(remote);
+    access.add_to(&mut def);
+    assert_eq!(def.env["AGENT_HUB_URL"], "http://10.0.0.1:8100");
+    assert!(def.mounts.is_empty(), "{:?}", def.mounts);
 }

@@ -8,8 +8,12 @@ use crate::agents;
 use crate::hub::Hub;
 use crate::protocol::{AgentListReply, AgentReply, AgentStartReply};
 
-pub async fn list_agents(State(hub): State<Hub>) -> Json<AgentListReply> {
-    let agents = hub.agents().list();
+pub async fn list_agents(
+    State(hub): State<Hub>,
+    axum::Extension(actor): axum::Extension<crate::actor::Actor>,
+) -> Json<AgentListReply> {
+    let mut agents = hub.agents().list();
+    agents.retain(|a| super::scope::agent_visible(&hub, &actor, &a.id));
     Json(AgentListReply {
         ok: true,
         count: agents.len(),

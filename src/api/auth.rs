@@ -7,6 +7,8 @@
 //! loopback. WebSocket upgrades from a foreign `Origin` are refused either way.
 //!
 //! Every request gets an [`Actor`] extension (token name plus `X-Agent-Id`) for the audit trail.
+//! A per-agent credential (see [`crate::credentials`]) makes the caller that agent, scoped to
+//! its team (see [`super::scope`]).
 
 use super::error::ApiError;
 use crate::actor::{Actor, Role};
@@ -16,6 +18,10 @@ use axum::extract::{Request, State};
 use axum::http::{header, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+
+/// Marks a request that came in over the hub's unix socket (see `api::serve_unix`).
+#[derive(Debug, Clone, Copy)]
+pub struct OverUnixSocket;
 
 /// WebSocket subprotocol prefix that carries a token.
 pub const WS_TOKEN_PROTOCOL: &str = "agent-hub.bearer.";
@@ -93,6 +99,41 @@ pub async fn authorize(State(hub): State<Hub>, mut req: Request, next: Next) -> 
         })
         .into_response();
     }
+    // An agent credential: the caller is that agent (no header can say otherwise), scoped
+    // to its team (see `crate::scope`).
+    let presented = presented_token(&req);
+    if let Some(who) = presented
+        .as_deref()
+        .and_then(|t| hub.credentials().identify(t))
+    {
+        let route = super::routes::find(req.method(), req.uri().path());
+        if let Err(e) = super::scope::check_route(&hub, &who, route, req.uri().path()) {
+            return ApiError(e).into_response();
+        }
+        req.extensions_mut().insert(Actor::of_agent(who));
+        return next.run(req).await;
+    }
+    if presented
+        .as_deref()
+        .is_some_and(|t| t.starts_with(crate::credentials::TOKEN_PREFIX))
+    {
+        return ApiError(HubError::Unauthorized {
+            message:
+                "this agent credential is not valid any more (the agent stopped or was restarted)"
+                    .into(),
+        })
+        .into_response();
+    }
+    // The unix socket is mounted into agent containers: nothing there is anonymous, even on a
+    // hub with no tokens (which is open on loopback TCP only).
+    let over_unix_socket = req.extensions().get::<OverUnixSocket>().is_some();
+    let open_hub = hub.config().tokens.is_empty();
+    if over_unix_socket && open_hub && required_role(req.method(), req.uri().path()).is_some() {
+        return ApiError(HubError::Unauthorized {
+            message: "a credential is required on the hub's unix socket (AGENT_HUB_TOKEN or AGENT_HUB_TOKEN_FILE)".into(),
+        })
+        .into_response();
+    }
     let agent_id = req
         .headers()
         .get("x-agent-id")
@@ -113,9 +154,9 @@ pub async fn authorize(State(hub): State<Hub>, mut req: Request, next: Next) -> 
             token_name: "anonymous".into(),
             agent_id,
             role: Some(Role::Admin),
+            agent: None,
         }
     } else {
-        let presented = presented_token(&req);
         let matched = presented.as_deref().and_then(|p| {
             // Check every token so the time taken does not say which one matched.
             let mut found = None;
@@ -131,6 +172,7 @@ pub async fn authorize(State(hub): State<Hub>, mut req: Request, next: Next) -> 
                 token_name: "anonymous".into(),
                 agent_id,
                 role: None,
+                agent: None,
             },
             (Some(_), None) => {
                 let message = if presented.is_some() {
@@ -157,6 +199,7 @@ pub async fn authorize(State(hub): State<Hub>, mut req: Request, next: Next) -> 
                 token_name: token.name.clone(),
                 agent_id,
                 role: Some(token.role),
+                agent: None,
             },
         }
     };

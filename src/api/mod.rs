@@ -13,6 +13,7 @@ pub mod redaction;
 mod registry;
 pub mod routes;
 mod routing;
+mod scope;
 mod sessions;
 mod stream;
 mod tasks;
@@ -115,6 +116,20 @@ pub async fn serve(
         let _ = tcp.set_nodelay(true);
     });
     axum::serve(listener, router(hub))
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+}
+
+/// Serves the same API on a unix socket (how container agents reach the hub, even with
+/// `network = "none"`: the socket's directory is bind-mounted into them).
+#[cfg(unix)]
+pub async fn serve_unix(
+    listener: tokio::net::UnixListener,
+    hub: Hub,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let app = router(hub).layer(axum::Extension(auth::OverUnixSocket));
+    axum::serve(listener, app)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
 }

@@ -10,6 +10,7 @@ use super::{agents, bridge, events, openapi, policies, registry, routing, sessio
 use super::{tasks, traffic, web};
 use crate::actor::Role;
 use crate::hub::Hub;
+use crate::scope::AgentAccess;
 
 /// What the audit log records for a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +32,8 @@ pub struct Route {
     /// The role a caller needs; `None`: open without a token.
     pub role: Option<Role>,
     pub audit: Audit,
+    /// What an agent credential may do here (see [`crate::scope`]).
+    pub agents: AgentAccess,
     /// The handler; `None` for a service mounted on its own (`/mcp`, see [`super::router`]).
     pub handler: Option<fn() -> MethodRouter<Hub>>,
 }
@@ -39,12 +42,13 @@ pub struct Route {
 pub const UNMATCHED_ROLE: Role = Role::Operator;
 
 macro_rules! route {
-    ($method:ident $path:literal, $role:expr, $audit:expr, $handler:path) => {
+    ($method:ident $path:literal, $role:expr, $audit:expr, $agents:expr, $handler:path) => {
         Route {
             method: Some(Method::$method),
             path: $path,
             role: $role,
             audit: $audit,
+            agents: $agents,
             handler: Some(|| on(MethodFilter::$method, $handler)),
         }
     };
@@ -55,78 +59,85 @@ const OPEN: Option<Role> = None;
 const OBSERVER: Option<Role> = Some(Role::Observer);
 const OPERATOR: Option<Role> = Some(Role::Operator);
 const ADMIN: Option<Role> = Some(Role::Admin);
+const ANY: AgentAccess = AgentAccess::Filtered;
+const NEVER: AgentAccess = AgentAccess::Never;
+const LOOK: AgentAccess = AgentAccess::Look;
+const TYPE: AgentAccess = AgentAccess::Type;
+const CONTROL: AgentAccess = AgentAccess::Control;
+const SEND_TO_AGENT: AgentAccess = AgentAccess::SendToAgent;
 
 /// The table. Reads need an observer, changes an operator; changing who owns what, the
 /// registry, policies and the audit log's storage need an admin.
 pub static ROUTES: &[Route] = &[
-    route!(GET "/health", OPEN, No, super::health),
-    route!(GET "/openapi.json", OBSERVER, No, openapi::document),
-    route!(GET "/metrics", OBSERVER, No, crate::metrics::http::scrape),
+    route!(GET "/health", OPEN, No, ANY, super::health),
+    route!(GET "/openapi.json", OBSERVER, No, ANY, openapi::document),
+    route!(GET "/metrics", OBSERVER, No, NEVER, crate::metrics::http::scrape),
     // The dashboard's files are static (no data): the page loads, then signs in.
-    route!(GET "/", OPEN, No, web::index),
-    route!(GET "/favicon.ico", OPEN, No, web::favicon),
-    route!(GET "/web/{*path}", OPEN, No, web::asset),
-    route!(GET "/v1/whoami", OBSERVER, No, web::whoami),
+    route!(GET "/", OPEN, No, ANY, web::index),
+    route!(GET "/favicon.ico", OPEN, No, ANY, web::favicon),
+    route!(GET "/web/{*path}", OPEN, No, ANY, web::asset),
+    route!(GET "/v1/whoami", OBSERVER, No, ANY, web::whoami),
     // Any valid token opens an MCP session; each tool call then needs its REST route's role.
     Route {
         method: None,
         path: "/mcp",
         role: OBSERVER,
         audit: No,
+        agents: ANY,
         handler: None,
     },
-    route!(GET "/v1/pty/sessions", OBSERVER, No, sessions::list_sessions),
-    route!(POST "/v1/pty/sessions", OPERATOR, As("create"), sessions::create_session),
-    route!(GET "/v1/pty/sessions/{id}", OBSERVER, No, sessions::get_session),
-    route!(DELETE "/v1/pty/sessions/{id}", OPERATOR, As("kill"), sessions::kill_session),
-    route!(POST "/v1/pty/sessions/{id}/send_line", OPERATOR, As("send_line"), sessions::send_line),
-    route!(POST "/v1/pty/sessions/{id}/keys", OPERATOR, As("keys"), sessions::send_keys),
-    route!(POST "/v1/pty/sessions/{id}/signal", OPERATOR, As("signal"), sessions::signal),
-    route!(GET "/v1/pty/sessions/{id}/read", OBSERVER, Raw("read"), sessions::read),
-    route!(POST "/v1/pty/sessions/{id}/talk", OPERATOR, As("talk"), sessions::talk),
-    route!(POST "/v1/pty/sessions/{id}/resize", OPERATOR, As("resize"), sessions::resize),
-    route!(POST "/v1/pty/sessions/{id}/term_read", OBSERVER, No, sessions::term_read),
-    route!(GET "/v1/pty/sessions/{id}/stream", OBSERVER, Raw("stream"), stream::stream),
-    route!(GET "/v1/pty/sessions/{id}/state", OBSERVER, No, policies::session_state),
-    route!(GET "/v1/agents/{id}/state", OBSERVER, No, policies::agent_state),
-    route!(GET "/v1/policies", OBSERVER, No, policies::list_policies),
-    route!(GET "/v1/policies/check", OBSERVER, No, policies::check),
-    route!(POST "/v1/policies/reload", ADMIN, As("policies_reload"), policies::reload),
-    route!(POST "/v1/pty/resolve", OBSERVER, No, routing::resolve_route),
-    route!(POST "/v1/pty/send_line_to_agent", OPERATOR, As("send_line_to_agent"), routing::send_line_to_agent),
-    route!(POST "/v1/pty/update-ownership", ADMIN, As("update_ownership"), routing::update_ownership),
-    route!(POST "/v1/pty/register", ADMIN, As("register"), registry::register),
-    route!(DELETE "/v1/pty/unregister/{id}", ADMIN, As("unregister"), registry::unregister),
-    route!(POST "/v1/pty/heartbeat", OPERATOR, As("heartbeat"), registry::heartbeat_many),
-    route!(POST "/v1/pty/heartbeat/{id}", OPERATOR, As("heartbeat"), registry::heartbeat_one),
-    route!(DELETE "/v1/pty/reset", ADMIN, As("reset"), registry::reset),
+    route!(GET "/v1/pty/sessions", OBSERVER, No, ANY, sessions::list_sessions),
+    route!(POST "/v1/pty/sessions", OPERATOR, As("create"), NEVER, sessions::create_session),
+    route!(GET "/v1/pty/sessions/{id}", OBSERVER, No, LOOK, sessions::get_session),
+    route!(DELETE "/v1/pty/sessions/{id}", OPERATOR, As("kill"), NEVER, sessions::kill_session),
+    route!(POST "/v1/pty/sessions/{id}/send_line", OPERATOR, As("send_line"), TYPE, sessions::send_line),
+    route!(POST "/v1/pty/sessions/{id}/keys", OPERATOR, As("keys"), TYPE, sessions::send_keys),
+    route!(POST "/v1/pty/sessions/{id}/signal", OPERATOR, As("signal"), NEVER, sessions::signal),
+    route!(GET "/v1/pty/sessions/{id}/read", OBSERVER, Raw("read"), LOOK, sessions::read),
+    route!(POST "/v1/pty/sessions/{id}/talk", OPERATOR, As("talk"), TYPE, sessions::talk),
+    route!(POST "/v1/pty/sessions/{id}/resize", OPERATOR, As("resize"), TYPE, sessions::resize),
+    route!(POST "/v1/pty/sessions/{id}/term_read", OBSERVER, No, LOOK, sessions::term_read),
+    route!(GET "/v1/pty/sessions/{id}/stream", OBSERVER, Raw("stream"), LOOK, stream::stream),
+    route!(GET "/v1/pty/sessions/{id}/state", OBSERVER, No, LOOK, policies::session_state),
+    route!(GET "/v1/agents/{id}/state", OBSERVER, No, LOOK, policies::agent_state),
+    route!(GET "/v1/policies", OBSERVER, No, NEVER, policies::list_policies),
+    route!(GET "/v1/policies/check", OBSERVER, No, NEVER, policies::check),
+    route!(POST "/v1/policies/reload", ADMIN, As("policies_reload"), NEVER, policies::reload),
+    route!(POST "/v1/pty/resolve", OBSERVER, No, ANY, routing::resolve_route),
+    route!(POST "/v1/pty/send_line_to_agent", OPERATOR, As("send_line_to_agent"), SEND_TO_AGENT, routing::send_line_to_agent),
+    route!(POST "/v1/pty/update-ownership", ADMIN, As("update_ownership"), NEVER, routing::update_ownership),
+    route!(POST "/v1/pty/register", ADMIN, As("register"), NEVER, registry::register),
+    route!(DELETE "/v1/pty/unregister/{id}", ADMIN, As("unregister"), NEVER, registry::unregister),
+    route!(POST "/v1/pty/heartbeat", OPERATOR, As("heartbeat"), NEVER, registry::heartbeat_many),
+    route!(POST "/v1/pty/heartbeat/{id}", OPERATOR, As("heartbeat"), NEVER, registry::heartbeat_one),
+    route!(DELETE "/v1/pty/reset", ADMIN, As("reset"), NEVER, registry::reset),
     // The bridge API, for hubs that register this hub's sessions.
-    route!(POST "/pty/write", OPERATOR, As("bridge_write"), bridge::write),
-    route!(POST "/pty/read", OBSERVER, No, bridge::read),
-    route!(POST "/pty/talk", OPERATOR, As("bridge_talk"), bridge::talk),
-    route!(POST "/pty/buffer", OBSERVER, No, bridge::buffer),
-    route!(GET "/pty/list", OBSERVER, No, bridge::list),
-    route!(GET "/v1/agents", OBSERVER, No, agents::list_agents),
-    route!(GET "/v1/agents/{id}", OBSERVER, No, agents::get_agent),
-    route!(POST "/v1/agents/{id}/start", OPERATOR, As("agent_start"), agents::start_agent),
-    route!(POST "/v1/agents/{id}/stop", OPERATOR, As("agent_stop"), agents::stop_agent),
-    route!(POST "/v1/agents/{id}/restart", OPERATOR, As("agent_restart"), agents::restart_agent),
-    route!(GET "/v1/tasks", OBSERVER, No, tasks::list_tasks),
-    route!(POST "/v1/tasks", OPERATOR, As("task_create"), tasks::create_task),
-    route!(GET "/v1/tasks/{id}", OBSERVER, No, tasks::get_task),
-    route!(DELETE "/v1/tasks/{id}", OPERATOR, As("task_cancel"), tasks::cancel_task),
-    route!(POST "/v1/tasks/{id}/wait", OBSERVER, No, tasks::wait_task),
-    route!(GET "/v1/events", OBSERVER, No, events::events),
+    route!(POST "/pty/write", OPERATOR, As("bridge_write"), NEVER, bridge::write),
+    route!(POST "/pty/read", OBSERVER, No, NEVER, bridge::read),
+    route!(POST "/pty/talk", OPERATOR, As("bridge_talk"), NEVER, bridge::talk),
+    route!(POST "/pty/buffer", OBSERVER, No, NEVER, bridge::buffer),
+    route!(GET "/pty/list", OBSERVER, No, NEVER, bridge::list),
+    route!(GET "/v1/agents", OBSERVER, No, ANY, agents::list_agents),
+    route!(GET "/v1/agents/{id}", OBSERVER, No, LOOK, agents::get_agent),
+    route!(POST "/v1/agents/{id}/start", OPERATOR, As("agent_start"), CONTROL, agents::start_agent),
+    route!(POST "/v1/agents/{id}/stop", OPERATOR, As("agent_stop"), CONTROL, agents::stop_agent),
+    route!(POST "/v1/agents/{id}/restart", OPERATOR, As("agent_restart"), CONTROL, agents::restart_agent),
+    route!(GET "/v1/tasks", OBSERVER, No, NEVER, tasks::list_tasks),
+    route!(POST "/v1/tasks", OPERATOR, As("task_create"), NEVER, tasks::create_task),
+    route!(GET "/v1/tasks/{id}", OBSERVER, No, NEVER, tasks::get_task),
+    route!(DELETE "/v1/tasks/{id}", OPERATOR, As("task_cancel"), NEVER, tasks::cancel_task),
+    route!(POST "/v1/tasks/{id}/wait", OBSERVER, No, NEVER, tasks::wait_task),
+    route!(GET "/v1/events", OBSERVER, No, NEVER, events::events),
     // The audit log holds (redacted) commands of every session: operators read it, admins prune.
-    route!(GET "/v1/pty-traffic/events", OPERATOR, No, traffic::events),
-    route!(GET "/v1/pty-traffic/events/{id}", OPERATOR, No, traffic::event),
-    route!(GET "/v1/pty-traffic/sessions", OPERATOR, No, traffic::sessions),
-    route!(GET "/v1/pty-traffic/sessions/{id}", OPERATOR, No, traffic::session),
-    route!(GET "/v1/pty-traffic/stats", OPERATOR, No, traffic::stats),
-    route!(GET "/v1/pty-traffic/blocked", OPERATOR, No, traffic::blocked),
-    route!(GET "/v1/pty-traffic/health", OPERATOR, No, traffic::health),
-    route!(POST "/v1/pty-traffic/storage/cleanup", ADMIN, As("audit_cleanup"), traffic::cleanup),
-    route!(GET "/v1/pty-traffic/stream", OPERATOR, No, traffic::stream),
+    route!(GET "/v1/pty-traffic/events", OPERATOR, No, NEVER, traffic::events),
+    route!(GET "/v1/pty-traffic/events/{id}", OPERATOR, No, NEVER, traffic::event),
+    route!(GET "/v1/pty-traffic/sessions", OPERATOR, No, NEVER, traffic::sessions),
+    route!(GET "/v1/pty-traffic/sessions/{id}", OPERATOR, No, NEVER, traffic::session),
+    route!(GET "/v1/pty-traffic/stats", OPERATOR, No, NEVER, traffic::stats),
+    route!(GET "/v1/pty-traffic/blocked", OPERATOR, No, NEVER, traffic::blocked),
+    route!(GET "/v1/pty-traffic/health", OPERATOR, No, NEVER, traffic::health),
+    route!(POST "/v1/pty-traffic/storage/cleanup", ADMIN, As("audit_cleanup"), NEVER, traffic::cleanup),
+    route!(GET "/v1/pty-traffic/stream", OPERATOR, No, NEVER, traffic::stream),
 ];
 
 /// The route a request matches, if any.

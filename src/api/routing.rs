@@ -14,9 +14,12 @@ use crate::routing::RouteKeys;
 
 pub async fn resolve_route(
     State(hub): State<Hub>,
+    axum::Extension(actor): axum::Extension<crate::actor::Actor>,
     ApiJson(keys): ApiJson<RouteKeys>,
 ) -> ApiResult<Json<ResolveReply>> {
-    let session = crate::routing::resolve_session(&hub.list(), &keys)?;
+    let mut candidates = hub.list();
+    candidates.retain(|s| super::scope::visible(&hub, &actor, s));
+    let session = crate::routing::resolve_session(&candidates, &keys)?;
     Ok(Json(ResolveReply {
         ok: true,
         session_id: session.id().to_string(),

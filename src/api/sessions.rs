@@ -29,8 +29,12 @@ const READ_MAX_TIMEOUT_MS: u64 = 60_000;
 /// Largest talk timeout.
 const TALK_MAX_TIMEOUT_MS: u64 = 3_600_000;
 
-pub async fn list_sessions(State(hub): State<Hub>) -> Json<SessionListReply> {
-    let live = hub.list();
+pub async fn list_sessions(
+    State(hub): State<Hub>,
+    Extension(actor): Extension<Actor>,
+) -> Json<SessionListReply> {
+    let mut live = hub.list();
+    live.retain(|s| super::scope::visible(&hub, &actor, s));
     let mut by_source = BTreeMap::new();
     let mut sessions = Vec::with_capacity(live.len());
     for s in &live {
@@ -71,6 +75,7 @@ pub async fn create_session(
                 tmux_session: req.tmux_session,
                 owner: req.owner,
                 policy: req.policy,
+                hub_access: req.hub_access,
             },
         )
         .await?;

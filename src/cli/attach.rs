@@ -102,14 +102,7 @@ pub async fn run(args: AttachArgs) -> i32 {
         }
     };
     let url = client.stream_url(&session_id, None);
-    let request = match client.ws_request(&url) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("agent-hub: {e}");
-            return 1;
-        }
-    };
-    let (socket, _) = match tokio_tungstenite::connect_async(request).await {
+    let socket = match client.ws_connect(&url).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("agent-hub: cannot open {url}: {e}");
@@ -190,9 +183,7 @@ fn resize_frame() -> Option<Message> {
 }
 
 async fn pump(
-    socket: tokio_tungstenite::WebSocketStream<
-        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
-    >,
+    socket: crate::client::WsStream,
     detach: u8,
     follow_size: bool,
 ) -> Result<Ending, String> {

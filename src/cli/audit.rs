@@ -136,15 +136,8 @@ pub async fn run(args: AuditArgs) -> i32 {
     // Subscribe first so nothing written between the page and the stream is missed.
     let mut live = None;
     if args.follow {
-        let req = match client.ws_request(&client.audit_stream_url()) {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("agent-hub: {e}");
-                return 2;
-            }
-        };
-        match tokio_tungstenite::connect_async(req).await {
-            Ok((ws, _)) => live = Some(ws),
+        match client.ws_connect(&client.audit_stream_url()).await {
+            Ok(ws) => live = Some(ws),
             Err(e) => {
                 eprintln!("agent-hub: cannot follow the audit stream: {e}");
                 return 1;

@@ -37,7 +37,8 @@ pub struct ClientOpts {
     /// Print machine-readable JSON instead of text.
     #[arg(long)]
     pub json: bool,
-    /// API token for a hub that requires one.
+    /// API token for a hub that requires one. Without it, the file `AGENT_HUB_TOKEN_FILE`
+    /// names is read (container agents get their credential that way).
     #[arg(long, env = "AGENT_HUB_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
 }
@@ -45,8 +46,16 @@ pub struct ClientOpts {
 impl ClientOpts {
     /// A client for the chosen hub, with the token if one was given.
     pub fn client(&self) -> crate::client::HubClient {
-        crate::client::HubClient::new(&self.hub).with_token(self.token.clone())
+        crate::client::HubClient::new(&self.hub).with_token(self.token.clone().or_else(token_file))
     }
+}
+
+/// The token in the file `AGENT_HUB_TOKEN_FILE` names, if any: a container agent's credential,
+/// rewritten by the hub at each start of the agent.
+pub fn token_file() -> Option<String> {
+    let path = std::env::var_os("AGENT_HUB_TOKEN_FILE")?;
+    let token = std::fs::read_to_string(path).ok()?;
+    Some(token.trim().to_string()).filter(|t| !t.is_empty())
 }
 
 #[derive(Debug, Subcommand)]

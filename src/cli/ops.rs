@@ -120,6 +120,16 @@ pub struct NewArgs {
     /// What runs in it (claude-code, codex, aider, shell, ...): picks the state profile.
     #[arg(long)]
     pub cli_type: Option<String>,
+    /// The agent the session belongs to (routing key; with --hub-access, who it acts as).
+    #[arg(long, value_name = "AGENT_ID")]
+    pub owner_agent_id: Option<String>,
+    /// leader or worker.
+    #[arg(long, value_name = "ROLE")]
+    pub owner_role: Option<String>,
+    /// Give the program the hub (AGENT_HUB_URL, AGENT_HUB_TOKEN, AGENT_HUB_AGENT_ID): a
+    /// credential acting as --owner-agent-id, scoped like that agent's team.
+    #[arg(long, requires = "owner_agent_id")]
+    pub hub_access: bool,
     /// The program and its arguments (default: the hub's shell).
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -154,8 +164,11 @@ pub async fn new(args: NewArgs) -> i32 {
         owner: crate::session::Owner {
             label: args.label,
             cli_type: args.cli_type,
+            owner_agent_id: args.owner_agent_id,
+            owner_role: args.owner_role,
             ..Default::default()
         },
+        hub_access: args.hub_access,
         ..CreateSessionRequest::default()
     };
     let result = client(&args.opts).create(&req).await;

@@ -180,15 +180,8 @@ pub async fn run(args: RunArgs) -> i32 {
 /// Copies the task's terminal output to stdout, unchanged, until the command ends.
 async fn print_output(client: &HubClient, session_id: &str) {
     let url = client.stream_url(session_id, Some(0));
-    let socket = match client.ws_request(&url) {
-        Ok(request) => tokio_tungstenite::connect_async(request).await,
-        Err(e) => {
-            eprintln!("agent-hub: {e}");
-            return;
-        }
-    };
-    let mut socket = match socket {
-        Ok((s, _)) => s,
+    let mut socket = match client.ws_connect(&url).await {
+        Ok(s) => s,
         Err(e) => {
             eprintln!("agent-hub: cannot stream the output ({url}): {e}");
             return;

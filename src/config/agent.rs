@@ -23,6 +23,13 @@ pub enum StartTmux {
     Hub,
 }
 
+/// The team of an agent with no `team`.
+pub const DEFAULT_TEAM: &str = "default";
+
+fn default_true() -> bool {
+    true
+}
+
 /// One container agent.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -74,6 +81,19 @@ pub struct AgentDef {
     pub start_tmux: StartTmux,
     pub cols: Option<u16>,
     pub rows: Option<u16>,
+    /// The team the agent belongs to (default: `default`, one team for all): a leader
+    /// (`owner_role = "leader"`) acting through its credential sees and steers its team only.
+    pub team: Option<String>,
+    /// Give the container the hub's address, its own credential and its id
+    /// (`AGENT_HUB_URL`, `AGENT_HUB_TOKEN_FILE`, `AGENT_HUB_AGENT_ID`; default: on).
+    #[serde(default = "default_true")]
+    pub hub_access: bool,
+    /// Mount the `agent-hub` executable read-only at `/usr/local/bin/agent-hub` (default: on
+    /// for the local engine, off for remote ones, where the hub's file is not on that host).
+    pub mount_hub_binary: Option<bool>,
+    /// Where the hub's API is reached from inside the container (default: the hub's unix
+    /// socket, bind-mounted; set this for agents on a remote engine).
+    pub hub_url: Option<String>,
     /// Where `image` is written (`hub.toml:LINE:COL`), for errors found after loading.
     #[serde(skip)]
     pub image_location: String,
@@ -96,6 +116,21 @@ pub struct DefError {
 }
 
 impl AgentDef {
+    /// The agent's team.
+    pub fn team(&self) -> &str {
+        self.team.as_deref().unwrap_or(DEFAULT_TEAM)
+    }
+
+    /// Whether the agent leads its team (`owner_role = "leader"`).
+    pub fn is_leader(&self) -> bool {
+        self.owner_role.as_deref() == Some("leader")
+    }
+
+    /// Whether the hub's executable is mounted into the container.
+    pub fn mounts_hub_binary(&self) -> bool {
+        self.hub_access && self.mount_hub_binary.unwrap_or(self.docker_host.is_none())
+    }
+
     /// Checks ids, regexes and limits.
     pub fn validate(&self) -> Result<(), DefError> {
         let err = |field, span, message: String| {

@@ -13,7 +13,7 @@ mod audit;
 pub mod policy;
 mod tokens;
 
-pub use agent::{AgentDef, StartTmux};
+pub use agent::{AgentDef, StartTmux, DEFAULT_TEAM};
 pub use audit::{AuditConfig, MAX_FIELD_BYTES};
 pub use tokens::TokenConfig;
 
@@ -74,6 +74,9 @@ pub struct HubConfig {
     pub redact: crate::redact::RedactConfig,
     /// The audit log (`[audit]`).
     pub audit: AuditConfig,
+    /// The `agent-hub` executable mounted into agent containers (default: this process's
+    /// own, when it is `agent-hub`).
+    pub hub_binary: Option<PathBuf>,
 }
 
 impl Default for HubConfig {
@@ -107,6 +110,7 @@ impl Default for HubConfig {
             guard: Default::default(),
             redact: Default::default(),
             audit: Default::default(),
+            hub_binary: None,
         }
     }
 }

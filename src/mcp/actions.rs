@@ -244,6 +244,7 @@ pub static ACTIONS: &[Action] = &[
         body("cli_type", Kind::Str, "What runs in it (claude-code, codex, aider, shell, ...): picks the state profile."),
         body("conversation_id", Kind::Str, "The agent conversation the terminal belongs to."),
         body("policy", Kind::Str, "A loaded policy (idle timeout and the rest) for the session."),
+        body("hub_access", Kind::Bool, "Give the program AGENT_HUB_URL, AGENT_HUB_TOKEN (acting as owner_agent_id) and AGENT_HUB_AGENT_ID."),
     ], rest("POST", "/v1/pty/sessions")),
     action(Tool::Pty, "send_line", "Type one line and press Enter (\\r). Escapes such as \\t and \\xNN are decoded. Passes the command guard.", &[
         SESSION,

@@ -11,6 +11,7 @@ use crate::delivery::{By, DeliveryReport, Options};
 use crate::error::{HubError, HubResult};
 use crate::protocol::EventKind;
 use crate::routing::{resolve_session, RouteKeys};
+use crate::scope::{AgentAccess, Verdict};
 use crate::session::Session;
 
 /// What a send to an agent did.
@@ -35,8 +36,8 @@ impl PolicyRunner {
     ) -> HubResult<AgentDelivery> {
         crate::session::write::check_line(&self.guard, actor, text)?;
         let mut started = false;
-        let session = match resolve_session(&self.sessions.list(), keys) {
-            Err(HubError::RouteNotMatched { .. }) if self.starts_on_message(keys) => {
+        let session = match resolve_session(&self.candidates(actor), keys) {
+            Err(HubError::RouteNotMatched { .. }) if self.starts_on_message(actor, keys) => {
                 let id = keys.agent_id.clone().unwrap_or_default();
                 self.agents.start(&id).await?;
                 // Reported once the start succeeded (a failed start has its own event).
@@ -47,13 +48,27 @@ impl PolicyRunner {
                     dry_run: false,
                 });
                 started = true;
-                let session = resolve_session(&self.sessions.list(), keys)?;
+                let session = resolve_session(&self.candidates(actor), keys)?;
                 let within = self.agents.def(&id).map(|d| d.ready_timeout())?;
                 wait_until_idle(&session, within).await;
                 session
             }
             other => other?,
         };
+        if let Some(who) = &actor.agent {
+            let verdict = self
+                .agents
+                .decide_session(who, AgentAccess::SendToAgent, &session);
+            if verdict != Verdict::Allowed {
+                return Err(HubError::Forbidden {
+                    message: format!(
+                        "agent '{}' may not send to session {}: a worker may only message its team's leader",
+                        who.agent_id,
+                        session.id()
+                    ),
+                });
+            }
+        }
         let report = crate::delivery::submit(&session, By::Caller(actor), text, opts).await?;
         Ok(AgentDelivery {
             started,
@@ -62,8 +77,22 @@ impl PolicyRunner {
         })
     }
 
-    /// Whether `keys` name (by agent id) a container agent whose policy starts it on a message.
-    fn starts_on_message(&self, keys: &RouteKeys) -> bool {
+    /// The sessions `actor` may aim at: all for people; for an agent credential, those it may
+    /// see or send to (other teams' sessions are not candidates, so an ambiguity or a match
+    /// says nothing about them).
+    fn candidates(&self, actor: &Actor) -> Vec<Arc<Session>> {
+        let mut all = self.sessions.list();
+        if let Some(who) = &actor.agent {
+            all.retain(|s| {
+                self.agents.decide_session(who, AgentAccess::SendToAgent, s) != Verdict::Hidden
+            });
+        }
+        all
+    }
+
+    /// Whether `keys` name (by agent id) a container agent whose policy starts it on a message
+    /// (and, for an agent credential, one it may send to).
+    fn starts_on_message(&self, actor: &Actor, keys: &RouteKeys) -> bool {
         let Some(def) = keys
             .agent_id
             .as_deref()
@@ -71,6 +100,14 @@ impl PolicyRunner {
         else {
             return false;
         };
+        if let Some(who) = &actor.agent {
+            let target = self.agents.team_target(Some(&def.id));
+            if crate::scope::decide(who, AgentAccess::SendToAgent, &target.target())
+                != Verdict::Allowed
+            {
+                return false;
+            }
+        }
         def.policy
             .as_deref()
             .and_then(|p| self.engine.policy(p))

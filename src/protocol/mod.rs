@@ -49,6 +49,11 @@ pub struct CreateSessionRequest {
     pub tmux_session: Option<String>,
     /// A loaded policy's name (idle timeout and the rest apply to the session).
     pub policy: Option<String>,
+    /// Give the program the hub as a container agent gets it (`AGENT_HUB_URL`,
+    /// `AGENT_HUB_TOKEN`, `AGENT_HUB_AGENT_ID`): a credential acting as `owner_agent_id`
+    /// (required), scoped like that agent's, revoked when the session is killed.
+    #[serde(default)]
+    pub hub_access: bool,
     /// Who the session belongs to (label, owner_agent_id, owner_session_id, owner_role,
     /// cli_type, conversation_id).
     #[serde(flatten)]

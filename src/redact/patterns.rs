@@ -42,6 +42,8 @@ pub const PATTERNS: &[PatternDef] = &[
         &["-----BEGIN"],
     ),
     p("anthropic-key", r"sk-ant-[A-Za-z0-9_\-]{16,}", &["sk-ant-"]),
+    // The hub's own per-agent credentials (see `crate::credentials`).
+    p("agent-hub-credential", r"\bahk_[0-9a-f]{64}\b", &["ahk_"]),
     p(
         "stripe-key",
         r"\b[rs]k_(live|test)_[A-Za-z0-9]{16,}",

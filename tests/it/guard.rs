@@ -267,6 +267,7 @@ async fn the_session_checks_every_callers_input_and_not_the_hubs_own() {
         token_name: "ops".into(),
         agent_id: None,
         role: Some(Role::Operator),
+        agent: None,
     };
     let blocked = |r: Result<(), HubError>, op: &str, pattern: &str| match r {
         Err(HubError::CommandBlocked { pattern: p }) => assert_eq!(p, pattern, "{op}"),

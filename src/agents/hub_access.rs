@@ -1,0 +1,114 @@
+//! Giving a container agent the hub: its address, its own credential and its id, with nothing
+//! to configure inside the container. A new container gets
+//!
+//! - `AGENT_HUB_URL`: `unix:///run/agent-hub/api.sock`, the hub's API socket, whose directory is
+//!   bind-mounted (it works with `network = "none"`); or the agent's `hub_url` (remote engines);
+//! - `AGENT_HUB_TOKEN_FILE`: `/run/agent-hub-agent/token`, a read-only mount of a directory of
+//!   its own in the data dir, where the hub writes the credential it mints at each start (the
+//!   CLI and `agent-hub mcp` read it when `AGENT_HUB_TOKEN` is not set);
+//! - `AGENT_HUB_AGENT_ID` (set for every agent container);
+//! - the `agent-hub` executable, read-only at `/usr/local/bin/agent-hub` (local engines).
+//!
+//! A tmux session the hub starts also gets `AGENT_HUB_TOKEN` itself.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::AgentDef;
+
+/// Where the socket's directory is mounted in a container.
+pub const SOCKET_DIR_IN_CONTAINER: &str = "/run/agent-hub";
+/// The socket's file name.
+pub const SOCKET_NAME: &str = "api.sock";
+/// Where the agent's own directory (its credential) is mounted.
+pub const AGENT_DIR_IN_CONTAINER: &str = "/run/agent-hub-agent";
+/// Where the executable is mounted.
+pub const BINARY_IN_CONTAINER: &str = "/usr/local/bin/agent-hub";
+
+/// Where the hub keeps what it gives its agents.
+#[derive(Debug, Clone, Default)]
+pub struct HubAccess {
+    /// The directory of the API socket (`<data_dir>/run`).
+    pub socket_dir: PathBuf,
+    /// The agents' own directories (`<data_dir>/agents/<id>`).
+    pub agents_dir: PathBuf,
+    /// The `agent-hub` executable to mount, when known.
+    pub binary: Option<PathBuf>,
+}
+
+impl HubAccess {
+    /// The layout in `data_dir`; `binary` is the executable to mount (default: this process's,
+    /// when it is `agent-hub`).
+    pub fn new(data_dir: &Path, binary: Option<PathBuf>) -> Self {
+        let binary = binary.or_else(|| {
+            std::env::current_exe()
+                .ok()
+                .filter(|p| p.file_name().is_some_and(|n| n == "agent-hub"))
+        });
+        HubAccess {
+            socket_dir: data_dir.join("run"),
+            agents_dir: data_dir.join("agents"),
+            binary,
+        }
+    }
+
+    /// The API socket's path on the host.
+    pub fn socket_path(&self) -> PathBuf {
+        self.socket_dir.join(SOCKET_NAME)
+    }
+
+    fn agent_dir(&self, agent_id: &str) -> PathBuf {
+        self.agents_dir.join(agent_id)
+    }
+
+    /// Adds the environment and mounts a new container of `def` gets (nothing when its
+    /// `hub_access` is off).
+    pub fn add_to(&self, def: &mut AgentDef) {
+        if !def.hub_access {
+            return;
+        }
+        let local = def.docker_host.is_none();
+        let url = match &def.hub_url {
+            Some(url) => url.clone(),
+            None => format!("unix://{SOCKET_DIR_IN_CONTAINER}/{SOCKET_NAME}"),
+        };
+        def.env.insert("AGENT_HUB_URL".into(), url);
+        if def.hub_url.is_none() && local {
+            let dir = self.socket_dir.display();
+            def.mounts.push(format!("{dir}:{SOCKET_DIR_IN_CONTAINER}"));
+        }
+        if local {
+            let token_file = format!("{AGENT_DIR_IN_CONTAINER}/token");
+            def.env.insert("AGENT_HUB_TOKEN_FILE".into(), token_file);
+            let dir = self.agent_dir(&def.id);
+            def.mounts
+                .push(format!("{}:{AGENT_DIR_IN_CONTAINER}:ro", dir.display()));
+        }
+        if def.mounts_hub_binary() {
+            if let Some(bin) = &self.binary {
+                def.mounts
+                    .push(format!("{}:{BINARY_IN_CONTAINER}:ro", bin.display()));
+            }
+        }
+    }
+
+    /// Writes the agent's credential where its container reads it.
+    pub fn write_token(&self, agent_id: &str, token: &str) -> std::io::Result<()> {
+        let dir = self.agent_dir(agent_id);
+        std::fs::create_dir_all(&dir)?;
+        let file = dir.join("token");
+        crate::persist::registry_file::write_atomic(&file, format!("{token}\n").as_bytes())?;
+        // Readable by the container's user (the directory is the agent's alone).
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644))?;
+        }
+        Ok(())
+    }
+
+    /// Removes the agent's credential file (it stopped).
+    pub fn remove_token(&self, agent_id: &str) {
+        let _ = std::fs::remove_file(self.agent_dir(agent_id).join("token"));
+    }
+}
