@@ -6,6 +6,7 @@
 # Environment:
 #   AGENT_HUB_HISTORY_LIMIT  scrollback lines kept by the pane   (default 50000)
 #   AGENT_HUB_COLS/ROWS      initial pane size                   (default 120x30)
+#   AGENT_HUB_TOKEN_FILE     the hub's credential for this start, exported as AGENT_HUB_TOKEN
 set -eu
 
 session=agent
@@ -16,6 +17,13 @@ rows=${AGENT_HUB_ROWS:-30}
 
 export LANG="${LANG:-C.UTF-8}"
 export TERM="${TERM:-xterm-256color}"
+
+# The credential the hub minted for this start (it names the file in AGENT_HUB_TOKEN_FILE and
+# rewrites it at each start): the agent's programs get it as AGENT_HUB_TOKEN too.
+if [ -z "${AGENT_HUB_TOKEN:-}" ] && [ -r "${AGENT_HUB_TOKEN_FILE:-/nonexistent}" ]; then
+    AGENT_HUB_TOKEN=$(cat "$AGENT_HUB_TOKEN_FILE")
+    export AGENT_HUB_TOKEN
+fi
 
 if [ "$#" -eq 0 ]; then
     set -- bash

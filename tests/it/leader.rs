@@ -126,6 +126,25 @@ async fn a_leader_in_its_container_drives_its_team_and_nothing_else() {
         env.trim(),
         "unix:///run/agent-hub/api.sock lead /run/agent-hub-agent/token"
     );
+    // The agent's own programs (in the tmux session the image started) get the credential
+    // itself, the one the hub wrote for this start.
+    let out = Command::new("docker")
+        .args([
+            "exec",
+            &lead,
+            "tmux",
+            "show-environment",
+            "-g",
+            "AGENT_HUB_TOKEN",
+        ])
+        .output()
+        .unwrap();
+    let written =
+        std::fs::read_to_string(hub.hub.config().data_dir.join("agents/lead/token")).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("AGENT_HUB_TOKEN={}", written.trim())
+    );
 
     // Inside the leader: a real MCP client over `agent-hub mcp`.
     let mcp = mcp_inside(&lead).await;

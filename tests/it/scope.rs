@@ -303,17 +303,35 @@ async fn a_host_session_can_be_given_the_hub_as_its_owner_agent() {
         .post("/v1/pty/sessions", json!({"hub_access": true}))
         .await;
     assert_eq!((status, code(&v)), (400, "BAD_REQUEST"), "{v}");
-    // Killing the session revokes its credential.
+    // Killing the session revokes its credential (read here through a file: the terminal
+    // never shows it, see below).
+    let file = f.hub.hub.config().data_dir.join("token-seen-by-the-test");
     let (status, v) = f
         .hub
         .post(
             &format!("/v1/pty/sessions/{sid}/talk"),
-            json!({"command": "printf %s \"$AGENT_HUB_TOKEN\" > /tmp/ah-scope-token-test"}),
+            json!({"command": format!("printf %s \"$AGENT_HUB_TOKEN\" > {}", file.display())}),
         )
         .await;
     assert_eq!(status, 200, "{v}");
-    let token = std::fs::read_to_string("/tmp/ah-scope-token-test").unwrap();
-    let _ = std::fs::remove_file("/tmp/ah-scope-token-test");
+    let token = std::fs::read_to_string(&file).unwrap();
+    assert!(token.starts_with("ahk_"), "{token}");
+    // Printed in the terminal, the credential is redacted on every output path.
+    let (status, v) = f
+        .hub
+        .post(
+            &format!("/v1/pty/sessions/{sid}/talk"),
+            json!({"command": "echo tok=$AGENT_HUB_TOKEN"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let out = v["output"].as_str().unwrap();
+    assert!(out.contains("tok=") && !out.contains(&token), "{out}");
+    let (_, v) = f
+        .hub
+        .get(&format!("/v1/pty/sessions/{sid}/read?max_bytes=100000"))
+        .await;
+    assert!(!v["output"].as_str().unwrap().contains(&token), "{v}");
     assert_eq!(
         call(&f.hub, &token, Method::GET, "/v1/pty/sessions", None)
             .await
