@@ -15,7 +15,7 @@ use crate::policy_support::{state, submit, wait_state};
 use crate::support::{wait_until, TestHub};
 
 /// The installed CLI `name`, or `None` (after saying so) when the test should skip.
-fn cli(name: &str) -> Option<PathBuf> {
+pub fn cli(name: &str) -> Option<PathBuf> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/agent-clis/node_modules/.bin")
         .join(name);
@@ -40,6 +40,44 @@ struct Home {
 }
 
 const API_KEY: &str = "sk-ant-standin-0000000000000000000000";
+
+/// Claude Code's config in `dir`: onboarding done, `project` trusted, the stand-in's API key
+/// approved unless `ask_api_key`.
+pub fn write_claude_config(dir: &std::path::Path, project: &str, ask_api_key: bool) {
+    std::fs::create_dir_all(dir).unwrap();
+    let approved: Vec<&str> = if ask_api_key {
+        vec![]
+    } else {
+        vec![&API_KEY[API_KEY.len() - 20..]]
+    };
+    let state = json!({
+        "hasCompletedOnboarding": true, "theme": "dark", "autoUpdates": false,
+        "hasSeenAutoDefaultNudge": true,
+        "customApiKeyResponses": { "approved": approved, "rejected": [] },
+        "projects": { project: { "hasTrustDialogAccepted": true,
+                                 "hasCompletedProjectOnboarding": true } },
+    });
+    std::fs::write(dir.join(".claude.json"), state.to_string()).unwrap();
+    std::fs::write(
+        dir.join("settings.json"),
+        json!({"permissions": {"defaultMode": "default"}}).to_string(),
+    )
+    .unwrap();
+}
+
+/// Claude Code's environment: its config dir and the stand-in, and no other traffic.
+pub fn claude_env(standin: &ModelStandIn, config_dir: &str) -> Value {
+    json!({
+        "CLAUDE_CONFIG_DIR": config_dir,
+        "ANTHROPIC_BASE_URL": standin.base,
+        "ANTHROPIC_API_KEY": API_KEY,
+        // No traffic beyond the stand-in: no telemetry, error reports or update checks.
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+    })
+}
 
 impl Drop for Home {
     /// Nothing a CLI started outlives its test.
@@ -83,36 +121,10 @@ impl Home {
 
     fn claude_env(&self, standin: &ModelStandIn, ask_api_key: bool) -> Value {
         let config = self.dir.path().join("claude");
-        std::fs::create_dir_all(&config).unwrap();
-        let approved: Vec<&str> = if ask_api_key {
-            vec![]
-        } else {
-            vec![&API_KEY[API_KEY.len() - 20..]]
-        };
-        let state = json!({
-            "hasCompletedOnboarding": true, "theme": "dark", "autoUpdates": false,
-            "hasSeenAutoDefaultNudge": true,
-            "customApiKeyResponses": { "approved": approved, "rejected": [] },
-            "projects": { self.proj(): { "hasTrustDialogAccepted": true,
-                                         "hasCompletedProjectOnboarding": true } },
-        });
-        std::fs::write(config.join(".claude.json"), state.to_string()).unwrap();
-        std::fs::write(
-            config.join("settings.json"),
-            json!({"permissions": {"defaultMode": "default"}}).to_string(),
-        )
-        .unwrap();
-        json!({
-            "HOME": self.dir.path(),
-            "CLAUDE_CONFIG_DIR": config,
-            "ANTHROPIC_BASE_URL": standin.base,
-            "ANTHROPIC_API_KEY": API_KEY,
-            // No traffic beyond the stand-in: no telemetry, error reports or update checks.
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_ERROR_REPORTING": "1",
-        })
+        write_claude_config(&config, &self.proj(), ask_api_key);
+        let mut env = claude_env(standin, &config.display().to_string());
+        env["HOME"] = json!(self.dir.path());
+        env
     }
 
     fn codex_env(&self, standin: &ModelStandIn) -> Value {
