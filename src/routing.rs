@@ -93,6 +93,20 @@ pub fn check_owner_role(role: Option<&str>) -> Result<(), crate::error::HubError
     }
 }
 
+/// Whether `s` has the shape of an id the hub hands out (`pty_1a2b3c4d`: lowercase letters,
+/// `_`, 8 hex digits). A label or agent id of that shape is possible but not one a person picks.
+pub fn is_session_id_shaped(s: &str) -> bool {
+    match s.split_once('_') {
+        Some((kind, hex)) => {
+            !kind.is_empty()
+                && kind.bytes().all(|b| b.is_ascii_lowercase())
+                && hex.len() == 8
+                && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        }
+        None => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,5 +202,23 @@ mod tests {
             assert_eq!(resolve(&k, &sessions), expected, "{k:?}");
         }
         assert!(RouteKeys::default().is_empty());
+    }
+
+    #[test]
+    fn session_id_shapes() {
+        for (s, shaped) in [
+            ("pty_1a2b3c4d", true),
+            ("tmux_00000000", true),
+            ("docker_deadbeef", true),
+            ("pty_1a2b3c4", false),
+            ("pty_1a2b3c4d5", false),
+            ("pty_1A2B3C4D", false),
+            ("_1a2b3c4d", false),
+            ("Worker A", false),
+            ("w1", false),
+            ("my-label_1a2b3c4d", false),
+        ] {
+            assert_eq!(is_session_id_shaped(s), shaped, "{s}");
+        }
     }
 }

@@ -100,8 +100,10 @@ async fn run_rest<E: Executor>(
         return exec.execute(build(action, method, path, args, None)?).await;
     };
     let not_a_session = |reply: &Result<Value, Value>| matches!(reply, Err(e) if e["error_code"] == "PTY_SESSION_NOT_FOUND");
-    if method == "GET" {
-        // Reads are not audited: try the argument as a session id, resolve only if it is not.
+    if method == "GET" || crate::routing::is_session_id_shaped(target) {
+        // Reads are not audited, and an id as the hub hands them out needs no lookup first (it
+        // would cost a request on every call): try the argument as a session id, resolve it
+        // like a label only if no session has it.
         let reply = exec.execute(build(action, method, path, args, None)?).await;
         if !not_a_session(&reply) {
             return reply;
@@ -323,6 +325,67 @@ mod tests {
                 .unwrap()
                 .contains("'max_bytes' must be \"integer\""),
             "{e}"
+        );
+    }
+
+    /// A hub with one session, `pty_1a2b3c4d`, labelled `Worker A`; records every call.
+    #[derive(Default)]
+    struct OneSession(std::sync::Mutex<Vec<String>>);
+
+    impl Executor for OneSession {
+        async fn execute(&self, call: RestCall) -> Result<Value, Value> {
+            let line = format!("{} {}", call.method, call.path);
+            self.0.lock().unwrap().push(line);
+            if call.path == "/v1/pty/resolve" {
+                return Ok(json!({ "ok": true, "session_id": "pty_1a2b3c4d" }));
+            }
+            if call.path.contains("/pty_1a2b3c4d") {
+                Ok(json!({ "ok": true }))
+            } else {
+                Err(json!({ "ok": false, "error_code": "PTY_SESSION_NOT_FOUND" }))
+            }
+        }
+
+        fn transport(&self) -> &'static str {
+            "test"
+        }
+    }
+
+    async fn calls_made(session_id: &str) -> Vec<String> {
+        let exec = OneSession::default();
+        let reply = call(
+            &exec,
+            Tool::Pty,
+            args(json!({ "action": "send_line", "session_id": session_id, "data": "ls" })),
+        )
+        .await;
+        assert!(reply.is_ok(), "{reply:?}");
+        exec.0.into_inner().unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_change_by_session_id_is_one_request_and_a_label_is_looked_up_first() {
+        assert_eq!(
+            calls_made("pty_1a2b3c4d").await,
+            ["POST /v1/pty/sessions/pty_1a2b3c4d/send_line"]
+        );
+        // Never an audited attempt on the label itself.
+        assert_eq!(
+            calls_made("Worker A").await,
+            [
+                "GET /v1/pty/sessions/Worker%20A",
+                "POST /v1/pty/resolve",
+                "POST /v1/pty/sessions/pty_1a2b3c4d/send_line"
+            ]
+        );
+        // An id-shaped name of no session is resolved like a label.
+        assert_eq!(
+            calls_made("pty_00000000").await,
+            [
+                "POST /v1/pty/sessions/pty_00000000/send_line",
+                "POST /v1/pty/resolve",
+                "POST /v1/pty/sessions/pty_1a2b3c4d/send_line"
+            ]
         );
     }
 }
