@@ -29,9 +29,15 @@ struct Events {
     discarded_rows: u64,
     /// Answers to terminal queries (cursor position, device attributes) seen in the output.
     replies: Vec<Vec<u8>>,
+    /// The window title last set (OSC 0 or 2): some CLIs show their activity only there.
+    title: String,
 }
 
 impl vt100::Callbacks for Events {
+    fn set_window_title(&mut self, _screen: &mut vt100::Screen, title: &[u8]) {
+        self.title = String::from_utf8_lossy(title).into_owned();
+    }
+
     fn on_scroll(&mut self, _row: vt100::capture::RowContents<'_>, alternate_screen: bool) {
         if !alternate_screen {
             self.discarded_rows += 1;
@@ -214,6 +220,11 @@ impl Screen {
     /// The visible screen as plain text, one line per row, trailing blanks trimmed.
     pub fn text(&self) -> String {
         self.parser.screen().contents()
+    }
+
+    /// The window title the program last set (OSC 0 or 2), empty when it set none.
+    pub fn title(&self) -> &str {
+        &self.parser.callbacks().title
     }
 
     /// The underlying emulator.
@@ -411,6 +422,24 @@ mod tests {
             ]
         );
         assert!(s.take_replies().is_empty());
+    }
+
+    #[test]
+    fn the_last_title_set_is_kept_even_when_its_sequence_is_split() {
+        let stream =
+            "\x1b]0;⠋ proj\x07text\x1b]2;Stand-in task | proj\x1b\\\x1b]1;icon\x07".as_bytes();
+        for split in 0..stream.len() {
+            let mut s = Screen::new(size());
+            assert_eq!(s.title(), "");
+            s.feed(0, &stream[..split]);
+            s.feed(split as u64, &stream[split..]);
+            assert_eq!(s.title(), "Stand-in task | proj", "split at {split}");
+            assert_eq!(s.text(), "text", "split at {split}");
+        }
+        let mut s = Screen::new(size());
+        s.feed(0, b"\x1b]2;first\x07");
+        s.feed(100, b"after a gap");
+        assert_eq!(s.title(), "", "a restarted screen has not seen the title");
     }
 
     fn req(mode: ReadMode) -> TermReadRequest {

@@ -1,5 +1,6 @@
 //! What an agent is doing: `working`, `idle` (at its prompt), `blocked` (asking a question),
-//! `exited` or `unknown`, decided from the rendered screen by data-driven profiles
+//! `exited` or `unknown`, decided from the rendered screen and the window title by data-driven
+//! profiles
 //! ([`profile`], [`classify`]) and held steady over time by a [`Watch`] per session:
 //! - input we sent holds `working` until the screen changes (or `input_hold` passes);
 //! - a new state must be seen for the profile's `dwell` before it is reported (no flapping
@@ -26,8 +27,8 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::activity::{self, ActivityClock};
-use classify::{classify, Classification};
-use profile::Profile;
+use classify::{classify, Classification, Look};
+use profile::{Profile, Source};
 
 /// An agent's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -61,7 +62,7 @@ pub struct StateReport {
     /// `working` with no meaningful change for the profile's `stuck_after`.
     pub stuck: bool,
     pub rule: String,
-    /// The screen lines the rule matched.
+    /// The screen lines the rule matched (`title: TITLE` for a title rule).
     pub evidence: Vec<String>,
     pub profile: String,
     /// The CLI versions the profile was checked against.
@@ -86,6 +87,9 @@ pub struct Watch {
     last_input_at: Option<Instant>,
     /// When the screen was last looked at (a change seen later happened after it).
     last_observed: Option<Instant>,
+    /// The window title last seen, and when it changed.
+    title: String,
+    title_changed_at: Instant,
 }
 
 impl Watch {
@@ -105,6 +109,8 @@ impl Watch {
             pending_input: None,
             last_input_at: None,
             last_observed: None,
+            title: String::new(),
+            title_changed_at: now,
         }
     }
 
@@ -174,16 +180,19 @@ impl Watch {
         self.clock.fingerprint()
     }
 
-    /// Looks at the screen now: records meaningful change and updates the state.
+    /// Looks at the screen (of a terminal with no title) now: records meaningful change and
+    /// updates the state.
     pub fn observe(&mut self, screen: &vt100::Screen, exited: bool, now: Instant) {
-        self.observe_output(screen, exited, None, now);
+        self.observe_output(screen, "", exited, None, now);
     }
 
-    /// [`Watch::observe`] knowing when the program last wrote (`output_at`): a change seen now
-    /// happened then (but after the previous look), not now.
+    /// [`Watch::observe`] of a screen and its window `title`, knowing when the program last
+    /// wrote (`output_at`): a change seen now happened then (but after the previous look), not
+    /// now.
     pub fn observe_output(
         &mut self,
         screen: &vt100::Screen,
+        title: &str,
         exited: bool,
         output_at: Option<Instant>,
         now: Instant,
@@ -198,6 +207,10 @@ impl Watch {
         };
         self.clock
             .observe_at(fp, (rows.get(), cols.get()), now, happened);
+        if title != self.title {
+            self.title = title.to_string();
+            self.title_changed_at = happened;
+        }
         if exited {
             if self.current.state != State::Exited {
                 self.set(
@@ -219,17 +232,25 @@ impl Watch {
                 return;
             }
         }
-        let stable_for = now.duration_since(changed_at);
+        let rows = activity::content_rows(screen, &self.profile.masks);
         let seen = classify(
             &self.profile,
-            &activity::content_rows(screen, &self.profile.masks),
-            stable_for,
+            &Look {
+                rows: &rows,
+                title: &self.title,
+                screen_still_for: now.duration_since(changed_at),
+                title_still_for: now.duration_since(self.title_changed_at),
+            },
         );
         // The screen has read this way since it last changed (or, for the stability fallback,
-        // since it had been still for `stable_after`), and not before the last input.
+        // since it had been still for `stable_after`), and not before the last input, nor
+        // before the title last changed when the profile reads it.
         let mut seen_since = changed_at;
         if seen.rule == "fallback:stable" {
             seen_since += self.profile.stable_after;
+        }
+        if self.profile.reads_title() {
+            seen_since = seen_since.max(self.title_changed_at);
         }
         if let Some(input) = self.last_input_at {
             seen_since = seen_since.max(input);
@@ -279,19 +300,29 @@ impl Watch {
 
     /// The next moment the state (or `stuck`) could change with no new output or input: a
     /// candidate's dwell ends, the `working` hold after input ends, the screen has been still
-    /// for `stable_after`, or `working` turns stuck. `None` when only new output or input can
-    /// change it. A waiter sleeps until then instead of polling.
+    /// for `stable_after`, a rule starts or stops applying (its `stable_ms` or `changing_ms`
+    /// passes), or `working` turns stuck. `None` when only new output or input can change it.
+    /// A waiter sleeps until then instead of polling.
     pub fn next_due(&self, now: Instant) -> Option<Instant> {
         let p = &self.profile;
         let changed_at = self.clock.last_change_at().unwrap_or(self.created);
         let working = self.current.state == State::Working;
+        let live = self.current.state != State::Exited;
+        let rule_edges = p.rules.iter().filter(|_| live).flat_map(|r| {
+            let since = match r.on {
+                Source::Screen => changed_at,
+                Source::Title => self.title_changed_at,
+            };
+            [Some(since + r.stable), r.changing.map(|c| since + c)]
+        });
         [
             self.candidate.map(|(_, from)| from + p.dwell),
             self.pending_input.map(|sent| sent + p.input_hold),
-            (self.current.state != State::Exited).then_some(changed_at + p.stable_after),
+            live.then_some(changed_at + p.stable_after),
             working.then(|| self.last_activity_at() + p.stuck_after),
         ]
         .into_iter()
+        .chain(rule_edges)
         .flatten()
         .filter(|due| *due > now)
         .min()

@@ -1,6 +1,6 @@
 //! Agent profiles: TOML files (`policies/agents/*.toml`) that say how to read one kind of agent's
-//! screen: rules on the bottom rows (regex -> state, by priority), what is volatile (masked out
-//! of the activity fingerprint), the key that interrupts it, and the stability fallback.
+//! screen: rules on the bottom rows or on the window title (regex -> state, by priority), what is
+//! volatile (masked out of the activity fingerprint), the key that interrupts it, and the stability fallback.
 //! Validated at load: a bad file is reported as `file:line:col: message (key `k`)`. The shipped
 //! profiles are compiled in; files in the directory add to them or replace them by name.
 //! A profile answers to its `names` (`claude` and `claude-code` for Claude Code); a `cli_type`
@@ -80,11 +80,27 @@ struct RuleFile {
     state: State,
     pattern: Spanned<String>,
     #[serde(default)]
+    on: Source,
+    #[serde(default)]
     priority: i32,
     rows: Option<u16>,
-    /// The rule applies only once the screen has been still this long.
+    /// The rule applies only once what it reads has been still this long.
     #[serde(default)]
     stable_ms: u64,
+    /// The rule applies only while what it reads changed less than this long ago.
+    changing_ms: Option<u64>,
+}
+
+/// What a rule reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// The bottom non-empty rows of the screen.
+    #[default]
+    Screen,
+    /// The window title the program last set (OSC 0 or 2): some CLIs show that they are
+    /// working only there.
+    Title,
 }
 
 fn default_bottom_rows() -> u16 {
@@ -119,12 +135,17 @@ pub struct Rule {
     pub name: String,
     pub state: State,
     pub regex: Regex,
+    /// The screen's bottom rows or the title.
+    pub on: Source,
     pub priority: i32,
-    /// How many of the bottom non-empty rows the rule looks at.
+    /// How many of the bottom non-empty rows the rule looks at (screen rules).
     pub rows: u16,
-    /// The rule applies only once the screen has been still this long (for a screen that
+    /// The rule applies only once what it reads has been still this long (for a screen that
     /// looks the same at rest and while text streams in above it).
     pub stable: Duration,
+    /// The rule applies only while what it reads changed less than this long ago (a spinner
+    /// left in the title by a program that died is not work).
+    pub changing: Option<Duration>,
 }
 
 /// A loaded, validated profile.
@@ -272,6 +293,11 @@ impl ProfileSet {
 }
 
 impl Profile {
+    /// Whether a rule reads the window title.
+    pub fn reads_title(&self) -> bool {
+        self.rules.iter().any(|r| r.on == Source::Title)
+    }
+
     /// A profile with no rules (used only if the shipped ones failed to parse).
     pub fn fallback() -> Self {
         ProfileSet::default()
@@ -317,9 +343,11 @@ pub fn parse(text: &str, origin: &str, stem: &str) -> Result<Profile, String> {
                 .unwrap_or_else(|| format!("{}#{i}", r.state.as_str())),
             state: r.state,
             regex: regex(&r.pattern)?,
+            on: r.on,
             priority: r.priority,
             rows: r.rows.unwrap_or(file.bottom_rows).max(1),
             stable: Duration::from_millis(r.stable_ms),
+            changing: r.changing_ms.map(Duration::from_millis),
         });
     }
     rules.sort_by_key(|r| std::cmp::Reverse(r.priority));
@@ -412,6 +440,16 @@ mod tests {
                 "interrupt_key",
             ),
             ("colour = 1\n", "p.toml:1:", "colour"),
+            (
+                "[[rules]]\nstate = \"idle\"\npattern = \"x\"\non = \"tilte\"\n",
+                "p.toml:4:",
+                "on",
+            ),
+            (
+                "[[rules]]\nstate = \"idle\"\npattern = \"x\"\nchanging_ms = -1\n",
+                "p.toml:4:",
+                "changing_ms",
+            ),
         ];
         for (text, at, key) in table {
             let e = parse(text, "p.toml", "p").unwrap_err();

@@ -19,7 +19,8 @@ fn parser(text: &str, rows: u16) -> vt100::Parser {
 }
 
 /// Every screen in `tests/fixtures/screens/PROFILE/STATE-NAME.txt` classifies as STATE, with
-/// the evidence naming a line of the screen.
+/// the evidence naming a line of the screen, or its title (`STATE-NAME.title`, a title that has
+/// just changed; without one, the program never set a title, long ago).
 #[test]
 fn shipped_profiles_classify_their_test_screens() {
     let set = ProfileSet::default();
@@ -38,6 +39,9 @@ fn shipped_profiles_classify_their_test_screens() {
         let mut states = std::collections::HashSet::new();
         for file in std::fs::read_dir(&profile_dir).unwrap() {
             let path = file.unwrap().path();
+            if path.extension().is_some_and(|e| e == "title") {
+                continue;
+            }
             let stem = path.file_stem().unwrap().to_str().unwrap().to_string();
             let expected = stem.split('-').next().unwrap();
             let text = std::fs::read_to_string(&path).unwrap();
@@ -56,7 +60,17 @@ fn shipped_profiles_classify_their_test_screens() {
                     .max()
                     .unwrap_or_default()
             };
-            let got = classify::classify(&profile, &rows, stable_for);
+            let title = std::fs::read_to_string(path.with_extension("title")).ok();
+            let look = classify::Look {
+                rows: &rows,
+                title: title.as_deref().map_or("", str::trim_end),
+                screen_still_for: stable_for,
+                title_still_for: match title {
+                    Some(_) => Duration::from_millis(100),
+                    None => Duration::from_secs(3600),
+                },
+            };
+            let got = classify::classify(&profile, &look);
             assert_eq!(got.state.as_str(), expected, "{name}/{stem}: {got:?}");
             if got.rule.starts_with("fallback") {
                 assert_eq!(
@@ -65,8 +79,11 @@ fn shipped_profiles_classify_their_test_screens() {
                 );
                 assert!(got.evidence.is_empty());
             } else {
+                let title_evidence = format!("title: {}", look.title);
                 assert!(
-                    got.evidence.iter().all(|e| text.contains(e.trim())),
+                    got.evidence
+                        .iter()
+                        .all(|e| text.contains(e.trim()) || *e == title_evidence),
                     "{name}/{stem}: evidence {:?}",
                     got.evidence
                 );
@@ -81,6 +98,51 @@ fn shipped_profiles_classify_their_test_screens() {
         }
     }
     assert!(checked >= 12, "{checked}");
+}
+
+/// Every title in `tests/fixtures/titles/PROFILE.txt` (recorded from the real CLI), over the
+/// recorded screen it names, reads as the state it names; a title rule's evidence is the title.
+/// A spinner frame left standing (the CLI died) stops counting as work.
+#[test]
+fn recorded_titles_over_recorded_screens() {
+    let set = ProfileSet::default();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut checked = 0;
+    for name in ["codex", "claude-code"] {
+        let profile = set.for_cli_type(Some(name));
+        let table = std::fs::read_to_string(root.join(format!("titles/{name}.txt"))).unwrap();
+        for line in table.lines().filter(|l| !l.starts_with('#')) {
+            let [state, screen, title] = line.splitn(3, '\t').collect::<Vec<_>>()[..] else {
+                panic!("{name}: not STATE<TAB>SCREEN<TAB>TITLE: {line:?}");
+            };
+            let path = root.join(format!("screens/{name}/{screen}.txt"));
+            let p = parser(&std::fs::read_to_string(&path).unwrap(), 24);
+            let rows = crate::activity::content_rows(p.screen(), &profile.masks);
+            let look = |title_still_for| classify::Look {
+                rows: &rows,
+                title,
+                screen_still_for: Duration::ZERO,
+                title_still_for,
+            };
+            let got = classify::classify(&profile, &look(Duration::from_millis(100)));
+            assert_eq!(got.state.as_str(), state, "{name} {line:?}: {got:?}");
+            let rule = profile.rules.iter().find(|r| r.name == got.rule);
+            if rule.is_some_and(|r| r.on == profile::Source::Title) {
+                assert_eq!(got.evidence, [format!("title: {title}")], "{line:?}");
+            }
+            let left_over = classify::classify(&profile, &look(Duration::from_secs(60)));
+            assert_ne!(
+                (left_over.state, got.state),
+                (State::Working, State::Idle),
+                "{name} {line:?}: a title left standing made it work: {left_over:?}"
+            );
+            if got.rule == "title-spinner" {
+                assert_eq!(left_over.state, State::Idle, "{line:?}: {left_over:?}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 15, "{checked}");
 }
 
 fn shell() -> Arc<profile::Profile> {
@@ -178,10 +240,11 @@ async fn a_change_first_seen_late_is_dated_by_the_output_that_made_it() {
     let profile = fallback_only();
     let t0 = Instant::now();
     let mut w = Watch::new(profile.clone(), t0);
-    w.observe_output(parser("step 1", 5).screen(), false, Some(t0), t0);
+    w.observe_output(parser("step 1", 5).screen(), "", false, Some(t0), t0);
     tokio::time::advance(profile.stable_after + profile.dwell).await;
     w.observe_output(
         parser("step 1", 5).screen(),
+        "",
         false,
         Some(t0),
         Instant::now(),
@@ -193,18 +256,24 @@ async fn a_change_first_seen_late_is_dated_by_the_output_that_made_it() {
     let printed = Instant::now();
     tokio::time::advance(Duration::from_secs(19)).await;
     let screen = parser("step 1\r\nstep 2", 5);
-    w.observe_output(screen.screen(), false, Some(printed), Instant::now());
+    w.observe_output(screen.screen(), "", false, Some(printed), Instant::now());
     assert_eq!(w.state(), State::Idle, "{:?}", w.report(Instant::now()));
     assert!(w.report(Instant::now()).idle_for_ms >= 19_000);
 
     // A change that did just happen is a change: working until the screen is still again.
     let screen = parser("step 1\r\nstep 2\r\nstep 3", 5);
-    w.observe_output(screen.screen(), false, Some(Instant::now()), Instant::now());
+    w.observe_output(
+        screen.screen(),
+        "",
+        false,
+        Some(Instant::now()),
+        Instant::now(),
+    );
     tokio::time::advance(profile.dwell).await;
-    w.observe_output(screen.screen(), false, None, Instant::now());
+    w.observe_output(screen.screen(), "", false, None, Instant::now());
     assert_eq!(w.state(), State::Working);
     tokio::time::advance(profile.stable_after).await;
-    w.observe_output(screen.screen(), false, None, Instant::now());
+    w.observe_output(screen.screen(), "", false, None, Instant::now());
     assert_eq!(w.state(), State::Idle);
 }
 
@@ -237,4 +306,108 @@ async fn next_due_wakes_a_waiter_exactly_when_the_state_can_change() {
     tokio::time::advance(profile.stable_after + profile.dwell).await;
     w.observe(prompt.screen(), false, Instant::now());
     assert_eq!(w.next_due(Instant::now()), None);
+}
+
+fn codex() -> Arc<profile::Profile> {
+    ProfileSet::default().for_cli_type(Some("codex"))
+}
+
+/// Codex 0.169's composer, on screen while a reply streams in above it (recorded).
+fn codex_streaming_screen() -> vt100::Parser {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/screens/codex/working-reply-streaming.txt");
+    parser(&std::fs::read_to_string(path).unwrap(), 24)
+}
+
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+#[tokio::test(start_paused = true)]
+async fn a_turning_title_spinner_is_working_and_its_end_is_idle_within_the_dwell() {
+    let profile = codex();
+    let screen = codex_streaming_screen();
+    let mut w = Watch::new(profile.clone(), Instant::now());
+    let look = |w: &mut Watch, title: &str| {
+        w.observe_output(screen.screen(), title, false, None, Instant::now());
+        w.state()
+    };
+    // Ready at start: idle by the composer.
+    look(&mut w, "proj");
+    tokio::time::advance(profile.dwell).await;
+    assert_eq!(look(&mut w, "proj"), State::Idle);
+
+    // A turn: a frame every 0.1 s for 3 s, the screen unchanged (a slow reply).
+    for i in 0..30 {
+        look(&mut w, &format!("{} Stand-in task | proj", SPINNER[i % 10]));
+        tokio::time::advance(Duration::from_millis(100)).await;
+    }
+    assert_eq!(look(&mut w, "⠋ Stand-in task | proj"), State::Working);
+    let r = w.report(Instant::now());
+    assert_eq!(r.rule, "title-spinner");
+    assert_eq!(r.evidence, ["title: ⠋ Stand-in task | proj"]);
+
+    // One look that catches the title between two frames does not flip it.
+    look(&mut w, "Stand-in task | proj");
+    tokio::time::advance(Duration::from_millis(5)).await;
+    look(&mut w, "⠙ Stand-in task | proj");
+    tokio::time::advance(profile.dwell).await;
+    assert_eq!(look(&mut w, "⠙ Stand-in task | proj"), State::Working);
+
+    // The turn ends: the spinner leaves the title, idle after the dwell (well within 1 s).
+    let ended = Instant::now();
+    look(&mut w, "Stand-in task | proj");
+    while look(&mut w, "Stand-in task | proj") != State::Idle {
+        let due = w.next_due(Instant::now()).expect("the dwell is pending");
+        tokio::time::advance(due - Instant::now()).await;
+    }
+    assert!(
+        Instant::now() - ended <= profile.dwell,
+        "{:?}",
+        Instant::now() - ended
+    );
+    assert_eq!(w.report(Instant::now()).rule, "composer");
+}
+
+/// A spinner frame left in the title (a Codex that died mid-turn in a shell) stops counting
+/// as work once it has not turned for the rule's `changing_ms`; `next_due` wakes for it.
+#[tokio::test(start_paused = true)]
+async fn a_spinner_left_standing_in_the_title_does_not_pin_working() {
+    let profile = codex();
+    let screen = codex_streaming_screen();
+    let mut w = Watch::new(profile.clone(), Instant::now());
+    // Five frames, the last `⠼ proj`, then it stands.
+    for frame in &SPINNER[..5] {
+        let title = format!("{frame} proj");
+        w.observe_output(screen.screen(), &title, false, None, Instant::now());
+        tokio::time::advance(Duration::from_millis(100)).await;
+    }
+    assert_eq!(w.state(), State::Working);
+    let stopped = Instant::now();
+    let mut wakes = 0;
+    while w.state() != State::Idle {
+        let due = w
+            .next_due(Instant::now())
+            .expect("the spinner's lapse is due");
+        tokio::time::advance(due - Instant::now()).await;
+        w.observe_output(screen.screen(), "⠼ proj", false, None, Instant::now());
+        wakes += 1;
+        assert!(wakes < 5, "{wakes} wakes");
+    }
+    assert!(Instant::now() - stopped <= Duration::from_millis(1000) + profile.dwell);
+}
+
+/// Codex shows its composer before it is ready and sets its first title once it is.
+#[tokio::test(start_paused = true)]
+async fn codex_is_working_until_it_sets_its_first_title() {
+    let profile = codex();
+    let screen = codex_streaming_screen();
+    let mut w = Watch::new(profile.clone(), Instant::now());
+    w.observe_output(screen.screen(), "", false, None, Instant::now());
+    tokio::time::advance(Duration::from_secs(2)).await;
+    w.observe_output(screen.screen(), "", false, None, Instant::now());
+    assert_eq!(w.state(), State::Working);
+    assert_eq!(w.report(Instant::now()).rule, "starting");
+    w.observe_output(screen.screen(), "proj", false, None, Instant::now());
+    tokio::time::advance(profile.dwell).await;
+    w.observe_output(screen.screen(), "proj", false, None, Instant::now());
+    assert_eq!(w.state(), State::Idle);
 }

@@ -437,7 +437,7 @@ impl Session {
             now.checked_sub(ago).unwrap_or(now)
         });
         self.with_screen(|s| {
-            self.watch_changing(|w| w.observe_output(s.vt(), exited, output_at, now))
+            self.watch_changing(|w| w.observe_output(s.vt(), s.title(), exited, output_at, now))
         });
         now
     }

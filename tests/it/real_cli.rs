@@ -221,7 +221,8 @@ fn percentile(samples: &mut [Duration], p: f64) -> Duration {
     samples[i]
 }
 
-fn report_latency(cli: &str, samples: &mut [Duration]) {
+/// Prints p50 and p95 (and fails past 3 s); returns p50.
+fn report_latency(cli: &str, samples: &mut [Duration]) -> Duration {
     let p50 = percentile(samples, 0.5);
     let p95 = percentile(samples, 0.95);
     println!(
@@ -231,6 +232,7 @@ fn report_latency(cli: &str, samples: &mut [Duration]) {
         p95.as_secs_f64() * 1000.0
     );
     assert!(p95 < Duration::from_secs(3), "{cli}: p95 {p95:?}");
+    p50
 }
 
 /// A state held for `for_` (polled every 100 ms).
@@ -436,11 +438,25 @@ async fn codex_states_on_the_real_cli() {
     let mut samples = Vec::new();
     submit(&hub, &id, "say something", false).await;
     samples.push(latency(&hub, &id, &target, |p| p.contains(INSTANT), "idle").await);
+    // Idle only once Codex was ready: the prompt was taken and answered.
+    assert!(
+        pane(&hub, &target).contains(INSTANT),
+        "{}",
+        pane(&hub, &target)
+    );
 
-    // A slow stream: the screen changes every second, so working (the stability fallback).
+    // A slow stream: the composer stays on screen, the spinner turns in the title.
     submit(&hub, &id, "answer slowly", false).await;
     assert!(wait_until(t, || async { pane(&hub, &target).contains("word1") }).await);
     holds(&hub, &id, "working", Duration::from_secs(3)).await;
+    let working = state(&hub, &id).await;
+    assert_eq!(working["rule"], "title-spinner", "{working}");
+    assert!(
+        working["evidence"][0]
+            .as_str()
+            .is_some_and(|e| e.starts_with("title: ") && e.ends_with("| proj")),
+        "{working}"
+    );
     samples.push(latency(&hub, &id, &target, |p| p.contains("word7"), "idle").await);
 
     for _ in 0..3 {
@@ -478,7 +494,9 @@ async fn codex_states_on_the_real_cli() {
             .await,
         );
     }
-    report_latency("codex", &mut samples);
+    // The title spinner ends with the turn: idle well within a second of the screen.
+    let p50 = report_latency("codex", &mut samples);
+    assert!(p50 < Duration::from_secs(1), "codex: p50 {p50:?}");
 
     // Exited: Ctrl-C (a second one if the first only asks to press it again).
     keys(&hub, &id, &["C-c"]).await;
