@@ -186,6 +186,16 @@ fn pane(hub: &TestHub, target: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Waits for Claude Code's prompt (its footer `? for shortcuts`); a start-up on a loaded machine
+/// (the whole suite on two cores) can take well over its usual two seconds.
+async fn claude_prompt(hub: &TestHub, target: &str) {
+    let shown = wait_until(Duration::from_secs(90), || async {
+        pane(hub, target).contains("? for shortcuts")
+    })
+    .await;
+    assert!(shown, "no Claude Code prompt; pane:\n{}", pane(hub, target));
+}
+
 /// Waits until tmux's pane satisfies `shows` and the hub reports `want`; returns how long
 /// after the pane first showed it the hub reported it (zero when the hub was first).
 async fn latency(
@@ -256,12 +266,7 @@ async fn claude_code_states_on_the_real_cli() {
     let t = Duration::from_secs(30);
 
     // Idle at the prompt, read by the Claude Code profile (cli_type "claude").
-    assert!(
-        wait_until(t, || async {
-            pane(&hub, &target).contains("? for shortcuts")
-        })
-        .await
-    );
+    claude_prompt(&hub, &target).await;
     let idle = wait_state(&hub, &id, "idle", t).await;
     assert_eq!(idle["profile"], "claude-code", "{idle}");
     assert_eq!(idle["rule"], "prompt", "{idle}");
@@ -539,12 +544,7 @@ async fn an_idle_policy_stops_real_claude_code_on_time_and_never_while_it_stream
     let id = v["session_id"].as_str().unwrap().to_string();
     let target = v["tmux_session"].as_str().unwrap().to_string();
     let t = Duration::from_secs(30);
-    assert!(
-        wait_until(t, || async {
-            pane(&hub, &target).contains("? for shortcuts")
-        })
-        .await
-    );
+    claude_prompt(&hub, &target).await;
 
     // A slow stream of 8 s, longer than the 3 s idle timeout: never stopped, never stuck.
     submit(&hub, &id, "answer slowly", false).await;
