@@ -39,6 +39,13 @@ pub struct ControlIo {
     pub ended: BoxFuture<'static, ()>,
 }
 
+/// The standard output of a shell script run where the tmux server runs (see
+/// [`TmuxPlace::open_reader`]). On the host the script is killed when this is dropped.
+pub struct ReaderIo {
+    pub reader: Pin<Box<dyn AsyncRead + Send>>,
+    _child: Option<tokio::process::Child>,
+}
+
 impl TmuxPlace {
     /// Whether processes in this tmux are host processes (their pids mean something here).
     pub fn is_host(&self) -> bool {
@@ -117,6 +124,53 @@ impl TmuxPlace {
             .map(str::to_string)
             .filter(|l| !l.is_empty())
             .collect())
+    }
+
+    /// Runs `sh -c script` beside the tmux server (a host process, or a non-TTY exec in the
+    /// container) and streams its standard output; standard error is dropped.
+    pub async fn open_reader(&self, script: &str) -> Result<ReaderIo, String> {
+        match self {
+            TmuxPlace::Host { .. } => {
+                let mut child = Command::new("sh")
+                    .args(["-c", script])
+                    .env_remove("TMUX")
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .kill_on_drop(true)
+                    .spawn()
+                    .map_err(|e| format!("cannot run sh: {e}"))?;
+                let out = child.stdout.take().ok_or("sh has no stdout")?;
+                Ok(ReaderIo {
+                    reader: Box::pin(out),
+                    _child: Some(child),
+                })
+            }
+            TmuxPlace::Container {
+                docker,
+                container_id,
+            } => {
+                let exec = create_exec(docker, container_id, &["sh", "-c", script], false).await?;
+                let started = docker
+                    .start_exec(&exec, None::<StartExecOptions>)
+                    .await
+                    .map_err(|e| format!("docker exec in {container_id} failed: {e}"))?;
+                let StartExecResults::Attached { output, .. } = started else {
+                    return Err("docker exec started detached".into());
+                };
+                let stdout = output.filter_map(|item| async move {
+                    match item {
+                        Ok(bollard::container::LogOutput::StdErr { .. }) => None,
+                        Ok(other) => Some(Ok(other.into_bytes())),
+                        Err(e) => Some(Err(std::io::Error::other(e))),
+                    }
+                });
+                Ok(ReaderIo {
+                    reader: Box::pin(tokio_util::io::StreamReader::new(Box::pin(stdout))),
+                    _child: None,
+                })
+            }
+        }
     }
 
     /// Starts a control-mode client (`tmux -u -C <args>`).

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::docker_support::{
-    agent_toml, docker, hub_with_agents, tmux_client_processes, tmux_clients, EngineProxy,
+    agent_toml, docker, hub_with_agents, pane_pipe_processes, tmux_client_processes, tmux_clients,
+    EngineProxy,
 };
 use crate::hub_process::{free_port, HubProcess};
 use crate::require_docker;
@@ -242,6 +243,11 @@ async fn start_stop_and_attach_cycles_leak_nothing() {
         let a = start(&hub, "cyc").await;
         let container = a["container_id"].as_str().unwrap().to_string();
         assert_eq!(tmux_client_processes(&container), 1, "cycle {i}");
+        assert_eq!(
+            pane_pipe_processes(&container),
+            2,
+            "cycle {i}: the pane pipe"
+        );
         let (status, v) = hub.post("/v1/agents/cyc/stop", json!({})).await;
         assert_eq!(status, 200, "{v}");
         assert_eq!(containers(), 0, "cycle {i}: container left behind");
@@ -264,6 +270,7 @@ async fn start_stop_and_attach_cycles_leak_nothing() {
     }
     assert_eq!(tmux_client_processes(&container), 1);
     assert_eq!(tmux_clients(&container), 1);
+    assert_eq!(pane_pipe_processes(&container), 2);
     hub.post("/v1/agents/cyc/stop", json!({})).await;
     assert_eq!(containers(), 0);
 }
@@ -631,6 +638,12 @@ async fn a_hub_killed_with_sigkill_brings_back_5_agents_and_3_tmux_sessions_with
             assert!(
                 wait_until(T, || async { tmux_clients(c) == 1 }).await,
                 "stale tmux clients in {c}"
+            );
+            // One pane pipe: the dead hub's went when the new one replaced it.
+            assert!(
+                wait_until(T, || async { pane_pipe_processes(c) == 2 }).await,
+                "stale pane pipes in {c}: {}",
+                docker(&["exec", c, "ps", "-eo", "args"])
             );
         }
     }

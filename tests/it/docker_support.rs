@@ -143,6 +143,15 @@ pub fn tmux_clients(container: &str) -> usize {
     String::from_utf8_lossy(&out.stdout).lines().count()
 }
 
+/// The `cat`s of the pane pipe in a container (#17): the writer tmux's `pipe-pane` runs and the
+/// reader the hub streams from; two while the hub is attached, none left after it detaches.
+pub fn pane_pipe_processes(container: &str) -> usize {
+    let out = docker(&["exec", container, "ps", "-eo", "args"]);
+    out.lines()
+        .filter(|l| *l == "cat" || l.starts_with("cat /tmp/agent-hub-pipe."))
+        .count()
+}
+
 /// Processes in a container whose command starts with `tmux` and that are clients, not the
 /// server (the server runs as `tmux start-server ...`).
 pub fn tmux_client_processes(container: &str) -> usize {

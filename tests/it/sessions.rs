@@ -474,3 +474,71 @@ async fn tmux_sessions_are_adopted_by_name_with_their_history() {
     assert_eq!(v["output"], "adopted\n");
     assert_eq!(hub.session(&id).await["tmux_session"], "preexisting");
 }
+
+/// `#{pane_pipe}` of a pane of the hub's tmux server: 1 while a pipe-pane runs.
+fn pane_piped(hub: &TestHub, target: &str) -> bool {
+    let out = std::process::Command::new("tmux")
+        .args([
+            "-L",
+            &hub.tmux_socket,
+            "display-message",
+            "-p",
+            "-t",
+            target,
+        ])
+        .arg("#{pane_pipe}")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim() == "1"
+}
+
+/// A tmux pane's bytes come through `pipe-pane` (raw, not tmux's `%output` text, #17), every
+/// one in order: 100,000 numbered lines read back from the session's byte stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tmux_output_comes_through_the_pane_pipe_losslessly() {
+    // A ring that holds the whole run (~590 kB), so every byte can be read back.
+    let hub = TestHub::start_with(|c| c.scrollback_bytes = 2 << 20).await;
+    let id = hub.create("tmux").await;
+    let target = hub.session(&id).await["tmux_session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(pane_piped(&hub, &target), "no pipe-pane on {target}");
+    let from = hub.session(&id).await["output_offset"].as_u64().unwrap();
+    hub.post(
+        &format!("/v1/pty/sessions/{id}/send_line"),
+        json!({ "data": "seq 1 100000; echo END''MARK" }),
+    )
+    .await;
+    hub.wait_output(&id, "ENDMARK", Duration::from_secs(30))
+        .await;
+    let mut text = String::new();
+    let mut at = from;
+    while !text.contains("ENDMARK") {
+        let (_, v) = hub
+            .get(&format!(
+                "/v1/pty/sessions/{id}/read?since={at}&max_bytes=65536&timeout_ms=0"
+            ))
+            .await;
+        assert_eq!(v["dropped_bytes"], 0, "from {at}");
+        text.push_str(v["output"].as_str().unwrap());
+        at = v["end_offset"].as_u64().unwrap();
+    }
+    let numbers: Vec<&str> = text
+        .split("\r\n")
+        // bash turns bracketed paste off (`ESC [?2004l` CR) before the command's output.
+        .map(|l| l.rsplit('\r').next().unwrap_or(l))
+        .skip_while(|l| *l != "1")
+        .take_while(|l| !l.contains("ENDMARK"))
+        .collect();
+    let expected: Vec<String> = (1..=100_000).map(|n| n.to_string()).collect();
+    assert!(
+        numbers == expected,
+        "{} lines, not 1..=100000 in order",
+        numbers.len()
+    );
+    // Killing the session ends the pipe with it.
+    let (status, _) = hub.delete(&format!("/v1/pty/sessions/{id}")).await;
+    assert_eq!(status, 200);
+    assert!(!pane_piped(&hub, &target));
+}

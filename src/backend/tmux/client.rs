@@ -13,6 +13,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
 use super::pane::{pane_exit, pane_is_dead, query_dead_pane, PANE_STATE_FORMAT};
+use super::pipe::{self, PanePipe};
 use super::TmuxPlace;
 use crate::backend::tmux_control::{ControlMessage, ControlParser};
 use crate::backend::tmux_place::TMUX_CALL_TIMEOUT;
@@ -27,8 +28,36 @@ const DEAD_PANE_DRAIN: Duration = Duration::from_millis(250);
 
 pub(super) type Ack = oneshot::Sender<Result<(), String>>;
 
-/// Acks waiting for tmux's replies, in command order: (replies still expected, first error, ack).
-type PendingAcks = Arc<Mutex<VecDeque<(usize, Option<String>, Ack)>>>;
+/// A command batch waiting for tmux's replies.
+struct Pending {
+    /// Replies still expected.
+    replies: usize,
+    /// The first error among them.
+    error: Option<String>,
+    ack: Ack,
+    /// The batch is the `pipe-pane` that moves the pane's bytes to the pipe (see [`pipe`]).
+    opens_pipe: bool,
+}
+
+/// Batches waiting for tmux's replies, in command order.
+type PendingAcks = Arc<Mutex<VecDeque<Pending>>>;
+
+/// Commands for the control client's writer. An empty batch asks it to detach.
+pub(super) struct Request {
+    pub lines: Vec<String>,
+    pub ack: Ack,
+    pub opens_pipe: bool,
+}
+
+impl Request {
+    pub fn new(lines: Vec<String>, ack: Ack) -> Self {
+        Request {
+            lines,
+            ack,
+            opens_pipe: false,
+        }
+    }
+}
 
 /// Starts `tmux -C attach` and the tasks that read its output and write its commands.
 pub(super) async fn start_control_client(
@@ -36,7 +65,15 @@ pub(super) async fn start_control_client(
     name: &str,
     pane_id: &str,
     output: Arc<Output>,
-) -> Result<mpsc::UnboundedSender<(Vec<String>, Ack)>, String> {
+) -> Result<mpsc::UnboundedSender<Request>, String> {
+    // The pane's bytes through a pipe when one can be made here, else through `%output`.
+    let pane_pipe = match PanePipe::prepare(server).await {
+        Ok(p) => Some(p),
+        Err(e) => {
+            tracing::warn!(session = %name, "pane output through control mode: {e}");
+            None
+        }
+    };
     let io = server
         .open_control(&[
             "attach-session",
@@ -57,6 +94,7 @@ pub(super) async fn start_control_client(
     );
     let pending: PendingAcks = Arc::new(Mutex::new(VecDeque::new()));
     let (attached_tx, attached) = oneshot::channel();
+    let (exit_tx, exit_rx) = tokio::sync::watch::channel(None);
 
     let reader = tokio::spawn(read_control_output(
         io.reader,
@@ -64,9 +102,10 @@ pub(super) async fn start_control_client(
         server.clone(),
         name.to_string(),
         pane_id.to_string(),
-        output,
+        output.clone(),
         pending.clone(),
         attached_tx,
+        exit_tx,
     ));
     // Only a client tmux has confirmed is usable: a `docker exec` into a dying container can
     // print an error and then keep its stream open without ever attaching.
@@ -86,76 +125,134 @@ pub(super) async fn start_control_client(
         io.writer,
         requests,
         pending,
-        vec![subscribe, release],
+        vec![subscribe],
+        pane_id.to_string(),
     ));
+    if let Some(p) = pane_pipe {
+        open_pipe(server, &commands, p, pane_id, output, exit_rx).await;
+    }
+    let (released, _) = oneshot::channel();
+    let _ = commands.send(Request::new(vec![release], released));
     Ok(commands)
+}
+
+/// Moves the pane's bytes to `p` (see [`pipe`]); on failure they keep coming as `%output`.
+async fn open_pipe(
+    server: &TmuxPlace,
+    commands: &mpsc::UnboundedSender<Request>,
+    p: PanePipe,
+    pane_id: &str,
+    output: Arc<Output>,
+    exit: tokio::sync::watch::Receiver<Option<ExitInfo>>,
+) {
+    let Some(open) = p.open_command(pane_id) else {
+        return p.abandon(server).await;
+    };
+    let (ack, answer) = oneshot::channel();
+    let sent = commands.send(Request {
+        lines: vec![open],
+        ack,
+        opens_pipe: true,
+    });
+    let opened = sent.is_ok()
+        && matches!(
+            tokio::time::timeout(TMUX_CALL_TIMEOUT, answer).await,
+            Ok(Ok(Ok(())))
+        );
+    if opened {
+        tokio::spawn(p.stream(output, exit));
+        let (off, _) = oneshot::channel();
+        let _ = commands.send(Request::new(vec![pipe::output_off_command(pane_id)], off));
+    } else {
+        tracing::warn!(pane = %pane_id, "pipe-pane failed: pane output through control mode");
+        p.abandon(server).await;
+    }
 }
 
 /// The control client's single writer, started once the attach is confirmed (commands sent
 /// before it fail with "no current client"). Sends `first` (the subscription to the pane's
-/// state, the release of a new pane), then writes queued commands in order.
+/// state), then writes queued commands in order. Detaching closes the pane's pipe first.
 async fn write_commands(
     mut stdin: Pin<Box<dyn AsyncWrite + Send>>,
-    mut requests: mpsc::UnboundedReceiver<(Vec<String>, Ack)>,
+    mut requests: mpsc::UnboundedReceiver<Request>,
     pending: PendingAcks,
     first: Vec<String>,
+    pane_id: String,
 ) {
     let (nobody_waits, _) = oneshot::channel();
-    if write_lines(&mut stdin, first, nobody_waits, &pending).await {
-        while let Some((lines, ack)) = requests.recv().await {
-            if lines.is_empty() {
+    if write_lines(&mut stdin, Request::new(first, nobody_waits), &pending).await {
+        while let Some(request) = requests.recv().await {
+            if request.lines.is_empty() {
                 // A detach request: settled once the client has been told to go.
-                let _ = stdin.write_all(b"detach-client\n").await;
-                let _ = ack.send(Ok(()));
+                let _ = stdin.write_all(detach_lines(&pane_id).as_bytes()).await;
+                let _ = request.ack.send(Ok(()));
                 return;
             }
-            if !write_lines(&mut stdin, lines, ack, &pending).await {
+            if !write_lines(&mut stdin, request, &pending).await {
                 return;
             }
         }
     }
     // The session is gone from the hub: detach the control client cleanly.
-    let _ = stdin.write_all(b"detach-client\n").await;
+    let _ = stdin.write_all(detach_lines(&pane_id).as_bytes()).await;
 }
 
-/// Writes command lines; `ack` is settled when tmux has answered all of them.
+/// What the writer sends to leave: the pane's pipe closed (its reader ends), then the client.
+fn detach_lines(pane_id: &str) -> String {
+    format!("{}\ndetach-client\n", pipe::close_command(pane_id))
+}
+
+/// Writes command lines; the request's ack is settled when tmux has answered all of them.
 async fn write_lines(
     stdin: &mut Pin<Box<dyn AsyncWrite + Send>>,
-    lines: Vec<String>,
-    ack: Ack,
+    request: Request,
     pending: &PendingAcks,
 ) -> bool {
-    let mut text = lines.join("\n");
+    let mut text = request.lines.join("\n");
     text.push('\n');
     // Register before writing: the reply may arrive before write_all returns.
     if let Ok(mut p) = pending.lock() {
-        p.push_back((lines.len(), None, ack));
+        p.push_back(Pending {
+            replies: request.lines.len(),
+            error: None,
+            ack: request.ack,
+            opens_pipe: request.opens_pipe,
+        });
     }
     if let Err(e) = stdin.write_all(text.as_bytes()).await {
-        if let Some((_, _, ack)) = pending.lock().ok().and_then(|mut p| p.pop_back()) {
-            let _ = ack.send(Err(format!("cannot write to tmux: {e}")));
+        if let Some(failed) = pending.lock().ok().and_then(|mut p| p.pop_back()) {
+            let _ = failed.ack.send(Err(format!("cannot write to tmux: {e}")));
         }
         return false;
     }
     true
 }
 
-fn settle_reply(pending: &PendingAcks, success: bool, lines: &[Vec<u8>]) {
-    let Ok(mut p) = pending.lock() else { return };
-    let Some(front) = p.front_mut() else { return };
-    if !success && front.1.is_none() {
+/// Settles the oldest batch's reply; returns true when it was a `pipe-pane` that succeeded.
+fn settle_reply(pending: &PendingAcks, success: bool, lines: &[Vec<u8>]) -> bool {
+    let Ok(mut p) = pending.lock() else {
+        return false;
+    };
+    let Some(front) = p.front_mut() else {
+        return false;
+    };
+    if !success && front.error.is_none() {
         let text: Vec<String> = lines
             .iter()
             .map(|l| String::from_utf8_lossy(l).into_owned())
             .collect();
-        front.1 = Some(format!("tmux: {}", text.join(" ")));
+        front.error = Some(format!("tmux: {}", text.join(" ")));
     }
-    front.0 = front.0.saturating_sub(1);
-    if front.0 == 0 {
-        if let Some((_, error, ack)) = p.pop_front() {
-            let _ = ack.send(error.map_or(Ok(()), Err));
-        }
+    front.replies = front.replies.saturating_sub(1);
+    if front.replies > 0 {
+        return false;
     }
+    let Some(done) = p.pop_front() else {
+        return false;
+    };
+    let piped = done.opens_pipe && done.error.is_none();
+    let _ = done.ack.send(done.error.map_or(Ok(()), Err));
+    piped
 }
 
 /// The control client's reader: pane output into the pipeline, replies to the writer's acks,
@@ -172,8 +269,27 @@ async fn read_control_output(
     output: Arc<Output>,
     pending: PendingAcks,
     attached: oneshot::Sender<()>,
+    exit_tx: tokio::sync::watch::Sender<Option<ExitInfo>>,
 ) {
     let mut attached = Some(attached);
+    // Set from tmux's reply to `pipe-pane` on: the pane's bytes come through the pipe, whose
+    // reader records the end of the output once it has them all (told the exit here).
+    let mut piped = false;
+    let end = |piped: bool, exit: ExitInfo| {
+        if piped {
+            exit_tx.send_replace(Some(exit));
+        } else {
+            output.finish(exit);
+        }
+    };
+    // The pipe reader waits for its own quiet moment after the exit.
+    let drain = |piped: bool| {
+        if piped {
+            Duration::ZERO
+        } else {
+            DEAD_PANE_DRAIN
+        }
+    };
     let mut parser = ControlParser::new();
     let mut buf = vec![0u8; 64 * 1024];
     let mut exit: Option<ExitInfo> = None;
@@ -201,7 +317,7 @@ async fn read_control_output(
             _ = drained => {
                 finish_at = None;
                 if let Some(exit) = &exit {
-                    output.finish(exit.clone());
+                    end(piped, exit.clone());
                 }
                 continue;
             }
@@ -210,13 +326,13 @@ async fn read_control_output(
                 recheck_at = None;
                 exit = query_dead_pane(&server, &pane_id).await.ok().flatten();
                 match exit {
-                    Some(_) => finish_at = Some(tokio::time::Instant::now() + DEAD_PANE_DRAIN),
+                    Some(_) => finish_at = Some(tokio::time::Instant::now() + drain(piped)),
                     None if attempts < 20 => {
                         recheck_at = Some((tokio::time::Instant::now() + DEAD_STATUS_POLL, attempts + 1));
                     }
                     // The status never came: record the exit without a code.
                     None => {
-                        output.finish(ExitInfo { exit_code: None, reason: "exited".into(), exited_at: Utc::now() });
+                        end(piped, ExitInfo { exit_code: None, reason: "exited".into(), exited_at: Utc::now() });
                     }
                 }
                 continue;
@@ -230,7 +346,7 @@ async fn read_control_output(
                 tracing::debug!(session = %name, ?message, "tmux control message");
             }
             match message {
-                ControlMessage::Output { pane_id: p, data } if p == pane_id => {
+                ControlMessage::Output { pane_id: p, data } if p == pane_id && !piped => {
                     batch.extend_from_slice(&data)
                 }
                 // Replies to our own stdin commands, in order (not the attach's, nor hooks').
@@ -239,7 +355,7 @@ async fn read_control_output(
                     success,
                     lines,
                     ..
-                } => settle_reply(&pending, success, &lines),
+                } => piped |= settle_reply(&pending, success, &lines),
                 // The attach command's own reply: the client is ready for commands.
                 ControlMessage::Reply {
                     from_stdin: false, ..
@@ -253,7 +369,7 @@ async fn read_control_output(
                 {
                     exit = pane_exit(&value, &pane_id);
                     if exit.is_some() {
-                        finish_at = Some(tokio::time::Instant::now() + DEAD_PANE_DRAIN);
+                        finish_at = Some(tokio::time::Instant::now() + drain(piped));
                     } else if pane_is_dead(&value, &pane_id) && recheck_at.is_none() {
                         recheck_at = Some((tokio::time::Instant::now() + DEAD_STATUS_POLL, 0));
                     }
@@ -269,13 +385,16 @@ async fn read_control_output(
         exit = query_dead_pane(&server, &pane_id).await.ok().flatten();
     }
     if let Ok(mut p) = pending.lock() {
-        for (_, _, ack) in p.drain(..) {
-            let _ = ack.send(Err("the tmux session has ended".into()));
+        for waiting in p.drain(..) {
+            let _ = waiting.ack.send(Err("the tmux session has ended".into()));
         }
     }
-    output.finish(exit.unwrap_or_else(|| ExitInfo {
-        exit_code: None,
-        reason: "tmux session closed".into(),
-        exited_at: Utc::now(),
-    }));
+    end(
+        piped,
+        exit.unwrap_or_else(|| ExitInfo {
+            exit_code: None,
+            reason: "tmux session closed".into(),
+            exited_at: Utc::now(),
+        }),
+    );
 }

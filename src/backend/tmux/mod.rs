@@ -7,6 +7,7 @@
 
 mod client;
 mod pane;
+mod pipe;
 
 use std::sync::Arc;
 
@@ -21,7 +22,7 @@ use super::tmux_control::{is_safe_name, send_bytes_commands};
 use super::{Backend, SpawnSpec, TermSize};
 use crate::output::Output;
 use crate::session::input::TermSignal;
-use client::{start_control_client, Ack};
+use client::{start_control_client, Request};
 
 /// Lines of pane history kept by tmux for sessions the hub creates.
 pub const TMUX_HISTORY_LIMIT: u32 = 50_000;
@@ -39,7 +40,7 @@ pub struct TmuxBackend {
     session_name: String,
     pane_id: String,
     pane_pid: Option<u32>,
-    commands: mpsc::UnboundedSender<(Vec<String>, Ack)>,
+    commands: mpsc::UnboundedSender<Request>,
 }
 
 fn invalid_name(name: &str) -> String {
@@ -139,7 +140,7 @@ impl TmuxBackend {
     async fn send_commands(&self, lines: Vec<String>) -> Result<(), String> {
         let (ack, done) = oneshot::channel();
         self.commands
-            .send((lines, ack))
+            .send(Request::new(lines, ack))
             .map_err(|_| "the tmux control client has exited".to_string())?;
         tokio::time::timeout(TMUX_CALL_TIMEOUT, done)
             .await
@@ -272,7 +273,7 @@ impl Backend for TmuxBackend {
         async move {
             // An empty batch tells the writer to detach the client and stop.
             let (ack, done) = oneshot::channel();
-            if self.commands.send((Vec::new(), ack)).is_ok() {
+            if self.commands.send(Request::new(Vec::new(), ack)).is_ok() {
                 let _ = tokio::time::timeout(TMUX_CALL_TIMEOUT, done).await;
             }
         }

@@ -1,0 +1,180 @@
+//! The pane's bytes through `pipe-pane` instead of control mode's `%output`.
+//!
+//! tmux formats every byte it sends a control client as octal-escaped `%output` text, and it
+//! reads a pane only as fast as that client drains it: a program printing a lot runs about
+//! 2.5x slower with the hub attached (#17). `pipe-pane` hands the same bytes, raw, to a
+//! command: it writes into a FIFO that a reader beside the tmux server (a host `sh`, or a
+//! non-TTY exec in the container) streams to the hub. The control client stays for commands,
+//! replies and the pane's state, with its `%output` for the pane switched off.
+//!
+//! Set-up, in order: the reader makes a private FIFO and prints its directory; the control
+//! client runs `pipe-pane` (the writer opens the FIFO, removes the directory, then copies);
+//! from tmux's reply on, the control reader ignores `%output` (bytes before the reply came
+//! that way, bytes after it come through the pipe, so nothing is lost or doubled); then
+//! `refresh-client -A '%N:off'` spares tmux the formatting. If anything fails, the session
+//! keeps streaming through `%output`.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::watch;
+
+use super::TmuxPlace;
+use crate::backend::tmux_place::TMUX_CALL_TIMEOUT;
+use crate::output::{ExitInfo, Output};
+
+/// Makes the FIFO, tells the hub where, then streams it (`cat` waits for the writer).
+const READER_SCRIPT: &str = "d=$(mktemp -d \"${TMPDIR:-/tmp}/agent-hub-pipe.XXXXXX\") && mkfifo \"$d/out\" && echo \"$d\" && exec cat \"$d/out\"";
+/// After the pane's exit is known, how long the pipe must stay quiet before the output ends.
+const DRAIN_QUIET: Duration = Duration::from_millis(250);
+
+/// A reader waiting for `pipe-pane` to open its FIFO.
+pub(super) struct PanePipe {
+    reader: Pin<Box<dyn AsyncRead + Send>>,
+    /// Keeps the host reader alive (it is killed when dropped).
+    _io: crate::backend::tmux_place::ReaderIo,
+    dir: String,
+}
+
+/// Whether `dir` is a directory name the reader script could have printed, safe to put in
+/// single quotes on a tmux command line.
+fn plain_path(dir: &str) -> bool {
+    dir.starts_with('/')
+        && dir.len() < 256
+        && dir
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-'))
+}
+
+/// The control-mode command that starts the pipe into `dir`'s FIFO.
+fn open_command(pane_id: &str, dir: &str) -> Option<String> {
+    (plain_path(dir) && crate::backend::tmux_control::is_safe_name(pane_id)).then(|| {
+        format!("pipe-pane -O -t {pane_id} \"exec >'{dir}/out' && rm -rf '{dir}' && exec cat\"")
+    })
+}
+
+/// The control-mode command that stops tmux formatting the pane's output for this client.
+pub(super) fn output_off_command(pane_id: &str) -> String {
+    format!("refresh-client -A '{pane_id}:off'")
+}
+
+/// The control-mode command that closes the pane's pipe (the reader then ends).
+pub(super) fn close_command(pane_id: &str) -> String {
+    format!("pipe-pane -t {pane_id}")
+}
+
+impl PanePipe {
+    /// Starts the reader and waits for its FIFO.
+    pub(super) async fn prepare(place: &TmuxPlace) -> Result<Self, String> {
+        let mut io = place.open_reader(READER_SCRIPT).await?;
+        let mut line = Vec::new();
+        let read_line = async {
+            let mut byte = [0u8; 1];
+            loop {
+                match io.reader.read(&mut byte).await {
+                    Ok(1) if byte[0] == b'\n' => return Ok(()),
+                    Ok(1) => line.push(byte[0]),
+                    Ok(_) => {
+                        return Err("the pipe reader ended before its FIFO was made".to_string())
+                    }
+                    Err(e) => return Err(format!("the pipe reader failed: {e}")),
+                }
+                if line.len() > 256 {
+                    return Err("the pipe reader printed no FIFO".into());
+                }
+            }
+        };
+        tokio::time::timeout(TMUX_CALL_TIMEOUT, read_line)
+            .await
+            .map_err(|_| "the pipe reader did not start".to_string())??;
+        let dir = String::from_utf8_lossy(&line).into_owned();
+        if !plain_path(&dir) {
+            return Err(format!("unexpected FIFO directory {dir:?}"));
+        }
+        let reader = std::mem::replace(&mut io.reader, Box::pin(tokio::io::empty()));
+        Ok(PanePipe {
+            reader,
+            _io: io,
+            dir,
+        })
+    }
+
+    /// The command that opens this pipe for `pane_id`.
+    pub(super) fn open_command(&self, pane_id: &str) -> Option<String> {
+        open_command(pane_id, &self.dir)
+    }
+
+    /// Unblocks and removes a FIFO that tmux never opened, so its reader ends.
+    pub(super) async fn abandon(self, place: &TmuxPlace) {
+        let script = format!(": > '{0}/out'; rm -rf '{0}'", self.dir);
+        if let Ok(mut io) = place.open_reader(&script).await {
+            let _ = tokio::time::timeout(TMUX_CALL_TIMEOUT, async {
+                let mut sink = Vec::new();
+                io.reader.read_to_end(&mut sink).await
+            })
+            .await;
+        }
+    }
+
+    /// Streams the pane's bytes into `output` until the pipe closes, or until it has been
+    /// quiet for a moment after the pane's exit (told by the control reader through `exit`);
+    /// then records the end of the output.
+    pub(super) async fn stream(
+        mut self,
+        output: Arc<Output>,
+        mut exit: watch::Receiver<Option<ExitInfo>>,
+    ) {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut known: Option<ExitInfo> = None;
+        loop {
+            tokio::select! {
+                read = self.reader.read(&mut buf) => match read {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => output.push(&buf[..n]),
+                },
+                changed = exit.changed(), if known.is_none() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                    known = exit.borrow().clone();
+                }
+                _ = tokio::time::sleep(DRAIN_QUIET), if known.is_some() => break,
+            }
+        }
+        if known.is_none() {
+            // The pipe closed first (the session was killed): the control reader has the why.
+            let told = tokio::time::timeout(TMUX_CALL_TIMEOUT, exit.wait_for(Option::is_some));
+            known = match told.await {
+                Ok(Ok(e)) => e.clone(),
+                _ => None,
+            };
+        }
+        output.finish(known.unwrap_or_else(|| ExitInfo {
+            exit_code: None,
+            reason: "tmux session closed".into(),
+            exited_at: Utc::now(),
+        }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_quote_only_plain_paths_and_pane_ids() {
+        assert_eq!(
+            open_command("%3", "/tmp/agent-hub-pipe.Ab12_x").as_deref(),
+            Some("pipe-pane -O -t %3 \"exec >'/tmp/agent-hub-pipe.Ab12_x/out' && rm -rf '/tmp/agent-hub-pipe.Ab12_x' && exec cat\"")
+        );
+        for dir in ["tmp/x", "/tmp/a b", "/tmp/a'b", "/tmp/$x", "/tmp/a\"b", ""] {
+            assert_eq!(open_command("%3", dir), None, "{dir}");
+        }
+        assert_eq!(open_command("%3; kill-server", "/tmp/x"), None);
+        assert_eq!(output_off_command("%3"), "refresh-client -A '%3:off'");
+        assert_eq!(close_command("%3"), "pipe-pane -t %3");
+    }
+}
