@@ -20,7 +20,10 @@
 //! 3. ingest throughput of `cat` of a 50 MB text file in the container, hub (WebSocket
 //!    subscriber, byte-exact) against a raw `tmux -C` control client through a non-TTY exec;
 //! 4. starting N agents concurrently until all are ready, then stopping them;
-//! 5. memory and CPU of the hub process with N attached idle agents.
+//! 5. memory and CPU of the hub process with N attached idle agents;
+//! 6. the producer's own cost (`producer.rs`): `seq 1 2000000` timing itself in a tmux session
+//!    no client watches and in the agent's session with the hub attached and one viewer, and
+//!    the hub's CPU per MB.
 //!
 //! Every echo row runs the same program in the same image, `bash --norc --noprofile` with
 //! `PS1='$ '` inside the image's tmux session `agent`, and types `#<token>` + Enter (a comment).
@@ -42,6 +45,8 @@ mod docker;
 mod echo;
 #[path = "docker_agents/ingest.rs"]
 mod ingest;
+#[path = "docker_agents/producer.rs"]
+mod producer;
 #[path = "docker_agents/scale.rs"]
 mod scale;
 
@@ -73,6 +78,7 @@ struct Plan {
     talk_samples: usize,
     ingest_runs: usize,
     file_lines: usize,
+    producer_runs: usize,
     concurrent: usize,
     idle_agents: usize,
     /// How many of the idle agents are started at once.
@@ -95,11 +101,12 @@ impl Plan {
             talk_samples: if quick { 60 } else { 200 },
             ingest_runs: args.number("--ingest-runs", if quick { 1 } else { 5 })?,
             file_lines: 500_000,
+            producer_runs: args.number("--producer-runs", if quick { 1 } else { 3 })?,
             concurrent: args.number("--concurrent", 50)?,
             idle_agents: args.number("--idle-agents", 100)?,
             idle_wave: args.number("--idle-wave", 25)?.max(1),
             idle_window: Duration::from_secs(10),
-            parts: args.parts(5)?,
+            parts: args.parts(6)?,
         })
     }
 
@@ -223,7 +230,7 @@ fn bench_config(hub_id: &str, data_dir: &Path, image: &str, plan: &Plan) -> Resu
         "hub_id = \"{hub_id}\"\ndata_dir = \"{}\"\ntmux_socket = \"ah-{hub_id}\"\n",
         data_dir.display()
     );
-    for id in ["echo", "ingest"]
+    for id in ["echo", "ingest", "producer"]
         .map(String::from)
         .into_iter()
         .chain(scale_ids(plan.scale_agents()))
@@ -349,6 +356,22 @@ async fn measure_all(
         eprintln!("3. measuring ingest throughput...");
         let ingest = ingest::measure_ingest(hut, &docker, &raw_container, plan, dir).await?;
         ingest::report_ingest(&ingest, &mut summary);
+    }
+    if plan.runs(6) {
+        eprintln!("6. measuring the producer's own cost...");
+        let (bare, hub) = producer::measure_producer(hut, plan).await?;
+        for [name, n, value, target, result] in
+            common::producer::summary("container agent", &bare, &hub)
+        {
+            summary.push(SummaryRow {
+                name,
+                n,
+                p50: value,
+                p99: "-".into(),
+                target,
+                result,
+            });
+        }
     }
     let _ = docker_cli(&["rm", "-f", &raw_container]);
     print_summary(&summary);

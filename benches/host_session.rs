@@ -14,7 +14,9 @@
 //! 3. ingest throughput of `cat` of a 100 MB text file, hub (seen by a WebSocket subscriber,
 //!    byte-exact) against a bare portable-pty, interleaved;
 //! 4. security costs (`security.rs`): echo through the redacted stream against the raw one,
-//!    the hold on a possible secret prefix, and the audit log's cost per `send_line`.
+//!    the hold on a possible secret prefix, and the audit log's cost per `send_line`;
+//! 5. the producer's own cost (`producer.rs`): `seq 1 2000000` timing itself in a bare
+//!    portable-pty and in a hub session with one WebSocket viewer, and the hub's CPU per MB.
 //!
 //! Echo fairness: every echo row runs the same program, `bash --norc --noprofile` with
 //! `PS1='$ '`, and types the same kind of line, `#<token>` + Enter (a shell comment, so Enter
@@ -40,6 +42,8 @@ mod common;
 mod echo;
 #[path = "host_session/ingest.rs"]
 mod ingest;
+#[path = "host_session/producer.rs"]
+mod producer;
 #[path = "host_session/security.rs"]
 mod security;
 
@@ -69,6 +73,7 @@ struct Plan {
     talk_samples: usize,
     cat_runs: usize,
     file_lines: usize,
+    producer_runs: usize,
 }
 
 impl Plan {
@@ -76,7 +81,7 @@ impl Plan {
         let quick = args.quick();
         Ok(Plan {
             options: args.options(),
-            parts: args.parts(4)?,
+            parts: args.parts(5)?,
             warmup: if quick { 10 } else { 30 },
             echo_samples: if quick { 100 } else { 300 },
             paced_samples: if quick { 50 } else { 150 },
@@ -85,6 +90,7 @@ impl Plan {
             talk_samples: if quick { 60 } else { 200 },
             cat_runs: if quick { 1 } else { 3 },
             file_lines: 1_000_000,
+            producer_runs: if quick { 1 } else { 3 },
         })
     }
 
@@ -241,6 +247,11 @@ fn run(plan: &Plan) -> Result<()> {
             eprintln!("measuring security costs...");
             let security = security::measure(&rt, &hut, plan, &dirs)?;
             security::print(&security);
+        }
+        if plan.runs(5) {
+            eprintln!("measuring the producer's own cost...");
+            let (bare, hub) = producer::measure_producer(&rt, &hut, plan, &dirs.work)?;
+            common::producer::print(&common::producer::summary("host PTY session", &bare, &hub));
         }
         Ok(())
     })();

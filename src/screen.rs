@@ -13,8 +13,11 @@ use serde::{Deserialize, Serialize};
 use crate::backend::TermSize;
 use crate::escape::{self, Kind};
 
-/// Rows of emulator scrollback kept for rendered reads.
-pub const SCREEN_SCROLLBACK_ROWS: usize = 2000;
+/// Rows of emulator scrollback kept for rendered reads: as many as one read returns at most
+/// ([`READ_MAX_LINES`]). Each row costs 32 bytes a column (~0.75 MB at 120 columns for all
+/// of them); 2,000 rows made a busy agent cost 7.7 MB (#12 item 7) for lines no read could
+/// return in one go. The byte ring keeps the output itself.
+pub const SCREEN_SCROLLBACK_ROWS: usize = READ_MAX_LINES;
 /// Default and largest `max_lines` of a rendered read.
 pub const READ_DEFAULT_LINES: usize = 40;
 pub const READ_MAX_LINES: usize = 200;

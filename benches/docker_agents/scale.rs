@@ -23,6 +23,9 @@ const SETTLE: Duration = Duration::from_secs(2);
 /// Hub memory per idle agent, beyond the scrollback bytes it holds.
 const RSS_PER_AGENT_TARGET_KB: f64 = 256.0;
 const IDLE_CPU_TARGET_PCT: f64 = 1.0;
+/// Lines each agent prints before the busy reading, and the target per busy agent (#12 item 7).
+const BUSY_LINES: u32 = 5000;
+const RSS_PER_BUSY_AGENT_TARGET_KB: f64 = 1024.0;
 
 struct OpsSummary {
     requested: usize,
@@ -132,6 +135,10 @@ pub struct IdleResults {
     cpu_secs: f64,
     wall_secs: f64,
     dockerd_cpu_secs: Option<f64>,
+    /// After every agent printed [`BUSY_LINES`] lines and its screen was read: RSS and RssAnon,
+    /// and the bytes then held in the rings.
+    rss_busy: (u64, u64),
+    ring_busy: u64,
     stop: OpsSummary,
     parts: MemoryParts,
 }
@@ -216,6 +223,10 @@ pub async fn measure_idle(hut: &HubUnderTest, plan: &Plan) -> Result<IdleResults
     );
     let wall_secs = t0.elapsed().as_secs_f64();
     let rss_trimmed = trim_heap().then(rss_kb);
+    make_busy(hut, &ids).await?;
+    tokio::time::sleep(SETTLE).await;
+    let rss_busy = rss_kb();
+    let ring_busy = ring_bytes(hut, capacity).await?;
     let (results, wall) = agent_ops(hut.client.base(), &ids, "stop").await;
     Ok(IdleResults {
         start,
@@ -228,9 +239,25 @@ pub async fn measure_idle(hut: &HubUnderTest, plan: &Plan) -> Result<IdleResults
         cpu_secs: cpu1 - cpu0,
         wall_secs,
         dockerd_cpu_secs: dockerd1.zip(dockerd0).map(|(a, b)| a - b),
+        rss_busy,
+        ring_busy,
         stop: summarize(results, wall, AgentStatus::Stopped),
         parts: memory_parts(plan.idle_agents.max(1), capacity),
     })
+}
+
+/// Has every agent print [`BUSY_LINES`] lines (a talk each, so the output is all in), then
+/// reads each screen once, as a viewer or a policy would.
+async fn make_busy(hut: &HubUnderTest, ids: &[String]) -> Result<()> {
+    let command = format!("seq 1 {BUSY_LINES}");
+    for id in ids {
+        let Some(sid) = hut.client.agent(id).await?.agent.session_id else {
+            continue;
+        };
+        hut.client.talk(&sid, &command, Some(60_000)).await?;
+        let _ = hut.client.term_read(&sid, &Default::default()).await?;
+    }
+    Ok(())
 }
 
 /// Starts `ids`, `wave` at a time; one summary over all of them.
@@ -321,6 +348,19 @@ pub fn report_idle(r: &IdleResults, summary: &mut Vec<SummaryRow>) {
         format!("{beyond:.1} kB"),
         &rss_target,
         verdict(n > 0 && beyond <= RSS_PER_AGENT_TARGET_KB),
+    ));
+    let busy = per_agent_kb(r.rss_before.0, r.rss_busy.0, n)
+        - r.ring_busy as f64 / 1024.0 / n.max(1) as f64;
+    println!(
+        "| after each printed {BUSY_LINES} lines: VmRSS (kB), RSS per agent beyond the ring bytes it holds (kB) | {} (RssAnon {}), {busy:.1} |",
+        r.rss_busy.0, r.rss_busy.1
+    );
+    summary.push(SummaryRow::value(
+        &format!("{n} busy agents (each printed {BUSY_LINES} lines): hub RSS per agent beyond its byte ring"),
+        n,
+        format!("{busy:.1} kB"),
+        &format!("<= {RSS_PER_BUSY_AGENT_TARGET_KB:.0} kB"),
+        verdict(n > 0 && busy <= RSS_PER_BUSY_AGENT_TARGET_KB),
     ));
     summary.push(SummaryRow::value(
         &format!("{n} idle agents: hub CPU over {:.0} s", r.wall_secs),
