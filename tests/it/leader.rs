@@ -260,13 +260,71 @@ async fn a_leader_in_its_container_drives_its_team_and_nothing_else() {
     assert!(reported, "the report reached the leader's terminal");
     let (code, _, err) = inside(&w1, &["send", &w2_session, "rm -rf /tmp/x"]);
     assert_ne!(code, 0, "a worker cannot type into another worker: {err}");
+    assert!(err.contains("PTY_SESSION_NOT_FOUND"), "{err}");
     let (code, _, err) = inside(&w1, &["send", "--to-agent", "w2", "hello"]);
     assert_ne!(code, 0, "{err}");
+    assert!(err.contains("NOT_FOUND"), "{err}");
+    // The same from the worker's own MCP client: its own terminal is read-only to it.
+    let mcp = mcp_inside(&w1).await;
+    let (err, v) = call(
+        &mcp,
+        "k_pty",
+        json!({"action": "send_line", "session_id": w1_session, "data": "x"}),
+    )
+    .await;
+    assert!(err && v["error_code"] == "FORBIDDEN", "{v}");
+    let (err, v) = call(
+        &mcp,
+        "k_pty",
+        json!({"action": "term_read", "session_id": w2_session}),
+    )
+    .await;
+    // (an id no session has is then tried as an agent id or label: NOT_FOUND)
+    assert!(err && v["error_code"] == "NOT_FOUND", "{v}");
+    let (err, v) = call(
+        &mcp,
+        "k_agents",
+        json!({"action": "restart", "agent_id": "w1"}),
+    )
+    .await;
+    assert!(err && v["error_code"] == "FORBIDDEN", "{v}");
+    mcp.cancel().await.ok();
     let (code, out, err) = inside(&w1, &["ls", "--json"]);
     assert_eq!(code, 0, "{err}");
     assert!(
         out.contains(&w1_session) && !out.contains(&w2_session),
         "{out}"
+    );
+
+    // The leader runs its team's containers over MCP: restart w1 and wait until its agent is
+    // idle again, read its state, stop w2.
+    let mcp = mcp_inside(&lead).await;
+    let (err, v) = call(
+        &mcp,
+        "k_agents",
+        json!({"action": "restart", "agent_id": "w1"}),
+    )
+    .await;
+    assert!(!err, "{v}");
+    let (err, v) = call(
+        &mcp,
+        "k_agents",
+        json!({"action": "wait_state", "agent_id": "w1", "states": ["idle"], "timeout_ms": 20000}),
+    )
+    .await;
+    assert!(!err && v["reached"] == true && v["state"] == "idle", "{v}");
+    let (err, v) = call(
+        &mcp,
+        "k_agents",
+        json!({"action": "state", "agent_id": "w1"}),
+    )
+    .await;
+    assert!(!err && v["state"] == "idle", "{v}");
+    let (_, after) = hub.get("/v1/agents/w1").await;
+    assert_ne!(
+        after["agent"]["session_id"].as_str(),
+        Some(w1_session.as_str()),
+        "a restart gives a new session: {after}"
     );
 
     // A stopped agent's credential is refused.
@@ -275,8 +333,24 @@ async fn a_leader_in_its_container_drives_its_team_and_nothing_else() {
         .unwrap()
         .trim()
         .to_string();
-    let (status, _) = hub.post("/v1/agents/w2/stop", json!({})).await;
-    assert_eq!(status, 200);
+    let (err, v) = call(
+        &mcp,
+        "k_agents",
+        json!({"action": "stop", "agent_id": "w2"}),
+    )
+    .await;
+    assert!(!err, "{v}");
+    let (err, v) = call(
+        &mcp,
+        "k_agents",
+        json!({"action": "state", "agent_id": "w2"}),
+    )
+    .await;
+    assert!(
+        !err && v["state"] == "exited",
+        "a stopped agent reads as exited: {v}"
+    );
+    mcp.cancel().await.ok();
     let refused = reqwest::Client::new()
         .get(format!("{}/v1/pty/sessions", hub.base))
         .bearer_auth(&old)

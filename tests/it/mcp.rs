@@ -213,6 +213,45 @@ async fn scenario(client: &Client, transport: &str) {
     );
     assert_eq!(screen["session_id"], id.as_str());
 
+    // resize, keys and signal, each seen to take effect in the terminal.
+    ok(
+        client,
+        "k_pty",
+        json!({"action": "resize", "session_id": label, "cols": 101, "rows": 31}),
+    )
+    .await;
+    let size = ok(
+        client,
+        "k_pty",
+        json!({"action": "talk", "session_id": label, "command": "stty size", "timeout_ms": 15000}),
+    )
+    .await;
+    assert_eq!(size["output"], "31 101\n", "{size}");
+    for (interrupt, args) in [
+        (
+            "keys",
+            json!({"action": "keys", "session_id": label, "keys": ["C-c"]}),
+        ),
+        (
+            "signal",
+            json!({"action": "signal", "session_id": label, "signal": "SIGINT"}),
+        ),
+    ] {
+        ok(
+            client,
+            "k_pty",
+            json!({"action": "send_line", "session_id": label, "data": "sleep 60"}),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        ok(client, "k_pty", args).await;
+        // The shell answers again only once the sleep was interrupted.
+        let started = Instant::now();
+        let back = ok(client, "k_pty", json!({"action": "talk", "session_id": label, "command": format!("echo back-from-{interrupt}"), "timeout_ms": 15000})).await;
+        assert_eq!(back["output"], format!("back-from-{interrupt}\n"), "{back}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{interrupt}");
+    }
+
     // resolve: by label, AMBIGUOUS with the matches, NOT_FOUND; a session argument alike.
     let resolved = ok(
         client,

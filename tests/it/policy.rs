@@ -377,9 +377,22 @@ async fn serve_reloads_on_sighup_and_the_policy_commands_work() {
         !v["checks"][0]["reason"].as_str().unwrap().is_empty(),
         "{v}"
     );
+    // The judgement behind it: which profile, which rule, on what evidence.
+    let check = &v["checks"][0];
+    assert_eq!(check["profile"], "shell", "{v}");
+    let rule = check["rule"].as_str().expect("rule").to_string();
+    assert!(!rule.is_empty(), "{v}");
+    assert!(
+        check["evidence"].as_array().is_some_and(|e| !e.is_empty()),
+        "{v}"
+    );
     let text = tokio::task::block_in_place(|| cli(&["policy", "check"]));
     let text = String::from_utf8_lossy(&text.stdout).into_owned();
     assert!(text.contains(&sid) && text.contains("fast-idle"), "{text}");
+    assert!(
+        text.contains("profile shell (") && text.contains(&format!("rule {rule}: ")),
+        "{text}"
+    );
     let sent = tokio::task::block_in_place(|| cli(&["send", "--submit", &sid, "echo hi"]));
     let sent_text = String::from_utf8_lossy(&sent.stdout).into_owned();
     assert!(sent.status.success(), "{sent:?}");

@@ -231,8 +231,9 @@ fn percentile(samples: &mut [Duration], p: f64) -> Duration {
     samples[i]
 }
 
-/// Prints p50 and p95 (and fails past 3 s); returns p50.
-fn report_latency(cli: &str, samples: &mut [Duration]) -> Duration {
+/// Prints p50 and p95; fails at a p50 of 1 s or more (the bound on reporting a change
+/// the screen shows) or a p95 past 3 s (one slow look on a loaded machine is tolerated).
+fn report_latency(cli: &str, samples: &mut [Duration]) {
     let p50 = percentile(samples, 0.5);
     let p95 = percentile(samples, 0.95);
     println!(
@@ -241,8 +242,8 @@ fn report_latency(cli: &str, samples: &mut [Duration]) -> Duration {
         p50.as_secs_f64() * 1000.0,
         p95.as_secs_f64() * 1000.0
     );
+    assert!(p50 < Duration::from_secs(1), "{cli}: p50 {p50:?}");
     assert!(p95 < Duration::from_secs(3), "{cli}: p95 {p95:?}");
-    p50
 }
 
 /// A state held for `for_` (polled every 100 ms).
@@ -500,8 +501,7 @@ async fn codex_states_on_the_real_cli() {
         );
     }
     // The title spinner ends with the turn: idle well within a second of the screen.
-    let p50 = report_latency("codex", &mut samples);
-    assert!(p50 < Duration::from_secs(1), "codex: p50 {p50:?}");
+    report_latency("codex", &mut samples);
 
     // Exited: Ctrl-C (a second one if the first only asks to press it again).
     keys(&hub, &id, &["C-c"]).await;
@@ -576,4 +576,108 @@ async fn an_idle_policy_stops_real_claude_code_on_time_and_never_while_it_stream
     assert!(wait_until(t, || async { pane(&hub, &target).contains(AFTER_TOOL) }).await);
     let session = hub.hub.get(&id).unwrap();
     crate::policy_support::assert_stopped_on_time(&hub, session, events).await;
+}
+
+/// The stability fallback on a real CLI, held still: with a profile of no rules (only the
+/// fallback, 1.5 s, nothing masked), Claude Code is `working` while its spinner turns; frozen
+/// mid-reply (SIGSTOP of the pane's process group) it becomes `idle` by `fallback:stable` at
+/// most 1 s after the delay, with no output, no request and no look from anyone to prompt it;
+/// woken again it is `working`, and `idle` once the reply ends.
+#[tokio::test]
+async fn a_real_cli_held_still_settles_by_the_stability_fallback_on_time() {
+    let Some(claude) = cli("claude") else { return };
+    const STABLE_AFTER: Duration = Duration::from_millis(1500);
+    let standin = ModelStandIn::start().await;
+    let dir = crate::policy_support::policies_dir();
+    std::fs::write(
+        dir.path().join("agents/held-still.toml"),
+        format!(
+            "names = [\"held-still\"]\nbottom_rows = 24\nstable_after_ms = {}\nstable_state = \"idle\"\n",
+            STABLE_AFTER.as_millis()
+        ),
+    )
+    .unwrap();
+    let hub = crate::policy_support::hub_with_policies(&dir, "").await;
+    let home = Home::new();
+    let env = home.claude_env(&standin, false);
+    let (id, target) = start(&hub, &claude, "held-still", &home, env).await;
+    let t = Duration::from_secs(30);
+    claude_prompt(&hub, &target).await;
+    let idle = wait_state(&hub, &id, "idle", t).await;
+    assert_eq!(
+        (idle["profile"].as_str(), idle["rule"].as_str()),
+        (Some("held-still"), Some("fallback:stable")),
+        "{idle}"
+    );
+
+    submit(&hub, &id, "answer slowly", false).await;
+    assert!(
+        wait_until(t, || async { pane(&hub, &target).contains("word2") }).await,
+        "{}",
+        pane(&hub, &target)
+    );
+    let working = wait_state(&hub, &id, "working", t).await;
+    assert_eq!(working["rule"], "fallback:changing", "{working}");
+
+    // Frozen: nothing prints, and nobody asks until the state change has had its time.
+    let pane_pid: i32 = String::from_utf8_lossy(
+        &std::process::Command::new("tmux")
+            .args(["-L", &hub.tmux_socket, "display", "-p", "-t", &target])
+            .arg("#{pane_pid}")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .trim()
+    .parse()
+    .expect("pane pid");
+    let mut events = hub.hub.subscribe_events();
+    let frozen = Frozen::new(nix::unistd::Pid::from_raw(pane_pid));
+    let session = hub.hub.get(&id).unwrap();
+    tokio::time::sleep(STABLE_AFTER + Duration::from_millis(1500)).await;
+    let last_output = session.output().last_output_at().expect("output");
+    let settled = std::iter::from_fn(|| events.try_recv().ok())
+        .map(|e| crate::policy_support::event_value(&e))
+        .find(|e| e["type"] == "session_state_changed" && e["sessionId"] == id.as_str())
+        .expect("a state change while frozen, with no look from outside");
+    assert_eq!(
+        (settled["state"].as_str(), settled["rule"].as_str()),
+        (Some("idle"), Some("fallback:stable")),
+        "{settled}"
+    );
+    let at: chrono::DateTime<chrono::Utc> = settled["at"].as_str().unwrap().parse().unwrap();
+    let after_output = (at - last_output).to_std().unwrap_or_default();
+    assert!(
+        after_output <= STABLE_AFTER + Duration::from_secs(1),
+        "reported {after_output:?} after the last output (delay {STABLE_AFTER:?}): {settled}"
+    );
+    println!("real-cli held still: idle by fallback:stable {after_output:?} after the last output");
+
+    // Woken: the spinner turns again, and the reply finishes.
+    drop(frozen);
+    let working = wait_state(&hub, &id, "working", t).await;
+    assert_eq!(working["rule"], "fallback:changing", "{working}");
+    assert!(wait_until(t, || async { pane(&hub, &target).contains("word7") }).await);
+    wait_state(&hub, &id, "idle", t).await;
+}
+
+/// A process group stopped (SIGSTOP) until dropped (SIGCONT), even when the test fails.
+struct Frozen(nix::unistd::Pid);
+
+impl Frozen {
+    fn new(group: nix::unistd::Pid) -> Self {
+        let frozen = Frozen(group);
+        frozen.signal(nix::sys::signal::Signal::SIGSTOP);
+        frozen
+    }
+
+    fn signal(&self, sig: nix::sys::signal::Signal) {
+        nix::sys::signal::killpg(self.0, sig).expect("signal the pane's process group");
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        self.signal(nix::sys::signal::Signal::SIGCONT);
+    }
 }

@@ -146,6 +146,10 @@ async fn agent_credentials_are_scoped_to_their_team() {
         ("POST /v1/pty/send_line_to_agent", r#"{"agent_id":"w1","data":"x"}"#, 403, "FORBIDDEN"),
         ("POST /v1/pty/send_line_to_agent", r#"{"agent_id":"wb","data":"x"}"#, 404, "NOT_FOUND"),
         ("POST /v1/pty/resolve", r#"{"agent_id":"w2"}"#, 404, "NOT_FOUND"),
+        ("GET /v1/pty/sessions/{w2}/stream", "", 404, "PTY_SESSION_NOT_FOUND"),
+        ("GET /v1/pty/sessions/{w2}/state", "", 404, "PTY_SESSION_NOT_FOUND"),
+        ("GET /v1/pty/sessions/{w2}/state?wait=idle&timeout_ms=100", "", 404, "PTY_SESSION_NOT_FOUND"),
+        ("POST /v1/agents/w1/restart", "", 403, "FORBIDDEN"),
     ];
     for (route, body, status, want) in w1_no {
         let (got, v) = f.call(&f.w1, route, body).await;
@@ -173,6 +177,13 @@ async fn agent_credentials_are_scoped_to_their_team() {
         ("GET /v1/agents/wb/state", "", 404, "AGENT_NOT_FOUND"),
         ("POST /v1/pty/send_line_to_agent", r#"{"agent_id":"wb","data":"x"}"#, 404, "NOT_FOUND"),
         ("POST /v1/pty/resolve", r#"{"agent_id":"wb"}"#, 404, "NOT_FOUND"),
+        ("POST /v1/pty/sessions/{wb}/term_read", "{}", 404, "PTY_SESSION_NOT_FOUND"),
+        ("POST /v1/pty/sessions/{wb}/send_line", r#"{"data":"x"}"#, 404, "PTY_SESSION_NOT_FOUND"),
+        ("POST /v1/pty/sessions/{wb}/keys", r#"{"keys":["Enter"]}"#, 404, "PTY_SESSION_NOT_FOUND"),
+        ("POST /v1/pty/sessions/{wb}/resize", r#"{"cols":80,"rows":24}"#, 404, "PTY_SESSION_NOT_FOUND"),
+        ("GET /v1/pty/sessions/{wb}/state?wait=idle&timeout_ms=100", "", 404, "PTY_SESSION_NOT_FOUND"),
+        ("POST /v1/agents/wb/start", "", 404, "AGENT_NOT_FOUND"),
+        ("POST /v1/agents/wb/restart", "", 404, "AGENT_NOT_FOUND"),
     ];
     for (route, body, status, want) in lead_no {
         let (got, v) = f.call(&f.lead, route, body).await;
