@@ -13,10 +13,11 @@ use serde::{Deserialize, Serialize};
 use crate::backend::TermSize;
 use crate::escape::{self, Kind};
 
-/// Rows of emulator scrollback kept for rendered reads: as many as one read returns at most
-/// ([`READ_MAX_LINES`]). Each row costs 32 bytes a column (~0.75 MB at 120 columns for all
-/// of them); 2,000 rows made a busy agent cost 7.7 MB (#12 item 7) for lines no read could
-/// return in one go. The byte ring keeps the output itself.
+/// Rows kept above the screen for rendered reads: as many as one read returns at most
+/// ([`READ_MAX_LINES`]). They are kept as plain text (a row's text and whether it wraps), not
+/// as emulator rows: an emulator row costs 32 bytes a column (~0.75 MB for 200 rows at 120
+/// columns, which made a busy agent cost 7.7 MB at 2,000 rows, #12 item 7), a text row about
+/// what it says. The byte ring keeps the output itself.
 pub const SCREEN_SCROLLBACK_ROWS: usize = READ_MAX_LINES;
 /// Default and largest `max_lines` of a rendered read.
 pub const READ_DEFAULT_LINES: usize = 40;
@@ -28,7 +29,10 @@ pub const READ_MAX_CHARS: usize = 50_000;
 /// What the emulator reports besides the screen itself.
 #[derive(Default)]
 struct Events {
-    /// Rows discarded from the top of the scrollback (normal screen only).
+    /// Rows that scrolled off the top of the normal screen, oldest first, as (text, wrapped):
+    /// the scrollback rendered reads return (at most [`SCREEN_SCROLLBACK_ROWS`]).
+    history: std::collections::VecDeque<(String, bool)>,
+    /// Rows discarded from the top of `history`.
     discarded_rows: u64,
     /// Answers to terminal queries (cursor position, device attributes) seen in the output.
     replies: Vec<Vec<u8>>,
@@ -41,10 +45,15 @@ impl vt100::Callbacks for Events {
         self.title = String::from_utf8_lossy(title).into_owned();
     }
 
-    fn on_scroll(&mut self, _row: vt100::capture::RowContents<'_>, alternate_screen: bool) {
-        if !alternate_screen {
+    fn on_scroll(&mut self, row: vt100::capture::RowContents<'_>, alternate_screen: bool) {
+        if alternate_screen {
+            return;
+        }
+        if self.history.len() >= SCREEN_SCROLLBACK_ROWS {
+            self.history.pop_front();
             self.discarded_rows += 1;
         }
+        self.history.push_back(row_text(&row));
     }
 
     fn unhandled_csi(
@@ -71,6 +80,30 @@ impl vt100::Callbacks for Events {
             (Some(b'>'), 'c', 0) => self.replies.push(b"\x1b[>1;10;0c".to_vec()),
             _ => {}
         }
+    }
+}
+
+/// A row that left the screen as (plain text, wrapped), as [`vt100::Screen::rows`] and
+/// [`vt100::Screen::row_wrapped`] give a row still on it.
+fn row_text(row: &vt100::capture::RowContents<'_>) -> (String, bool) {
+    let mut formatted = String::new();
+    let mut state = vt100::capture::BasicFormattedCaptureState::new();
+    let _ = row.write_formatted_basic(&mut formatted, &mut state);
+    let text: String = vt100::capture::basic_formatted_to_plain(&formatted).collect();
+    // The capture state knows whether the row ended a line, but only says so by starting the
+    // next capture with a newline: ask for one more and stop at its first character.
+    let mut probe = FirstChar(None);
+    let _ = row.write_formatted_basic(&mut probe, &mut state);
+    (text, probe.0 != Some('\n'))
+}
+
+/// A writer that keeps the first character written and refuses the rest.
+struct FirstChar(Option<char>);
+
+impl std::fmt::Write for FirstChar {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0 = s.chars().next();
+        Err(std::fmt::Error)
     }
 }
 
@@ -169,7 +202,8 @@ impl Screen {
     }
 
     fn parser(rows: NonZeroU16, cols: NonZeroU16) -> vt100::Parser<Events> {
-        vt100::Parser::new_with_callbacks(rows, cols, SCREEN_SCROLLBACK_ROWS, Events::default())
+        // No emulator scrollback: rows that leave the screen are kept as text (`Events`).
+        vt100::Parser::new_with_callbacks(rows, cols, 0, Events::default())
     }
 
     /// Absolute output offset the emulator has processed up to.
@@ -236,28 +270,14 @@ impl Screen {
     }
 
     /// Every row kept (scrollback, then screen), oldest first, as (text, wrapped).
-    fn all_rows(&mut self) -> Vec<(String, bool)> {
-        let screen = self.parser.screen_mut();
-        let (rows, cols) = screen.size();
-        let (rows, cols) = (rows.get(), cols.get());
+    fn all_rows(&self) -> Vec<(String, bool)> {
+        let screen = self.parser.screen();
+        let cols = screen.size().1.get();
         let mut out = Vec::new();
         if !screen.alternate_screen() {
-            // The scrollback is read through the view offset, a screenful at a time.
-            screen.set_scrollback(usize::MAX);
-            let mut offset = screen.scrollback();
-            while offset > 0 {
-                screen.set_scrollback(offset);
-                let take = offset.min(rows as usize);
-                let texts: Vec<String> = screen.rows(0, cols).take(take).collect();
-                for (i, text) in texts.into_iter().enumerate() {
-                    out.push((text, screen.row_wrapped(i as u16)));
-                }
-                offset -= take;
-            }
-            screen.set_scrollback(0);
+            out.extend(self.parser.callbacks().history.iter().cloned());
         }
-        let texts: Vec<String> = screen.rows(0, cols).collect();
-        for (i, text) in texts.into_iter().enumerate() {
+        for (i, text) in screen.rows(0, cols).enumerate() {
             out.push((text, screen.row_wrapped(i as u16)));
         }
         out
@@ -519,6 +539,78 @@ mod tests {
             (r.text.as_str(), r.dropped_chars, r.truncated),
             ("b\ncccc", 8, true)
         );
+    }
+
+    /// Every row of a vt100 emulator with ample scrollback, read the old way (through the
+    /// view offset): the oracle for the text history.
+    fn rows_of_an_emulator_with_scrollback(bytes: &[u8], size: TermSize) -> Vec<(String, bool)> {
+        let mut parser = vt100::Parser::new(nz(size.rows), nz(size.cols), 10_000);
+        parser.process(bytes);
+        let screen = parser.screen_mut();
+        let mut out = Vec::new();
+        screen.set_scrollback(usize::MAX);
+        let mut offset = screen.scrollback();
+        while offset > 0 {
+            screen.set_scrollback(offset);
+            let take = offset.min(size.rows as usize);
+            let texts: Vec<String> = screen.rows(0, size.cols).take(take).collect();
+            for (i, text) in texts.into_iter().enumerate() {
+                out.push((text, screen.row_wrapped(i as u16)));
+            }
+            offset -= take;
+        }
+        screen.set_scrollback(0);
+        let texts: Vec<String> = screen.rows(0, size.cols).collect();
+        for (i, text) in texts.into_iter().enumerate() {
+            out.push((text, screen.row_wrapped(i as u16)));
+        }
+        out
+    }
+
+    #[test]
+    fn rows_that_leave_the_screen_keep_their_text_and_wrapping() {
+        let size = TermSize { cols: 12, rows: 3 };
+        let stream = [
+            "plain line\r\n",
+            "\x1b[31mred\x1b[0m and \x1b[1;44mbold blue\x1b[0m\r\n",
+            "a line long enough to wrap twice over\r\n",
+            "wrap at a space: abcdefghij k\r\n",
+            "wide 漢字漢字漢字 chars\r\n",
+            "overwritten\rOVER\r\n",
+            "erased tail\x1b[5D\x1b[K\r\n",
+            "\x1b[42m          \x1b[0m\r\n",
+            "\r\n\r\nlast",
+        ]
+        .concat();
+        let mut s = Screen::new(size);
+        // Fed in pieces, as output arrives.
+        for (i, piece) in stream.as_bytes().chunks(7).enumerate() {
+            s.feed((i * 7) as u64, piece);
+        }
+        let oracle = rows_of_an_emulator_with_scrollback(stream.as_bytes(), size);
+        let ours = s.all_rows();
+        assert!(oracle.len() > 10, "the stream scrolls: {oracle:?}");
+        let trimmed = |rows: Vec<(String, bool)>| -> Vec<(String, bool)> {
+            // Reads trim the end of rows that do not wrap; trailing blanks are not content.
+            rows.into_iter()
+                .map(|(t, w)| (if w { t } else { t.trim_end().to_string() }, w))
+                .collect()
+        };
+        assert_eq!(trimmed(ours), trimmed(oracle));
+        // And the reads built on them.
+        let tail = s.read(&TermReadRequest {
+            max_lines: Some(200),
+            ..Default::default()
+        });
+        assert_eq!(tail.lines[0], "plain line");
+        assert!(tail
+            .lines
+            .contains(&"a line long enough to wrap twice over".to_string()));
+        assert!(tail
+            .lines
+            .contains(&"wrap at a space: abcdefghij k".to_string()));
+        assert!(tail.lines.iter().any(|l| l.starts_with("wide 漢字")));
+        assert!(tail.lines.contains(&"OVERwritten".to_string()));
     }
 
     #[test]

@@ -89,6 +89,9 @@ impl WsView {
                 } => {
                     self.resyncs += 1;
                     self.dropped += dropped_bytes;
+                    if let Some(t) = &mut self.tally {
+                        t.skip(dropped_bytes);
+                    }
                     self.next_offset = offset;
                 }
                 ServerFrame::Exit { exit_code, reason } => {

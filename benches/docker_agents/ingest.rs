@@ -217,7 +217,7 @@ async fn hub_ingest(
     let done = tally.done_at.unwrap_or_else(Instant::now);
     run.ws_lag_ms = ws_lag_ms(ingested, done).await;
     run.secs = done.duration_since(start).as_secs_f64();
-    run.received = tally.received.min(file.expected);
+    run.received = (tally.received - tally.skipped).min(file.expected);
     run.exact = tally.exact(file.expected_hash);
     run.chunks = view.frames - frames_before;
     run.resyncs = view.resyncs;
@@ -339,7 +339,7 @@ async fn raw_ingest(
     raw.detach().await;
     let done = tally.done_at.unwrap_or_else(Instant::now);
     run.secs = done.duration_since(start).as_secs_f64();
-    run.received = tally.received.min(file.expected);
+    run.received = (tally.received - tally.skipped).min(file.expected);
     run.exact = tally.exact(file.expected_hash);
     run.chunks = chunks;
     Ok(run)

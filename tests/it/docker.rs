@@ -11,6 +11,7 @@ use crate::docker_support::{
 };
 use crate::hub_process::{free_port, HubProcess};
 use crate::require_docker;
+use crate::stream::{connect, Tally};
 use crate::support::{wait_until, TestHub, OWNER_FIELDS};
 
 const T: Duration = Duration::from_secs(20);
@@ -156,6 +157,54 @@ async fn full_lifecycle_with_terminal_operations_inside_the_container() {
     );
     assert_eq!(tmux_clients(&container), 1);
     hub.post("/v1/agents/w1/stop", json!({})).await;
+}
+
+/// A container agent floods its pane (10 MB) with a fast and a slow WebSocket viewer attached:
+/// the flood ends in time (no viewer throttles the pane), and each viewer gets to the end,
+/// every byte received or reported dropped. A lost wake-up, a full channel or a stuck reader
+/// anywhere on the container's output path would leave a viewer short (#12 item 9).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_flood_reaches_fast_and_slow_viewers_to_the_last_byte() {
+    require_docker!();
+    let (hub, _guard) = hub_with_agents(&agent_toml("flood", "")).await;
+    let sid = start(&hub, "flood").await["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let from = hub.session(&sid).await["output_offset"].as_u64().unwrap();
+    let fast = Tally::follow(connect(&hub, &sid, Some(from)).await.0, Duration::ZERO);
+    let slow = Tally::follow(
+        connect(&hub, &sid, Some(from)).await.0,
+        Duration::from_millis(20),
+    );
+    let total: u64 = 10_000_000;
+    let began = Instant::now();
+    let v = hub
+        .talk(
+            &sid,
+            &format!("head -c {total} /dev/zero | tr '\\0' x; echo; echo FLOOD_DONE"),
+        )
+        .await;
+    assert_eq!(v["exit_code"], 0, "{}", v["error_code"]);
+    assert!(
+        began.elapsed() < Duration::from_secs(90),
+        "flood took {:?}",
+        began.elapsed()
+    );
+    let end = hub.session(&sid).await["output_offset"].as_u64().unwrap();
+    assert!(end - from > total, "{} bytes", end - from);
+    fast.assert_accounts_for(end - from, Duration::from_secs(30))
+        .await;
+    slow.assert_accounts_for(end - from, Duration::from_secs(60))
+        .await;
+    let (_, slow_dropped) = slow.seen();
+    println!(
+        "container flood: {} bytes in {:?}; fast viewer {:?}, slow viewer dropped {slow_dropped}",
+        end - from,
+        began.elapsed(),
+        fast.seen()
+    );
+    hub.post("/v1/agents/flood/stop", json!({})).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

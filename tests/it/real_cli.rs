@@ -349,14 +349,29 @@ async fn claude_code_states_on_the_real_cli() {
             blocked["evidence"].to_string().contains("❯ 1. Yes"),
             "{blocked}"
         );
-        keys(&hub, &id, &["Down"]).await;
-        wait_until(t, || async { pane(&hub, &target).contains("❯ 2. Yes") }).await;
-        assert_eq!(
-            wait_state(&hub, &id, "blocked", t).await["state"],
-            "blocked"
-        );
-        keys(&hub, &id, &["Up"]).await;
-        wait_until(t, || async { pane(&hub, &target).contains("❯ 1. Yes") }).await;
+        // Each choice highlighted in turn is still the question, read afresh from the screen
+        // (the evidence names the highlighted choice, so no earlier reading is standing in).
+        for (key, choice) in [
+            ("Down", "❯ 2. Yes"),
+            ("Down", "❯ 3. Yes"),
+            ("Down", "❯ 4. No"),
+            ("Up", "❯ 3. Yes"),
+            ("Up", "❯ 2. Yes"),
+            ("Up", "❯ 1. Yes"),
+        ] {
+            keys(&hub, &id, &[key]).await;
+            assert!(
+                wait_until(t, || async { pane(&hub, &target).contains(choice) }).await,
+                "{choice}: {}",
+                pane(&hub, &target)
+            );
+            let read = wait_until(t, || async {
+                let s = state(&hub, &id).await;
+                s["state"] == "blocked" && s["evidence"].to_string().contains(choice)
+            })
+            .await;
+            assert!(read, "{choice}: {}", state(&hub, &id).await);
+        }
         // The choice's number answers (as Enter on the highlighted one does).
         tokio::time::sleep(Duration::from_millis(300)).await;
         keys(&hub, &id, &["1"]).await;

@@ -12,7 +12,7 @@ use crate::support::{wait_until, TestHub};
 type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-async fn connect(hub: &TestHub, id: &str, since: Option<u64>) -> (Ws, Value) {
+pub async fn connect(hub: &TestHub, id: &str, since: Option<u64>) -> (Ws, Value) {
     let q = since.map(|s| format!("?since={s}")).unwrap_or_default();
     let url = format!(
         "{}/v1/pty/sessions/{id}/stream{q}",
@@ -95,30 +95,70 @@ async fn two_subscribers_see_identical_bytes_with_no_gap() {
     }
 }
 
+/// What a viewer has seen of a stream: bytes received, and bytes the hub said it dropped.
+#[derive(Clone, Default)]
+pub struct Tally {
+    got: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    dropped: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Tally {
+    /// Reads `ws` to its end in the background, pausing `pause` after each message (a slow
+    /// viewer), and counts what it sees.
+    pub fn follow(mut ws: Ws, pause: Duration) -> Tally {
+        let tally = Tally::default();
+        let t = tally.clone();
+        tokio::spawn(async move {
+            use std::sync::atomic::Ordering::SeqCst;
+            while let Some(Ok(m)) = ws.next().await {
+                match m {
+                    Message::Binary(b) => t.got.fetch_add(b.len() as u64, SeqCst),
+                    Message::Text(text) => {
+                        let v: Value = serde_json::from_str(text.as_str()).unwrap();
+                        t.dropped
+                            .fetch_add(v["dropped_bytes"].as_u64().unwrap_or(0), SeqCst)
+                    }
+                    _ => 0,
+                };
+                if !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
+                }
+            }
+        });
+        tally
+    }
+
+    /// (received, dropped) so far.
+    pub fn seen(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::SeqCst;
+        (self.got.load(SeqCst), self.dropped.load(SeqCst))
+    }
+
+    /// Fails unless, within `within`, every one of `total` bytes was received or reported
+    /// dropped, exactly once.
+    pub async fn assert_accounts_for(&self, total: u64, within: Duration) {
+        let exact = wait_until(within, || async {
+            let (got, dropped) = self.seen();
+            got + dropped == total
+        })
+        .await;
+        let (got, dropped) = self.seen();
+        assert!(
+            exact,
+            "viewer: {got} received + {dropped} dropped != {total} within {within:?}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscriber_that_stops_reading_does_not_slow_the_session() {
     let hub = TestHub::start().await;
     let id = hub.create("pty").await;
     let start = hub.session(&id).await["output_offset"].as_u64().unwrap();
     let (mut stalled, _) = connect(&hub, &id, Some(start)).await;
-    let (mut reader, _) = connect(&hub, &id, Some(start)).await;
+    let (reader, _) = connect(&hub, &id, Some(start)).await;
     let total: u64 = 40_000_000;
-    let got = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let dropped = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let (g, d) = (got.clone(), dropped.clone());
-    tokio::spawn(async move {
-        use std::sync::atomic::Ordering::SeqCst;
-        while let Some(Ok(m)) = reader.next().await {
-            match m {
-                Message::Binary(b) => g.fetch_add(b.len() as u64, SeqCst),
-                Message::Text(t) => {
-                    let v: Value = serde_json::from_str(t.as_str()).unwrap();
-                    d.fetch_add(v["dropped_bytes"].as_u64().unwrap_or(0), SeqCst)
-                }
-                _ => 0,
-            };
-        }
-    });
+    let tally = Tally::follow(reader, Duration::ZERO);
     let began = std::time::Instant::now();
     let v = hub
         .talk(
@@ -134,19 +174,9 @@ async fn a_subscriber_that_stops_reading_does_not_slow_the_session() {
     let end = hub.session(&id).await["output_offset"].as_u64().unwrap();
     assert!(end - start > total);
     // The reading viewer accounts for every byte exactly once: received or reported dropped.
-    let exact = wait_until(Duration::from_secs(30), || async {
-        use std::sync::atomic::Ordering::SeqCst;
-        got.load(SeqCst) + dropped.load(SeqCst) == end - start
-    })
-    .await;
-    use std::sync::atomic::Ordering::SeqCst;
-    assert!(
-        exact,
-        "reader: {} received + {} dropped != {}",
-        got.load(SeqCst),
-        dropped.load(SeqCst),
-        end - start
-    );
+    tally
+        .assert_accounts_for(end - start, Duration::from_secs(30))
+        .await;
     // The stalled viewer, once it reads, is told it missed output (resync), not left hanging.
     let resync = next_text_frame(&mut stalled, "resync").await;
     assert!(resync["dropped_bytes"].as_u64().unwrap() > 0, "{resync}");
