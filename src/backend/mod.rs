@@ -5,6 +5,7 @@
 pub mod exited;
 pub mod external;
 pub mod pty;
+pub mod read_buf;
 pub mod tmux;
 pub mod tmux_control;
 pub mod tmux_place;

@@ -27,8 +27,10 @@ use input::{SignalAction, TermSignal};
 /// How often the background screen follower catches up with new output at most. Readers of
 /// the screen always catch up first, so this only bounds how far behind it may drift.
 const SCREEN_FOLLOW_INTERVAL: Duration = Duration::from_millis(20);
-/// How often a quiet session's screen is looked at again for a change of agent state.
-const STATE_LOOK_INTERVAL: Duration = Duration::from_millis(250);
+/// The longest a quiet session's screen goes without a look. A look is due sooner whenever the
+/// agent state could change with no new output or input ([`crate::agent_state::Watch::next_due`]);
+/// this only bounds the wait where nothing is due (100 idle sessions: 20 looks a second).
+const QUIET_LOOK_INTERVAL: Duration = Duration::from_secs(5);
 
 /// Who a session belongs to: the routing keys leaders use instead of session ids.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -560,29 +562,39 @@ impl Drop for ViewerGuard {
 
 /// Keeps the emulator close to the output so screen reads rarely have much to catch up on.
 async fn follow_screen(session: std::sync::Weak<Session>, cancel: CancellationToken) {
-    let Some(mut progress) = session.upgrade().map(|s| s.output.watch_progress()) else {
+    let Some((mut progress, mut inputs)) = session
+        .upgrade()
+        .map(|s| (s.output.watch_progress(), s.inputs.subscribe()))
+    else {
         return;
     };
     // Catch up first: output that arrived before the subscription (a program's start-up
     // query, say) would otherwise wait for a change that may never come.
     loop {
         let began = tokio::time::Instant::now();
-        match session.upgrade() {
+        let look_by = match session.upgrade() {
             Some(s) => {
                 s.answer_queries().await;
-                s.observe_screen();
+                let now = s.observe_screen();
+                let quiet = now + QUIET_LOOK_INTERVAL;
+                s.lock_watch()
+                    .next_due(now)
+                    .map_or(quiet, |due| due.min(quiet))
             }
             None => return,
-        }
+        };
         // Emulation costs ~30 ns a byte: during a flood, back off so it takes at most ~10%
         // of a core (reads still catch up exactly, from the ring).
         tokio::time::sleep(SCREEN_FOLLOW_INTERVAL.max(began.elapsed() * 10)).await;
         tokio::select! {
             _ = cancel.cancelled() => return,
             changed = progress.changed() => if changed.is_err() { return },
+            // Input turns the state `working` before any output, and starts its hold.
+            changed = inputs.changed() => if changed.is_err() { return },
             // A state can change with no output (a quiet screen settles into `idle` after the
-            // profile's dwell): look again now and then, so the change is reported in time.
-            _ = tokio::time::sleep(STATE_LOOK_INTERVAL) => {}
+            // profile's dwell): look again the moment it can, so the change is reported in
+            // time, and not before.
+            _ = tokio::time::sleep_until(look_by) => {}
         }
     }
 }

@@ -377,11 +377,19 @@ async fn serve_reloads_on_sighup_and_the_policy_commands_work() {
         !v["checks"][0]["reason"].as_str().unwrap().is_empty(),
         "{v}"
     );
-    // The judgement behind it: which profile, which rule, on what evidence.
+    // The judgement behind it, once the shell is at its prompt: which profile, which rule,
+    // on what evidence.
+    let at_prompt = wait_until(Duration::from_secs(10), || async {
+        let check = tokio::task::block_in_place(|| cli(&["policy", "check", "--json"]));
+        let v: Value = serde_json::from_slice(&check.stdout).unwrap_or_default();
+        v["checks"][0]["rule"] == "prompt"
+    })
+    .await;
+    let check = tokio::task::block_in_place(|| cli(&["policy", "check", "--json"]));
+    let v: Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert!(at_prompt, "{v}");
     let check = &v["checks"][0];
     assert_eq!(check["profile"], "shell", "{v}");
-    let rule = check["rule"].as_str().expect("rule").to_string();
-    assert!(!rule.is_empty(), "{v}");
     assert!(
         check["evidence"].as_array().is_some_and(|e| !e.is_empty()),
         "{v}"
@@ -390,7 +398,7 @@ async fn serve_reloads_on_sighup_and_the_policy_commands_work() {
     let text = String::from_utf8_lossy(&text.stdout).into_owned();
     assert!(text.contains(&sid) && text.contains("fast-idle"), "{text}");
     assert!(
-        text.contains("profile shell (") && text.contains(&format!("rule {rule}: ")),
+        text.contains("profile shell (") && text.contains("rule prompt: "),
         "{text}"
     );
     let sent = tokio::task::block_in_place(|| cli(&["send", "--submit", &sid, "echo hi"]));

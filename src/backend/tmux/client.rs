@@ -291,7 +291,7 @@ async fn read_control_output(
         }
     };
     let mut parser = ControlParser::new();
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut buf = crate::backend::read_buf::ReadBuf::new(64 * 1024);
     let mut exit: Option<ExitInfo> = None;
     let mut finish_at: Option<tokio::time::Instant> = None;
     // Set while the pane is known dead but its status is not: when to ask tmux again.
@@ -310,7 +310,7 @@ async fn read_control_output(
             }
         };
         let n = tokio::select! {
-            read = stdout.read(&mut buf) => match read {
+            read = stdout.read(buf.space()) => match read {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             },
@@ -341,7 +341,7 @@ async fn read_control_output(
         // One push per read, not per `%output` line (~1.4 KB each): fewer locks, sends and
         // WebSocket frames under load.
         let mut batch: Vec<u8> = Vec::new();
-        for message in parser.feed(&buf[..n]) {
+        for message in parser.feed(buf.filled(n)) {
             if !matches!(message, ControlMessage::Output { .. }) {
                 tracing::debug!(session = %name, ?message, "tmux control message");
             }

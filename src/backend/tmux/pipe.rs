@@ -23,6 +23,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::watch;
 
 use super::TmuxPlace;
+use crate::backend::read_buf::ReadBuf;
 use crate::backend::tmux_place::TMUX_CALL_TIMEOUT;
 use crate::output::{ExitInfo, Output};
 
@@ -127,13 +128,13 @@ impl PanePipe {
         output: Arc<Output>,
         mut exit: watch::Receiver<Option<ExitInfo>>,
     ) {
-        let mut buf = vec![0u8; 64 * 1024];
+        let mut buf = ReadBuf::new(64 * 1024);
         let mut known: Option<ExitInfo> = None;
         loop {
             tokio::select! {
-                read = self.reader.read(&mut buf) => match read {
+                read = self.reader.read(buf.space()) => match read {
                     Ok(0) | Err(_) => break,
-                    Ok(n) => output.push(&buf[..n]),
+                    Ok(n) => output.push(buf.filled(n)),
                 },
                 changed = exit.changed(), if known.is_none() => {
                     if changed.is_err() {
