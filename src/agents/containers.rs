@@ -9,8 +9,10 @@ use bollard::Docker;
 use chrono::{DateTime, Utc};
 use futures_util::future::BoxFuture;
 
+use super::hub_access::PIPE_DIR_IN_CONTAINER;
 use super::AGENT_TMUX_SESSION;
 use crate::backend::tmux::{TmuxBackend, TmuxPlace};
+use crate::backend::tmux_place::PipeRoot;
 use crate::backend::{Backend, SpawnSpec};
 use crate::config::AgentDef;
 use crate::docker::{self, docker_error, Endpoints, LABEL_AGENT};
@@ -82,10 +84,28 @@ impl DockerContainers {
         DockerContainers { endpoints }
     }
 
-    fn place(docker: Docker, container: &str) -> TmuxPlace {
+    /// The container's tmux, with the pipe directory the hub gave it when it has one.
+    async fn place(docker: Docker, container: &str) -> TmuxPlace {
+        let pipe_root = docker
+            .inspect_container(container, None)
+            .await
+            .ok()
+            .and_then(|c| c.mounts)
+            .into_iter()
+            .flatten()
+            .find(|m| m.destination.as_deref() == Some(PIPE_DIR_IN_CONTAINER))
+            .and_then(|m| m.source)
+            .map(std::path::PathBuf::from)
+            .filter(|local| local.is_dir())
+            .map(|local| PipeRoot {
+                local,
+                for_tmux: PIPE_DIR_IN_CONTAINER.into(),
+                other_user: true,
+            });
         TmuxPlace::Container {
             docker,
             container_id: container.to_string(),
+            pipe_root,
         }
     }
 }
@@ -176,7 +196,11 @@ impl Containers for DockerContainers {
         Box::pin(async move {
             match self.endpoints.client(at.endpoint).await {
                 Ok(docker) => {
-                    let place = Self::place(docker, at.container);
+                    let place = TmuxPlace::Container {
+                        docker,
+                        container_id: at.container.to_string(),
+                        pipe_root: None,
+                    };
                     place.has_session(AGENT_TMUX_SESSION).await
                 }
                 Err(_) => false,
@@ -196,7 +220,7 @@ impl Containers for DockerContainers {
                 .client(at.endpoint)
                 .await
                 .map_err(|e: HubError| e.to_string())?;
-            let place = Self::place(docker, at.container);
+            let place = Self::place(docker, at.container).await;
             let (backend, _adopted) =
                 TmuxBackend::start(place, AGENT_TMUX_SESSION, spec, out).await?;
             Ok(Box::new(backend) as Box<dyn Backend>)

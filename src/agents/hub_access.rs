@@ -23,6 +23,9 @@ pub const SOCKET_NAME: &str = "api.sock";
 pub const AGENT_DIR_IN_CONTAINER: &str = "/run/agent-hub-agent";
 /// Where the executable is mounted.
 pub const BINARY_IN_CONTAINER: &str = "/usr/local/bin/agent-hub";
+/// Where the agent's pipe directory is mounted: the FIFO its pane's bytes go through, read by
+/// the hub itself (see `backend::tmux::pipe`).
+pub const PIPE_DIR_IN_CONTAINER: &str = "/run/agent-hub-pipe";
 
 /// Where the hub keeps what it gives its agents.
 #[derive(Debug, Clone, Default)]
@@ -33,6 +36,8 @@ pub struct HubAccess {
     pub agents_dir: PathBuf,
     /// The `agent-hub` executable to mount, when known.
     pub binary: Option<PathBuf>,
+    /// The agents' pipe directories (`<data_dir>/pipes/<id>`).
+    pub pipes_dir: PathBuf,
 }
 
 impl HubAccess {
@@ -48,6 +53,7 @@ impl HubAccess {
             socket_dir: data_dir.join("run"),
             agents_dir: data_dir.join("agents"),
             binary,
+            pipes_dir: data_dir.join("pipes"),
         }
     }
 
@@ -89,6 +95,30 @@ impl HubAccess {
                     .push(format!("{}:{BINARY_IN_CONTAINER}:ro", bin.display()));
             }
         }
+    }
+
+    /// Gives a new container of `def` on the local engine its pipe directory, made afresh
+    /// (whatever a hub that stopped left in it is gone). A remote engine's containers relay
+    /// their pane's bytes instead.
+    pub fn add_pipe_dir(&self, def: &mut AgentDef) -> std::io::Result<()> {
+        if def.docker_host.is_some() {
+            return Ok(());
+        }
+        let dir = self.pipes_dir.join(&def.id);
+        match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        std::fs::create_dir_all(&dir)?;
+        // The container's user reaches its FIFOs (the hub makes them; see PipeRoot).
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
+        }
+        def.mounts
+            .push(format!("{}:{PIPE_DIR_IN_CONTAINER}", dir.display()));
+        Ok(())
     }
 
     /// Writes the agent's credential where its container reads it.

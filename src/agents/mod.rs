@@ -294,6 +294,9 @@ impl Agents {
         }
         let token = self.mint_credential(&def);
         self.handles.access.add_to(&mut def);
+        if let Err(e) = self.handles.access.add_pipe_dir(&mut def) {
+            tracing::warn!(agent = %def.id, "no pipe directory (its output is relayed): {e}");
+        }
         let name = docker::container_name(self.hub_id(), id);
         let existing = containers
             .inspect(Place {

@@ -571,3 +571,29 @@ async fn a_container_gets_the_hubs_address_its_credential_file_and_the_executabl
     assert_eq!(def.env["AGENT_HUB_URL"], "http://10.0.0.1:8100");
     assert!(def.mounts.is_empty(), "{:?}", def.mounts);
 }
+
+#[test]
+fn a_local_container_gets_a_fresh_pipe_directory_and_a_remote_one_none() {
+    let data = tempfile::tempdir().unwrap();
+    let access = super::hub_access::HubAccess::new(data.path(), None);
+    let stale = data.path().join("pipes/a1/agent-hub-pipe.old");
+    std::fs::create_dir_all(&stale).unwrap();
+    let mut def = first_def("hub_id = \"t\"\n[[agents]]\nid = \"a1\"\nimage = \"img\"\n");
+    access.add_pipe_dir(&mut def).unwrap();
+    let dir = data.path().join("pipes/a1");
+    assert_eq!(
+        def.mounts,
+        [format!("{}:/run/agent-hub-pipe", dir.display())]
+    );
+    assert!(dir.is_dir() && !stale.exists(), "made afresh");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+    let remote = "hub_id = \"t\"\n[[agents]]\nid = \"a3\"\nimage = \"img\"\ndocker_host = \"tcp://10.0.0.2:2375\"\n";
+    let mut def = first_def(remote);
+    access.add_pipe_dir(&mut def).unwrap();
+    assert!(def.mounts.is_empty(), "{:?}", def.mounts);
+    assert!(!data.path().join("pipes/a3").exists());
+}

@@ -27,7 +27,23 @@ pub enum TmuxPlace {
     Container {
         docker: Docker,
         container_id: String,
+        /// A directory of this machine's that the container has mounted, for the pane's
+        /// pipe (see [`TmuxPlace::pipe_root`]); none on a remote engine.
+        pipe_root: Option<PipeRoot>,
     },
+}
+
+/// A directory both the hub and the tmux server can reach: where a pane's pipe can be a FIFO
+/// the hub reads itself, with no relay process (and, for a container, no `docker exec` stream).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PipeRoot {
+    /// The directory on this machine.
+    pub local: std::path::PathBuf,
+    /// The same directory as the tmux server sees it.
+    pub for_tmux: String,
+    /// Whether the tmux server may run as another user (a container's): its FIFOs are then
+    /// writable by anyone who can reach them (the directory is the agent's alone).
+    pub other_user: bool,
 }
 
 /// The byte streams of a running `tmux -C` client.
@@ -50,6 +66,24 @@ impl TmuxPlace {
     /// Whether processes in this tmux are host processes (their pids mean something here).
     pub fn is_host(&self) -> bool {
         matches!(self, TmuxPlace::Host { .. })
+    }
+
+    /// Where a pane's pipe can be a FIFO the hub reads itself: the host's temporary directory,
+    /// or a container's mounted pipe directory. `None`: a relay beside the tmux server streams
+    /// the FIFO to the hub ([`TmuxPlace::open_reader`]).
+    pub fn pipe_root(&self) -> Option<PipeRoot> {
+        match self {
+            TmuxPlace::Host { .. } => {
+                let local = std::env::temp_dir();
+                let for_tmux = local.to_str()?.trim_end_matches('/').to_string();
+                Some(PipeRoot {
+                    local,
+                    for_tmux,
+                    other_user: false,
+                })
+            }
+            TmuxPlace::Container { pipe_root, .. } => pipe_root.clone(),
+        }
     }
 
     fn host_command(socket_name: &Option<String>) -> Command {
@@ -99,6 +133,7 @@ impl TmuxPlace {
                 TmuxPlace::Container {
                     docker,
                     container_id,
+                    ..
                 } => exec_capture(docker, container_id, args).await,
             }
         };
@@ -149,6 +184,7 @@ impl TmuxPlace {
             TmuxPlace::Container {
                 docker,
                 container_id,
+                ..
             } => {
                 let exec = create_exec(docker, container_id, &["sh", "-c", script], false).await?;
                 let started = docker
@@ -206,6 +242,7 @@ impl TmuxPlace {
             TmuxPlace::Container {
                 docker,
                 container_id,
+                ..
             } => {
                 let mut cmd = vec!["tmux", "-u", "-C"];
                 cmd.extend_from_slice(args);

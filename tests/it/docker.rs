@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::docker_support::{
     agent_toml, docker, hub_with_agents, pane_pipe_processes, tmux_client_processes, tmux_clients,
-    EngineProxy,
+    EngineProxy, PIPE_PROCESSES,
 };
 use crate::hub_process::{free_port, HubProcess};
 use crate::require_docker;
@@ -294,7 +294,7 @@ async fn start_stop_and_attach_cycles_leak_nothing() {
         assert_eq!(tmux_client_processes(&container), 1, "cycle {i}");
         assert_eq!(
             pane_pipe_processes(&container),
-            2,
+            PIPE_PROCESSES,
             "cycle {i}: the pane pipe"
         );
         let (status, v) = hub.post("/v1/agents/cyc/stop", json!({})).await;
@@ -319,7 +319,7 @@ async fn start_stop_and_attach_cycles_leak_nothing() {
     }
     assert_eq!(tmux_client_processes(&container), 1);
     assert_eq!(tmux_clients(&container), 1);
-    assert_eq!(pane_pipe_processes(&container), 2);
+    assert_eq!(pane_pipe_processes(&container), PIPE_PROCESSES);
     hub.post("/v1/agents/cyc/stop", json!({})).await;
     assert_eq!(containers(), 0);
 }
@@ -690,7 +690,7 @@ async fn a_hub_killed_with_sigkill_brings_back_5_agents_and_3_tmux_sessions_with
             );
             // One pane pipe: the dead hub's went when the new one replaced it.
             assert!(
-                wait_until(T, || async { pane_pipe_processes(c) == 2 }).await,
+                wait_until(T, || async { pane_pipe_processes(c) == PIPE_PROCESSES }).await,
                 "stale pane pipes in {c}: {}",
                 docker(&["exec", c, "ps", "-eo", "args"])
             );

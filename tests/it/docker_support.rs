@@ -145,6 +145,11 @@ pub fn tmux_clients(container: &str) -> usize {
 
 /// The `cat`s of the pane pipe in a container (#17): the writer tmux's `pipe-pane` runs and the
 /// reader the hub streams from; two while the hub is attached, none left after it detaches.
+/// The processes one attached agent's pane pipe has in its container: the `cat` that
+/// `pipe-pane` runs, writing into the FIFO the hub reads through the mounted pipe directory
+/// (a relayed pipe, on a remote engine, has a second `cat` reading the FIFO).
+pub const PIPE_PROCESSES: usize = 1;
+
 pub fn pane_pipe_processes(container: &str) -> usize {
     let out = docker(&["exec", container, "ps", "-eo", "args"]);
     out.lines()

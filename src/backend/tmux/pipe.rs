@@ -3,15 +3,23 @@
 //! tmux formats every byte it sends a control client as octal-escaped `%output` text, and it
 //! reads a pane only as fast as that client drains it: a program printing a lot runs about
 //! 2.5x slower with the hub attached (#17). `pipe-pane` hands the same bytes, raw, to a
-//! command: it writes into a FIFO that a reader beside the tmux server (a host `sh`, or a
-//! non-TTY exec in the container) streams to the hub. The control client stays for commands,
-//! replies and the pane's state, with its `%output` for the pane switched off.
+//! command that writes them into a FIFO. The control client stays for commands, replies and
+//! the pane's state, with its `%output` for the pane switched off.
 //!
-//! Set-up, in order: the reader makes a private FIFO and prints its directory; the control
-//! client runs `pipe-pane` (the writer opens the FIFO, removes the directory, then copies);
-//! from tmux's reply on, the control reader ignores `%output` (bytes before the reply came
-//! that way, bytes after it come through the pipe, so nothing is lost or doubled); then
-//! `refresh-client -A '%N:off'` spares tmux the formatting. If anything fails, the session
+//! Who reads the FIFO:
+//! - **the hub itself**, when the FIFO can be on this machine ([`TmuxPlace::pipe_root`]): the
+//!   host's tmux, or a container that has its agent's pipe directory mounted. Nothing sits
+//!   between tmux's writer and the hub; in a container this also keeps the bytes out of
+//!   `docker exec` and the engine, which cost a producer there about 1.4x its time (#17);
+//! - else **a relay** beside the tmux server (a non-TTY exec in a container on a remote
+//!   engine) makes the FIFO and streams it to the hub.
+//!
+//! Set-up, in order: a private FIFO is made (and, read directly, opened without waiting for a
+//! writer: a FIFO read end sees neither data nor an end until a writer has come); the control
+//! client runs `pipe-pane` (the writer opens the FIFO, removes its directory where it may,
+//! then copies); from tmux's reply on, the control reader ignores `%output` (bytes before the
+//! reply came that way, bytes after it come through the pipe, so nothing is lost or doubled);
+//! then `refresh-client -A '%N:off'` spares tmux the formatting. If anything fails, the session
 //! keeps streaming through `%output`.
 
 use std::pin::Pin;
@@ -24,6 +32,7 @@ use tokio::sync::watch;
 
 use super::TmuxPlace;
 use crate::backend::read_buf::ReadBuf;
+use crate::backend::tmux_place::PipeRoot;
 use crate::backend::tmux_place::TMUX_CALL_TIMEOUT;
 use crate::output::{ExitInfo, Output};
 
@@ -35,9 +44,14 @@ const DRAIN_QUIET: Duration = Duration::from_millis(250);
 /// A reader waiting for `pipe-pane` to open its FIFO.
 pub(super) struct PanePipe {
     reader: Pin<Box<dyn AsyncRead + Send>>,
-    /// Keeps the host reader alive (it is killed when dropped).
-    _io: crate::backend::tmux_place::ReaderIo,
+    /// Keeps a relay alive (a host process is killed when dropped); none when the hub reads
+    /// the FIFO itself.
+    _relay: Option<crate::backend::tmux_place::ReaderIo>,
+    /// The FIFO's directory as the tmux server sees it.
     dir: String,
+    /// The same directory on this machine, when the hub reads the FIFO itself: removed when
+    /// the stream ends (the writer removes it first where it may).
+    local_dir: Option<std::path::PathBuf>,
 }
 
 /// Whether `dir` is a directory name the reader script could have printed, safe to put in
@@ -50,10 +64,28 @@ fn plain_path(dir: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-'))
 }
 
+/// A new directory `agent-hub-pipe.XXXXXXXX` in `root`, for its creator alone.
+fn private_dir(root: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
+    use rand::distr::{Alphanumeric, SampleString};
+    use std::os::unix::fs::DirBuilderExt;
+    loop {
+        let name = Alphanumeric.sample_string(&mut rand::rng(), 8);
+        let dir = root.join(format!("agent-hub-pipe.{name}"));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            made => return made.map(|()| dir),
+        }
+    }
+}
+
 /// The control-mode command that starts the pipe into `dir`'s FIFO.
 fn open_command(pane_id: &str, dir: &str) -> Option<String> {
     (plain_path(dir) && crate::backend::tmux_control::is_safe_name(pane_id)).then(|| {
-        format!("pipe-pane -O -t {pane_id} \"exec >'{dir}/out' && rm -rf '{dir}' && exec cat\"")
+        // A failed `exec >` ends the shell; a failed `rm` (a directory of another user's)
+        // does not stop the copy.
+        format!(
+            "pipe-pane -O -t {pane_id} \"exec >'{dir}/out'; rm -rf '{dir}' 2>/dev/null; exec cat\""
+        )
     })
 }
 
@@ -68,8 +100,98 @@ pub(super) fn close_command(pane_id: &str) -> String {
 }
 
 impl PanePipe {
-    /// Starts the reader and waits for its FIFO.
+    /// Makes the FIFO and its reader: the hub's own where the FIFO can be on this machine,
+    /// else a relay beside the tmux server.
     pub(super) async fn prepare(place: &TmuxPlace) -> Result<Self, String> {
+        if let Some(root) = place.pipe_root() {
+            match Self::direct(&root) {
+                Ok(p) => {
+                    let dir = p.dir.clone();
+                    if sees(place, &root, &dir).await {
+                        return Ok(p);
+                    }
+                    tracing::warn!(%dir, "the tmux server does not see the hub's pipe directory: relaying");
+                    p.abandon(place).await;
+                }
+                Err(e) => tracing::warn!("no pipe of the hub's own: {e}"),
+            }
+        }
+        Self::relay(place).await
+    }
+}
+
+/// Whether the tmux server sees the FIFO in `dir`: always on the host; a container must have
+/// the very directory mounted (a hub that itself runs in a container may see another directory
+/// at the path the engine mounted).
+async fn sees(place: &TmuxPlace, root: &PipeRoot, dir: &str) -> bool {
+    if !root.other_user {
+        return true;
+    }
+    let script = format!("[ -p '{dir}/out' ] && echo seen");
+    let Ok(mut io) = place.open_reader(&script).await else {
+        return false;
+    };
+    let mut said = Vec::new();
+    let read = io.reader.read_to_end(&mut said);
+    matches!(
+        tokio::time::timeout(TMUX_CALL_TIMEOUT, read).await,
+        Ok(Ok(_))
+    ) && said.starts_with(b"seen")
+}
+
+impl PanePipe {
+    /// A FIFO in a private directory under `root`, opened for reading by the hub.
+    fn direct(root: &PipeRoot) -> Result<Self, String> {
+        let local = private_dir(&root.local).map_err(|e| {
+            format!(
+                "cannot make a pipe directory in {}: {e}",
+                root.local.display()
+            )
+        })?;
+        let made = (|| {
+            let name = local
+                .file_name()
+                .and_then(|n| n.to_str())
+                .ok_or("bad name")?;
+            let dir = format!("{}/{name}", root.for_tmux);
+            if !plain_path(&dir) {
+                return Err(format!("unexpected FIFO directory {dir:?}"));
+            }
+            let fifo = local.join("out");
+            nix::unistd::mkfifo(
+                &fifo,
+                nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR,
+            )
+            .map_err(|e| format!("cannot make a FIFO in {}: {e}", local.display()))?;
+            if root.other_user {
+                // The container's user reaches the FIFO (the directory is its agent's alone).
+                use std::os::unix::fs::PermissionsExt;
+                let mode = |m| std::fs::Permissions::from_mode(m);
+                std::fs::set_permissions(&local, mode(0o755)).map_err(|e| e.to_string())?;
+                std::fs::set_permissions(&fifo, mode(0o622)).map_err(|e| e.to_string())?;
+            }
+            // Opened now, without waiting for a writer.
+            let reader = tokio::net::unix::pipe::OpenOptions::new()
+                .open_receiver(&fifo)
+                .map_err(|e| format!("cannot open {}: {e}", fifo.display()))?;
+            Ok((reader, dir))
+        })();
+        match made {
+            Ok((reader, dir)) => Ok(PanePipe {
+                reader: Box::pin(reader),
+                _relay: None,
+                dir,
+                local_dir: Some(local),
+            }),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&local);
+                Err(e)
+            }
+        }
+    }
+
+    /// Starts a relay beside the tmux server and waits for its FIFO.
+    async fn relay(place: &TmuxPlace) -> Result<Self, String> {
         let mut io = place.open_reader(READER_SCRIPT).await?;
         let mut line = Vec::new();
         let read_line = async {
@@ -98,8 +220,9 @@ impl PanePipe {
         let reader = std::mem::replace(&mut io.reader, Box::pin(tokio::io::empty()));
         Ok(PanePipe {
             reader,
-            _io: io,
+            _relay: Some(io),
             dir,
+            local_dir: None,
         })
     }
 
@@ -110,6 +233,11 @@ impl PanePipe {
 
     /// Unblocks and removes a FIFO that tmux never opened, so its reader ends.
     pub(super) async fn abandon(self, place: &TmuxPlace) {
+        if let Some(local) = &self.local_dir {
+            // The hub's own reader waits for nobody: dropping it is enough.
+            let _ = std::fs::remove_dir_all(local);
+            return;
+        }
         let script = format!(": > '{0}/out'; rm -rf '{0}'", self.dir);
         if let Ok(mut io) = place.open_reader(&script).await {
             let _ = tokio::time::timeout(TMUX_CALL_TIMEOUT, async {
@@ -153,6 +281,9 @@ impl PanePipe {
                 _ => None,
             };
         }
+        if let Some(local) = &self.local_dir {
+            let _ = std::fs::remove_dir_all(local);
+        }
         output.finish(known.unwrap_or_else(|| ExitInfo {
             exit_code: None,
             reason: "tmux session closed".into(),
@@ -169,7 +300,7 @@ mod tests {
     fn commands_quote_only_plain_paths_and_pane_ids() {
         assert_eq!(
             open_command("%3", "/tmp/agent-hub-pipe.Ab12_x").as_deref(),
-            Some("pipe-pane -O -t %3 \"exec >'/tmp/agent-hub-pipe.Ab12_x/out' && rm -rf '/tmp/agent-hub-pipe.Ab12_x' && exec cat\"")
+            Some("pipe-pane -O -t %3 \"exec >'/tmp/agent-hub-pipe.Ab12_x/out'; rm -rf '/tmp/agent-hub-pipe.Ab12_x' 2>/dev/null; exec cat\"")
         );
         for dir in ["tmp/x", "/tmp/a b", "/tmp/a'b", "/tmp/$x", "/tmp/a\"b", ""] {
             assert_eq!(open_command("%3", dir), None, "{dir}");
