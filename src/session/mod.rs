@@ -583,9 +583,10 @@ async fn follow_screen(session: std::sync::Weak<Session>, cancel: CancellationTo
             }
             None => return,
         };
-        // Emulation costs ~30 ns a byte: during a flood, back off so it takes at most ~10%
-        // of a core (reads still catch up exactly, from the ring).
-        tokio::time::sleep(SCREEN_FOLLOW_INTERVAL.max(began.elapsed() * 10)).await;
+        // Emulation costs ~30 ns a byte: during a flood, back off so it takes at most ~5% of
+        // a core, which a busy agent's own program would otherwise lose on a small machine
+        // (#17); reads still catch up exactly, from the ring.
+        tokio::time::sleep(SCREEN_FOLLOW_INTERVAL.max(began.elapsed() * 20)).await;
         tokio::select! {
             _ = cancel.cancelled() => return,
             changed = progress.changed() => if changed.is_err() { return },
