@@ -9,7 +9,7 @@ const CORE: &[&str] = &[
     "session",
     "backend",
     "output.rs",
-    "screen.rs",
+    "screen",
     "scrollback.rs",
     "redact",
     "guard.rs",

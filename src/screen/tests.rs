@@ -1,0 +1,249 @@
+//! Rendered screens: feeding, repaint, queries, titles, reads and the text history.
+
+use super::*;
+
+fn size() -> TermSize {
+    TermSize { cols: 20, rows: 4 }
+}
+
+#[test]
+fn feeding_overlapping_ranges_processes_each_byte_once() {
+    let mut s = Screen::new(size());
+    s.feed(0, b"abc");
+    s.feed(1, b"bcdef");
+    assert_eq!(s.text(), "abcdef");
+    assert_eq!(s.fed_to(), 6);
+    s.feed(2, b"cd");
+    assert_eq!(s.text(), "abcdef");
+}
+
+#[test]
+fn a_gap_restarts_the_emulator() {
+    let mut s = Screen::new(size());
+    s.feed(0, b"old");
+    s.feed(10, b"new");
+    assert_eq!(s.text(), "new");
+    assert_eq!(s.fed_to(), 13);
+}
+
+#[test]
+fn repaint_reproduces_the_screen_on_a_fresh_emulator() {
+    let mut s = Screen::new(size());
+    s.feed(0, b"\x1b[31mred\x1b[0m\r\nline two\x1b[2;3H");
+    let mut fresh = vt100::Parser::new(nz(4), nz(20), 0);
+    fresh.process(&s.repaint());
+    assert_eq!(fresh.screen().contents(), s.text());
+    assert_eq!(fresh.screen().cursor_position(), s.vt().cursor_position());
+}
+
+#[test]
+fn sco_cursor_save_and_restore_work_even_when_split() {
+    let stream = b"ab\x1b[scdef\x1b[uX";
+    for split in 0..stream.len() {
+        let mut s = Screen::new(size());
+        s.feed(0, &stream[..split]);
+        s.feed(split as u64, &stream[split..]);
+        assert_eq!(s.text(), "abXdef", "split at {split}");
+    }
+}
+
+#[test]
+fn terminal_queries_are_answered() {
+    let mut s = Screen::new(size());
+    s.feed(0, b"hi\x1b[6n\x1b[c\x1b[5n");
+    let replies = s.take_replies();
+    assert_eq!(
+        replies,
+        vec![
+            b"\x1b[1;3R".to_vec(),
+            b"\x1b[?62;22c".to_vec(),
+            b"\x1b[0n".to_vec()
+        ]
+    );
+    assert!(s.take_replies().is_empty());
+}
+
+#[test]
+fn the_last_title_set_is_kept_even_when_its_sequence_is_split() {
+    let stream = "\x1b]0;⠋ proj\x07text\x1b]2;Stand-in task | proj\x1b\\\x1b]1;icon\x07".as_bytes();
+    for split in 0..stream.len() {
+        let mut s = Screen::new(size());
+        assert_eq!(s.title(), "");
+        s.feed(0, &stream[..split]);
+        s.feed(split as u64, &stream[split..]);
+        assert_eq!(s.title(), "Stand-in task | proj", "split at {split}");
+        assert_eq!(s.text(), "text", "split at {split}");
+    }
+    let mut s = Screen::new(size());
+    s.feed(0, b"\x1b]2;first\x07");
+    s.feed(100, b"after a gap");
+    assert_eq!(s.title(), "", "a restarted screen has not seen the title");
+}
+
+fn req(mode: ReadMode) -> TermReadRequest {
+    TermReadRequest {
+        mode,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn tail_viewport_and_delta_reads() {
+    let mut s = Screen::new(size());
+    let mut out = Vec::new();
+    for i in 1..=10 {
+        out.extend_from_slice(format!("line{i}\r\n").as_bytes());
+    }
+    s.feed(0, &out);
+    let tail = s.read(&req(ReadMode::Tail));
+    assert_eq!(tail.lines.first().map(String::as_str), Some("line1"));
+    assert_eq!(
+        tail.lines.last().map(String::as_str),
+        Some(""),
+        "the cursor's empty line"
+    );
+    let view = s.read(&req(ReadMode::Viewport));
+    assert_eq!(view.lines, vec!["line8", "line9", "line10", ""]);
+    assert_eq!(view.viewport_y, 7);
+    let marker = view.marker_id.clone();
+    s.feed(out.len() as u64, b"new1\r\nnew2");
+    let delta = s.read(&TermReadRequest {
+        mode: ReadMode::Delta,
+        marker_id: Some(marker),
+        ..Default::default()
+    });
+    assert_eq!(delta.lines, vec!["new1", "new2"]);
+    assert!(!delta.marker_disposed);
+    let bad = s.read(&TermReadRequest {
+        mode: ReadMode::Delta,
+        marker_id: Some("g9l1".into()),
+        ..Default::default()
+    });
+    assert!(bad.marker_disposed);
+}
+
+#[test]
+fn wrapped_rows_merge_into_one_line_unless_asked_not_to() {
+    let mut s = Screen::new(TermSize { cols: 5, rows: 4 });
+    s.feed(0, b"abcdefghij\r\nx");
+    assert_eq!(s.read(&req(ReadMode::Tail)).lines, vec!["abcdefghij", "x"]);
+    let raw = s.read(&TermReadRequest {
+        merge_wrapped: Some(false),
+        ..Default::default()
+    });
+    assert_eq!(raw.lines, vec!["abcde", "fghij", "x"]);
+}
+
+#[test]
+fn limits_truncate_the_oldest_content() {
+    let mut s = Screen::new(size());
+    s.feed(0, b"aaaa\r\nbbbb\r\ncccc");
+    let r = s.read(&TermReadRequest {
+        max_lines: Some(2),
+        ..Default::default()
+    });
+    assert_eq!(
+        (r.lines.clone(), r.truncated),
+        (vec!["bbbb".to_string(), "cccc".to_string()], true)
+    );
+    let r = s.read(&TermReadRequest {
+        max_chars: Some(6),
+        ..Default::default()
+    });
+    assert_eq!(
+        (r.text.as_str(), r.dropped_chars, r.truncated),
+        ("b\ncccc", 8, true)
+    );
+}
+
+/// Every row of a vt100 emulator with ample scrollback, read the old way (through the
+/// view offset): the oracle for the text history.
+fn rows_of_an_emulator_with_scrollback(bytes: &[u8], size: TermSize) -> Vec<(String, bool)> {
+    let mut parser = vt100::Parser::new(nz(size.rows), nz(size.cols), 10_000);
+    parser.process(bytes);
+    let screen = parser.screen_mut();
+    let mut out = Vec::new();
+    screen.set_scrollback(usize::MAX);
+    let mut offset = screen.scrollback();
+    while offset > 0 {
+        screen.set_scrollback(offset);
+        let take = offset.min(size.rows as usize);
+        let texts: Vec<String> = screen.rows(0, size.cols).take(take).collect();
+        for (i, text) in texts.into_iter().enumerate() {
+            out.push((text, screen.row_wrapped(i as u16)));
+        }
+        offset -= take;
+    }
+    screen.set_scrollback(0);
+    let texts: Vec<String> = screen.rows(0, size.cols).collect();
+    for (i, text) in texts.into_iter().enumerate() {
+        out.push((text, screen.row_wrapped(i as u16)));
+    }
+    out
+}
+
+#[test]
+fn rows_that_leave_the_screen_keep_their_text_and_wrapping() {
+    let size = TermSize { cols: 12, rows: 3 };
+    let stream = [
+        "plain line\r\n",
+        "\x1b[31mred\x1b[0m and \x1b[1;44mbold blue\x1b[0m\r\n",
+        "a line long enough to wrap twice over\r\n",
+        "wrap at a space: abcdefghij k\r\n",
+        "wide 漢字漢字漢字 chars\r\n",
+        "overwritten\rOVER\r\n",
+        "erased tail\x1b[5D\x1b[K\r\n",
+        "\x1b[42m          \x1b[0m\r\n",
+        "\r\n\r\nlast",
+    ]
+    .concat();
+    let mut s = Screen::new(size);
+    // Fed in pieces, as output arrives.
+    for (i, piece) in stream.as_bytes().chunks(7).enumerate() {
+        s.feed((i * 7) as u64, piece);
+    }
+    let oracle = rows_of_an_emulator_with_scrollback(stream.as_bytes(), size);
+    let ours = s.all_rows();
+    assert!(oracle.len() > 10, "the stream scrolls: {oracle:?}");
+    let trimmed = |rows: Vec<(String, bool)>| -> Vec<(String, bool)> {
+        // Reads trim the end of rows that do not wrap; trailing blanks are not content.
+        rows.into_iter()
+            .map(|(t, w)| (if w { t } else { t.trim_end().to_string() }, w))
+            .collect()
+    };
+    assert_eq!(trimmed(ours), trimmed(oracle));
+    // And the reads built on them.
+    let tail = s.read(&TermReadRequest {
+        max_lines: Some(200),
+        ..Default::default()
+    });
+    assert_eq!(tail.lines[0], "plain line");
+    assert!(tail
+        .lines
+        .contains(&"a line long enough to wrap twice over".to_string()));
+    assert!(tail
+        .lines
+        .contains(&"wrap at a space: abcdefghij k".to_string()));
+    assert!(tail.lines.iter().any(|l| l.starts_with("wide 漢字")));
+    assert!(tail.lines.contains(&"OVERwritten".to_string()));
+}
+
+#[test]
+fn markers_are_disposed_when_their_lines_leave_the_scrollback() {
+    let mut s = Screen::new(size());
+    s.feed(0, b"first\r\n");
+    let marker = s.read(&req(ReadMode::Tail)).marker_id;
+    let mut out = Vec::new();
+    for i in 0..(SCREEN_SCROLLBACK_ROWS + 50) {
+        out.extend_from_slice(format!("{i}\r\n").as_bytes());
+    }
+    s.feed(7, &out);
+    let r = s.read(&TermReadRequest {
+        mode: ReadMode::Delta,
+        marker_id: Some(marker),
+        max_lines: Some(5),
+        ..Default::default()
+    });
+    assert!(r.marker_disposed);
+    assert!(r.truncated);
+}
