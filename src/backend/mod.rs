@@ -98,6 +98,13 @@ pub trait Backend: Send + Sync {
     ) -> Option<BoxFuture<'a, HubResult<TalkResult>>> {
         None
     }
+    /// The screen as the terminal itself shows it, as bytes that paint it on a blank emulator
+    /// of the current size: tmux is the authority on its panes, and reflows wrapped lines on a
+    /// resize where an emulator fed the same bytes cuts them. `None`: nothing but the session's
+    /// own emulator knows the screen.
+    fn visible_screen(&self) -> Option<BoxFuture<'_, Result<Vec<u8>, String>>> {
+        None
+    }
     /// A backend that renders its screen whole (a bridge) answers here; `None` means the
     /// session's own emulator renders it.
     fn term_read<'a>(

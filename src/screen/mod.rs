@@ -236,6 +236,26 @@ impl Screen {
         std::mem::take(&mut self.parser.callbacks_mut().replies)
     }
 
+    /// Replaces what the screen shows with `paint` (bytes that paint a blank screen of this
+    /// size, from the terminal's own authority), as of output offset `at` (output before it is
+    /// taken as already painted). The text history, the title and line numbers carry on.
+    pub fn repaint_from(&mut self, paint: &[u8], at: u64) {
+        let (rows, cols) = self.parser.screen().size();
+        // The program's input modes (bracketed paste, application keys, mouse) and whether
+        // the cursor is hidden are not on the screen: carry them over.
+        let modes = self.parser.screen().input_mode_formatted();
+        let hidden = self.parser.screen().hide_cursor();
+        let events = std::mem::take(self.parser.callbacks_mut());
+        self.parser = vt100::Parser::new_with_callbacks(rows, cols, 0, events);
+        self.parser.process(paint);
+        self.parser.process(modes.as_bytes());
+        if hidden {
+            self.parser.process(b"\x1b[?25l");
+        }
+        self.held.clear();
+        self.fed_to = at;
+    }
+
     /// Follows a resize of the terminal.
     pub fn resize(&mut self, size: TermSize) {
         self.parser.set_size(nz(size.rows), nz(size.cols));

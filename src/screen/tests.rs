@@ -247,3 +247,32 @@ fn markers_are_disposed_when_their_lines_leave_the_scrollback() {
     assert!(r.marker_disposed);
     assert!(r.truncated);
 }
+
+#[test]
+fn a_repaint_replaces_the_screen_and_keeps_modes_history_and_title() {
+    let mut s = Screen::new(size());
+    let mut out = b"\x1b]2;the title\x07\x1b[?2004h\x1b[?1h".to_vec();
+    for i in 1..=6 {
+        out.extend_from_slice(format!("line{i}\r\n").as_bytes());
+    }
+    s.feed(0, &out);
+    let before = s.read(&req(ReadMode::Tail));
+    s.repaint_from(
+        b"\x1b[H\x1b[2J\x1b[1;1Hline5 is now\x1b[2;1Hreflowed\x1b[3;1H",
+        out.len() as u64,
+    );
+    assert_eq!(s.text(), "line5 is now\nreflowed");
+    assert_eq!(s.fed_to(), out.len() as u64);
+    assert!(s.vt().bracketed_paste() && s.vt().application_cursor());
+    assert_eq!(s.title(), "the title");
+    let after = s.read(&req(ReadMode::Tail));
+    assert_eq!(
+        after.lines[..3],
+        before.lines[..3],
+        "the history above stays"
+    );
+    assert_eq!(after.viewport_y, before.viewport_y, "line numbers carry on");
+    // Output after the repaint lands on it.
+    s.feed(out.len() as u64, b"more");
+    assert_eq!(s.text(), "line5 is now\nreflowed\nmore");
+}

@@ -322,7 +322,32 @@ impl Session {
             .map_err(|reason| HubError::WriteFailed { reason })?;
         self.lock().size = size;
         self.with_screen(|s| s.resize(size));
+        self.repaint_from_backend().await;
         Ok(())
+    }
+
+    /// Takes the screen from the backend where it is the authority (tmux reflows wrapped lines
+    /// on a resize; an emulator fed the same bytes cuts them). Only while the output is quiet
+    /// (a screen taken mid-output could not be placed in the stream); a session that keeps
+    /// printing for a second keeps its emulator's screen.
+    async fn repaint_from_backend(&self) {
+        const QUIET: Duration = Duration::from_millis(50);
+        let give_up = tokio::time::Instant::now() + Duration::from_secs(1);
+        while tokio::time::Instant::now() < give_up {
+            let before = self.output.end_offset();
+            tokio::time::sleep(QUIET).await;
+            if self.output.end_offset() != before {
+                continue;
+            }
+            let Some(capture) = self.backend.visible_screen() else {
+                return;
+            };
+            let Ok(paint) = capture.await else { return };
+            if self.output.end_offset() == before {
+                self.with_screen(|s| s.repaint_from(&paint, before));
+                return;
+            }
+        }
     }
 
     /// Stops every process of the terminal (`first`, then SIGKILL after a grace period).

@@ -416,11 +416,10 @@ async fn talk_markers_are_not_left_on_the_screen() {
     assert_same_as_tmux(&hub, &id, &name, "after talks").await;
 }
 
-/// Known divergence (issue #12 item 6, open): tmux reflows wrapped lines when a pane shrinks,
-/// the hub's emulator cuts them, so a row of text tmux shows is missing from `viewport`.
-/// Fixing it needs the screen read from tmux (see the issue); this test says when it is done.
+/// tmux reflows wrapped lines when a pane shrinks; an emulator fed the same bytes cuts them.
+/// After a resize the hub takes the screen from tmux (#12 item 6), so `viewport` shows what
+/// `capture-pane` does, and output after the resize lands on it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "open: the emulator does not reflow on resize as tmux does (#12 item 6)"]
 async fn a_shrinking_pane_reflows_wrapped_lines_like_tmux() {
     let hub = TestHub::start().await;
     let (id, name) = tmux_session(&hub).await;
@@ -433,4 +432,11 @@ async fn a_shrinking_pane_reflows_wrapped_lines_like_tmux() {
     .await;
     hub.talk(&id, "echo resized").await;
     assert_same_as_tmux(&hub, &id, &name, "after shrinking").await;
+    hub.post(
+        &format!("/v1/pty/sessions/{id}/resize"),
+        json!({"cols": 100, "rows": 12}),
+    )
+    .await;
+    hub.talk(&id, "echo grown").await;
+    assert_same_as_tmux(&hub, &id, &name, "after growing").await;
 }

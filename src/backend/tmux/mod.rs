@@ -246,6 +246,29 @@ impl Backend for TmuxBackend {
         async move { self.send_commands(vec![line]).await }.boxed()
     }
 
+    fn visible_screen(&self) -> Option<BoxFuture<'_, Result<Vec<u8>, String>>> {
+        Some(
+            async move {
+                let rows = self
+                    .place
+                    .run(&["capture-pane", "-p", "-e", "-t", &self.pane_id])
+                    .await?;
+                let state = self
+                    .place
+                    .run(&[
+                        "display-message",
+                        "-p",
+                        "-t",
+                        &self.pane_id,
+                        "#{cursor_y} #{cursor_x} #{alternate_on}",
+                    ])
+                    .await?;
+                Ok(pane::paint(&rows, &state))
+            }
+            .boxed(),
+        )
+    }
+
     fn terminate(&self, first: TermSignal) -> BoxFuture<'_, Result<(), String>> {
         async move {
             // Host panes: every process of the pane's terminal. In a container, killing the

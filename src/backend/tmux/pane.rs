@@ -1,5 +1,6 @@
 //! What the hub watches about its pane: whether it is dead and with which exit status (from
-//! tmux, or from the pane wrapper before the pane closes).
+//! tmux, or from the pane wrapper before the pane closes); and the pane's screen as tmux shows
+//! it, to repaint the hub's emulator where tmux is the authority.
 
 use chrono::Utc;
 
@@ -9,6 +10,36 @@ use crate::output::ExitInfo;
 /// What the hub watches about its pane (see [`pane_exit`]).
 pub(super) const PANE_STATE_FORMAT: &str =
     "#{pane_id}|#{pane_dead}|#{pane_dead_status}|#{@agent_hub_exit}";
+
+/// Bytes that paint a blank terminal as tmux shows the pane: `rows` from `capture-pane -p -e`
+/// (one line a visible row, with its colours), `state` from `display-message -p '#{cursor_y}
+/// #{cursor_x} #{alternate_on}'`. Each row is written from its own first column, attributes
+/// reset at its end, so no row spills into the next and the screen never scrolls.
+pub(super) fn paint(rows: &str, state: &str) -> Vec<u8> {
+    let mut fields = state.split_whitespace().map(|n| n.parse::<u32>().ok());
+    let (y, x, alternate) = (
+        fields.next().flatten(),
+        fields.next().flatten(),
+        fields.next().flatten() == Some(1),
+    );
+    let mut out = String::new();
+    if alternate {
+        out.push_str("\x1b[?1049h");
+    }
+    out.push_str("\x1b[0m\x1b[H\x1b[2J");
+    for (i, row) in rows
+        .strip_suffix('\n')
+        .unwrap_or(rows)
+        .split('\n')
+        .enumerate()
+    {
+        out.push_str(&format!("\x1b[{};1H{row}\x1b[0m", i + 1));
+    }
+    if let (Some(y), Some(x)) = (y, x) {
+        out.push_str(&format!("\x1b[{};{}H", y + 1, x + 1));
+    }
+    out.into_bytes()
+}
 
 /// Asks tmux whether `pane_id` has ended, and with which status.
 pub(super) async fn query_dead_pane(
@@ -55,7 +86,36 @@ pub(super) fn pane_exit(value: &str, pane_id: &str) -> Option<ExitInfo> {
 
 #[cfg(test)]
 mod tests {
-    use super::pane_exit;
+    use super::{paint, pane_exit};
+
+    fn nz(n: u16) -> std::num::NonZeroU16 {
+        std::num::NonZeroU16::new(n).unwrap()
+    }
+
+    #[test]
+    fn a_paint_reproduces_the_rows_colours_cursor_and_screen() {
+        let rows = "$ printf x\n\x1b[31mred\x1b[39m and a long row ending at the edge.\nlast\n";
+        let mut vt = vt100::Parser::new(nz(4), nz(40), 0);
+        vt.process(b"garbage that the paint must clear\r\nmore\r\nand more\r\n!");
+        vt.process(&paint(rows, "2 4 0"));
+        assert_eq!(
+            vt.screen().contents(),
+            "$ printf x\nred and a long row ending at the edge.\nlast"
+        );
+        assert_eq!(vt.screen().cursor_position(), (2, 4));
+        assert_eq!(
+            vt.screen().cell(1, 0).unwrap().fgcolor(),
+            vt100::Color::Idx(1)
+        );
+        assert_eq!(
+            vt.screen().cell(1, 4).unwrap().fgcolor(),
+            vt100::Color::Default
+        );
+        let mut vt = vt100::Parser::new(nz(4), nz(40), 0);
+        vt.process(&paint("top\n", "0 3 1"));
+        assert!(vt.screen().alternate_screen());
+        assert_eq!(vt.screen().contents(), "top");
+    }
 
     #[test]
     fn pane_states_are_matched_to_our_pane() {
