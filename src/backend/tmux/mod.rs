@@ -249,9 +249,9 @@ impl Backend for TmuxBackend {
     fn visible_screen(&self) -> Option<BoxFuture<'_, Result<Vec<u8>, String>>> {
         Some(
             async move {
-                let rows = self
+                let lines = self
                     .place
-                    .run(&["capture-pane", "-p", "-e", "-t", &self.pane_id])
+                    .run(&["capture-pane", "-p", "-e", "-J", "-t", &self.pane_id])
                     .await?;
                 let state = self
                     .place
@@ -263,7 +263,7 @@ impl Backend for TmuxBackend {
                         "#{cursor_y} #{cursor_x} #{alternate_on}",
                     ])
                     .await?;
-                Ok(pane::paint(&rows, &state))
+                Ok(pane::paint(&lines, &state))
             }
             .boxed(),
         )

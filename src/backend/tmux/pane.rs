@@ -11,11 +11,12 @@ use crate::output::ExitInfo;
 pub(super) const PANE_STATE_FORMAT: &str =
     "#{pane_id}|#{pane_dead}|#{pane_dead_status}|#{@agent_hub_exit}";
 
-/// Bytes that paint a blank terminal as tmux shows the pane: `rows` from `capture-pane -p -e`
-/// (one line a visible row, with its colours), `state` from `display-message -p '#{cursor_y}
-/// #{cursor_x} #{alternate_on}'`. Each row is written from its own first column, attributes
-/// reset at its end, so no row spills into the next and the screen never scrolls.
-pub(super) fn paint(rows: &str, state: &str) -> Vec<u8> {
+/// Bytes that paint a blank terminal as tmux shows the pane: `lines` from `capture-pane -p -e
+/// -J` (the visible rows with their colours, wrapped rows joined into one line, trailing spaces
+/// kept), `state` from `display-message -p '#{cursor_y} #{cursor_x} #{alternate_on}'`. Each
+/// line is written from the first column and wraps where tmux wrapped it (the width is the
+/// same), so rows keep their wrapped flag; attributes are reset at every line's end.
+pub(super) fn paint(lines: &str, state: &str) -> Vec<u8> {
     let mut fields = state.split_whitespace().map(|n| n.parse::<u32>().ok());
     let (y, x, alternate) = (
         fields.next().flatten(),
@@ -27,14 +28,9 @@ pub(super) fn paint(rows: &str, state: &str) -> Vec<u8> {
         out.push_str("\x1b[?1049h");
     }
     out.push_str("\x1b[0m\x1b[H\x1b[2J");
-    for (i, row) in rows
-        .strip_suffix('\n')
-        .unwrap_or(rows)
-        .split('\n')
-        .enumerate()
-    {
-        out.push_str(&format!("\x1b[{};1H{row}\x1b[0m", i + 1));
-    }
+    let lines = lines.strip_suffix('\n').unwrap_or(lines);
+    out.push_str(&lines.replace('\n', "\x1b[0m\r\n"));
+    out.push_str("\x1b[0m");
     if let (Some(y), Some(x)) = (y, x) {
         out.push_str(&format!("\x1b[{};{}H", y + 1, x + 1));
     }
@@ -94,21 +90,31 @@ mod tests {
 
     #[test]
     fn a_paint_reproduces_the_rows_colours_cursor_and_screen() {
-        let rows = "$ printf x\n\x1b[31mred\x1b[39m and a long row ending at the edge.\nlast\n";
+        // A row exactly as wide as the screen, a line tmux wrapped onto two rows, a prompt
+        // whose trailing space matters.
+        let lines = "\x1b[31mred\x1b[39m and a row exactly forty columns wide\n\
+                     a long line that tmux wrapped over two rows of forty\nfake> \n";
         let mut vt = vt100::Parser::new(nz(4), nz(40), 0);
         vt.process(b"garbage that the paint must clear\r\nmore\r\nand more\r\n!");
-        vt.process(&paint(rows, "2 4 0"));
+        vt.process(&paint(lines, "3 6 0"));
+        let rows: Vec<String> = vt.screen().rows(0, 40).collect();
         assert_eq!(
-            vt.screen().contents(),
-            "$ printf x\nred and a long row ending at the edge.\nlast"
+            rows,
+            [
+                "red and a row exactly forty columns wide",
+                "a long line that tmux wrapped over two r",
+                "ows of forty",
+                "fake> "
+            ]
         );
-        assert_eq!(vt.screen().cursor_position(), (2, 4));
+        assert!(!vt.screen().row_wrapped(0) && vt.screen().row_wrapped(1));
+        assert_eq!(vt.screen().cursor_position(), (3, 6));
         assert_eq!(
-            vt.screen().cell(1, 0).unwrap().fgcolor(),
+            vt.screen().cell(0, 0).unwrap().fgcolor(),
             vt100::Color::Idx(1)
         );
         assert_eq!(
-            vt.screen().cell(1, 4).unwrap().fgcolor(),
+            vt.screen().cell(0, 4).unwrap().fgcolor(),
             vt100::Color::Default
         );
         let mut vt = vt100::Parser::new(nz(4), nz(40), 0);
