@@ -26,10 +26,9 @@ impl ReadBuf {
 
     /// The `n` bytes a read just returned; a full read makes the buffer grow for the next.
     pub fn filled(&mut self, n: usize) -> &[u8] {
-        if n == self.buf.len() && self.buf.len() < self.max_bytes {
-            let grown = (self.buf.len() * 2).min(self.max_bytes);
-            self.buf.resize(grown, 0);
-            return &self.buf[..n];
+        if n == self.buf.len() && n < self.max_bytes {
+            // Growing keeps the bytes already read.
+            self.buf.resize((n * 2).min(self.max_bytes), 0);
         }
         &self.buf[..n]
     }

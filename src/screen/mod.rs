@@ -194,16 +194,17 @@ impl Screen {
     /// An empty screen of `size`.
     pub fn new(size: TermSize) -> Self {
         Screen {
-            parser: Self::parser(nz(size.rows), nz(size.cols)),
+            parser: Self::parser(nz(size.rows), nz(size.cols), Events::default()),
             fed_to: 0,
             generation: 0,
             held: Vec::new(),
         }
     }
 
-    fn parser(rows: NonZeroU16, cols: NonZeroU16) -> vt100::Parser<Events> {
-        // No emulator scrollback: rows that leave the screen are kept as text (`Events`).
-        vt100::Parser::new_with_callbacks(rows, cols, 0, Events::default())
+    /// An emulator of `rows` x `cols` reporting into `events`. No emulator scrollback: rows
+    /// that leave the screen are kept as text (`Events`).
+    fn parser(rows: NonZeroU16, cols: NonZeroU16, events: Events) -> vt100::Parser<Events> {
+        vt100::Parser::new_with_callbacks(rows, cols, 0, events)
     }
 
     /// Absolute output offset the emulator has processed up to.
@@ -217,7 +218,7 @@ impl Screen {
     pub fn feed(&mut self, start: u64, bytes: &[u8]) {
         if start > self.fed_to {
             let (rows, cols) = self.parser.screen().size();
-            self.parser = Self::parser(rows, cols);
+            self.parser = Self::parser(rows, cols, Events::default());
             self.generation += 1;
             self.held.clear();
         }
@@ -246,7 +247,7 @@ impl Screen {
         let modes = self.parser.screen().input_mode_formatted();
         let hidden = self.parser.screen().hide_cursor();
         let events = std::mem::take(self.parser.callbacks_mut());
-        self.parser = vt100::Parser::new_with_callbacks(rows, cols, 0, events);
+        self.parser = Self::parser(rows, cols, events);
         self.parser.process(paint);
         self.parser.process(modes.as_bytes());
         if hidden {

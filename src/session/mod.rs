@@ -332,6 +332,10 @@ impl Session {
     /// printing for a second keeps its emulator's screen.
     async fn repaint_from_backend(&self) {
         const QUIET: Duration = Duration::from_millis(50);
+        // Only a backend that knows its screen is waited on (a PTY's resize returns at once).
+        if self.backend.visible_screen().is_none() {
+            return;
+        }
         let give_up = tokio::time::Instant::now() + Duration::from_secs(1);
         while tokio::time::Instant::now() < give_up {
             let before = self.output.end_offset();

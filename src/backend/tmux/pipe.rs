@@ -99,27 +99,6 @@ pub(super) fn close_command(pane_id: &str) -> String {
     format!("pipe-pane -t {pane_id}")
 }
 
-impl PanePipe {
-    /// Makes the FIFO and its reader: the hub's own where the FIFO can be on this machine,
-    /// else a relay beside the tmux server.
-    pub(super) async fn prepare(place: &TmuxPlace) -> Result<Self, String> {
-        if let Some(root) = place.pipe_root() {
-            match Self::direct(&root) {
-                Ok(p) => {
-                    let dir = p.dir.clone();
-                    if sees(place, &root, &dir).await {
-                        return Ok(p);
-                    }
-                    tracing::warn!(%dir, "the tmux server does not see the hub's pipe directory: relaying");
-                    p.abandon(place).await;
-                }
-                Err(e) => tracing::warn!("no pipe of the hub's own: {e}"),
-            }
-        }
-        Self::relay(place).await
-    }
-}
-
 /// Whether the tmux server sees the FIFO in `dir`: always on the host; a container must have
 /// the very directory mounted (a hub that itself runs in a container may see another directory
 /// at the path the engine mounted).
@@ -140,6 +119,25 @@ async fn sees(place: &TmuxPlace, root: &PipeRoot, dir: &str) -> bool {
 }
 
 impl PanePipe {
+    /// Makes the FIFO and its reader: the hub's own where the FIFO can be on this machine,
+    /// else a relay beside the tmux server.
+    pub(super) async fn prepare(place: &TmuxPlace) -> Result<Self, String> {
+        if let Some(root) = place.pipe_root() {
+            match Self::direct(&root) {
+                Ok(p) => {
+                    let dir = p.dir.clone();
+                    if sees(place, &root, &dir).await {
+                        return Ok(p);
+                    }
+                    tracing::warn!(%dir, "the tmux server does not see the hub's pipe directory: relaying");
+                    p.abandon(place).await;
+                }
+                Err(e) => tracing::warn!("no pipe of the hub's own: {e}"),
+            }
+        }
+        Self::relay(place).await
+    }
+
     /// A FIFO in a private directory under `root`, opened for reading by the hub.
     fn direct(root: &PipeRoot) -> Result<Self, String> {
         let local = private_dir(&root.local).map_err(|e| {
