@@ -1,6 +1,7 @@
 //! The layer that records every state-changing request in the audit log, durably, before its
 //! reply is sent: the attempt (with the redacted request body) before the handler runs, the
-//! outcome (status, error code, blocked pattern, redacted reply, duration) after. If the
+//! outcome (status, error code, blocked pattern, redacted reply, duration) after; an attempt
+//! still running after [`SHOWN_AFTER`] shows in the log's queries while it runs. If the
 //! attempt cannot be written the request is refused with `AUDIT_UNAVAILABLE` and never runs
 //! (unless `audit.fail_open`). New mutating routes are covered without changes here.
 
@@ -80,6 +81,32 @@ fn text(value: &Value, keys: &[&str]) -> Option<String> {
         .map(String::from)
 }
 
+/// How long an operation runs before its attempt shows in the log's queries (until then it is
+/// in the attempts journal only, which costs a keystroke far less than a database write).
+pub const SHOWN_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Runs the operation; one still running after [`SHOWN_AFTER`] gets its attempt shown.
+async fn shown_while_running(
+    audit: &crate::audit::Audit,
+    attempt: &Record,
+    run: impl std::future::Future<Output = Response>,
+) -> Response {
+    tokio::pin!(run);
+    tokio::select! {
+        response = &mut run => return response,
+        () = tokio::time::sleep(SHOWN_AFTER) => {}
+    }
+    let (response, shown) = tokio::join!(run, audit.show(attempt.clone()));
+    if let Err(e) = shown {
+        tracing::warn!(
+            "audit: attempt {} not shown while it runs: {}",
+            attempt.id,
+            e.0
+        );
+    }
+    response
+}
+
 pub async fn record(State(hub): State<Hub>, req: Request, next: Next) -> Response {
     let Some(action) = audited_action(req.method(), req.uri().path(), req.uri().query()) else {
         return next.run(req).await;
@@ -122,8 +149,10 @@ pub async fn record(State(hub): State<Hub>, req: Request, next: Next) -> Respons
         }
     };
 
-    let response = next.run(Request::from_parts(parts, Body::from(body))).await;
-    let Some(id) = id else { return response };
+    let run = next.run(Request::from_parts(parts, Body::from(body)));
+    let Some(id) = id else { return run.await };
+    record.id = id;
+    let response = shown_while_running(&audit, &record, run).await;
     let (rparts, rbody) = response.into_parts();
     let is_upgrade = rparts.status == axum::http::StatusCode::SWITCHING_PROTOCOLS;
     let rbytes = if is_upgrade {
@@ -135,7 +164,6 @@ pub async fn record(State(hub): State<Hub>, req: Request, next: Next) -> Respons
         .as_ref()
         .and_then(|b| serde_json::from_slice(b).ok())
         .unwrap_or(Value::Null);
-    record.id = id;
     record.status = Some(i64::from(rparts.status.as_u16()));
     record.success = Some(rparts.status.is_success() || is_upgrade);
     record.duration_ms = Some(started.elapsed().as_millis() as i64);

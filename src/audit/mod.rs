@@ -1,31 +1,39 @@
 //! The durable audit and traffic log. Every operation that writes to a terminal or changes
-//! state is recorded in SQLite (WAL) before its reply is sent: the attempt first (if that write
-//! fails the operation is refused with `AUDIT_UNAVAILABLE`, unless `audit.fail_open`), then its
-//! outcome. Hub events that are actions of their own (policy actions, agent lifecycle) are
-//! recorded as they happen. Commands and responses are redacted and capped at
-//! [`MAX_FIELD_BYTES`]. One thread owns the connection; callers await its answers.
+//! state is recorded before its reply is sent: the attempt before it runs (if that fails the
+//! operation is refused with `AUDIT_UNAVAILABLE`, unless `audit.fail_open`), then attempt and
+//! outcome together in SQLite (WAL). Hub events that are actions of their own (policy actions,
+//! agent lifecycle) are recorded as they happen. Commands and responses are redacted and capped
+//! at [`MAX_FIELD_BYTES`].
+//!
+//! Nothing on a keystroke's way to the terminal waits for another thread or the disk: the
+//! attempt is one line appended to the [`journal`] by the request's own task, and the outcome,
+//! written after the terminal has its input, waits for a flush of the WAL that it shares with
+//! every commit made at the same time ([`sync`]). The log hands out record ids itself, so an
+//! attempt has its id before it reaches the database.
 
 pub mod events;
+mod journal;
 pub mod store;
+mod sync;
+mod writer;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::Connection;
 use serde_json::{json, Value};
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::broadcast;
 
 pub use crate::config::AuditConfig;
+use store::Existing;
 pub use store::{Filter, Record};
+pub use writer::CHECKPOINT_INTERVAL;
 
 pub use crate::config::MAX_FIELD_BYTES;
 /// How often retention runs.
 const CLEANUP_INTERVAL: Duration = Duration::from_secs(3600);
-
-/// Work for the writer thread: gets the connection, or why there is none.
-type Job = Box<dyn FnOnce(Result<&Connection, &str>) + Send>;
 
 /// The audit log handle (cheap to clone).
 #[derive(Clone)]
@@ -36,7 +44,16 @@ pub struct Audit {
 struct Inner {
     config: AuditConfig,
     path: PathBuf,
-    jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    /// The open log; `None` when it is switched off.
+    db: Option<writer::Db>,
+    /// Attempts whose outcome is not in the database yet; `None` when the log is off or could
+    /// not be opened.
+    journal: Option<journal::Journal>,
+    /// The last record id handed out.
+    last_id: AtomicI64,
+    /// Flushes of the WAL, shared by the commits waiting for one; `None` with
+    /// `synchronous = "normal"` (a commit then survives the hub, not the machine).
+    sync: Option<Result<sync::GroupSync, String>>,
     live: broadcast::Sender<Value>,
     last_error: Mutex<Option<String>>,
     written: AtomicU64,
@@ -48,56 +65,71 @@ struct Inner {
 #[derive(Debug, Clone)]
 pub struct Unavailable(pub String);
 
+/// Whether a write must be on disk before it is answered.
+#[derive(Clone, Copy, PartialEq)]
+enum Durable {
+    /// No: an attempt, made durable with its outcome before the reply.
+    Later,
+    Now,
+}
+
 impl Audit {
-    /// Opens the log (on its own thread) at the configured path.
+    /// Opens the log at the configured path.
     pub fn open(config: &AuditConfig, data_dir: &std::path::Path) -> Self {
+        Self::open_with(config, data_dir, writer::flush_wal)
+    }
+
+    /// [`Audit::open`], with the flush of the WAL file given (tests watch it).
+    fn open_with<F>(
+        config: &AuditConfig,
+        data_dir: &std::path::Path,
+        flush: impl FnOnce(PathBuf) -> F,
+    ) -> Self
+    where
+        F: FnMut() -> Result<(), String> + Send + 'static,
+    {
         let path = config
             .path
             .clone()
             .unwrap_or_else(|| data_dir.join(store::FILE_NAME));
-        let (tx, rx) = mpsc::channel::<Job>();
-        let audit = Audit {
+        let db = config.enabled.then(|| writer::Db::open(&path));
+        let mut error = db.as_ref().and_then(writer::Db::open_error);
+        let mut flush = db.as_ref().and_then(|db| db.wal.clone()).map(flush);
+        let (mut journal, mut last_id) = (None, 0);
+        if let (Some(db), None) = (&db, &error) {
+            match recover(db, &path, flush.as_mut(), config.synchronous != "normal") {
+                Ok((j, last)) => (journal, last_id) = (Some(j), last),
+                Err(e) => error = Some(e),
+            }
+        }
+        let sync = match flush {
+            Some(flush) if config.synchronous != "normal" => Some(
+                sync::GroupSync::start("audit-sync", flush)
+                    .map_err(|e| format!("cannot start the audit sync thread: {e}")),
+            ),
+            _ => None,
+        };
+        if let Some(Err(e)) = &sync {
+            error = Some(e.clone());
+        }
+        if let Some(e) = &error {
+            tracing::error!("audit log: {e}");
+        }
+        Audit {
             inner: Arc::new(Inner {
                 config: config.clone(),
-                path: path.clone(),
-                jobs: Mutex::new(config.enabled.then_some(tx)),
+                path,
+                db,
+                journal,
+                last_id: AtomicI64::new(last_id),
+                sync,
                 live: broadcast::channel(1024).0,
-                last_error: Mutex::new(None),
+                last_error: Mutex::new(error),
                 written: AtomicU64::new(0),
                 unaudited: AtomicU64::new(0),
                 meters: Default::default(),
             }),
-        };
-        if config.enabled {
-            let full = config.synchronous != "normal";
-            let weak = Arc::downgrade(&audit.inner);
-            let spawned = std::thread::Builder::new()
-                .name("audit-writer".into())
-                .spawn(move || {
-                    let open = || -> Result<Connection, String> {
-                        if let Some(dir) = path.parent() {
-                            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-                        }
-                        store::open(&path, full).map_err(|e| e.to_string())
-                    };
-                    let conn = open().map_err(|e| {
-                        let e = format!("cannot open {}: {e}", path.display());
-                        tracing::error!("audit log: {e}");
-                        if let Some(inner) = weak.upgrade() {
-                            *inner.last_error.lock().unwrap_or_else(|e| e.into_inner()) =
-                                Some(e.clone());
-                        }
-                        e
-                    });
-                    while let Ok(job) = rx.recv() {
-                        job(conn.as_ref().map_err(String::as_str));
-                    }
-                });
-            if let Err(e) = spawned {
-                audit.set_error(format!("cannot start the audit writer: {e}"));
-            }
         }
-        audit
     }
 
     /// Whether operations go through when the log cannot be written.
@@ -123,46 +155,39 @@ impl Audit {
             .unwrap_or_else(|e| e.into_inner()) = Some(e);
     }
 
-    /// Runs `f` on the writer thread.
-    async fn run<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Connection) -> Result<T, String> + Send + 'static,
-    ) -> Result<T, Unavailable> {
-        let (tx, rx) = oneshot::channel();
-        let job: Job = Box::new(move |conn| {
-            let result = match conn {
-                Ok(c) => f(c),
-                Err(e) => Err(e.to_string()),
-            };
-            let _ = tx.send(result);
-        });
-        let sent = self
-            .inner
-            .jobs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+    fn db(&self) -> Result<&writer::Db, Unavailable> {
+        self.inner
+            .db
             .as_ref()
-            .map(|jobs| jobs.send(job).is_ok());
-        if sent != Some(true) {
-            return Err(Unavailable("the audit log is not running".into()));
-        }
-        match rx.await {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => {
-                self.set_error(e.clone());
-                Err(Unavailable(e))
-            }
-            Err(_) => Err(Unavailable("the audit writer stopped".into())),
-        }
+            .ok_or_else(|| Unavailable("the audit log is switched off".into()))
     }
 
-    /// [`Audit::run`] for a write: timed, and counted when it fails (the hub's metrics).
+    /// Notes a failed call, for [`Audit::healthy`] and `health`.
+    fn failed<T>(&self, result: Result<T, String>) -> Result<T, Unavailable> {
+        result.map_err(|e| {
+            self.set_error(e.clone());
+            Unavailable(e)
+        })
+    }
+
+    /// A write ([`writer::Db::write`]), then, if `durable` says so, the flush that makes it
+    /// durable: timed, and counted when it fails (the hub's metrics).
     async fn write<T: Send + 'static>(
         &self,
+        durable: Durable,
         f: impl FnOnce(&Connection) -> Result<T, String> + Send + 'static,
     ) -> Result<T, Unavailable> {
         let started = std::time::Instant::now();
-        let result = self.run(f).await;
+        let mut result = self.db()?.write(f).await;
+        if let (Ok(_), Durable::Now, Some(sync)) = (&result, durable, &self.inner.sync) {
+            let flushed = match sync {
+                Ok(sync) => sync.wait().await,
+                Err(e) => Err(e.clone()),
+            };
+            if let Err(e) = flushed {
+                result = Err(format!("cannot flush the log to disk: {e}"));
+            }
+        }
         match &result {
             Ok(_) => self
                 .inner
@@ -173,38 +198,70 @@ impl Audit {
                 self.inner.meters.failures.inc();
             }
         }
-        result
+        self.failed(result)
     }
 
-    /// Records an attempt; returns its id once it is on disk.
+    fn next_id(&self) -> i64 {
+        self.inner.last_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Records an attempt before its operation runs; returns its id.
     ///
-    /// The attempt is written to the WAL without waiting for the disk (a failing disk still
-    /// fails the write); the outcome's commit syncs the WAL, and with it the attempt, before
-    /// the reply goes out. That halves the syncs per operation.
+    /// The request's own task appends it to the journal: no thread hop, no database commit, no
+    /// wait for the disk. While the log is known to be failing, the attempt goes to the
+    /// database instead, so an operation is refused until the database takes writes again.
     pub async fn begin(&self, mut record: Record) -> Result<i64, Unavailable> {
         cap(&mut record);
-        let full = self.inner.config.synchronous != "normal";
-        let id = self
-            .write(move |c| {
-                let sync = |level: &str| c.pragma_update(None, "synchronous", level);
-                let relaxed = full.then(|| sync("NORMAL")).transpose();
-                let id = store::insert(c, &record);
-                if full {
-                    let _ = sync("FULL");
-                }
-                relaxed.map_err(|e| e.to_string())?;
-                id.map_err(|e| e.to_string())
+        let Some(journal) = &self.inner.journal else {
+            let why = self
+                .inner
+                .last_error
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            return Err(Unavailable(
+                why.clone()
+                    .unwrap_or_else(|| "the audit log is switched off".into()),
+            ));
+        };
+        record.id = self.next_id();
+        if !self.healthy() {
+            let attempt = record.clone();
+            self.write(Durable::Later, move |c| {
+                store::put(c, &attempt, Existing::Keep).map_err(|e| e.to_string())
             })
             .await?;
-        Ok(id)
+            self.clear_error();
+        }
+        let appended = journal
+            .append(&record)
+            .map_err(|e| format!("cannot write the attempts journal: {e}"));
+        self.failed(appended)?;
+        Ok(record.id)
     }
 
-    /// Records the outcome of an attempt; once it is on disk, live viewers see the record.
+    /// Puts an attempt whose operation is still running into the log's queries (it is in
+    /// the journal already).
+    pub async fn show(&self, mut record: Record) -> Result<(), Unavailable> {
+        cap(&mut record);
+        self.write(Durable::Later, move |c| {
+            store::put(c, &record, Existing::Keep).map_err(|e| e.to_string())
+        })
+        .await
+    }
+
+    /// Records the outcome of an attempt (the whole record, under the attempt's id); once it is
+    /// on disk, live viewers see the record.
     pub async fn finish(&self, mut record: Record) -> Result<(), Unavailable> {
         cap(&mut record);
         let live = serde_json::to_value(&record).unwrap_or(Value::Null);
-        self.write(move |c| store::update(c, &record).map_err(|e| e.to_string()))
-            .await?;
+        let id = record.id;
+        self.write(Durable::Now, move |c| {
+            store::put(c, &record, Existing::Replace).map_err(|e| e.to_string())
+        })
+        .await?;
+        if let Some(journal) = &self.inner.journal {
+            journal.settle(id);
+        }
         self.published(live);
         Ok(())
     }
@@ -212,24 +269,29 @@ impl Audit {
     /// Records a complete event (one that is not a request: policy actions, agent lifecycle).
     pub async fn record(&self, mut record: Record) -> Result<i64, Unavailable> {
         cap(&mut record);
-        let mut live = serde_json::to_value(&record).unwrap_or(Value::Null);
-        let copy = record.clone();
-        let id = self
-            .write(move |c| store::insert(c, &copy).map_err(|e| e.to_string()))
-            .await?;
-        live["id"] = json!(id);
+        record.id = self.next_id();
+        let live = serde_json::to_value(&record).unwrap_or(Value::Null);
+        let id = record.id;
+        self.write(Durable::Now, move |c| {
+            store::put(c, &record, Existing::Replace).map_err(|e| e.to_string())
+        })
+        .await?;
         self.published(live);
         Ok(id)
     }
 
     fn published(&self, record: Value) {
         self.inner.written.fetch_add(1, Ordering::Relaxed);
+        self.clear_error();
+        let _ = self.inner.live.send(record);
+    }
+
+    fn clear_error(&self) {
         *self
             .inner
             .last_error
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = None;
-        let _ = self.inner.live.send(record);
     }
 
     /// Whether the last write succeeded (no error since): for callers that write the terminal
@@ -254,24 +316,32 @@ impl Audit {
 
     /// A page of records and the total matching.
     pub async fn query(&self, filter: Filter) -> Result<(Vec<Record>, i64), Unavailable> {
-        self.run(move |c| store::query(c, &filter)).await
+        self.read(move |c| store::query(c, &filter)).await
+    }
+
+    async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, String> + Send + 'static,
+    ) -> Result<T, Unavailable> {
+        let result = self.db()?.read(f).await;
+        self.failed(result)
     }
 
     /// One record.
     pub async fn get(&self, id: i64) -> Result<Option<Record>, Unavailable> {
-        self.run(move |c| store::get(c, id).map_err(|e| e.to_string()))
+        self.read(move |c| store::get(c, id).map_err(|e| e.to_string()))
             .await
     }
 
     /// Per-session aggregates.
     pub async fn sessions(&self, id: Option<String>) -> Result<Vec<Value>, Unavailable> {
-        self.run(move |c| store::sessions(c, id.as_deref()).map_err(|e| e.to_string()))
+        self.read(move |c| store::sessions(c, id.as_deref()).map_err(|e| e.to_string()))
             .await
     }
 
     /// Totals.
     pub async fn stats(&self) -> Result<Value, Unavailable> {
-        self.run(|c| store::stats(c).map_err(|e| e.to_string()))
+        self.read(|c| store::stats(c).map_err(|e| e.to_string()))
             .await
     }
 
@@ -279,7 +349,8 @@ impl Audit {
     pub async fn cleanup(&self) -> Result<usize, Unavailable> {
         let max_age_ms = (self.inner.config.retention_days * 86_400_000) as i64;
         let max_bytes = self.inner.config.max_bytes as i64;
-        self.run(move |c| {
+        let db = self.db()?;
+        let result = db.write_on_thread(move |c| {
             store::cleanup(
                 c,
                 chrono::Utc::now().timestamp_millis(),
@@ -287,14 +358,15 @@ impl Audit {
                 max_bytes,
             )
             .map_err(|e| e.to_string())
-        })
-        .await
+        });
+        self.failed(result.await)
     }
 
     /// Whether the log can be written now (a probe write in a rolled-back transaction).
     pub async fn health(&self) -> Value {
-        let probe = self
-            .run(|c| {
+        let probe = match self.db() {
+            Err(e) => Err(e.0),
+            Ok(db) => db.write_on_thread(|c| {
                 c.execute_batch(
                     "BEGIN IMMEDIATE; INSERT INTO events (ts, ts_ms, actor, action) VALUES ('', 0, '', 'probe'); ROLLBACK;",
                 )
@@ -303,7 +375,17 @@ impl Audit {
                     e.to_string()
                 })
             })
-            .await;
+            .await,
+        };
+        let broken = match &self.inner.sync {
+            Some(Ok(sync)) => sync.broken(),
+            Some(Err(e)) => Some(e.clone()),
+            None => None,
+        };
+        let probe = match broken {
+            Some(e) => probe.and(Err(format!("cannot flush the log to disk: {e}"))),
+            None => probe,
+        };
         let last_error = self
             .inner
             .last_error
@@ -313,7 +395,7 @@ impl Audit {
         json!({
             "enabled": self.inner.config.enabled,
             "writable": probe.is_ok(),
-            "error": probe.err().map(|e| e.0).or(last_error),
+            "error": probe.err().or(last_error),
             "path": self.inner.path.display().to_string(),
             "fail_open": self.inner.config.fail_open,
             "records_written": self.inner.written.load(Ordering::Relaxed),
@@ -340,6 +422,45 @@ impl Audit {
             }
         });
     }
+}
+
+/// Takes in the attempts a crash left in the journal (kept as attempts without an outcome,
+/// unless the database has their outcome), makes them durable, and empties the journal.
+/// Returns the journal and the last record id ever given.
+fn recover<F>(
+    db: &writer::Db,
+    path: &std::path::Path,
+    flush: Option<&mut F>,
+    full: bool,
+) -> Result<(journal::Journal, i64), String>
+where
+    F: FnMut() -> Result<(), String>,
+{
+    let journal_path = path.with_extension("attempts");
+    let (journal, left) = journal::Journal::open(&journal_path)
+        .map_err(|e| format!("cannot open {}: {e}", journal_path.display()))?;
+    let last = db.write_blocking(|c| {
+        let tx = c.unchecked_transaction().map_err(|e| e.to_string())?;
+        for attempt in &left {
+            store::put(&tx, attempt, Existing::Keep).map_err(|e| e.to_string())?;
+        }
+        tx.commit().map_err(|e| e.to_string())?;
+        store::last_id(c).map_err(|e| e.to_string())
+    })?;
+    if !left.is_empty() {
+        if let (Some(flush), true) = (flush, full) {
+            flush()?;
+        }
+        tracing::warn!(
+            "audit log: {} attempt(s) cut short by the hub's end are on record without an outcome",
+            left.len()
+        );
+    }
+    journal
+        .clear()
+        .map_err(|e| format!("cannot empty {}: {e}", journal_path.display()))?;
+    let journal_last = left.iter().map(|r| r.id).max().unwrap_or(0);
+    Ok((journal, last.max(journal_last)))
 }
 
 /// Caps the command and response at [`MAX_FIELD_BYTES`] (on a character boundary).
@@ -371,3 +492,6 @@ pub fn new_record(actor: &str, actor_agent_id: Option<String>, action: &str) -> 
         ..Record::default()
     }
 }
+
+#[cfg(test)]
+mod tests;

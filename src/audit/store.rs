@@ -1,5 +1,5 @@
 //! The audit log's SQLite file: schema, writes, queries, retention. Plain functions on a
-//! `Connection`; [`super::Audit`] runs them on its own thread.
+//! `Connection`; [`super::writer`] runs them.
 
 pub use crate::protocol::{AuditRecord as Record, TrafficFilter as Filter};
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, ToSql};
@@ -38,8 +38,9 @@ CREATE INDEX IF NOT EXISTS events_agent ON events(agent_id);
 CREATE INDEX IF NOT EXISTS events_action ON events(action);
 ";
 
-/// Opens (creating) the file in WAL mode with the given `synchronous` level.
-pub fn open(path: &std::path::Path, synchronous_full: bool) -> rusqlite::Result<Connection> {
+/// Opens (creating) the file in WAL mode. Commits do not wait for the disk and never
+/// checkpoint: [`super::sync`] flushes the WAL and [`super::writer`] checkpoints it.
+pub fn open(path: &std::path::Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
     // Only the hub's user may read the log: it holds (redacted) commands of every session.
     #[cfg(unix)]
@@ -49,71 +50,70 @@ pub fn open(path: &std::path::Path, synchronous_full: bool) -> rusqlite::Result<
     }
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(
-        None,
-        "synchronous",
-        if synchronous_full { "FULL" } else { "NORMAL" },
-    )?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "wal_autocheckpoint", 0)?;
     conn.execute_batch(SCHEMA)?;
     Ok(conn)
 }
 
-/// Inserts a record; returns its id.
-pub fn insert(conn: &Connection, r: &Record) -> rusqlite::Result<i64> {
-    conn.execute(
-        "INSERT INTO events (ts, ts_ms, actor, actor_agent_id, action, method, path, session_id,
-            agent_id, owner_session_id, label, cli_type, command, response, duration_ms, status,
-            success, blocked, blocked_pattern, error_code)
-         VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)",
-        params![
-            r.ts,
-            r.ts_ms,
-            r.actor,
-            r.actor_agent_id,
-            r.action,
-            r.method,
-            r.path,
-            r.session_id,
-            r.agent_id,
-            r.owner_session_id,
-            r.label,
-            r.cli_type,
-            r.command,
-            r.response,
-            r.duration_ms,
-            r.status,
-            r.success,
-            r.blocked,
-            r.blocked_pattern,
-            r.error_code
-        ],
-    )?;
-    Ok(conn.last_insert_rowid())
+/// What [`put`] does when a record with the same id is there already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Existing {
+    /// Keep it (a replayed attempt never overwrites its outcome).
+    Keep,
+    /// Replace it (an outcome completes its attempt).
+    Replace,
 }
 
-/// Writes the outcome of a record inserted earlier.
-pub fn update(conn: &Connection, r: &Record) -> rusqlite::Result<()> {
-    conn.execute(
-        "UPDATE events SET session_id=?2, agent_id=?3, owner_session_id=?4, label=?5,
-            cli_type=?6, response=?7, duration_ms=?8, status=?9, success=?10, blocked=?11,
-            blocked_pattern=?12, error_code=?13 WHERE id=?1",
-        params![
-            r.id,
-            r.session_id,
-            r.agent_id,
-            r.owner_session_id,
-            r.label,
-            r.cli_type,
-            r.response,
-            r.duration_ms,
-            r.status,
-            r.success,
-            r.blocked,
-            r.blocked_pattern,
-            r.error_code
-        ],
-    )?;
+/// Writes a record under its own id (the log hands ids out itself, see [`super::Audit`]).
+pub fn put(conn: &Connection, r: &Record, existing: Existing) -> rusqlite::Result<()> {
+    let verb = match existing {
+        Existing::Keep => "INSERT OR IGNORE",
+        Existing::Replace => "INSERT OR REPLACE",
+    };
+    let mut stmt = conn.prepare_cached(&format!(
+        "{verb} INTO events (id, ts, ts_ms, actor, actor_agent_id, action, method, path,
+            session_id, agent_id, owner_session_id, label, cli_type, command, response,
+            duration_ms, status, success, blocked, blocked_pattern, error_code)
+         VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21)"
+    ))?;
+    stmt.execute(params![
+        r.id,
+        r.ts,
+        r.ts_ms,
+        r.actor,
+        r.actor_agent_id,
+        r.action,
+        r.method,
+        r.path,
+        r.session_id,
+        r.agent_id,
+        r.owner_session_id,
+        r.label,
+        r.cli_type,
+        r.command,
+        r.response,
+        r.duration_ms,
+        r.status,
+        r.success,
+        r.blocked,
+        r.blocked_pattern,
+        r.error_code
+    ])?;
     Ok(())
+}
+
+/// The highest id ever given, also of records retention has deleted since.
+pub fn last_id(conn: &Connection) -> rusqlite::Result<i64> {
+    let max: Option<i64> = conn.query_row("SELECT MAX(id) FROM events", [], |r| r.get(0))?;
+    let seq: Option<i64> = conn
+        .query_row(
+            "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok(max.unwrap_or(0).max(seq.unwrap_or(0)))
 }
 
 fn row_to_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
@@ -347,7 +347,7 @@ mod tests {
 
     fn db() -> (tempfile::TempDir, Connection) {
         let dir = tempfile::tempdir().unwrap();
-        let conn = open(&dir.path().join(FILE_NAME), true).unwrap();
+        let conn = open(&dir.path().join(FILE_NAME)).unwrap();
         (dir, conn)
     }
 
@@ -357,7 +357,9 @@ mod tests {
         for i in 0..30 {
             let action = if i % 3 == 0 { "talk" } else { "send_line" };
             let session = if i % 2 == 0 { "a" } else { "b" };
-            insert(&conn, &rec(action, session, 1000 + i, i % 5 != 0, i == 7)).unwrap();
+            let mut r = rec(action, session, 1000 + i, i % 5 != 0, i == 7);
+            r.id = i + 1;
+            put(&conn, &r, Existing::Keep).unwrap();
         }
         let q = |f: Filter| query(&conn, &f).unwrap();
         assert_eq!(q(Filter::default()).1, 30);
@@ -438,8 +440,9 @@ mod tests {
         let (_dir, conn) = db();
         for i in 0..200 {
             let mut r = rec("send_line", "a", i, true, false);
+            r.id = i + 1;
             r.command = Some("x".repeat(2000));
-            insert(&conn, &r).unwrap();
+            put(&conn, &r, Existing::Keep).unwrap();
         }
         assert_eq!(cleanup(&conn, 200, 150, i64::MAX).unwrap(), 50);
         let (rows, total) = query(&conn, &Filter::default()).unwrap();
@@ -449,5 +452,25 @@ mod tests {
         assert!(db_bytes(&conn).unwrap() <= 100_000);
         let (rows, _) = query(&conn, &Filter::default()).unwrap();
         assert_eq!(rows.last().unwrap().ts_ms, 199, "the newest are kept");
+        assert_eq!(last_id(&conn).unwrap(), 200);
+        conn.execute("DELETE FROM events", []).unwrap();
+        assert_eq!(last_id(&conn).unwrap(), 200, "ids are never given twice");
+    }
+
+    #[test]
+    fn an_outcome_replaces_its_attempt_and_a_replay_keeps_it() {
+        let (_dir, conn) = db();
+        let mut attempt = rec("talk", "a", 1, true, false);
+        attempt.id = 7;
+        attempt.success = None;
+        put(&conn, &attempt, Existing::Keep).unwrap();
+        let mut outcome = attempt.clone();
+        outcome.success = Some(true);
+        outcome.status = Some(200);
+        put(&conn, &outcome, Existing::Replace).unwrap();
+        put(&conn, &attempt, Existing::Keep).unwrap();
+        let stored = get(&conn, 7).unwrap().unwrap();
+        assert_eq!((stored.status, stored.success), (Some(200), Some(true)));
+        assert_eq!(query(&conn, &Filter::default()).unwrap().1, 1);
     }
 }

@@ -694,3 +694,116 @@ async fn a_viewers_resize_is_recorded_like_a_resize() {
     );
     assert_eq!(hub.session(&id).await["cols"], 91);
 }
+
+/// The `talk` records in the log of the hub at `hub`.
+async fn talks(hub: &crate::hub_process::HubProcess) -> Vec<Value> {
+    let v = hub
+        .call(
+            reqwest::Method::GET,
+            "/v1/pty-traffic/events?action=talk",
+            Value::Null,
+        )
+        .await;
+    v["events"].as_array().cloned().unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_operation_shows_while_it_runs_and_one_cut_by_sigkill_stays_on_record() {
+    use crate::hub_process::{free_port, HubProcess};
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let socket = format!("ah-audit-cut-{}", std::process::id());
+    let data_arg = data.display().to_string();
+    let args = [
+        "--listen",
+        &listen,
+        "--tmux-socket",
+        &socket,
+        "--data-dir",
+        &data_arg,
+    ];
+    let base = format!("http://{listen}");
+    let mut hub = HubProcess::spawn(&args, &base, &[]).await;
+    struct KillTmux(String);
+    impl Drop for KillTmux {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("tmux")
+                .args(["-L", &self.0, "kill-server"])
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+    }
+    let _tmux = KillTmux(socket.clone());
+    let v = hub
+        .call(
+            reqwest::Method::POST,
+            "/v1/pty/sessions",
+            json!({"shell": "bash", "args": ["--norc"]}),
+        )
+        .await;
+    let id = v["session_id"].as_str().unwrap().to_string();
+    let talk = |command: &'static str| {
+        let (http, url) = (
+            hub.http.clone(),
+            format!("{base}/v1/pty/sessions/{id}/talk"),
+        );
+        tokio::spawn(async move {
+            http.post(url)
+                .json(&json!({ "command": command }))
+                .send()
+                .await
+                .map(|r| r.status().as_u16())
+        })
+    };
+
+    // Still running after `SHOWN_AFTER`: in the queries, without an outcome yet.
+    let running = talk("sleep 2; echo long-done");
+    let shown = wait_until(Duration::from_secs(5), || async {
+        talks(&hub)
+            .await
+            .iter()
+            .any(|r| r["success"].is_null() && r["command"].to_string().contains("long-done"))
+    })
+    .await;
+    assert!(
+        shown,
+        "a running talk is not in the log: {:?}",
+        talks(&hub).await
+    );
+    assert_eq!(running.await.unwrap().unwrap(), 200);
+    let records = talks(&hub).await;
+    assert_eq!(
+        records.len(),
+        1,
+        "the outcome did not replace its attempt: {records:?}"
+    );
+    assert_eq!(
+        (
+            records[0]["status"].as_i64(),
+            records[0]["success"].as_bool()
+        ),
+        (Some(200), Some(true)),
+        "{records:?}"
+    );
+
+    // Cut short by a SIGKILL before it was shown: the next start has its attempt.
+    let cut = talk("sleep 30; echo never-done");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    hub.kill9();
+    let _ = cut.await;
+    let hub = HubProcess::spawn(&args, &base, &[]).await;
+    let records = talks(&hub).await;
+    let cut: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["command"].to_string().contains("never-done"))
+        .collect();
+    assert_eq!(cut.len(), 1, "the cut talk is not on record: {records:?}");
+    assert!(cut[0]["success"].is_null(), "{cut:?}");
+    assert_eq!(cut[0]["session_id"], id, "{cut:?}");
+    assert!(
+        cut[0]["id"].as_i64() > records[0]["id"].as_i64(),
+        "{records:?}"
+    );
+}

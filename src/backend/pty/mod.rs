@@ -1,8 +1,9 @@
-//! Host PTY backend (portable-pty: openpty on Unix, ConPTY on Windows). All portable-pty I/O is
-//! blocking, so each session has one reader thread (output -> pipeline), one writer thread (the
-//! single input writer) and one waiter thread (exit status).
+//! Host PTY backend (portable-pty: openpty on Unix, ConPTY on Windows). Each session has one
+//! reader thread (output -> pipeline), one writer thread (input the terminal has no room for at
+//! once, see [`io`]) and one waiter thread (exit status).
 
-use std::io::{Read, Write};
+mod io;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,7 +11,6 @@ use chrono::Utc;
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use portable_pty::{native_pty_system, CommandBuilder, MasterPty, PtySize};
-use tokio::sync::{mpsc, oneshot};
 
 use super::{Backend, SpawnSpec, TermSize};
 use crate::output::{ExitInfo, Output};
@@ -22,12 +22,10 @@ const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// (a background job holding the PTY open would otherwise delay the exit forever).
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
 
-type WriteRequest = (Vec<u8>, oneshot::Sender<Result<(), String>>);
-
 /// A program running on a host PTY.
 pub struct PtyBackend {
     master: Mutex<Box<dyn MasterPty + Send>>,
-    writer: mpsc::UnboundedSender<WriteRequest>,
+    input: io::Input,
     pid: Option<u32>,
 }
 
@@ -66,25 +64,12 @@ impl PtyBackend {
         // Without this the reader never sees EOF after the child exits.
         drop(pair.slave);
         let pid = child.process_id();
-        let mut reader = pair
-            .master
-            .try_clone_reader()
-            .map_err(|e| format!("cannot read the PTY: {e:#}"))?;
-        let mut pty_writer = pair
-            .master
-            .take_writer()
-            .map_err(|e| format!("cannot write the PTY: {e:#}"))?;
+        let (input, source) = io::split(&*pair.master)?;
 
         let (reader_done_tx, reader_done_rx) = std::sync::mpsc::channel::<()>();
         let reader_output = output.clone();
         spawn_thread("pty-reader", move || {
-            let mut buf = vec![0u8; READ_BUFFER_BYTES];
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => reader_output.push(&buf[..n]),
-                }
-            }
+            source.drain(READ_BUFFER_BYTES, |bytes| reader_output.push(bytes));
             let _ = reader_done_tx.send(());
         })?;
 
@@ -105,21 +90,9 @@ impl PtyBackend {
             });
         })?;
 
-        let (writer, mut requests) = mpsc::unbounded_channel::<WriteRequest>();
-        spawn_thread("pty-writer", move || {
-            while let Some((bytes, done)) = requests.blocking_recv() {
-                let result = pty_writer
-                    .write_all(&bytes)
-                    .and_then(|_| pty_writer.flush())
-                    .map_err(|e| e.to_string());
-                let _ = done.send(result);
-            }
-            // Dropping the writer sends EOF to the child; by now the session is going away.
-        })?;
-
         Ok(PtyBackend {
             master: Mutex::new(pair.master),
-            writer,
+            input,
             pid,
         })
     }
@@ -136,13 +109,10 @@ fn spawn_thread(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), Str
 impl Backend for PtyBackend {
     fn write(&self, bytes: Vec<u8>) -> BoxFuture<'_, crate::error::HubResult<()>> {
         async move {
-            let (done, result) = oneshot::channel();
-            let stopped = || "the PTY writer has stopped".to_string();
-            let written = match self.writer.send((bytes, done)) {
-                Ok(()) => result.await.unwrap_or_else(|_| Err(stopped())),
-                Err(_) => Err(stopped()),
-            };
-            written.map_err(|reason| crate::error::HubError::WriteFailed { reason })
+            self.input
+                .write(bytes)
+                .await
+                .map_err(|reason| crate::error::HubError::WriteFailed { reason })
         }
         .boxed()
     }
