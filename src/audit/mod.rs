@@ -201,6 +201,17 @@ impl Audit {
         self.failed(result)
     }
 
+    /// Why records can no longer be made durable, once a flush has failed (or the sync thread
+    /// could not start): no operation may run then, whatever the database still takes.
+    fn flush_broken(&self) -> Option<String> {
+        match &self.inner.sync {
+            Some(Ok(sync)) => sync.broken(),
+            Some(Err(e)) => Some(e.clone()),
+            None => None,
+        }
+        .map(|e| format!("cannot flush the log to disk: {e}"))
+    }
+
     fn next_id(&self) -> i64 {
         self.inner.last_id.fetch_add(1, Ordering::Relaxed) + 1
     }
@@ -223,6 +234,9 @@ impl Audit {
                     .unwrap_or_else(|| "the audit log is switched off".into()),
             ));
         };
+        if let Some(e) = self.flush_broken() {
+            return Err(Unavailable(e));
+        }
         record.id = self.next_id();
         if !self.healthy() {
             let attempt = record.clone();
@@ -377,13 +391,8 @@ impl Audit {
             })
             .await,
         };
-        let broken = match &self.inner.sync {
-            Some(Ok(sync)) => sync.broken(),
-            Some(Err(e)) => Some(e.clone()),
-            None => None,
-        };
-        let probe = match broken {
-            Some(e) => probe.and(Err(format!("cannot flush the log to disk: {e}"))),
+        let probe = match self.flush_broken() {
+            Some(e) => probe.and(Err(e)),
             None => probe,
         };
         let last_error = self

@@ -152,6 +152,9 @@ async fn a_failed_flush_refuses_later_writes_and_health_says_so() {
     let e = audit.record(attempt("x")).await.unwrap_err();
     assert!(e.0.contains("EIO"), "{}", e.0);
     assert!(!audit.healthy());
+    // No operation may run now, although the database itself still takes writes.
+    let e = audit.begin(attempt("y")).await.unwrap_err();
+    assert!(e.0.contains("EIO"), "{}", e.0);
     let health = audit.health().await;
     assert_eq!(health["writable"], false, "{health}");
     assert!(
