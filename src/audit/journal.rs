@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -30,16 +30,25 @@ struct State {
     len: u64,
 }
 
+/// Opens `path` for writing at its end (not in append mode: Windows cannot truncate a file
+/// opened for appending, and this hub is the file's only writer, under its lock).
 fn append_to(path: &Path, truncate: bool) -> std::io::Result<File> {
     let mut options = std::fs::OpenOptions::new();
-    options.create(true).append(true).truncate(false);
+    options.create(true).write(true).truncate(false);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let file = options.open(path)?;
+    let mut file = options.open(path)?;
     if truncate {
         file.set_len(0)?;
     }
+    file.seek(SeekFrom::End(0))?;
     Ok(file)
+}
+
+/// Empties the file; the next line goes at its start.
+fn empty(file: &mut File) -> std::io::Result<()> {
+    file.set_len(0)?;
+    file.seek(SeekFrom::Start(0)).map(|_| ())
 }
 
 /// Takes the file for this hub alone: two hubs handing out ids for one log would overwrite
@@ -96,7 +105,7 @@ impl Journal {
         let mut state = self.lock();
         state.open.remove(&id);
         let result = if state.open.is_empty() {
-            state.file.set_len(0).map(|()| state.len = 0)
+            empty(&mut state.file).map(|()| state.len = 0)
         } else if state.len > COMPACT_AT {
             self.rewrite(&mut state)
         } else {
@@ -110,7 +119,7 @@ impl Journal {
     /// Empties the journal (the attempts [`Journal::open`] returned are in the database).
     pub fn clear(&self) -> std::io::Result<()> {
         let mut state = self.lock();
-        state.file.set_len(0)?;
+        empty(&mut state.file)?;
         state.len = 0;
         Ok(())
     }

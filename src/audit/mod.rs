@@ -92,7 +92,7 @@ impl Audit {
             .path
             .clone()
             .unwrap_or_else(|| data_dir.join(store::FILE_NAME));
-        let db = config.enabled.then(|| writer::Db::open(&path));
+        let mut db = config.enabled.then(|| writer::Db::open(&path));
         let mut error = db.as_ref().and_then(writer::Db::open_error);
         let mut flush = db.as_ref().and_then(|db| db.wal.clone()).map(flush);
         let (mut journal, mut last_id) = (None, 0);
@@ -101,6 +101,11 @@ impl Audit {
                 Ok((j, last)) => (journal, last_id) = (Some(j), last),
                 Err(e) => error = Some(e),
             }
+        }
+        // Without its journal the log cannot hand out ids safely (another hub may be using
+        // it): no write of any kind then.
+        if journal.is_none() {
+            db = None;
         }
         let sync = match flush {
             Some(flush) if config.synchronous != "normal" => Some(
@@ -156,10 +161,17 @@ impl Audit {
     }
 
     fn db(&self) -> Result<&writer::Db, Unavailable> {
-        self.inner
-            .db
-            .as_ref()
-            .ok_or_else(|| Unavailable("the audit log is switched off".into()))
+        self.inner.db.as_ref().ok_or_else(|| {
+            let why = self
+                .inner
+                .last_error
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            Unavailable(
+                why.clone()
+                    .unwrap_or_else(|| "the audit log is switched off".into()),
+            )
+        })
     }
 
     /// Notes a failed call, for [`Audit::healthy`] and `health`.

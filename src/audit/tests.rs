@@ -84,6 +84,14 @@ async fn a_second_hub_cannot_open_a_log_in_use() {
     let second = Audit::open(&config("full"), dir.path());
     let e = second.begin(attempt("x")).await.unwrap_err();
     assert!(e.0.contains("another hub"), "{}", e.0);
+    let mine = first.record(attempt("first's")).await.unwrap();
+    // Nor may it write events (they would take the first hub's ids) or read.
+    let e = second.record(attempt("second's")).await.unwrap_err();
+    assert!(e.0.contains("another hub"), "{}", e.0);
+    assert!(second.query(Filter::default()).await.is_err());
+    assert!(!second.healthy());
+    let kept = first.get(mine).await.unwrap().unwrap();
+    assert_eq!(kept.command.as_deref(), Some("first's"));
     first.begin(attempt("y")).await.unwrap();
     drop((first, second));
     let again = Audit::open(&config("full"), dir.path());
