@@ -44,11 +44,8 @@ pub struct Audit {
 struct Inner {
     config: AuditConfig,
     path: PathBuf,
-    /// The open log; `None` when it is switched off.
-    db: Option<writer::Db>,
-    /// Attempts whose outcome is not in the database yet; `None` when the log is off or could
-    /// not be opened.
-    journal: Option<journal::Journal>,
+    /// The open log; `None` when it is switched off or could not be opened.
+    log: Option<Log>,
     /// The last record id handed out.
     last_id: AtomicI64,
     /// Flushes of the WAL, shared by the commits waiting for one; `None` with
@@ -59,6 +56,14 @@ struct Inner {
     written: AtomicU64,
     unaudited: AtomicU64,
     meters: crate::metrics::AuditMeters,
+}
+
+/// The database, and the journal of attempts whose outcome is not in it yet. One without the
+/// other is no log: without its journal the log cannot hand out ids safely (another hub may
+/// be using it).
+struct Log {
+    db: writer::Db,
+    journal: journal::Journal,
 }
 
 /// Why a record could not be written.
@@ -92,23 +97,18 @@ impl Audit {
             .path
             .clone()
             .unwrap_or_else(|| data_dir.join(store::FILE_NAME));
-        let mut db = config.enabled.then(|| writer::Db::open(&path));
+        let db = config.enabled.then(|| writer::Db::open(&path));
         let mut error = db.as_ref().and_then(writer::Db::open_error);
         let mut flush = db.as_ref().and_then(|db| db.wal.clone()).map(flush);
-        let (mut journal, mut last_id) = (None, 0);
-        if let (Some(db), None) = (&db, &error) {
-            match recover(db, &path, flush.as_mut(), config.synchronous != "normal") {
-                Ok((j, last)) => (journal, last_id) = (Some(j), last),
+        let (mut log, mut last_id) = (None, 0);
+        if let (Some(db), None) = (db, &error) {
+            match recover(&db, &path, flush.as_mut(), config.synchronous != "normal") {
+                Ok((journal, last)) => (log, last_id) = (Some(Log { db, journal }), last),
                 Err(e) => error = Some(e),
             }
         }
-        // Without its journal the log cannot hand out ids safely (another hub may be using
-        // it): no write of any kind then.
-        if journal.is_none() {
-            db = None;
-        }
         let sync = match flush {
-            Some(flush) if config.synchronous != "normal" => Some(
+            Some(flush) if log.is_some() && config.synchronous != "normal" => Some(
                 sync::GroupSync::start("audit-sync", flush)
                     .map_err(|e| format!("cannot start the audit sync thread: {e}")),
             ),
@@ -124,8 +124,7 @@ impl Audit {
             inner: Arc::new(Inner {
                 config: config.clone(),
                 path,
-                db,
-                journal,
+                log,
                 last_id: AtomicI64::new(last_id),
                 sync,
                 live: broadcast::channel(1024).0,
@@ -161,7 +160,11 @@ impl Audit {
     }
 
     fn db(&self) -> Result<&writer::Db, Unavailable> {
-        self.inner.db.as_ref().ok_or_else(|| {
+        self.log().map(|log| &log.db)
+    }
+
+    fn log(&self) -> Result<&Log, Unavailable> {
+        self.inner.log.as_ref().ok_or_else(|| {
             let why = self
                 .inner
                 .last_error
@@ -235,17 +238,7 @@ impl Audit {
     /// database instead, so an operation is refused until the database takes writes again.
     pub async fn begin(&self, mut record: Record) -> Result<i64, Unavailable> {
         cap(&mut record);
-        let Some(journal) = &self.inner.journal else {
-            let why = self
-                .inner
-                .last_error
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            return Err(Unavailable(
-                why.clone()
-                    .unwrap_or_else(|| "the audit log is switched off".into()),
-            ));
-        };
+        let journal = &self.log()?.journal;
         if let Some(e) = self.flush_broken() {
             return Err(Unavailable(e));
         }
@@ -285,8 +278,8 @@ impl Audit {
             store::put(c, &record, Existing::Replace).map_err(|e| e.to_string())
         })
         .await?;
-        if let Some(journal) = &self.inner.journal {
-            journal.settle(id);
+        if let Ok(log) = self.log() {
+            log.journal.settle(id);
         }
         self.published(live);
         Ok(())
