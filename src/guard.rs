@@ -11,7 +11,9 @@
 
 use std::collections::BTreeMap;
 
-use regex::Regex;
+use std::borrow::Cow;
+
+use regex::RegexSet;
 use serde::Deserialize;
 
 use crate::actor::Role;
@@ -117,7 +119,11 @@ pub struct Blocked {
 /// The compiled guard.
 #[derive(Debug, Clone)]
 pub struct Guard {
-    patterns: Vec<(String, Regex)>,
+    /// The active patterns' names, in the order of `set`.
+    names: Vec<String>,
+    /// Every active pattern, searched for in one pass over the text: a line that matches none
+    /// (almost every line) costs one search, not one per pattern.
+    set: RegexSet,
     allow: BTreeMap<Role, Vec<String>>,
     /// Refusals by pattern (registered in the hub's metrics).
     refusals: Refusals,
@@ -138,7 +144,7 @@ pub type Refusals = prometheus_client::metrics::family::Family<
 impl Guard {
     /// Compiles the defaults and the config; an error names the bad pattern.
     pub fn new(config: &GuardConfig) -> Result<Self, String> {
-        let mut patterns = Vec::new();
+        let (mut names, mut regexes) = (Vec::new(), Vec::new());
         if config.enabled {
             for name in &config.disable {
                 let known = DEFAULT_PATTERNS.iter().any(|(n, _)| n == name)
@@ -155,13 +161,18 @@ impl Guard {
                 if config.disable.iter().any(|d| d == name) {
                     continue;
                 }
-                let re = Regex::new(&format!("(?im){regex}"))
-                    .map_err(|e| format!("guard pattern '{name}': {e}"))?;
-                patterns.push((name.to_string(), re));
+                let regex = format!("(?im){regex}");
+                // Compiled alone first, so that an error names its pattern.
+                regex::Regex::new(&regex).map_err(|e| format!("guard pattern '{name}': {e}"))?;
+                names.push(name.to_string());
+                regexes.push(regex);
             }
         }
+        let set = RegexSet::new(&regexes)
+            .map_err(|e| format!("guard patterns, compiled together: {e}"))?;
         Ok(Guard {
-            patterns,
+            names,
+            set,
             allow: config.allow.clone(),
             refusals: Refusals::default(),
         })
@@ -169,30 +180,34 @@ impl Guard {
 
     /// The names of the active patterns.
     pub fn pattern_names(&self) -> Vec<&str> {
-        self.patterns.iter().map(|(n, _)| n.as_str()).collect()
+        self.names.iter().map(String::as_str).collect()
     }
 
     /// Checks text about to be typed by a caller with `role`.
     pub fn check(&self, text: &str, role: Role) -> Result<(), Blocked> {
         // Tabs, non-breaking spaces and runs of blanks are all "whitespace" to the patterns.
-        let text: String = text
-            .chars()
-            .map(|c| {
-                if c.is_whitespace() && c != '\n' {
-                    ' '
-                } else {
-                    c
-                }
-            })
-            .collect();
-        for (name, re) in &self.patterns {
-            if re.is_match(&text) && !self.allowed(name, role) {
-                return Err(Blocked {
-                    pattern: name.clone(),
-                });
-            }
+        let odd_blank = |c: char| c.is_whitespace() && c != '\n' && c != ' ';
+        let text = if text.contains(odd_blank) {
+            Cow::Owned(text.replace(odd_blank, " "))
+        } else {
+            Cow::Borrowed(text)
+        };
+        if !self.set.is_match(&text) {
+            return Ok(());
         }
-        Ok(())
+        // The first pattern, in order, that matches and the role may not use.
+        match self
+            .set
+            .matches(&text)
+            .iter()
+            .map(|i| &self.names[i])
+            .find(|name| !self.allowed(name, role))
+        {
+            Some(name) => Err(Blocked {
+                pattern: name.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// [`Guard::check`] as the hub's error: `PTY_COMMAND_BLOCKED`, naming the pattern.
@@ -357,6 +372,34 @@ mod tests {
         assert_eq!(g.check("shutdown now", Role::Admin), Ok(()));
         assert_eq!(g.check("halt", Role::Admin), Ok(()));
         assert!(g.check("halt", Role::Observer).is_err());
+
+        // Several patterns match: the first the role may not use is named.
+        assert_eq!(
+            g.check("sudo shutdown; halt", Role::Admin),
+            Ok(()),
+            "admin may use both"
+        );
+        assert_eq!(
+            g.check("sudo shutdown; halt", Role::Observer),
+            Err(Blocked {
+                pattern: "shutdown".into()
+            }),
+            "both refused: the first in order is named"
+        );
+        assert_eq!(
+            g.check("sudo shutdown; drop database prod", Role::Admin),
+            Err(Blocked {
+                pattern: "drop-db".into()
+            }),
+            "shutdown is allowed to admins: the next match is named"
+        );
+        assert_eq!(
+            g.check("fdisk /dev/sda; halt\u{a0}now", Role::Observer),
+            Err(Blocked {
+                pattern: "halt".into()
+            }),
+            "a disabled pattern is not searched for"
+        );
 
         let bad: GuardConfig = toml::from_str("disable = [\"nope\"]").unwrap();
         assert!(Guard::new(&bad).unwrap_err().contains("nope"));

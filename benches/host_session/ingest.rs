@@ -226,8 +226,8 @@ fn print_cpu_table(c: &CatResults) {
         &[
             "path",
             "`cat` (child)",
-            "reader side",
-            "hub tokio workers",
+            "reader thread (bare) / hub threads outside the workers",
+            "hub tokio workers (the PTY reader runs here on Unix)",
             "bench client (main thread)",
             "total",
         ],
@@ -245,7 +245,7 @@ fn print_cpu_table(c: &CatResults) {
     for r in &c.hub {
         let u = r.cpu;
         println!(
-            "| hub ({:.2} s) | {:.2} | {:.2} (hub PTY threads) | {:.2} | {:.2} | {:.2} |",
+            "| hub ({:.2} s) | {:.2} | {:.2} (other hub threads) | {:.2} | {:.2} | {:.2} |",
             r.secs,
             u.children,
             u.process - u.main - u.workers,

@@ -1,6 +1,7 @@
-//! Host PTY backend (portable-pty: openpty on Unix, ConPTY on Windows). Each session has one
-//! reader thread (output -> pipeline), one writer thread (input the terminal has no room for at
-//! once, see [`io`]) and one waiter thread (exit status).
+//! Host PTY backend (portable-pty: openpty on Unix, ConPTY on Windows). Each session has a
+//! reader (output -> pipeline: a task on the runtime on Unix, a thread with ConPTY), one writer
+//! thread (input the terminal has no room for at once, see [`io`]) and one waiter thread (exit
+//! status).
 
 mod io;
 
@@ -16,7 +17,7 @@ use super::{Backend, SpawnSpec, TermSize};
 use crate::output::{ExitInfo, Output};
 use crate::session::input::TermSignal;
 
-/// Read size for the reader thread; a PTY rarely hands over more than a few KiB at once.
+/// Largest read of the output; a PTY rarely hands over more than a few KiB at once.
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// After the program exits, how long to wait for the reader to drain what it wrote last
 /// (a background job holding the PTY open would otherwise delay the exit forever).
@@ -64,14 +65,27 @@ impl PtyBackend {
         // Without this the reader never sees EOF after the child exits.
         drop(pair.slave);
         let pid = child.process_id();
-        let (input, source) = io::split(&*pair.master)?;
-
         let (reader_done_tx, reader_done_rx) = std::sync::mpsc::channel::<()>();
         let reader_output = output.clone();
-        spawn_thread("pty-reader", move || {
-            source.drain(READ_BUFFER_BYTES, |bytes| reader_output.push(bytes));
-            let _ = reader_done_tx.send(());
-        })?;
+        let input = io::split(&*pair.master).and_then(|(input, source)| {
+            source.spawn_drain(
+                READ_BUFFER_BYTES,
+                move |bytes| reader_output.push(bytes),
+                move || {
+                    let _ = reader_done_tx.send(());
+                },
+            )?;
+            Ok(input)
+        });
+        let input = match input {
+            Ok(input) => input,
+            Err(e) => {
+                // Nobody would read or wait for it.
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(e);
+            }
+        };
 
         spawn_thread("pty-waiter", move || {
             let status = child.wait();
