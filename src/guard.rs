@@ -9,9 +9,8 @@
 //! shell), not a security boundary: anyone who can type into a shell can spell a command in a
 //! way no pattern foresees.
 
-use std::collections::BTreeMap;
-
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use regex::RegexSet;
 use serde::Deserialize;
@@ -161,15 +160,21 @@ impl Guard {
                 if config.disable.iter().any(|d| d == name) {
                     continue;
                 }
-                let regex = format!("(?im){regex}");
-                // Compiled alone first, so that an error names its pattern.
-                regex::Regex::new(&regex).map_err(|e| format!("guard pattern '{name}': {e}"))?;
                 names.push(name.to_string());
-                regexes.push(regex);
+                regexes.push(format!("(?im){regex}"));
             }
         }
-        let set = RegexSet::new(&regexes)
-            .map_err(|e| format!("guard patterns, compiled together: {e}"))?;
+        let set = RegexSet::new(&regexes).map_err(|e| {
+            // Name the pattern at fault, if one fails alone.
+            match names
+                .iter()
+                .zip(&regexes)
+                .find_map(|(name, regex)| regex::Regex::new(regex).err().map(|e| (name, e)))
+            {
+                Some((name, e)) => format!("guard pattern '{name}': {e}"),
+                None => format!("guard patterns, compiled together: {e}"),
+            }
+        })?;
         Ok(Guard {
             names,
             set,

@@ -254,13 +254,10 @@ mod unix {
             let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
                 "the PTY is read on a tokio runtime, and none is running".to_string()
             })?;
-            let master = {
-                let _entered = runtime.enter();
-                // SAFETY: the `File` owns its descriptor, and the `AsyncFd` owns the `File`
-                // for as long as it is registered.
-                unsafe { AsyncFd::register_with_interest(self.0, Interest::READABLE) }
-                    .map_err(|e| format!("cannot poll the PTY: {e}"))?
-            };
+            // SAFETY: the `File` owns its descriptor, and the `AsyncFd` owns the `File` for as
+            // long as it is registered.
+            let master = unsafe { AsyncFd::register_with_interest(self.0, Interest::READABLE) }
+                .map_err(|e| format!("cannot poll the PTY: {e}"))?;
             runtime.spawn(async move {
                 let mut buf = ReadBuf::new(buf_bytes);
                 // Chunks handed on since the viewers last had a turn.
@@ -315,28 +312,28 @@ mod tests {
 
     use super::*;
 
-    /// A PTY whose program (raw mode, no echo) reads nothing for `delay_s` seconds, then copies
-    /// `bytes` bytes of its input to `out`.
-    fn program(
-        delay_s: &str,
-        bytes: usize,
-        out: &std::path::Path,
-    ) -> (Input, Source, Box<dyn portable_pty::Child + Send + Sync>) {
+    type Child = Box<dyn portable_pty::Child + Send + Sync>;
+
+    /// `sh -c script` on a new PTY.
+    fn sh(script: &str) -> (Input, Source, Child) {
         let pair = native_pty_system().openpty(PtySize::default()).unwrap();
         let mut cmd = CommandBuilder::new("sh");
-        cmd.args([
-            "-c",
-            &format!(
-                "stty raw -echo; echo ready; sleep {delay_s}; head -c {bytes} > '{}'; echo done",
-                out.display()
-            ),
-        ]);
+        cmd.args(["-c", script]);
         let child = pair.slave.spawn_command(cmd).unwrap();
         drop(pair.slave);
         let (input, source) = split(&*pair.master).unwrap();
         // The descriptors are copies: the master itself may go.
         drop(pair.master);
         (input, source, child)
+    }
+
+    /// A PTY whose program (raw mode, no echo) reads nothing for `delay_s` seconds, then copies
+    /// `bytes` bytes of its input to `out`.
+    fn program(delay_s: &str, bytes: usize, out: &std::path::Path) -> (Input, Source, Child) {
+        sh(&format!(
+            "stty raw -echo; echo ready; sleep {delay_s}; head -c {bytes} > '{}'; echo done",
+            out.display()
+        ))
     }
 
     /// Drains the output on the runtime; returns once the program has said `ready` (it is in
@@ -371,7 +368,7 @@ mod tests {
     /// All the program's output, once the terminal has closed; it must end with `done`.
     async fn finished(
         reading: tokio::sync::oneshot::Receiver<Vec<u8>>,
-        mut child: Box<dyn portable_pty::Child + Send + Sync>,
+        mut child: Child,
     ) -> Vec<u8> {
         tokio::task::spawn_blocking(move || child.wait().unwrap())
             .await
@@ -398,17 +395,10 @@ mod tests {
     }
 
     /// A program that prints `bytes` x's as fast as it can, then `done`.
-    fn flood(bytes: usize) -> (Source, Box<dyn portable_pty::Child + Send + Sync>) {
-        let pair = native_pty_system().openpty(PtySize::default()).unwrap();
-        let mut cmd = CommandBuilder::new("sh");
-        cmd.args([
-            "-c",
-            &format!("stty raw -echo; head -c {bytes} /dev/zero | tr '\\0' x; echo done"),
-        ]);
-        let child = pair.slave.spawn_command(cmd).unwrap();
-        drop(pair.slave);
-        let (_input, source) = split(&*pair.master).unwrap();
-        drop(pair.master);
+    fn flood(bytes: usize) -> (Source, Child) {
+        let (_input, source, child) = sh(&format!(
+            "stty raw -echo; head -c {bytes} /dev/zero | tr '\\0' x; echo done"
+        ));
         (source, child)
     }
 
