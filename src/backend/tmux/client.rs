@@ -35,8 +35,41 @@ struct Pending {
     /// The first error among them.
     error: Option<String>,
     ack: Ack,
-    /// The batch is the `pipe-pane` that moves the pane's bytes to the pipe (see [`pipe`]).
-    opens_pipe: bool,
+    purpose: Purpose,
+    /// The reply lines of each command, kept for a [`Purpose::Seed`] batch only.
+    replies_seen: Vec<Vec<Vec<u8>>>,
+}
+
+/// What a command batch is for, where the reader must do more than settle its ack.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Purpose {
+    Plain,
+    /// The `pipe-pane` that moves the pane's bytes to the pipe (see [`pipe`]).
+    OpensPipe,
+    /// The pane's screen and history and its cursor ([`seed_commands`]), taken in the control
+    /// client's own stream: output tmux sent before the reply is in it, output after it is
+    /// not, so an adopted pane's past is shown without losing or doubling a byte.
+    Seed,
+}
+
+/// What settling a reply asks of the reader.
+#[derive(Debug, PartialEq)]
+enum Settled {
+    Nothing,
+    /// The pane's bytes come through the pipe from here on.
+    Piped,
+    /// The pane as it was at this point of the stream, to go into the output (none if tmux
+    /// could not say).
+    Seed(Option<Vec<u8>>),
+}
+
+/// The [`Purpose::Seed`] batch for `pane_id`: its history and screen, then its cursor (one
+/// write, so tmux runs both before it reads the pane again).
+fn seed_commands(pane_id: &str) -> Vec<String> {
+    vec![
+        format!("capture-pane -p -e -J -S - -t {pane_id}"),
+        format!("display-message -p -t {pane_id} '#{{cursor_y}} #{{cursor_x}}'"),
+    ]
 }
 
 /// Batches waiting for tmux's replies, in command order.
@@ -46,7 +79,7 @@ type PendingAcks = Arc<Mutex<VecDeque<Pending>>>;
 pub(super) struct Request {
     pub lines: Vec<String>,
     pub ack: Ack,
-    pub opens_pipe: bool,
+    pub purpose: Purpose,
 }
 
 impl Request {
@@ -54,7 +87,7 @@ impl Request {
         Request {
             lines,
             ack,
-            opens_pipe: false,
+            purpose: Purpose::Plain,
         }
     }
 }
@@ -65,6 +98,7 @@ pub(super) async fn start_control_client(
     name: &str,
     pane_id: &str,
     output: Arc<Output>,
+    seed: bool,
 ) -> Result<mpsc::UnboundedSender<Request>, String> {
     // The pane's bytes through a pipe when one can be made here, else through `%output`.
     let pane_pipe = match PanePipe::prepare(server).await {
@@ -106,6 +140,7 @@ pub(super) async fn start_control_client(
         pending.clone(),
         attached_tx,
         exit_tx,
+        seed,
     ));
     // Only a client tmux has confirmed is usable: a `docker exec` into a dying container can
     // print an error and then keep its stream open without ever attaching.
@@ -128,6 +163,15 @@ pub(super) async fn start_control_client(
         vec![subscribe],
         pane_id.to_string(),
     ));
+    if seed {
+        // Settled by the reader, which puts the pane's past into the output at its place.
+        let (ack, _) = oneshot::channel();
+        let _ = commands.send(Request {
+            lines: seed_commands(pane_id),
+            ack,
+            purpose: Purpose::Seed,
+        });
+    }
     if let Some(p) = pane_pipe {
         open_pipe(server, &commands, p, pane_id, output, exit_rx).await;
     }
@@ -152,7 +196,7 @@ async fn open_pipe(
     let sent = commands.send(Request {
         lines: vec![open],
         ack,
-        opens_pipe: true,
+        purpose: Purpose::OpensPipe,
     });
     let opened = sent.is_ok()
         && matches!(
@@ -216,7 +260,8 @@ async fn write_lines(
             replies: request.lines.len(),
             error: None,
             ack: request.ack,
-            opens_pipe: request.opens_pipe,
+            purpose: request.purpose,
+            replies_seen: Vec::new(),
         });
     }
     if let Err(e) = stdin.write_all(text.as_bytes()).await {
@@ -228,13 +273,13 @@ async fn write_lines(
     true
 }
 
-/// Settles the oldest batch's reply; returns true when it was a `pipe-pane` that succeeded.
-fn settle_reply(pending: &PendingAcks, success: bool, lines: &[Vec<u8>]) -> bool {
+/// Settles the oldest batch's reply; says what the reader must do once a batch is complete.
+fn settle_reply(pending: &PendingAcks, success: bool, lines: Vec<Vec<u8>>) -> Settled {
     let Ok(mut p) = pending.lock() else {
-        return false;
+        return Settled::Nothing;
     };
     let Some(front) = p.front_mut() else {
-        return false;
+        return Settled::Nothing;
     };
     if !success && front.error.is_none() {
         let text: Vec<String> = lines
@@ -243,16 +288,30 @@ fn settle_reply(pending: &PendingAcks, success: bool, lines: &[Vec<u8>]) -> bool
             .collect();
         front.error = Some(format!("tmux: {}", text.join(" ")));
     }
+    if front.purpose == Purpose::Seed {
+        front.replies_seen.push(lines);
+    }
     front.replies = front.replies.saturating_sub(1);
     if front.replies > 0 {
-        return false;
+        return Settled::Nothing;
     }
     let Some(done) = p.pop_front() else {
-        return false;
+        return Settled::Nothing;
     };
-    let piped = done.opens_pipe && done.error.is_none();
+    let settled = match (done.purpose, &done.error) {
+        (Purpose::OpensPipe, None) => Settled::Piped,
+        (Purpose::Seed, None) => Settled::Seed(match done.replies_seen.as_slice() {
+            [history, cursor] => Some(super::pane::seed(history, cursor)),
+            _ => None,
+        }),
+        (Purpose::Seed, Some(e)) => {
+            tracing::warn!("the pane's past is not shown: {e}");
+            Settled::Seed(None)
+        }
+        _ => Settled::Nothing,
+    };
     let _ = done.ack.send(done.error.map_or(Ok(()), Err));
-    piped
+    settled
 }
 
 /// The control client's reader: pane output into the pipeline, replies to the writer's acks,
@@ -270,8 +329,11 @@ async fn read_control_output(
     pending: PendingAcks,
     attached: oneshot::Sender<()>,
     exit_tx: tokio::sync::watch::Sender<Option<ExitInfo>>,
+    seed: bool,
 ) {
     let mut attached = Some(attached);
+    // Until the seed's reply: output tmux sends now is in the seed already.
+    let mut seeding = seed;
     // Set from tmux's reply to `pipe-pane` on: the pane's bytes come through the pipe, whose
     // reader records the end of the output once it has them all (told the exit here).
     let mut piped = false;
@@ -346,16 +408,30 @@ async fn read_control_output(
                 tracing::debug!(session = %name, ?message, "tmux control message");
             }
             match message {
-                ControlMessage::Output { pane_id: p, data } if p == pane_id && !piped => {
+                ControlMessage::Output { pane_id: p, data }
+                    if p == pane_id && !piped && !seeding =>
+                {
                     batch.extend_from_slice(&data)
                 }
                 // Replies to our own stdin commands, in order (not the attach's, nor hooks').
+                // What the pane printed before the reply goes in first: the reply to
+                // `pipe-pane` starts the pipe's reader, whose bytes must come after these.
                 ControlMessage::Reply {
                     from_stdin: true,
                     success,
                     lines,
                     ..
-                } => piped |= settle_reply(&pending, success, &lines),
+                } => {
+                    output.push(&std::mem::take(&mut batch));
+                    match settle_reply(&pending, success, lines) {
+                        Settled::Nothing => {}
+                        Settled::Piped => piped = true,
+                        Settled::Seed(bytes) => {
+                            seeding = false;
+                            output.push(&bytes.unwrap_or_default());
+                        }
+                    }
+                }
                 // The attach command's own reply: the client is ready for commands.
                 ControlMessage::Reply {
                     from_stdin: false, ..
@@ -397,4 +473,129 @@ async fn read_control_output(
             exited_at: Utc::now(),
         }),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::Future;
+    use std::task::{Context, Wake, Waker};
+
+    /// Wakes the pipe's starter: notes what the output holds at that very moment.
+    struct LookAtWake {
+        output: Arc<Output>,
+        seen: Mutex<Option<Vec<u8>>>,
+    }
+
+    impl Wake for LookAtWake {
+        fn wake(self: Arc<Self>) {
+            let now = self.output.read(Some(0), usize::MAX).bytes;
+            *self.seen.lock().unwrap() = Some(now);
+        }
+    }
+
+    /// A batch waiting for `replies` replies, and where its ack goes.
+    fn batch(replies: usize, purpose: Purpose) -> (Pending, oneshot::Receiver<Result<(), String>>) {
+        let (ack, answer) = oneshot::channel();
+        let pending = Pending {
+            replies,
+            error: None,
+            ack,
+            purpose,
+            replies_seen: Vec::new(),
+        };
+        (pending, answer)
+    }
+
+    /// Runs the reader over `stream` with `pending` batches; returns the output it made.
+    async fn read_all(stream: &'static [u8], pending: Vec<Pending>, seed: bool) -> Arc<Output> {
+        let output = Arc::new(Output::new(1 << 16));
+        read_into(&output, stream, VecDeque::from(pending), seed).await;
+        output
+    }
+
+    async fn read_into(
+        output: &Arc<Output>,
+        stream: &'static [u8],
+        pending: VecDeque<Pending>,
+        seed: bool,
+    ) {
+        let (attached, _) = oneshot::channel();
+        let (exit_tx, _exit_rx) = tokio::sync::watch::channel(None);
+        read_control_output(
+            Box::pin(stream),
+            Box::pin(async {}),
+            TmuxPlace::Host {
+                socket_name: Some(format!("ah-no-server-{}", std::process::id())),
+            },
+            "s".into(),
+            "%7".into(),
+            output.clone(),
+            Arc::new(Mutex::new(pending)),
+            attached,
+            exit_tx,
+            seed,
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn an_adopted_pane_s_past_is_placed_in_the_stream_where_tmux_took_it() {
+        // Output before the capture's reply is in the capture; output after it is not. The
+        // subscription's reply comes first and must not end the wait for the seed.
+        let (subscription, _) = batch(1, Purpose::Plain);
+        let (seed, _) = batch(2, Purpose::Seed);
+        let stream = b"%output %7 early\n%begin 1 4 1\n%end 1 4 1\n%output %7 drawn\n\
+            %begin 1 5 1\n$ ls\nfile\n$ \n\n\n%end 1 5 1\n%begin 1 6 1\n2 2\n%end 1 6 1\n\
+            %output %7 late\n";
+        let output = read_all(stream, vec![subscription, seed], true).await;
+        assert_eq!(
+            String::from_utf8_lossy(&output.read(Some(0), usize::MAX).bytes),
+            "$ ls\r\nfile\r\n$ \x1b[3;3Hlate"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failed_seed_shows_the_output_that_follows_it() {
+        let (seed, _) = batch(2, Purpose::Seed);
+        let stream = b"%output %7 early\n%begin 1 5 1\nno pane\n%error 1 5 1\n\
+            %begin 1 6 1\n%error 1 6 1\n%output %7 late\n";
+        let output = read_all(stream, vec![seed], true).await;
+        assert_eq!(output.read(Some(0), usize::MAX).bytes, b"late");
+    }
+
+    #[test]
+    fn seed_commands_are_one_capture_and_one_cursor_query() {
+        assert_eq!(
+            seed_commands("%3"),
+            [
+                "capture-pane -p -e -J -S - -t %3",
+                "display-message -p -t %3 '#{cursor_y} #{cursor_x}'"
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn the_pane_bytes_before_the_pipe_pane_reply_are_in_before_the_pipe_starts() {
+        let output = Arc::new(Output::new(1 << 16));
+        let (pipe_pane, mut answer) = batch(1, Purpose::OpensPipe);
+        let look = Arc::new(LookAtWake {
+            output: output.clone(),
+            seen: Mutex::new(None),
+        });
+        let waker = Waker::from(look.clone());
+        let first_poll = Pin::new(&mut answer).poll(&mut Context::from_waker(&waker));
+        assert!(first_poll.is_pending());
+        let pending = VecDeque::from([pipe_pane]);
+        // One read holds the pane's last `%output` and, after it, the reply to `pipe-pane`.
+        let stream =
+            b"%output %7 before\\040the\\040pipe\n%begin 1 5 1\n%end 1 5 1\n%output %7 after\n";
+        read_into(&output, stream, pending, false).await;
+        // When the pipe's reader may start, the bytes before the reply are in the output.
+        let seen = look.seen.lock().unwrap().clone();
+        assert_eq!(seen.as_deref(), Some(&b"before the pipe"[..]));
+        assert!(matches!(answer.try_recv(), Ok(Ok(()))));
+        // And `%output` after the reply is the pipe's to deliver, not the control client's.
+        assert_eq!(output.read(Some(0), usize::MAX).bytes, b"before the pipe");
+    }
 }

@@ -87,31 +87,8 @@ impl TmuxBackend {
         if !pane_id.starts_with('%') {
             return Err(format!("tmux did not report a pane for session '{name}'"));
         }
-        if adopted {
-            // Show the pane's past output, so an adopted session does not start blank.
-            let history = server
-                .run(&["capture-pane", "-p", "-e", "-J", "-S", "-", "-t", &pane_id])
-                .await
-                .unwrap_or_default();
-            let mut seed = history.trim_end_matches('\n').replace('\n', "\r\n");
-            let cursor = server
-                .run(&[
-                    "display-message",
-                    "-p",
-                    "-t",
-                    &pane_id,
-                    "#{cursor_y} #{cursor_x}",
-                ])
-                .await
-                .unwrap_or_default();
-            let mut yx = cursor
-                .split_whitespace()
-                .filter_map(|n| n.parse::<u32>().ok());
-            if let (Some(y), Some(x)) = (yx.next(), yx.next()) {
-                seed.push_str(&format!("\x1b[{};{}H", y + 1, x + 1));
-            }
-            output.push(seed.as_bytes());
-        } else {
+        // An adopted pane's past is shown (taken by the control client, in its stream).
+        if !adopted {
             server
                 .run(&[
                     "resize-window",
@@ -124,7 +101,7 @@ impl TmuxBackend {
                 ])
                 .await?;
         }
-        let commands = start_control_client(&server, name, &pane_id, output).await?;
+        let commands = start_control_client(&server, name, &pane_id, output, adopted).await?;
         Ok((
             TmuxBackend {
                 place: server,

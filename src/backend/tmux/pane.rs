@@ -37,6 +37,29 @@ pub(super) fn paint(lines: &str, state: &str) -> Vec<u8> {
     out.into_bytes()
 }
 
+/// Bytes that show an adopted pane's past: `history` is the reply of `capture-pane -p -e -J
+/// -S -` (its lines, scrollback then screen), `cursor` that of `display-message -p
+/// '#{cursor_y} #{cursor_x}'`. Trailing blank lines are left out, and the cursor is put where
+/// tmux has it, so what the program prints next lands where it meant.
+pub(super) fn seed(history: &[Vec<u8>], cursor: &[Vec<u8>]) -> Vec<u8> {
+    let kept = history
+        .iter()
+        .rposition(|line| !line.is_empty())
+        .map_or(0, |last| last + 1);
+    let mut out = history[..kept].join(&b"\r\n"[..]);
+    let cursor = cursor
+        .first()
+        .map(|l| String::from_utf8_lossy(l).into_owned())
+        .unwrap_or_default();
+    let mut yx = cursor
+        .split_whitespace()
+        .filter_map(|n| n.parse::<u32>().ok());
+    if let (Some(y), Some(x)) = (yx.next(), yx.next()) {
+        out.extend_from_slice(format!("\x1b[{};{}H", y + 1, x + 1).as_bytes());
+    }
+    out
+}
+
 /// Asks tmux whether `pane_id` has ended, and with which status.
 pub(super) async fn query_dead_pane(
     server: &TmuxPlace,
