@@ -52,8 +52,14 @@ pub(super) enum Purpose {
     Seed,
 }
 
-/// What settling a reply asks of the reader.
-#[derive(Debug, PartialEq)]
+/// A batch tmux has answered in full: what the reader must do before its ack is sent.
+struct Done {
+    settled: Settled,
+    ack: Ack,
+    result: Result<(), String>,
+}
+
+/// What a complete batch asks of the reader.
 enum Settled {
     Nothing,
     /// The pane's bytes come through the pipe from here on.
@@ -273,14 +279,10 @@ async fn write_lines(
     true
 }
 
-/// Settles the oldest batch's reply; says what the reader must do once a batch is complete.
-fn settle_reply(pending: &PendingAcks, success: bool, lines: Vec<Vec<u8>>) -> Settled {
-    let Ok(mut p) = pending.lock() else {
-        return Settled::Nothing;
-    };
-    let Some(front) = p.front_mut() else {
-        return Settled::Nothing;
-    };
+/// Counts a reply against the oldest batch; the batch once tmux has answered all of it.
+fn settle_reply(pending: &PendingAcks, success: bool, lines: Vec<Vec<u8>>) -> Option<Done> {
+    let mut p = pending.lock().ok()?;
+    let front = p.front_mut()?;
     if !success && front.error.is_none() {
         let text: Vec<String> = lines
             .iter()
@@ -293,11 +295,9 @@ fn settle_reply(pending: &PendingAcks, success: bool, lines: Vec<Vec<u8>>) -> Se
     }
     front.replies = front.replies.saturating_sub(1);
     if front.replies > 0 {
-        return Settled::Nothing;
+        return None;
     }
-    let Some(done) = p.pop_front() else {
-        return Settled::Nothing;
-    };
+    let done = p.pop_front()?;
     let settled = match (done.purpose, &done.error) {
         (Purpose::OpensPipe, None) => Settled::Piped,
         (Purpose::Seed, None) => Settled::Seed(match done.replies_seen.as_slice() {
@@ -310,8 +310,11 @@ fn settle_reply(pending: &PendingAcks, success: bool, lines: Vec<Vec<u8>>) -> Se
         }
         _ => Settled::Nothing,
     };
-    let _ = done.ack.send(done.error.map_or(Ok(()), Err));
-    settled
+    Some(Done {
+        settled,
+        ack: done.ack,
+        result: done.error.map_or(Ok(()), Err),
+    })
 }
 
 /// The control client's reader: pane output into the pipeline, replies to the writer's acks,
@@ -332,8 +335,10 @@ async fn read_control_output(
     seed: bool,
 ) {
     let mut attached = Some(attached);
-    // Until the seed's reply: output tmux sends now is in the seed already.
+    // Until the seed's reply: output tmux sends now is in the seed already (held only in case
+    // the seed fails).
     let mut seeding = seed;
+    let mut held: Vec<u8> = Vec::new();
     // Set from tmux's reply to `pipe-pane` on: the pane's bytes come through the pipe, whose
     // reader records the end of the output once it has them all (told the exit here).
     let mut piped = false;
@@ -408,27 +413,39 @@ async fn read_control_output(
                 tracing::debug!(session = %name, ?message, "tmux control message");
             }
             match message {
-                ControlMessage::Output { pane_id: p, data }
-                    if p == pane_id && !piped && !seeding =>
-                {
-                    batch.extend_from_slice(&data)
+                ControlMessage::Output { pane_id: p, data } if p == pane_id && !piped => {
+                    if seeding {
+                        held.extend_from_slice(&data);
+                    } else {
+                        batch.extend_from_slice(&data);
+                    }
                 }
                 // Replies to our own stdin commands, in order (not the attach's, nor hooks').
-                // What the pane printed before the reply goes in first: the reply to
-                // `pipe-pane` starts the pipe's reader, whose bytes must come after these.
                 ControlMessage::Reply {
                     from_stdin: true,
                     success,
                     lines,
                     ..
                 } => {
-                    output.push(&std::mem::take(&mut batch));
-                    match settle_reply(&pending, success, lines) {
-                        Settled::Nothing => {}
-                        Settled::Piped => piped = true,
+                    let Some(done) = settle_reply(&pending, success, lines) else {
+                        continue;
+                    };
+                    match done.settled {
+                        Settled::Nothing => {
+                            let _ = done.ack.send(done.result);
+                        }
+                        Settled::Piped => {
+                            // What the pane printed before the reply goes in before the pipe's
+                            // reader, which the ack starts, can push anything. With nobody left
+                            // to start it (the wait timed out), the bytes stay on `%output`.
+                            output.push(&std::mem::take(&mut batch));
+                            piped = done.ack.send(done.result).is_ok();
+                        }
                         Settled::Seed(bytes) => {
                             seeding = false;
-                            output.push(&bytes.unwrap_or_default());
+                            let held = std::mem::take(&mut held);
+                            output.push(&bytes.unwrap_or(held));
+                            let _ = done.ack.send(done.result);
                         }
                     }
                 }
@@ -551,17 +568,27 @@ mod tests {
         let output = read_all(stream, vec![subscription, seed], true).await;
         assert_eq!(
             String::from_utf8_lossy(&output.read(Some(0), usize::MAX).bytes),
-            "$ ls\r\nfile\r\n$ \x1b[3;3Hlate"
+            "$ ls\r\nfile\r\n$ \r\n\r\n\x1b[3;3Hlate"
         );
     }
 
     #[tokio::test]
-    async fn a_failed_seed_shows_the_output_that_follows_it() {
+    async fn a_failed_seed_shows_the_output_it_held_and_what_follows() {
         let (seed, _) = batch(2, Purpose::Seed);
         let stream = b"%output %7 early\n%begin 1 5 1\nno pane\n%error 1 5 1\n\
             %begin 1 6 1\n%error 1 6 1\n%output %7 late\n";
         let output = read_all(stream, vec![seed], true).await;
-        assert_eq!(output.read(Some(0), usize::MAX).bytes, b"late");
+        assert_eq!(output.read(Some(0), usize::MAX).bytes, b"earlylate");
+    }
+
+    #[tokio::test]
+    async fn a_pipe_nobody_waits_for_any_more_leaves_the_bytes_on_the_control_client() {
+        // `open_pipe` gave up waiting (and abandoned the FIFO) before tmux answered.
+        let (pipe_pane, answer) = batch(1, Purpose::OpensPipe);
+        drop(answer);
+        let stream = b"%output %7 before\n%begin 1 5 1\n%end 1 5 1\n%output %7 after\n";
+        let output = read_all(stream, vec![pipe_pane], false).await;
+        assert_eq!(output.read(Some(0), usize::MAX).bytes, b"beforeafter");
     }
 
     #[test]

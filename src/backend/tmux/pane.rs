@@ -38,15 +38,12 @@ pub(super) fn paint(lines: &str, state: &str) -> Vec<u8> {
 }
 
 /// Bytes that show an adopted pane's past: `history` is the reply of `capture-pane -p -e -J
-/// -S -` (its lines, scrollback then screen), `cursor` that of `display-message -p
-/// '#{cursor_y} #{cursor_x}'`. Trailing blank lines are left out, and the cursor is put where
-/// tmux has it, so what the program prints next lands where it meant.
+/// -S -` (its lines, scrollback then every row of the screen, blank ones too, so the screen's
+/// rows end up where tmux has them), `cursor` that of `display-message -p '#{cursor_y}
+/// #{cursor_x}'`; the cursor is put where tmux has it, so what the program prints next lands
+/// where it meant.
 pub(super) fn seed(history: &[Vec<u8>], cursor: &[Vec<u8>]) -> Vec<u8> {
-    let kept = history
-        .iter()
-        .rposition(|line| !line.is_empty())
-        .map_or(0, |last| last + 1);
-    let mut out = history[..kept].join(&b"\r\n"[..]);
+    let mut out = history.join(&b"\r\n"[..]);
     let cursor = cursor
         .first()
         .map(|l| String::from_utf8_lossy(l).into_owned())
@@ -105,10 +102,24 @@ pub(super) fn pane_exit(value: &str, pane_id: &str) -> Option<ExitInfo> {
 
 #[cfg(test)]
 mod tests {
-    use super::{paint, pane_exit};
+    use super::{paint, pane_exit, seed};
 
     fn nz(n: u16) -> std::num::NonZeroU16 {
         std::num::NonZeroU16::new(n).unwrap()
+    }
+
+    #[test]
+    fn a_seed_puts_the_screen_rows_and_the_cursor_where_tmux_has_them() {
+        // Scrollback, then a screen whose content is on its top row (after `clear`, say).
+        let lines: Vec<Vec<u8>> = ["h1", "h2", "h3", "h4", "h5", "top", "", "", "", ""]
+            .iter()
+            .map(|l| l.as_bytes().to_vec())
+            .collect();
+        let mut vt = vt100::Parser::new(nz(5), nz(20), 0);
+        vt.process(&seed(&lines, &[b"1 0".to_vec()]));
+        vt.process(b"NEXT");
+        let rows: Vec<String> = vt.screen().rows(0, 20).collect();
+        assert_eq!(rows, ["top", "NEXT", "", "", ""]);
     }
 
     #[test]
