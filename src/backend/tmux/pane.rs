@@ -17,12 +17,7 @@ pub(super) const PANE_STATE_FORMAT: &str =
 /// line is written from the first column and wraps where tmux wrapped it (the width is the
 /// same), so rows keep their wrapped flag; attributes are reset at every line's end.
 pub(super) fn paint(lines: &str, state: &str) -> Vec<u8> {
-    let mut fields = state.split_whitespace().map(|n| n.parse::<u32>().ok());
-    let (y, x, alternate) = (
-        fields.next().flatten(),
-        fields.next().flatten(),
-        fields.next().flatten() == Some(1),
-    );
+    let alternate = state.split_whitespace().nth(2) == Some("1");
     let mut out = String::new();
     if alternate {
         out.push_str("\x1b[?1049h");
@@ -31,10 +26,18 @@ pub(super) fn paint(lines: &str, state: &str) -> Vec<u8> {
     let lines = lines.strip_suffix('\n').unwrap_or(lines);
     out.push_str(&lines.replace('\n', "\x1b[0m\r\n"));
     out.push_str("\x1b[0m");
-    if let (Some(y), Some(x)) = (y, x) {
-        out.push_str(&format!("\x1b[{};{}H", y + 1, x + 1));
-    }
+    out.push_str(&cursor_move(state));
     out.into_bytes()
+}
+
+/// The escape that puts the cursor where `state` (`#{cursor_y} #{cursor_x} ...`, 0-based) says
+/// tmux has it; empty if it does not say.
+fn cursor_move(state: &str) -> String {
+    let mut yx = state.split_whitespace().map(|n| n.parse::<u32>().ok());
+    match (yx.next().flatten(), yx.next().flatten()) {
+        (Some(y), Some(x)) => format!("\x1b[{};{}H", y + 1, x + 1),
+        _ => String::new(),
+    }
 }
 
 /// Bytes that show an adopted pane's past: `history` is the reply of `capture-pane -p -e -J
@@ -44,15 +47,8 @@ pub(super) fn paint(lines: &str, state: &str) -> Vec<u8> {
 /// where it meant.
 pub(super) fn seed(history: &[Vec<u8>], cursor: &[Vec<u8>]) -> Vec<u8> {
     let mut out = history.join(&b"\r\n"[..]);
-    let cursor = cursor
-        .first()
-        .map(|l| String::from_utf8_lossy(l).into_owned())
-        .unwrap_or_default();
-    let mut yx = cursor
-        .split_whitespace()
-        .filter_map(|n| n.parse::<u32>().ok());
-    if let (Some(y), Some(x)) = (yx.next(), yx.next()) {
-        out.extend_from_slice(format!("\x1b[{};{}H", y + 1, x + 1).as_bytes());
+    if let Some(state) = cursor.first() {
+        out.extend_from_slice(cursor_move(&String::from_utf8_lossy(state)).as_bytes());
     }
     out
 }
