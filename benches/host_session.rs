@@ -145,7 +145,8 @@ impl HubUnderTest {
                 ..CreateSessionRequest::default()
             })
             .await?;
-        let mut view = WsView::connect(&self.client.stream_url(&id, Some(0)), true).await?;
+        let mut view =
+            WsView::connect(&self.client, &self.client.stream_url(&id, Some(0)), true).await?;
         // A tmux pane's first prompt may predate the control client: type a line instead.
         timed_out(
             hub_ws_echo(&mut view, PROMPT),

@@ -28,12 +28,12 @@ pub struct AgentIdentity {
 /// Who made a request.
 #[derive(Debug, Clone, Default)]
 pub struct Actor {
-    /// The token's name (`anonymous` when the hub has no tokens; `agent:<id>` for an agent
-    /// credential).
+    /// The token's name (`owner` for the owner's token, a `[[tokens]]` name, `agent:<id>` for
+    /// an agent credential, `anonymous` without a credential).
     pub token_name: String,
     /// The agent acting: its credential's agent, else the caller's `X-Agent-Id` header.
     pub agent_id: Option<String>,
-    /// The token's role (`admin` when the hub has no tokens: an open hub allows everything).
+    /// The token's role (`admin` for anonymous callers of a hub with `auth = "none"`).
     pub role: Option<Role>,
     /// Set when the caller presented an agent credential: its access is scoped to its team.
     pub agent: Option<AgentIdentity>,

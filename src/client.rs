@@ -66,6 +66,8 @@ pub struct HubClient {
     token: Option<String>,
     /// The hub's unix socket, for a `unix://` hub URL.
     unix: Option<std::path::PathBuf>,
+    /// Where the token came from or was looked for, added to a refusal (`UNAUTHORIZED`).
+    credential_source: Option<String>,
 }
 
 /// What stays as is in a path segment or query value: RFC 3986's unreserved characters.
@@ -102,6 +104,7 @@ impl HubClient {
             http,
             token: None,
             unix,
+            credential_source: None,
         }
     }
 
@@ -128,7 +131,28 @@ impl HubClient {
         tokio_tungstenite::client_async(request, io)
             .await
             .map(|(ws, _)| ws)
-            .map_err(|e| e.to_string())
+            .map_err(|e| match &e {
+                tokio_tungstenite::tungstenite::Error::Http(resp) if resp.status() == 401 => {
+                    self.explain_refusal(format!("the hub refused the connection: {e}"))
+                }
+                _ => e.to_string(),
+            })
+    }
+
+    /// The same client, presenting `token` (if any); `source` says where it came from or where
+    /// it was looked for, and is added to the hub's refusal.
+    pub fn with_credential(self, token: Option<String>, source: String) -> Self {
+        HubClient {
+            credential_source: Some(source),
+            ..self.with_token(token)
+        }
+    }
+
+    fn explain_refusal(&self, message: String) -> String {
+        match &self.credential_source {
+            Some(source) => format!("{message} ({source})"),
+            None => message,
+        }
     }
 
     /// The same client, sending `token` as `Authorization: Bearer` (and as the WebSocket
@@ -185,9 +209,12 @@ impl HubClient {
                 ClientError::new("BAD_REPLY", format!("unexpected reply from the hub: {e}"))
             });
         }
-        Err(serde_json::from_value::<ErrorBody>(value)
-            .unwrap_or_else(|_| ErrorBody::new("HTTP_ERROR", format!("HTTP {status}")))
-            .into())
+        let mut body = serde_json::from_value::<ErrorBody>(value)
+            .unwrap_or_else(|_| ErrorBody::new("HTTP_ERROR", format!("HTTP {status}")));
+        if body.error_code == "UNAUTHORIZED" {
+            body.message = self.explain_refusal(body.message);
+        }
+        Err(body.into())
     }
 
     async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
@@ -208,6 +235,17 @@ impl HubClient {
             .map(|a| format!("?agent={}", encode(a)))
             .unwrap_or_default();
         self.get(&format!("/v1/policies/check{query}")).await
+    }
+
+    /// `POST /v1/auth/rotate`: replace the owner's token.
+    pub async fn rotate_owner_token(&self) -> Result<crate::protocol::RotateReply, ClientError> {
+        self.post("/v1/auth/rotate", &serde_json::json!({})).await
+    }
+
+    /// `POST /v1/auth/signin-link`: a new one-time sign-in code for the dashboard.
+    pub async fn signin_link(&self) -> Result<crate::protocol::SigninLinkReply, ClientError> {
+        self.post("/v1/auth/signin-link", &serde_json::json!({}))
+            .await
     }
 
     /// `GET /v1/policies`.

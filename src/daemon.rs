@@ -90,9 +90,11 @@ impl Daemon {
         if parts.preflight {
             crate::policy::Loaded::load(&config)?;
         }
+        let access =
+            crate::access::Access::open(config.auth, config.tokens.clone(), &config.data_dir);
         let root = CancellationToken::new();
         let tracker = TaskTracker::new();
-        let hub = Hub::with_lifecycle(config, root.clone(), tracker.clone());
+        let hub = Hub::with_lifecycle(config, access, root.clone(), tracker.clone());
         hub.set_api_addr(addr);
         if parts.preflight {
             check_images(&hub).await?;

@@ -61,19 +61,16 @@ struct Inner {
     audit: Audit,
     /// The live per-agent credentials.
     credentials: Arc<crate::credentials::Credentials>,
+    /// People's credentials: the owner's token, `[[tokens]]`, sign-in codes.
+    access: crate::access::Access,
     metrics: crate::metrics::Metrics,
 }
 
 impl Hub {
-    /// A hub with no sessions and no background work (the daemon starts that; see
-    /// [`crate::daemon::Daemon`]).
-    pub fn new(config: HubConfig) -> Self {
-        Self::with_lifecycle(config, CancellationToken::new(), TaskTracker::new())
-    }
-
     /// A hub whose closing token and task tracker belong to its owner (the daemon).
     pub fn with_lifecycle(
         config: HubConfig,
+        access: crate::access::Access,
         closing: CancellationToken,
         tracker: TaskTracker,
     ) -> Self {
@@ -86,6 +83,7 @@ impl Hub {
         redactor.add_literals(config.redact.secrets.iter().map(String::as_str));
         // The hub's own API tokens, should one ever be typed or printed in a terminal.
         redactor.add_literals(config.tokens.iter().map(|t| t.token.as_str()));
+        redactor.add_literals([access.owner_token().as_str()]);
         for def in config.agent_defs() {
             redactor.add_env_secrets(&def.env, &config.redact.secret_env);
         }
@@ -142,6 +140,7 @@ impl Hub {
                 redactor,
                 audit,
                 credentials,
+                access,
                 sessions,
                 persistence: std::sync::OnceLock::new(),
                 closing,
@@ -185,6 +184,19 @@ impl Hub {
     /// `redactor().redact_bytes(..)` for anything that leaves the hub, snapshots included.
     pub fn redactor(&self) -> &Arc<Redactor> {
         &self.inner.redactor
+    }
+
+    /// People's credentials: the owner's token, `[[tokens]]`, sign-in codes.
+    pub fn access(&self) -> &crate::access::Access {
+        &self.inner.access
+    }
+
+    /// Replaces the owner's token (the old one is refused from now on); the new one is
+    /// redacted like the old.
+    pub fn rotate_owner_token(&self) -> Result<String, String> {
+        let new = self.inner.access.rotate_owner()?;
+        self.inner.redactor.add_literals([new.as_str()]);
+        Ok(new)
     }
 
     /// The live per-agent credentials.

@@ -32,9 +32,11 @@
 //! - [`agent_state`]: working/idle/blocked/exited/unknown from data-driven profiles, with
 //!   hysteresis and `stuck`; [`policy`]: idle timeouts and other policies, one loop applying
 //!   them; [`delivery`]: submitting a prompt to an agent TUI with a receipt.
-//! - [`config`]: the `hub.toml` settings.
+//! - [`config`]: the `hub.toml` settings. [`access`]: people's credentials (the owner's token
+//!   in the data dir, `[[tokens]]`, sign-in codes); [`credentials`]: agents'.
 //! - [`metrics`]: Prometheus metrics (`GET /metrics`).
 
+pub mod access;
 pub mod activity;
 pub mod actor;
 pub mod agent_state;

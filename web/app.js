@@ -33,6 +33,23 @@ function canOperate() {
 
 // ---- sign-in ----------------------------------------------------------------------------
 
+// A sign-in link (`#signin=<code>`, printed by `agent-hub serve` and `agent-hub token link`):
+// the code leaves the address bar and the history first, then is exchanged, once, for the
+// owner's token, which lives in this tab's session storage only. Resolves to the refusal's
+// message, or "" when there was no link or it signed in.
+async function redeemSigninLink() {
+  const m = location.hash.match(/^#signin=([^&]*)$/);
+  if (!m) return "";
+  history.replaceState(null, "", `${location.pathname}${location.search}#/`);
+  try {
+    const reply = await api("POST", "/v1/auth/signin", { code: decodeURIComponent(m[1]) });
+    setToken(reply.token);
+    return "";
+  } catch (e) {
+    return e.message || "this sign-in link did not work";
+  }
+}
+
 async function signIn() {
   try {
     app.who = await api("GET", "/v1/whoami");
@@ -47,10 +64,12 @@ async function signIn() {
   start();
 }
 
-function showSignIn(message) {
+function showSignIn(message, linkRefused = false) {
   setToken("");
   for (const id of ["fleet", "grid"]) $(id).hidden = true;
   $("signin").hidden = false;
+  $("signin").dataset.linkRefused = linkRefused ? "yes" : "no";
+  $("signin-link-refused").hidden = !linkRefused;
   $("signin-error").textContent = message;
   $("token").focus();
 }
@@ -180,7 +199,9 @@ function route() {
     });
   }
 }
-window.addEventListener("hashchange", route);
+// A sign-in link opened in a tab that already shows the page: load it afresh to use it.
+window.addEventListener("hashchange", () =>
+  location.hash.startsWith("#signin=") ? location.reload() : route());
 
 function showGrid({ TermPanel }, ids) {
   const writable = canOperate() && !$("read-only").checked;
@@ -249,4 +270,4 @@ document.addEventListener("keydown", (e) => {
   }
 });
 
-signIn();
+redeemSigninLink().then((refusal) => (refusal ? showSignIn(refusal, true) : signIn()));

@@ -161,7 +161,7 @@ export class Fleet {
           h("h2", {}, team ? `team ${team}` : "no team", h("span.n", {}, ` ${rows.length}`)),
           h("table.units", {},
             h("thead", {}, h("tr", {},
-              ["", "agent / session", "state", "in state", "last activity", "container",
+              ["", "agent / session", "state", "in state", "last activity", "runs in",
                 "policy", ""].map((t) => h("th", {}, t)))),
             h("tbody", {}, rows))));
     }
@@ -183,7 +183,12 @@ export class Fleet {
       : "";
     const container = u.agent
       ? h("span", { class: `status ${u.agent.status}` }, u.agent.status)
-      : h("span.status", {}, s ? `${s.backend}${s.alive ? "" : " (ended)"}` : "");
+      : s?.source === "host"
+        ? h("span.status.host", {
+            "data-where": "host",
+            title: "runs on the hub's machine as the hub's user: it can read the hub's data dir, the owner's token included (containers are the isolation boundary)",
+          }, `on host · ${s.backend}${s.alive ? "" : " (ended)"}`)
+        : h("span.status", {}, s ? `${s.backend}${s.alive ? "" : " (ended)"}` : "");
     const controls = [];
     if (id) controls.push(h("button.open", { type: "button", onclick: () => this.opts.onOpen([id]) }, "terminal"));
     if (u.agent && can) {

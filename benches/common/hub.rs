@@ -36,12 +36,17 @@ impl HubUnderTest {
             },
             ..DaemonOptions::default()
         };
+        let data_dir = config.data_dir.clone();
         let daemon = Daemon::start(config, opts)
             .await
             .map_err(anyhow::Error::msg)?;
+        // The owner's token, found as the CLI finds it: in the hub's data dir.
+        let credential = agent_hub::cli::credential::find(None, Some(&data_dir));
+        let client = HubClient::new(&format!("http://{}", daemon.addr()))
+            .with_credential(credential.token, credential.source);
         Ok(HubUnderTest {
             hub: daemon.hub().clone(),
-            client: HubClient::new(&format!("http://{}", daemon.addr())),
+            client,
             daemon,
         })
     }
@@ -69,7 +74,7 @@ impl HubUnderTest {
             .filter(|a| a.status != AgentStatus::Stopped)
             .map(|a| a.id)
             .collect();
-        let _ = agent_ops(self.client.base(), &running, "stop").await;
+        let _ = agent_ops(&self.client, &running, "stop").await;
         for session in self.hub.list() {
             let _ = self.client.kill(session.id()).await;
         }
@@ -84,11 +89,12 @@ pub struct OpResult {
     pub outcome: Result<AgentInfo>,
 }
 
-/// `POST /v1/agents/{id}/{op}` for every id at once, from a client of its own (dropped at the
-/// end, so its connections do not stay in this process). Returns each outcome and the wall
+/// `POST /v1/agents/{id}/{op}` for every id at once, from a client of its own (a clone of
+/// `hub`'s, with its credential; dropped at the end, so its connections do not stay in this
+/// process). Returns each outcome and the wall
 /// time until the last reply.
-pub async fn agent_ops(base: &str, ids: &[String], op: &str) -> (Vec<OpResult>, Duration) {
-    let client = HubClient::new(base);
+pub async fn agent_ops(hub: &HubClient, ids: &[String], op: &str) -> (Vec<OpResult>, Duration) {
+    let client = hub.clone();
     let start = Instant::now();
     let ops = ids.iter().map(|id| {
         let client = client.clone();

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use agent_hub::client::HubClient;
 use agent_hub::protocol::ServerFrame;
 use anyhow::{anyhow, bail, ensure, Context, Result};
 use futures_util::{SinkExt, StreamExt};
@@ -35,9 +36,11 @@ pub struct WsView {
 }
 
 impl WsView {
-    pub async fn connect(url: &str, keep: bool) -> Result<Self> {
+    /// A viewer of `url`, presenting `client`'s credential.
+    pub async fn connect(client: &HubClient, url: &str, keep: bool) -> Result<Self> {
+        let request = client.ws_request(url).map_err(anyhow::Error::msg)?;
         // Nagle off on our side, as any interactive client would do.
-        let (ws, _) = tokio_tungstenite::connect_async_with_config(url, None, true)
+        let (ws, _) = tokio_tungstenite::connect_async_with_config(request, None, true)
             .await
             .with_context(|| format!("connect {url}"))?;
         Ok(WsView {

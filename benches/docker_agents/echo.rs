@@ -136,7 +136,8 @@ pub async fn measure_echo(
     plan: &Plan,
 ) -> Result<EchoResults> {
     let (sid, _) = hut.start_agent("echo").await?;
-    let mut view = WsView::connect(&hut.client.stream_url(&sid, Some(0)), true).await?;
+    let mut view =
+        WsView::connect(&hut.client, &hut.client.stream_url(&sid, Some(0)), true).await?;
     timed_out(
         hub_ws_echo(&mut view, PROMPT),
         SAMPLE_TIMEOUT,

@@ -180,7 +180,8 @@ async fn hub_ingest(
     at: &IngestTarget<'_>,
 ) -> Result<IngestRun> {
     let since = hut.output_offset(sid).await?;
-    let mut view = WsView::connect(&hut.client.stream_url(sid, Some(since)), true).await?;
+    let mut view =
+        WsView::connect(&hut.client, &hut.client.stream_url(sid, Some(since)), true).await?;
     view.send_input(INGEST_COMMAND).await?;
     view.wait_quiet(QUIET, SAMPLE_TIMEOUT).await?;
     let before = hut.output_offset(sid).await?;

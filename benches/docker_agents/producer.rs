@@ -86,7 +86,7 @@ pub async fn measure_producer(
         "30",
         "bash --norc --noprofile",
     ])?;
-    let mut view = WsView::connect(&hut.client.stream_url(&sid, None), false).await?;
+    let mut view = WsView::connect(&hut.client, &hut.client.stream_url(&sid, None), false).await?;
     let (mut bare, mut hub) = (Vec::new(), Vec::new());
     for _ in 0..plan.producer_runs {
         bare.push(ProducerRun {

@@ -60,9 +60,9 @@ pub struct StartStop {
 
 pub async fn measure_start_stop(hut: &HubUnderTest, n: usize) -> StartStop {
     let ids = scale_ids(n);
-    let (results, wall) = agent_ops(hut.client.base(), &ids, "start").await;
+    let (results, wall) = agent_ops(&hut.client, &ids, "start").await;
     let start = summarize(results, wall, AgentStatus::Running);
-    let (results, wall) = agent_ops(hut.client.base(), &ids, "stop").await;
+    let (results, wall) = agent_ops(&hut.client, &ids, "stop").await;
     StartStop {
         start,
         stop: summarize(results, wall, AgentStatus::Stopped),
@@ -227,7 +227,7 @@ pub async fn measure_idle(hut: &HubUnderTest, plan: &Plan) -> Result<IdleResults
     tokio::time::sleep(SETTLE).await;
     let rss_busy = rss_kb();
     let ring_busy = ring_bytes(hut, capacity).await?;
-    let (results, wall) = agent_ops(hut.client.base(), &ids, "stop").await;
+    let (results, wall) = agent_ops(&hut.client, &ids, "stop").await;
     Ok(IdleResults {
         start,
         wave: plan.idle_wave,
@@ -265,7 +265,7 @@ async fn start_in_waves(hut: &HubUnderTest, ids: &[String], wave: usize) -> OpsS
     let begin = Instant::now();
     let mut all = Vec::new();
     for chunk in ids.chunks(wave) {
-        all.extend(agent_ops(hut.client.base(), chunk, "start").await.0);
+        all.extend(agent_ops(&hut.client, chunk, "start").await.0);
     }
     summarize(all, begin.elapsed(), AgentStatus::Running)
 }

@@ -91,7 +91,7 @@ async fn hub_cat(hut: &HubUnderTest, file: &Path, expected: u64, cwd: &Path) -> 
 }
 
 async fn hub_cat_run(hut: &HubUnderTest, id: &str, expected: u64) -> Result<CatRun> {
-    let mut view = WsView::connect(&hut.client.stream_url(id, Some(0)), false).await?;
+    let mut view = WsView::connect(&hut.client, &hut.client.stream_url(id, Some(0)), false).await?;
     let ingested = ingested_at(&hut.hub, id, expected)?;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let cpu_before = CpuTimes::now();

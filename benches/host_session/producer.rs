@@ -60,7 +60,8 @@ async fn hub_run(hut: &HubUnderTest, cwd: &Path) -> Result<ProducerRun> {
             ..CreateSessionRequest::default()
         })
         .await?;
-    let mut view = WsView::connect(&hut.client.stream_url(&id, Some(0)), false).await?;
+    let mut view =
+        WsView::connect(&hut.client, &hut.client.stream_url(&id, Some(0)), false).await?;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let before = CpuTimes::now();
     view.send_input("\n").await?;

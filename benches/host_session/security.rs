@@ -59,7 +59,7 @@ pub fn measure(
     rt.block_on(async {
         let (id, mut redacted) = hut.bash_session(BackendKind::Pty, &dirs.work).await?;
         let raw_url = format!("{}&raw=true", hut.client.stream_url(&id, Some(0)));
-        let mut raw = WsView::connect(&raw_url, true).await?;
+        let mut raw = WsView::connect(&hut.client, &raw_url, true).await?;
         let mut r = SecurityResults {
             echo_redacted: Vec::new(),
             echo_raw: Vec::new(),

@@ -1,10 +1,12 @@
-//! Who may call what. Tokens (from `hub.toml` or `AGENT_HUB_TOKEN`) carry a role:
+//! Who may call what. Every listener asks for a credential, loopback included: the owner's
+//! admin token (kept in the data dir, see [`crate::access`]), a person's token (`[[tokens]]`
+//! in `hub.toml`, or `AGENT_HUB_TOKEN` given to `serve`), or an agent's credential. Tokens carry a role:
 //! `observer` (read-only: list, read, term_read, stream, resolve), `operator` (every session,
 //! agent and task operation) or `admin` (everything, including registry changes). A token
 //! travels as `Authorization: Bearer`, or for WebSockets as the subprotocol
 //! `agent-hub.bearer.<token>` (never in the query string). Tokens are compared in constant
-//! time. With no token configured the hub is open, and `serve` then refuses to listen beyond
-//! loopback. WebSocket upgrades from a foreign `Origin` are refused either way.
+//! time. Only `auth = "none"` makes a caller without a credential an (anonymous) admin, on
+//! loopback TCP only. WebSocket upgrades from a foreign `Origin` are refused either way.
 //!
 //! Every request gets an [`Actor`] extension (token name plus `X-Agent-Id`) for the audit trail.
 //! A per-agent credential (see [`crate::credentials`]) makes the caller that agent, scoped to
@@ -25,15 +27,6 @@ pub struct OverUnixSocket;
 
 /// WebSocket subprotocol prefix that carries a token.
 pub const WS_TOKEN_PROTOCOL: &str = "agent-hub.bearer.";
-
-/// Equal-time comparison: the time taken does not depend on where the inputs differ.
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = u8::from(a.len() != b.len());
-    for i in 0..a.len().max(b.len()) {
-        diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0);
-    }
-    diff == 0
-}
 
 /// The role a request needs: its route's, from the one route table ([`super::routes`]); a
 /// request that matches no route needs an operator (it then gets a 404 or 405).
@@ -94,10 +87,9 @@ fn origin_allowed(req: &Request) -> bool {
 pub async fn authorize(State(hub): State<Hub>, mut req: Request, next: Next) -> Response {
     let is_upgrade = req.headers().contains_key(header::UPGRADE);
     if is_upgrade && !origin_allowed(&req) {
-        return ApiError(HubError::Forbidden {
+        return refuse(HubError::Forbidden {
             message: "WebSocket connections from another origin are refused".into(),
-        })
-        .into_response();
+        });
     }
     // An agent credential: the caller is that agent (no header can say otherwise), scoped
     // to its team (see `crate::scope`).
@@ -108,117 +100,121 @@ pub async fn authorize(State(hub): State<Hub>, mut req: Request, next: Next) -> 
     {
         let route = super::routes::find(req.method(), req.uri().path());
         if let Err(e) = super::scope::check_route(&hub, &who, route, req.uri().path()) {
-            return ApiError(e).into_response();
+            return refuse(e);
         }
         req.extensions_mut().insert(Actor::of_agent(who));
         return next.run(req).await;
-    }
-    if presented
-        .as_deref()
-        .is_some_and(|t| t.starts_with(crate::credentials::TOKEN_PREFIX))
-    {
-        return ApiError(HubError::Unauthorized {
-            message:
-                "this agent credential is not valid any more (the agent stopped or was restarted)"
-                    .into(),
-        })
-        .into_response();
-    }
-    // The unix socket is mounted into agent containers: nothing there is anonymous, even on a
-    // hub with no tokens (which is open on loopback TCP only).
-    let over_unix_socket = req.extensions().get::<OverUnixSocket>().is_some();
-    let open_hub = hub.config().tokens.is_empty();
-    if over_unix_socket && open_hub && required_role(req.method(), req.uri().path()).is_some() {
-        return ApiError(HubError::Unauthorized {
-            message: "a credential is required on the hub's unix socket (AGENT_HUB_TOKEN or AGENT_HUB_TOKEN_FILE)".into(),
-        })
-        .into_response();
     }
     let agent_id = req
         .headers()
         .get("x-agent-id")
         .and_then(|v| v.to_str().ok())
         .map(String::from);
-    let tokens = &hub.config().tokens;
-    let needed = required_role(req.method(), req.uri().path());
-    if tokens.is_empty() && !loopback_host(&req) {
-        // An open hub answers loopback names only: a web page that re-points its own name at
-        // 127.0.0.1 (DNS rebinding) must not drive terminals.
-        return ApiError(HubError::Forbidden {
-            message: "this hub has no API token, so it only answers requests addressed to a loopback host (127.0.0.1, ::1, localhost)".into(),
-        })
-        .into_response();
-    }
-    let actor = if tokens.is_empty() {
-        Actor {
-            token_name: "anonymous".into(),
+    let actor = match person(&hub, &req, presented.as_deref()) {
+        Ok(Caller { name, role }) => Actor {
+            token_name: name,
             agent_id,
-            role: Some(Role::Admin),
+            role,
             agent: None,
-        }
-    } else {
-        let matched = presented.as_deref().and_then(|p| {
-            // Check every token so the time taken does not say which one matched.
-            let mut found = None;
-            for t in tokens {
-                if constant_time_eq(t.token.as_bytes(), p.as_bytes()) {
-                    found = Some(t);
-                }
-            }
-            found
-        });
-        match (needed, matched) {
-            (None, _) => Actor {
-                token_name: "anonymous".into(),
-                agent_id,
-                role: None,
-                agent: None,
-            },
-            (Some(_), None) => {
-                let message = if presented.is_some() {
-                    "invalid token"
-                } else {
-                    "a token is required (Authorization: Bearer ...)"
-                };
-                return ApiError(HubError::Unauthorized {
-                    message: message.into(),
-                })
-                .into_response();
-            }
-            (Some(role), Some(token)) if token.role < role => {
-                return ApiError(HubError::Forbidden {
-                    message: format!(
-                        "token '{}' has role {:?}; this needs {:?}",
-                        token.name, token.role, role
-                    )
-                    .to_lowercase(),
-                })
-                .into_response();
-            }
-            (Some(_), Some(token)) => Actor {
-                token_name: token.name.clone(),
-                agent_id,
-                role: Some(token.role),
-                agent: None,
-            },
-        }
+        },
+        Err(e) => return refuse(e),
     };
     req.extensions_mut().insert(actor);
     next.run(req).await
 }
 
+fn refuse(e: HubError) -> Response {
+    ApiError(e).into_response()
+}
+
+/// A caller that is not an agent: a token's holder, or anonymous.
+struct Caller {
+    name: String,
+    role: Option<Role>,
+}
+
+impl Caller {
+    fn anonymous(role: Option<Role>) -> Self {
+        Caller {
+            name: "anonymous".into(),
+            role,
+        }
+    }
+}
+
+/// Who a request without an agent credential comes from, or why it is refused. Every listener
+/// asks for a credential unless `auth = "none"` (loopback TCP only: the unix socket is mounted
+/// into agent containers, so nothing there is anonymous).
+fn person(hub: &Hub, req: &Request, presented: Option<&str>) -> Result<Caller, HubError> {
+    let needed = required_role(req.method(), req.uri().path());
+    let over_unix_socket = req.extensions().get::<OverUnixSocket>().is_some();
+    let open = hub.access().anonymous_allowed() && !over_unix_socket;
+    if open && !loopback_host(req) {
+        // An open hub answers loopback names only: a web page that re-points its own name at
+        // 127.0.0.1 (DNS rebinding) must not drive terminals.
+        return Err(HubError::Forbidden {
+            message: "this hub runs with auth = \"none\", so it only answers requests addressed to a loopback host (127.0.0.1, ::1, localhost)".into(),
+        });
+    }
+    let Some(presented) = presented else {
+        return match needed {
+            None => Ok(Caller::anonymous(open.then_some(Role::Admin))),
+            Some(_) if open => Ok(Caller::anonymous(Some(Role::Admin))),
+            Some(_) => Err(HubError::Unauthorized {
+                message: missing_credential(over_unix_socket).into(),
+            }),
+        };
+    };
+    if presented.starts_with(crate::credentials::TOKEN_PREFIX) {
+        return Err(HubError::Unauthorized {
+            message:
+                "this agent credential is not valid any more (the agent stopped or was restarted)"
+                    .into(),
+        });
+    }
+    let Some(holder) = hub.access().holder(presented) else {
+        return match needed {
+            None => Ok(Caller::anonymous(None)),
+            Some(_) => Err(HubError::Unauthorized {
+                message: "invalid token: it is not the owner's token (it may have been rotated) nor one of [[tokens]]".into(),
+            }),
+        };
+    };
+    if let Some(role) = needed.filter(|&role| holder.role < role) {
+        return Err(HubError::Forbidden {
+            message: format!(
+                "token '{}' has role {}; this needs {}",
+                holder.name,
+                role_name(holder.role),
+                role_name(role)
+            ),
+        });
+    }
+    Ok(Caller {
+        name: holder.name,
+        role: Some(holder.role),
+    })
+}
+
+fn missing_credential(over_unix_socket: bool) -> &'static str {
+    if over_unix_socket {
+        "a credential is required on the hub's unix socket (AGENT_HUB_TOKEN or AGENT_HUB_TOKEN_FILE)"
+    } else {
+        "a credential is required (Authorization: Bearer <token>): the owner's token is in the file admin-token of the hub's data dir, which the agent-hub CLI reads by itself on the hub's machine; people's tokens are [[tokens]] in hub.toml"
+    }
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Observer => "observer",
+        Role::Operator => "operator",
+        Role::Admin => "admin",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn constant_time_eq_is_equality() {
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd"));
-        assert!(!constant_time_eq(b"abc", b"abcd"));
-        assert!(!constant_time_eq(b"", b"a"));
-        assert!(constant_time_eq(b"", b""));
-    }
 
     #[test]
     fn routes_need_the_right_role() {
@@ -232,6 +228,9 @@ mod tests {
             (M::GET, "/favicon.ico", None),
             (M::POST, "/", Some(Role::Operator)),
             (M::GET, "/v1/whoami", Some(Role::Observer)),
+            (M::POST, "/v1/auth/signin", None),
+            (M::POST, "/v1/auth/signin-link", Some(Role::Admin)),
+            (M::POST, "/v1/auth/rotate", Some(Role::Admin)),
             (M::GET, "/v1/pty/sessions", Some(Role::Observer)),
             (M::GET, "/v1/pty/sessions/x/read", Some(Role::Observer)),
             (M::GET, "/v1/pty/sessions/x/stream", Some(Role::Observer)),

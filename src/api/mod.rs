@@ -1,6 +1,7 @@
 //! HTTP and WebSocket API: translation only. Handlers parse requests, call the hub or a
 //! session, and shape JSON; rules live in `hub` and `session`, error mapping in `api::error`.
 
+pub mod access;
 mod agents;
 pub mod audit;
 pub mod auth;

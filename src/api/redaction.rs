@@ -2,7 +2,8 @@
 //! a timeout's partial output, task stdout, term_read lines, an agent's last screen), secrets
 //! leave the hub as `[REDACTED]`. Handlers of byte streams (read, stream) redact with context
 //! themselves; this layer is the net under everything else. Only an admin's explicit
-//! `raw=true` (itself audited) passes through untouched.
+//! `raw=true` (itself audited) and the sign-in exchange (whose reply is the owner's token)
+//! pass through untouched.
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -61,6 +62,9 @@ pub async fn redact_replies(State(hub): State<Hub>, req: Request, next: Next) ->
     // for it is audited; everywhere else `raw` is ignored.
     let raw = req.uri().path().ends_with("/read")
         && raw_allowed(req.extensions().get::<Actor>(), req.uri().query());
+    // The sign-in exchange's reply is the credential itself (the redactor knows the owner's
+    // token as a secret); it holds nothing else.
+    let raw = raw || req.uri().path() == super::access::SIGNIN_PATH;
     let response = next.run(req).await;
     let is_json = response
         .headers()

@@ -6,7 +6,9 @@
 use axum::http::Method;
 use axum::routing::{on, MethodFilter, MethodRouter};
 
-use super::{agents, bridge, events, openapi, policies, registry, routing, sessions, stream};
+use super::{
+    access, agents, bridge, events, openapi, policies, registry, routing, sessions, stream,
+};
 use super::{tasks, traffic, web};
 use crate::actor::Role;
 use crate::hub::Hub;
@@ -77,6 +79,10 @@ pub static ROUTES: &[Route] = &[
     route!(GET "/favicon.ico", OPEN, No, ANY, web::favicon),
     route!(GET "/web/{*path}", OPEN, No, ANY, web::asset),
     route!(GET "/v1/whoami", OBSERVER, No, ANY, web::whoami),
+    // A sign-in link's one-time code is the credential here; the owner's token rotates.
+    route!(POST "/v1/auth/signin", OPEN, No, ANY, access::signin),
+    route!(POST "/v1/auth/signin-link", ADMIN, As("signin_link"), NEVER, access::signin_link),
+    route!(POST "/v1/auth/rotate", ADMIN, As("token_rotate"), NEVER, access::rotate),
     // Any valid token opens an MCP session; each tool call then needs its REST route's role.
     Route {
         method: None,
@@ -213,7 +219,9 @@ mod tests {
                 "{}: an open route cannot change anything",
                 r.path
             );
-            let changes = r.method.as_ref().is_some_and(|m| m != Method::GET);
+            // The sign-in exchange is open: the one-time code in its body is its credential.
+            let changes = r.method.as_ref().is_some_and(|m| m != Method::GET)
+                && r.path != super::super::access::SIGNIN_PATH;
             assert!(
                 !changes || r.role.is_some(),
                 "{}: a route that changes something needs a role",

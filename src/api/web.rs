@@ -126,7 +126,7 @@ pub async fn whoami(
         ok: true,
         role: actor.role(),
         token_name: actor.token_name,
-        auth_required: !hub.config().tokens.is_empty(),
+        auth_required: !hub.access().anonymous_allowed(),
     })
 }
 

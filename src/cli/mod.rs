@@ -5,6 +5,7 @@ mod agents;
 mod attach;
 mod audit;
 mod completions;
+pub mod credential;
 mod doctor;
 pub mod logging;
 mod mcp;
@@ -13,6 +14,7 @@ mod policy;
 mod registry;
 mod run;
 mod serve;
+mod token;
 mod wait_state;
 
 use clap::{Args, Parser, Subcommand};
@@ -37,25 +39,22 @@ pub struct ClientOpts {
     /// Print machine-readable JSON instead of text.
     #[arg(long)]
     pub json: bool,
-    /// API token for a hub that requires one. Without it, the file `AGENT_HUB_TOKEN_FILE`
-    /// names is read (container agents get their credential that way).
+    /// API token. Without it: the file `AGENT_HUB_TOKEN_FILE` names (container agents get
+    /// their credential that way), else the owner's token in the hub's data dir (`--data-dir`).
     #[arg(long, env = "AGENT_HUB_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// The data dir of the hub to talk to, where its owner's token is (default:
+    /// $XDG_DATA_HOME/agent-hub, else ~/.local/share/agent-hub).
+    #[arg(long, env = "AGENT_HUB_DATA_DIR")]
+    pub data_dir: Option<std::path::PathBuf>,
 }
 
 impl ClientOpts {
-    /// A client for the chosen hub, with the token if one was given.
+    /// A client for the chosen hub, with the credential found (see [`credential::find`]).
     pub fn client(&self) -> crate::client::HubClient {
-        crate::client::HubClient::new(&self.hub).with_token(self.token.clone().or_else(token_file))
+        let found = credential::find(self.token.as_deref(), self.data_dir.as_deref());
+        crate::client::HubClient::new(&self.hub).with_credential(found.token, found.source)
     }
-}
-
-/// The token in the file `AGENT_HUB_TOKEN_FILE` names, if any: a container agent's credential,
-/// rewritten by the hub at each start of the agent.
-pub fn token_file() -> Option<String> {
-    let path = std::env::var_os("AGENT_HUB_TOKEN_FILE")?;
-    let token = std::fs::read_to_string(path).ok()?;
-    Some(token.trim().to_string()).filter(|t| !t.is_empty())
 }
 
 #[derive(Debug, Subcommand)]
@@ -111,6 +110,8 @@ pub enum Command {
     /// Check this machine for what a hub needs (tmux, Docker engines and agent images, data
     /// dir, audit log, listen address and auth, a hub at --hub); explains each problem with a fix.
     Doctor(doctor::DoctorArgs),
+    /// The owner's admin token: `rotate` it, print a dashboard sign-in `link`, or `show` it.
+    Token(token::TokenArgs),
     /// Print a shell completion script: `agent-hub completions bash > /etc/bash_completion.d/agent-hub`.
     Completions(completions::CompletionsArgs),
     /// Wait until a session's (or agent's) state is one of STATES (idle, blocked, working,
@@ -159,6 +160,7 @@ pub fn run(cli: Cli) -> i32 {
             Command::Audit(args) => audit::run(args).await,
             Command::Doctor(args) => doctor::run(args).await,
             Command::Completions(args) => completions::run(args),
+            Command::Token(args) => token::run(args).await,
             Command::WaitState(args) => wait_state::run(args).await,
             Command::Mcp(args) => mcp::run(args).await,
         }

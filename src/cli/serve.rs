@@ -82,12 +82,6 @@ fn build_config(args: &ServeArgs) -> Result<HubConfig, String> {
         });
     }
     config.validate()?;
-    if !config.listen.ip().is_loopback() && config.tokens.is_empty() {
-        return Err(format!(
-            "refusing to listen on {} with no API token: set AGENT_HUB_TOKEN or [[tokens]] in hub.toml, or listen on loopback (127.0.0.1:8100)",
-            config.listen
-        ));
-    }
     Ok(config)
 }
 
@@ -130,8 +124,7 @@ pub async fn run(args: ServeArgs) -> i32 {
         }
     };
     super::logging::started(daemon.hub(), daemon.addr(), daemon.restored_sessions());
-    let url = dashboard_url(daemon.addr());
-    tracing::info!(url = %url, "dashboard at {url}");
+    announce_access(daemon.hub(), daemon.addr());
     match daemon.run_until_stopped().await {
         Ok(()) => {
             eprintln!("agent-hub: stopped");
@@ -166,6 +159,38 @@ fn resolve_hub_id(config: &mut HubConfig) {
         id
     });
     config.hub_id = Some(id);
+}
+
+/// Says how people get in: the dashboard's one-time sign-in link and where the owner's token
+/// is, or, with `auth = "none"`, a warning (at every start) that anyone local is an admin.
+fn announce_access(hub: &crate::hub::Hub, addr: std::net::SocketAddr) {
+    let url = dashboard_url(addr);
+    let access = hub.access();
+    if access.anonymous_allowed() {
+        tracing::warn!(
+            "auth = \"none\": any process on this machine, agents included, can control every agent through {url} without a credential; remove auth = \"none\" from hub.toml to require the owner's token"
+        );
+        tracing::info!(url = %url, "dashboard at {url}");
+        return;
+    }
+    let link = format!(
+        "{}{}",
+        url.trim_end_matches('/'),
+        crate::api::access::signin_path(&access.issue_signin_code())
+    );
+    let minutes = crate::access::signin::CODE_LIFETIME.as_secs() / 60;
+    let kept = match access.owner_kept() {
+        true => format!(
+            "The owner's admin token is in {}; agent-hub commands run as this user read it by themselves",
+            access.owner_file().display()
+        ),
+        false => "The owner's admin token could not be kept in the data dir (see above)".into(),
+    };
+    tracing::info!(
+        url = %url,
+        token_file = %access.owner_file().display(),
+        "dashboard: open {link} (a sign-in link: it works once, within {minutes} minutes; `agent-hub token link` makes another). {kept}"
+    );
 }
 
 /// The dashboard's address for people: a wildcard listen address is reached as `localhost`.

@@ -15,7 +15,7 @@ mod tokens;
 
 pub use agent::{AgentDef, StartTmux, DEFAULT_TEAM};
 pub use audit::{AuditConfig, MAX_FIELD_BYTES};
-pub use tokens::TokenConfig;
+pub use tokens::{AuthMode, TokenConfig};
 
 /// Default tmux socket: one tmux server per hub (see [`HubConfig::tmux_socket_name`]).
 pub const DEFAULT_TMUX_SOCKET: &str = "agent-hub-{hub_id}";
@@ -62,7 +62,11 @@ pub struct HubConfig {
     /// The policies directory (`*.toml` policies, `agents/*.toml` state profiles); default:
     /// `policies` in the working directory, when it exists.
     pub policies_dir: Option<PathBuf>,
-    /// API tokens; none = an open API (then only loopback listening is allowed).
+    /// Whether every request needs a credential (`"token"`, the default) or anonymous callers
+    /// are admins (`"none"`: loopback listen addresses only, and the hub warns at every start).
+    pub auth: AuthMode,
+    /// People's API tokens and their roles, besides the owner's admin token the hub keeps in
+    /// its data dir (see [`crate::access`]).
     pub tokens: Vec<TokenConfig>,
     /// Write scrollback snapshots to the data dir (off by default: terminals hold secrets).
     pub snapshots: bool,
@@ -102,6 +106,7 @@ impl Default for HubConfig {
             hub_id: None,
             task_retention_s: 3600,
             agents: Vec::new(),
+            auth: AuthMode::Token,
             tokens: Vec::new(),
             term_buffer_access: true,
             snapshots: false,
@@ -115,7 +120,10 @@ impl Default for HubConfig {
     }
 }
 
-fn default_data_dir() -> PathBuf {
+/// The data dir when neither the config nor `--data-dir` / `AGENT_HUB_DATA_DIR` names one:
+/// `$XDG_DATA_HOME/agent-hub`, else `~/.local/share/agent-hub`. Client commands look for the
+/// owner's token there too.
+pub fn default_data_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("XDG_DATA_HOME") {
         return PathBuf::from(dir).join("agent-hub");
     }
@@ -193,6 +201,12 @@ impl HubConfig {
         }
         crate::guard::Guard::new(&self.guard)?;
         self.audit.validate()?;
+        if self.auth == AuthMode::None && !self.listen.ip().is_loopback() {
+            return Err(format!(
+                "auth = \"none\" lets any caller control every agent, so it is only allowed on a loopback address, not on {}: remove auth = \"none\" (callers then use the owner's token or [[tokens]]) or listen on 127.0.0.1",
+                self.listen
+            ));
+        }
         for t in &self.tokens {
             if t.token.len() < 16 {
                 return Err(format!(

@@ -1,4 +1,5 @@
-//! `[[tokens]]` in `hub.toml`: the API tokens and the role each grants.
+//! `auth` and `[[tokens]]` in `hub.toml`: whether callers need a credential, and the API
+//! tokens with the role each grants.
 
 use serde::Deserialize;
 
@@ -12,4 +13,16 @@ pub struct TokenConfig {
     pub name: String,
     pub token: String,
     pub role: Role,
+}
+
+/// `auth` in `hub.toml`: whether a caller must present a credential.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthMode {
+    /// Every request names a token (the owner's, one of `[[tokens]]`, or an agent's).
+    #[default]
+    Token,
+    /// Anonymous callers are admins (loopback listen addresses only). Any local process,
+    /// agents included, can then control every agent.
+    None,
 }

@@ -98,8 +98,45 @@ pub struct WhoamiReply {
     /// The token's name (`anonymous` on a hub without tokens).
     pub token_name: String,
     pub role: crate::actor::Role,
-    /// Whether the hub asks for a token.
+    /// Whether the hub asks for a token (false only with `auth = "none"`).
     pub auth_required: bool,
+}
+
+/// `POST /v1/auth/signin`: a one-time code from a sign-in link.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SigninRequest {
+    /// The code (32 hex digits) the link holds after `#signin=`.
+    #[schema(min_length = 1, max_length = 128)]
+    pub code: String,
+}
+
+/// `POST /v1/auth/signin`: the owner's token, for the tab's session storage.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SigninReply {
+    pub ok: bool,
+    pub token: String,
+    pub token_name: String,
+    pub role: crate::actor::Role,
+}
+
+/// `POST /v1/auth/signin-link`: a new one-time sign-in code and the page path that uses it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SigninLinkReply {
+    pub ok: bool,
+    pub code: String,
+    /// The dashboard path holding the code (`/#signin=<code>`): append it to the hub's URL.
+    pub path: String,
+    /// How long the code can be used.
+    pub expires_in_s: u64,
+}
+
+/// `POST /v1/auth/rotate`: the owner's token was replaced.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct RotateReply {
+    pub ok: bool,
+    /// Where the new token is (on the hub's machine).
+    pub file: String,
 }
 
 /// `GET /v1/pty/sessions`

@@ -147,7 +147,9 @@ async fn last_activity_ignores_redraws_resizes_and_viewers_but_not_input_or_outp
         "{}/v1/pty/sessions/{nested}/stream",
         hub.base.replace("http://", "ws://")
     );
-    let (ws, _) = tokio_tungstenite::connect_async(url).await.expect("ws");
+    let (ws, _) = tokio_tungstenite::connect_async(hub.ws(&url))
+        .await
+        .expect("ws");
     drop(ws);
     for (cols, rows) in [(100, 30), (80, 24)] {
         let (status, v) = hub

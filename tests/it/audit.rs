@@ -255,7 +255,9 @@ async fn the_query_api_filters_pages_and_streams() {
         "{}/v1/pty-traffic/stream",
         hub.base.replace("http://", "ws://")
     );
-    let (mut live, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let (mut live, _) = tokio_tungstenite::connect_async(hub.ws(&url))
+        .await
+        .unwrap();
     for i in 0..12 {
         let id = if i % 2 == 0 { &a } else { &b };
         hub.post(
@@ -436,7 +438,9 @@ async fn an_unwritable_log_refuses_operations_unless_fail_open() {
         hub.base.replace("http://", "ws://"),
         session.id()
     );
-    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let (mut ws, _) = tokio_tungstenite::connect_async(hub.ws(&url))
+        .await
+        .unwrap();
     use futures_util::SinkExt;
     ws.send(Message::Binary(b"echo x\r".to_vec().into()))
         .await
@@ -506,6 +510,8 @@ async fn no_acknowledged_operation_is_lost_when_the_hub_is_sigkilled() {
         .await,
         "hub did not start"
     );
+    let token = std::fs::read_to_string(data.join("admin-token")).unwrap();
+    let http = crate::support::authed_http(token.trim());
     let v: Value = http
         .post(format!("{base}/v1/pty/sessions"))
         .json(&json!({"shell": "bash", "args": ["--norc"]}))
@@ -601,6 +607,7 @@ async fn the_cli_lists_and_follows_the_log() {
     }
     let out = std::process::Command::new(crate::cli::BIN)
         .args(["audit", "--hub", &hub.base, "--session", &a, "--json"])
+        .env("AGENT_HUB_DATA_DIR", hub.data_dir())
         .output()
         .unwrap();
     assert!(
@@ -622,6 +629,7 @@ async fn the_cli_lists_and_follows_the_log() {
     // --follow --blocked prints a refusal as it happens, and nothing else.
     let mut child = std::process::Command::new(crate::cli::BIN)
         .args(["audit", "--hub", &hub.base, "--follow", "--blocked"])
+        .env("AGENT_HUB_DATA_DIR", hub.data_dir())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -671,7 +679,9 @@ async fn a_viewers_resize_is_recorded_like_a_resize() {
         "{}/v1/pty/sessions/{id}/stream",
         hub.base.replace("http://", "ws://")
     );
-    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let (mut ws, _) = tokio_tungstenite::connect_async(hub.ws(&url))
+        .await
+        .unwrap();
     ws.send(Message::Text(
         json!({"type": "resize", "cols": 91, "rows": 21})
             .to_string()

@@ -57,8 +57,12 @@ pub async fn remote_hub(dir: &std::path::Path) -> (HubProcess, TmuxServerGuard, 
 }
 
 /// Registers every session the bridge lists, with the owner identity it reports.
-async fn register_all(local: &TestHub, bridge: &str) -> Vec<Value> {
-    let list: Value = reqwest::get(format!("{bridge}/pty/list"))
+async fn register_all(local: &TestHub, remote: &HubProcess) -> Vec<Value> {
+    let bridge = &remote.base;
+    let list: Value = remote
+        .http
+        .get(format!("{bridge}/pty/list"))
+        .send()
         .await
         .unwrap()
         .json()
@@ -71,6 +75,7 @@ async fn register_all(local: &TestHub, bridge: &str) -> Vec<Value> {
                 "/v1/pty/register",
                 json!({
                     "session_id": s["session_id"], "source": "remote-hub", "bridge_url": bridge,
+                    "bridge_token": remote.owner_token,
                     "owner_agent_id": s["owner_agent_id"], "label": s["label"],
                     "cols": s["cols"], "rows": s["rows"], "pid": s["pid"],
                 }),
@@ -87,7 +92,7 @@ async fn one_hub_lists_resolves_and_steers_another_hubs_sessions() {
     let dir = tempfile::tempdir().unwrap();
     let (remote, _tmux, [worker_a, worker_b]) = remote_hub(dir.path()).await;
     let local = TestHub::start().await;
-    let replies = register_all(&local, &remote.base).await;
+    let replies = register_all(&local, &remote).await;
     assert!(replies.iter().all(|v| v["created"] == true), "{replies:?}");
 
     // Listed as the local hub's own, marked external with a healthy bridge.
@@ -211,7 +216,7 @@ async fn one_hub_lists_resolves_and_steers_another_hubs_sessions() {
 
     // Registering again updates in place; another bridge cannot take the id; a bridge that
     // is down is named in the error.
-    let again = register_all(&local, &remote.base).await;
+    let again = register_all(&local, &remote).await;
     assert!(again.iter().all(|v| v["created"] == false), "{again:?}");
     let dead = format!("http://127.0.0.1:{}", free_port());
     let (status, v) = local
@@ -239,7 +244,7 @@ async fn one_hub_lists_resolves_and_steers_another_hubs_sessions() {
     assert_eq!(v["bridge_url"], json!(dead), "{v}");
 
     // A bridge token is a secret: not in the session info, nor in the audit log.
-    let bridge_token = "brtok-7Qx2mZ9wLk4vR8sT";
+    let bridge_token = remote.owner_token.as_str();
     let (status, v) = local
         .post(
             "/v1/pty/register",
@@ -320,7 +325,7 @@ async fn a_remote_hub_killed_mid_call_gives_a_clean_error_and_the_hub_stays_resp
     let dir = tempfile::tempdir().unwrap();
     let (mut remote, _tmux, [worker_a, _]) = remote_hub(dir.path()).await;
     let local = TestHub::start().await;
-    register_all(&local, &remote.base).await;
+    register_all(&local, &remote).await;
     local.wait_output(&worker_a, "$ ", T).await;
 
     let (base, http) = (local.base.clone(), local.http.clone());
@@ -383,10 +388,13 @@ async fn the_cli_registers_every_session_of_another_hub_and_unregisters_one() {
     let dir = tempfile::tempdir().unwrap();
     let (remote, _tmux, [worker_a, worker_b]) = remote_hub(dir.path()).await;
     let local = TestHub::start().await;
+    let local_dir = local.data_dir().to_path_buf();
     let cli = |args: Vec<String>| {
+        let local_dir = local_dir.clone();
         tokio::task::spawn_blocking(move || {
             let out = std::process::Command::new(crate::cli::BIN)
                 .args(&args)
+                .env("AGENT_HUB_DATA_DIR", local_dir)
                 .output()
                 .unwrap();
             (
@@ -404,6 +412,8 @@ async fn the_cli_registers_every_session_of_another_hub_and_unregisters_one() {
         "register",
         "--bridge",
         &remote.base,
+        "--bridge-token",
+        &remote.owner_token,
         "--all",
         "--json",
     ]))
@@ -428,9 +438,16 @@ async fn the_cli_registers_every_session_of_another_hub_and_unregisters_one() {
         (code, out.trim()),
         (Some(0), format!("unregistered {worker_b}").as_str())
     );
-    let (code, _) = cli(args(&["register", "--bridge", &remote.base, "nope"]))
-        .await
-        .unwrap();
+    let (code, _) = cli(args(&[
+        "register",
+        "--bridge",
+        &remote.base,
+        "--bridge-token",
+        &remote.owner_token,
+        "nope",
+    ]))
+    .await
+    .unwrap();
     assert_eq!(code, Some(1));
     let (_, list) = local.get("/v1/pty/sessions").await;
     assert_eq!(list["count"], 1, "{list}");

@@ -161,6 +161,28 @@ impl Browser {
             .await;
     }
 
+    /// Signs the tab in to the hub at `base` as its owner would: a one-time sign-in link asked
+    /// for with the owner's token (`agent-hub token link`), opened in the tab. Returns once the
+    /// page holds its credential and the code has left the address bar.
+    pub async fn sign_in(&self, base: &str, owner_token: &str) {
+        let reply: Value = crate::support::authed_http(owner_token)
+            .post(format!("{base}/v1/auth/signin-link"))
+            .send()
+            .await
+            .expect("signin-link")
+            .json()
+            .await
+            .expect("signin-link reply");
+        let path = reply["path"].as_str().expect("a sign-in path");
+        self.goto(&format!("{base}{path}")).await;
+        self.wait_js(
+            "signed in with the sign-in link",
+            "return !!sessionStorage.getItem('agent-hub.token') && !location.hash.includes('signin')",
+            Duration::from_secs(20),
+        )
+        .await;
+    }
+
     /// Runs `script` (a function body; `arguments` holds `args`) and returns what it returns.
     pub async fn js(&self, script: &str, args: Value) -> Value {
         self.call(

@@ -17,6 +17,7 @@ fn cli(hub: &TestHub, args: &[&str]) -> std::process::Output {
     Command::new(BIN)
         .args(args)
         .env("AGENT_HUB_URL", &hub.base)
+        .env("AGENT_HUB_DATA_DIR", hub.data_dir())
         .output()
         .expect("run agent-hub")
 }
@@ -29,11 +30,13 @@ fn stdout(o: &std::process::Output) -> String {
 async fn one_shot_commands_work_and_exit_codes_follow_the_command() {
     let hub = TestHub::start().await;
     let h = hub.base.clone();
+    let d = hub.data_dir().to_path_buf();
     let out = tokio::task::spawn_blocking(move || {
         let run = |args: &[&str]| {
             Command::new(BIN)
                 .args(args)
                 .env("AGENT_HUB_URL", &h)
+                .env("AGENT_HUB_DATA_DIR", &d)
                 .output()
                 .unwrap()
         };
@@ -129,8 +132,12 @@ fn an_unreachable_hub_and_a_bad_config_give_clear_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/no/such/hub.toml"));
 
+    // Anonymous access (auth = "none") is refused beyond loopback.
+    std::fs::write(&path, "auth = \"none\"\n").unwrap();
     let out = Command::new(BIN)
-        .args(["serve", "--listen", "0.0.0.0:0"])
+        .args(["serve", "--config", path.to_str().unwrap()])
+        .args(["--listen", "0.0.0.0:0", "--data-dir"])
+        .arg(dir.path())
         .output()
         .unwrap();
     assert_eq!(
@@ -221,7 +228,13 @@ async fn attach_roundtrip(backend: &str) {
         .await;
     hub.talk(&id, "echo READY_BEFORE_ATTACH").await;
     let script = format!("'{BIN}' attach {id}; echo \"ATTACH_EXIT=$?\"; stty -a");
-    let mut term = Terminal::spawn(&script, &[("AGENT_HUB_URL", &hub.base)]);
+    let mut term = Terminal::spawn(
+        &script,
+        &[
+            ("AGENT_HUB_URL", &hub.base),
+            ("AGENT_HUB_DATA_DIR", hub.data_dir().to_str().unwrap()),
+        ],
+    );
 
     // The current screen is shown at once.
     assert!(
@@ -306,7 +319,13 @@ async fn attach_ends_when_the_session_exits_and_restores_the_terminal() {
     let hub = TestHub::start().await;
     let id = hub.create("pty").await;
     let script = format!("'{BIN}' attach {id}; echo \"ATTACH_EXIT=$?\"; stty -a");
-    let mut term = Terminal::spawn(&script, &[("AGENT_HUB_URL", &hub.base)]);
+    let mut term = Terminal::spawn(
+        &script,
+        &[
+            ("AGENT_HUB_URL", &hub.base),
+            ("AGENT_HUB_DATA_DIR", hub.data_dir().to_str().unwrap()),
+        ],
+    );
     assert!(
         wait_until(Duration::from_secs(10), || async {
             hub.session(&id).await["cols"] == 80

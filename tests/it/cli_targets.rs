@@ -22,12 +22,14 @@ async fn commands_take_a_label_or_an_agent_id_and_refuse_an_ambiguous_one() {
         .await;
     let twin = hub.create_with(json!({ "label": "twin" })).await;
     let base = hub.base.clone();
+    let dir = hub.data_dir().to_path_buf();
     let (main2, owned2, twin2) = (main.clone(), owned.clone(), twin.clone());
     tokio::task::spawn_blocking(move || {
         let run = |args: &[&str]| -> Output {
             Command::new(BIN)
                 .args(args)
                 .env("AGENT_HUB_URL", &base)
+                .env("AGENT_HUB_DATA_DIR", &dir)
                 .output()
                 .unwrap()
         };

@@ -138,6 +138,7 @@ async fn fleet_page_follows_states_live_and_answers_a_question() {
     let b = browser!();
     let dir = policies_dir();
     let hub = hub_with_policies(&dir, "").await;
+    b.sign_in(&hub.base, &hub.owner_token).await;
     let id = hub
         .create_with(json!({
             "backend": "pty", "shell": "bash", "args": [fake_agent()], "cli_type": "fake",
@@ -240,6 +241,7 @@ async fn fleet_page_follows_states_live_and_answers_a_question() {
 async fn terminal_matches_term_read_takes_typing_and_resizes_the_pty() {
     let b = browser!();
     let hub = TestHub::start().await;
+    b.sign_in(&hub.base, &hub.owner_token).await;
     let id = hub.create("pty").await;
     b.goto(&format!("{}/#/grid/{id}", hub.base)).await;
     wait_terminal_live(&b, &id).await;
@@ -395,6 +397,7 @@ async fn start_and_stop_from_the_page_drive_the_container() {
     let (hub, _guard) =
         crate::docker_support::hub_with_agents(&crate::docker_support::agent_toml("web-a", ""))
             .await;
+    b.sign_in(&hub.base, &hub.owner_token).await;
     let host = hub.create("pty").await;
     open_fleet(&b, &hub).await;
     wait_row_state(&b, "web-a", "exited").await;
@@ -445,6 +448,7 @@ async fn start_and_stop_from_the_page_drive_the_container() {
 async fn measured_fleet_page_with_50_sessions() {
     let b = browser!();
     let hub = TestHub::start().await;
+    b.sign_in(&hub.base, &hub.owner_token).await;
     let mut ids = Vec::new();
     for _ in 0..50 {
         ids.push(hub.create("pty").await);
@@ -494,6 +498,7 @@ async fn measured_fleet_page_with_50_sessions() {
 async fn measured_terminal_follows_a_10_mb_per_s_flood() {
     let b = browser!();
     let hub = TestHub::start().await;
+    b.sign_in(&hub.base, &hub.owner_token).await;
     let id = hub.create("pty").await;
     b.goto(&format!("{}/#/grid/{id}", hub.base)).await;
     wait_terminal_live(&b, &id).await;
@@ -608,8 +613,12 @@ async fn the_page_and_its_api_without_a_browser() {
     let hub = hub_with_policies(&dir, "").await;
     let (_, v) = hub.get("/v1/whoami").await;
     assert_eq!(
-        (v["role"].as_str(), v["auth_required"].as_bool()),
-        (Some("admin"), Some(false))
+        (
+            v["role"].as_str(),
+            v["token_name"].as_str(),
+            v["auth_required"].as_bool()
+        ),
+        (Some("admin"), Some("owner"), Some(true))
     );
     let mut events = hub.hub.subscribe_events();
     let id = hub

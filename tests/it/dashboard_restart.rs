@@ -55,6 +55,7 @@ async fn the_page_reconnects_by_itself_when_the_hub_restarts() {
         .to_string();
     hub.talk(&id, "echo before-restart").await;
 
+    b.sign_in(&base, &hub.owner_token).await;
     b.goto(&format!("{base}/#/grid/{id}")).await;
     b.wait_js("page live", &format!("{} === 'yes'", page_live()), T)
         .await;

@@ -312,7 +312,9 @@ async fn start_stop_and_attach_cycles_leak_nothing() {
             "{}/v1/pty/sessions/{sid}/stream",
             hub.base.replace("http://", "ws://")
         );
-        let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+        let (mut ws, _) = tokio_tungstenite::connect_async(hub.ws(&url))
+            .await
+            .unwrap();
         use futures_util::StreamExt;
         let _ = ws.next().await;
         ws.close(None).await.unwrap();
@@ -737,9 +739,11 @@ async fn the_cli_starts_stops_and_attaches_to_container_agents() {
     )
     .await;
     let base = hub.base.clone();
+    let dir = hub.data_dir().to_path_buf();
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new(crate::cli::BIN)
             .args(["start", "cli1", "cli2", "--hub", &base])
+            .env("AGENT_HUB_DATA_DIR", &dir)
             .output()
             .unwrap()
     })
@@ -767,7 +771,13 @@ async fn the_cli_starts_stops_and_attaches_to_container_agents() {
         "'{}' attach 'Cli One'; echo \"ATTACH_EXIT=$?\"",
         crate::cli::BIN
     );
-    let mut term = crate::cli::Terminal::spawn(&script, &[("AGENT_HUB_URL", &hub.base)]);
+    let mut term = crate::cli::Terminal::spawn(
+        &script,
+        &[
+            ("AGENT_HUB_URL", &hub.base),
+            ("AGENT_HUB_DATA_DIR", hub.data_dir().to_str().unwrap()),
+        ],
+    );
     assert!(
         wait_until(T, || async { term.text().contains("SHOWN_ON_ATTACH") }).await,
         "screen:\n{}",
@@ -794,13 +804,16 @@ async fn the_cli_starts_stops_and_attaches_to_container_agents() {
     );
 
     let base = hub.base.clone();
+    let dir = hub.data_dir().to_path_buf();
     let out = tokio::task::spawn_blocking(move || {
         let stop = std::process::Command::new(crate::cli::BIN)
             .args(["stop", "cli1", "cli2", "--hub", &base])
+            .env("AGENT_HUB_DATA_DIR", &dir)
             .output()
             .unwrap();
         let list = std::process::Command::new(crate::cli::BIN)
             .args(["agents", "--json", "--hub", &base])
+            .env("AGENT_HUB_DATA_DIR", &dir)
             .output()
             .unwrap();
         (stop, list)
@@ -833,7 +846,9 @@ async fn starts_stops_and_failures_are_published_as_events() {
     .concat();
     let (hub, _guard) = hub_with_agents(&toml).await;
     let url = format!("{}/v1/events", hub.base.replace("http://", "ws://"));
-    let (mut events, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let (mut events, _) = tokio_tungstenite::connect_async(hub.ws(&url))
+        .await
+        .unwrap();
     start(&hub, "loud").await;
     hub.post("/v1/agents/loud/stop", json!({})).await;
     let (status, _) = hub.post("/v1/agents/broken/start", json!({})).await;

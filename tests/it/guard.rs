@@ -112,7 +112,9 @@ async fn blocked_input_is_refused_on_every_path_and_never_written() {
         "{}/v1/pty/sessions/{id}/stream",
         hub.base.replace("http://", "ws://")
     );
-    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let (mut ws, _) = tokio_tungstenite::connect_async(hub.ws(&url))
+        .await
+        .unwrap();
     let _hello = ws.next().await;
     ws.send(Message::Text(
         json!({"type": "input", "data": "echo GUARD_LEAK_9 # bcdedit /set x\r"})

@@ -103,6 +103,11 @@ async fn hub_image_serves_and_starts_an_agent_through_the_host_socket() {
         "the hub in its container did not answer /health; its log:\n{}",
         docker(&["logs", &name])
     );
+    // The owner's token, as its owner would get it: from the data dir in the container.
+    let token = docker(&["exec", &name, "agent-hub", "token", "show"]);
+    let token = token.trim();
+    assert!(token.starts_with("aho_"), "token show printed {token:?}");
+    let http = crate::support::authed_http(token);
     let v = get_json(&http, &format!("{base}/health")).await;
     assert_eq!(v["hub_id"], hub_id.as_str(), "{v}");
     assert_eq!(v["agents"], 1, "{v}");

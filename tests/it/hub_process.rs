@@ -10,7 +10,38 @@ use crate::support::wait_until;
 pub struct HubProcess {
     pub child: std::process::Child,
     pub base: String,
+    /// Presents the owner's token.
     pub http: reqwest::Client,
+    /// The admin credential the test uses: the owner's token, read from the hub's data dir once
+    /// it is up, or the `AGENT_HUB_TOKEN` the test gave `serve` (a data dir it cannot write).
+    pub owner_token: String,
+    pub data_dir: std::path::PathBuf,
+    /// What the process printed on stderr (its log), line by line.
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+/// The data dir `serve <args>` uses: `--data-dir`, else the config file's, else
+/// `AGENT_HUB_DATA_DIR` from `env`.
+fn data_dir_of(args: &[&str], env: &[(&str, &str)]) -> std::path::PathBuf {
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| *a == name)
+            .and_then(|i| args.get(i + 1))
+            .map(|v| v.to_string())
+    };
+    if let Some(dir) = flag("--data-dir") {
+        return dir.into();
+    }
+    if let Some(config) = flag("--config") {
+        let config = agent_hub::config::HubConfig::load(config.as_ref()).expect("config loads");
+        return config.data_dir;
+    }
+    let var = |name: &str| env.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
+    if let Some(dir) = var("AGENT_HUB_DATA_DIR") {
+        return dir.into();
+    }
+    let xdg = var("XDG_DATA_HOME").expect("a data dir for the test hub");
+    std::path::Path::new(xdg).join("agent-hub")
 }
 
 /// A TCP port nobody listens on right now.
@@ -34,29 +65,69 @@ impl HubProcess {
 
     /// `agent-hub serve <args>` with extra environment, serving at `base`.
     pub async fn spawn(args: &[&str], base: &str, env: &[(&str, &str)]) -> Self {
-        let log = std::env::var("AGENT_HUB_TEST_LOG").is_ok();
-        let child = std::process::Command::new(crate::cli::BIN)
+        let echo = std::env::var("AGENT_HUB_TEST_LOG").is_ok();
+        let mut child = std::process::Command::new(crate::cli::BIN)
             .arg("serve")
             .args(args)
-            .envs(env.iter().copied())
             .env_remove("AGENT_HUB_TOKEN")
-            .stderr(if log {
-                std::process::Stdio::inherit()
-            } else {
-                std::process::Stdio::null()
-            })
+            .env_remove("AGENT_HUB_DATA_DIR")
+            .envs(env.iter().copied())
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("spawn agent-hub serve");
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let stderr = child.stderr.take().expect("stderr");
+        let lines = log.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if echo {
+                    eprintln!("{line}");
+                }
+                lines.lock().unwrap().push(line);
+            }
+        });
         let url = format!("{base}/health");
         let up = wait_until(Duration::from_secs(20), || async {
             reqwest::get(&url).await.is_ok()
         })
         .await;
         assert!(up, "hub did not come up at {base}");
+        let data_dir = data_dir_of(args, env);
+        let file = agent_hub::access::owner::path(&data_dir);
+        let given = env.iter().find(|(k, _)| *k == "AGENT_HUB_TOKEN");
+        let owner_token = match given {
+            Some((_, token)) => token.to_string(),
+            None => agent_hub::access::owner::read(&file)
+                .expect("owner token readable")
+                .expect("the hub made its owner token"),
+        };
         HubProcess {
             child,
             base: base.to_string(),
-            http: reqwest::Client::new(),
+            http: crate::support::authed_http(&owner_token),
+            owner_token,
+            data_dir,
+            log,
+        }
+    }
+
+    /// The first line of the hub's log that contains `needle`, waiting for it up to 10 s.
+    pub async fn log_line(&self, needle: &str) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(line) = self.log.lock().unwrap().iter().find(|l| l.contains(needle)) {
+                return line.clone();
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no log line with {needle:?}; the log:\n{}",
+                self.log.lock().unwrap().join("\n")
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 

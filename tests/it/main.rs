@@ -32,6 +32,7 @@ mod real_cli_docker;
 mod redaction;
 mod routing;
 mod scope;
+mod secure_default;
 mod sessions;
 mod stream;
 mod tasks;

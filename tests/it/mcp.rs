@@ -576,10 +576,12 @@ async fn state_route_long_polls_until_the_state_is_reached() {
     // The CLI: by label, exit 0 when reached, 124 at the timeout.
     let run = |args: Vec<String>| {
         let base = hub.base.clone();
+        let dir = hub.data_dir().to_path_buf();
         tokio::task::spawn_blocking(move || {
             std::process::Command::new(BIN)
                 .args(args)
                 .env("AGENT_HUB_URL", base)
+                .env("AGENT_HUB_DATA_DIR", dir)
                 .output()
                 .unwrap()
         })
@@ -650,16 +652,19 @@ async fn agent_state_route_waits_through_a_start() {
     );
 
     let base = hub.base.clone();
+    let http = hub.http.clone();
     let waiter = tokio::spawn(async move {
         let started = Instant::now();
-        let v: Value = reqwest::get(format!(
-            "{base}/v1/agents/wst/state?wait=idle&timeout_ms=60000"
-        ))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        let v: Value = http
+            .get(format!(
+                "{base}/v1/agents/wst/state?wait=idle&timeout_ms=60000"
+            ))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         (v, started.elapsed())
     });
     tokio::time::sleep(Duration::from_millis(300)).await;

@@ -147,7 +147,9 @@ async fn metrics_move_with_the_work_done() {
         "{}/v1/pty/sessions/{id}/stream?since=0",
         hub.base.replace("http://", "ws://")
     );
-    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.expect("ws");
+    let (mut ws, _) = tokio_tungstenite::connect_async(hub.ws(&url))
+        .await
+        .expect("ws");
     let mut got = 0;
     while got < 2 {
         ws.next().await.expect("frame").expect("frame ok");
@@ -182,7 +184,7 @@ async fn metrics_move_with_the_work_done() {
 async fn metrics_need_an_observer_token() {
     let hub = crate::auth::hub_with_tokens().await;
     let url = format!("{}/metrics", hub.base);
-    let none = hub.http.get(&url).send().await.unwrap();
+    let none = reqwest::Client::new().get(&url).send().await.unwrap();
     assert_eq!(none.status().as_u16(), 401);
     let observer = hub
         .http

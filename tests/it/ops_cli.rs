@@ -135,7 +135,7 @@ async fn doctor_explains_every_failed_check() {
     std::fs::write(
         &config,
         format!(
-            "listen = \"0.0.0.0:8100\"\n\
+            "auth = \"none\"\n\
              [[agents]]\nid = \"missing\"\nimage = \"agent-hub/no-such-image:doctor\"\n\
              [[agents]]\nid = \"far\"\nimage = \"{}\"\ndocker_host = \"{far}\"\n",
             test_image()
@@ -147,7 +147,21 @@ async fn doctor_explains_every_failed_check() {
     std::fs::create_dir(&empty_path).unwrap();
     let no_hub = format!("http://127.0.0.1:{}", free_port());
     let path = [("PATH", empty_path.to_str().unwrap())];
-    let (code, report) = doctor_of(&config, &data, &no_hub, &path);
+    // Anonymous access on an address other machines reach (the config alone is refused at load).
+    let (config_arg, data_arg) = (config.to_str().unwrap(), data.to_str().unwrap());
+    let (code, report) = doctor(
+        &[
+            "--config",
+            config_arg,
+            "--data-dir",
+            data_arg,
+            "--hub",
+            &no_hub,
+            "--listen",
+            "0.0.0.0:8100",
+        ],
+        &path,
+    );
     assert_eq!(code, 1, "{report:#}");
     assert_eq!(report["ok"], false);
     assert_fails_with_fix(&report, "tmux");
@@ -162,7 +176,7 @@ async fn doctor_explains_every_failed_check() {
     assert!(finding(&report, "listen and auth")["fix"]
         .as_str()
         .unwrap()
-        .contains("tokens"));
+        .contains("auth = \"none\""));
 }
 
 #[test]

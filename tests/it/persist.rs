@@ -25,6 +25,11 @@ fn tmux(socket: &str, args: &[&str]) -> String {
 
 /// `serve` on a fresh port with this data dir and tmux socket, plus `extra` flags.
 async fn serve(data: &Path, socket: &str, extra: &[&str]) -> HubProcess {
+    serve_with(data, socket, extra, &[]).await
+}
+
+/// `serve` with more environment (`AGENT_HUB_TOKEN` for a data dir it cannot write).
+async fn serve_with(data: &Path, socket: &str, extra: &[&str], env: &[(&str, &str)]) -> HubProcess {
     let listen = format!("127.0.0.1:{}", free_port());
     let mut args = vec![
         "--listen",
@@ -37,8 +42,12 @@ async fn serve(data: &Path, socket: &str, extra: &[&str]) -> HubProcess {
         "bash",
     ];
     args.extend_from_slice(extra);
-    HubProcess::spawn(&args, &format!("http://{listen}"), &[("PS1", "$ ")]).await
+    let env = [&[("PS1", "$ ")], env].concat();
+    HubProcess::spawn(&args, &format!("http://{listen}"), &env).await
 }
+
+/// An admin token for hubs whose data dir is read-only (no owner's token can be kept there).
+const RO_TOKEN: (&str, &str) = ("AGENT_HUB_TOKEN", "persist-read-only-admin-0123456789");
 
 async fn read_all(hub: &HubProcess, id: &str) -> String {
     let v = hub
@@ -362,7 +371,7 @@ async fn bad_state_files_and_a_read_only_data_dir_do_not_stop_the_hub() {
     let _tmux_ro = TmuxServerGuard(format!("{socket}-ro"));
     // By default nothing that would go unaudited runs (#6: fail closed), with a clear error,
     // while everything that only reads is served.
-    let hub = serve(&ro.0, &format!("{socket}-ro"), &[]).await;
+    let hub = serve_with(&ro.0, &format!("{socket}-ro"), &[], &[RO_TOKEN]).await;
     let (status, v) = hub
         .call_status(
             Method::POST,
@@ -383,10 +392,11 @@ async fn bad_state_files_and_a_read_only_data_dir_do_not_stop_the_hub() {
     // With the audit log allowed to fail open, sessions start and run.
     let config = dir.path().join("fail-open.toml");
     std::fs::write(&config, "[audit]\nfail_open = true\n").unwrap();
-    let hub = serve(
+    let hub = serve_with(
         &ro.0,
         &format!("{socket}-ro"),
         &["--config", config.to_str().unwrap()],
+        &[RO_TOKEN],
     )
     .await;
     let v = hub
@@ -438,6 +448,7 @@ async fn registered_external_sessions_come_back_and_are_health_checked() {
             Method::POST,
             "/v1/pty/register",
             json!({"session_id": worker_a, "bridge_url": remote.base, "label": "Remote A",
+                   "bridge_token": remote.owner_token,
                    "owner_agent_id": "remote-a", "owner_role": "leader"}),
         )
         .await;

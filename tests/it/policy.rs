@@ -332,6 +332,7 @@ async fn serve_reloads_on_sighup_and_the_policy_commands_work() {
         std::process::Command::new(crate::cli::BIN)
             .args(args)
             .env("AGENT_HUB_URL", &base)
+            .env("AGENT_HUB_DATA_DIR", data.path())
             .output()
             .unwrap()
     };

@@ -67,7 +67,10 @@ type Ws =
 
 async fn ws(hub: &TestHub, path: &str) -> Ws {
     let url = format!("{}{path}", hub.base.replace("http://", "ws://"));
-    tokio_tungstenite::connect_async(url).await.expect("ws").0
+    tokio_tungstenite::connect_async(hub.ws(&url))
+        .await
+        .expect("ws")
+        .0
 }
 
 /// Binary bytes until `until` is seen.
@@ -278,7 +281,13 @@ async fn attach_shows_redacted_output() {
     let hub = TestHub::start().await;
     let id = hub.create_with(json!({ "backend": "tmux" })).await;
     let script = format!("'{}' attach {id}", crate::cli::BIN);
-    let mut term = crate::cli::Terminal::spawn(&script, &[("AGENT_HUB_URL", &hub.base)]);
+    let mut term = crate::cli::Terminal::spawn(
+        &script,
+        &[
+            ("AGENT_HUB_URL", &hub.base),
+            ("AGENT_HUB_DATA_DIR", hub.data_dir().to_str().unwrap()),
+        ],
+    );
     assert!(
         wait_until(Duration::from_secs(10), || async {
             hub.session(&id).await["cols"] == 80
@@ -344,6 +353,7 @@ async fn the_cli_prints_redacted_output_unless_raw() {
         let out = std::process::Command::new(crate::cli::BIN)
             .args(args)
             .args(["--hub", &hub.base])
+            .env("AGENT_HUB_DATA_DIR", hub.data_dir())
             .output()
             .unwrap();
         assert!(

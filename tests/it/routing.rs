@@ -147,11 +147,13 @@ async fn resolve_and_send_line_to_agent_reach_exactly_one_session() {
 
     // The CLI.
     let base = hub.base.clone();
+    let dir = hub.data_dir().to_path_buf();
     let out = tokio::task::spawn_blocking(move || {
         let run = |args: &[&str]| {
             std::process::Command::new(crate::cli::BIN)
                 .args(args)
                 .args(["--hub", &base])
+                .env("AGENT_HUB_DATA_DIR", &dir)
                 .output()
                 .unwrap()
         };

@@ -265,8 +265,10 @@ async fn the_unix_socket_needs_a_credential_even_on_an_open_hub() {
     assert_eq!(lead.status().as_u16(), 200);
     let v: Value = lead.json().await.unwrap();
     assert_eq!(v["count"], 3, "{v}");
-    // The same hub stays open on loopback TCP.
+    // The owner's token works on both.
     assert_eq!(f.hub.get("/v1/pty/sessions").await.0, 200);
+    let owner = over_socket(Some(&f.hub.owner_token)).send().await.unwrap();
+    assert_eq!(owner.status().as_u16(), 200);
     // The client and the CLI speak unix:// URLs.
     let hub_url = format!("unix://{}", socket.display());
     let mut ls = std::process::Command::new(crate::cli::BIN);

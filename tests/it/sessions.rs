@@ -382,14 +382,16 @@ async fn scrollback_offsets_across_eviction_report_dropped_bytes_exactly() {
     );
     // A read from the end long-polls: it returns as soon as new output arrives.
     let h2 = hub.base.clone();
+    let http = hub.http.clone();
     let (id2, end2) = (
         id.clone(),
         hub.session(&id).await["output_offset"].as_u64().unwrap(),
     );
     let poll = tokio::spawn(async move {
-        reqwest::get(format!(
+        http.get(format!(
             "{h2}/v1/pty/sessions/{id2}/read?since={end2}&timeout_ms=8000"
         ))
+        .send()
         .await
         .unwrap()
         .json::<serde_json::Value>()

@@ -18,7 +18,7 @@ pub async fn connect(hub: &TestHub, id: &str, since: Option<u64>) -> (Ws, Value)
         "{}/v1/pty/sessions/{id}/stream{q}",
         hub.base.replace("http://", "ws://")
     );
-    let (mut ws, _) = tokio_tungstenite::connect_async(url)
+    let (mut ws, _) = tokio_tungstenite::connect_async(hub.ws(&url))
         .await
         .expect("ws connect");
     let hello = match ws.next().await {

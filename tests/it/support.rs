@@ -13,7 +13,10 @@ use tokio_util::sync::CancellationToken;
 pub struct TestHub {
     pub base: String,
     pub hub: Hub,
+    /// Presents the owner's token, as a user's client would.
     pub http: reqwest::Client,
+    /// The owner's admin token (from the hub's data dir).
+    pub owner_token: String,
     pub tmux_socket: String,
     token: CancellationToken,
     _data_dir: tempfile::TempDir,
@@ -68,14 +71,27 @@ impl TestHub {
         let daemon = Daemon::start(config, opts).await.expect("daemon starts");
         let hub = daemon.hub().clone();
         let token = daemon.root();
+        let owner_token = hub.access().owner_token();
         TestHub {
             base,
             hub,
-            http: reqwest::Client::new(),
+            http: authed_http(&owner_token),
+            owner_token,
             tmux_socket,
             token,
             _data_dir: data_dir,
         }
+    }
+
+    /// The hub's data dir (its owner's token is there: point a CLI at it with
+    /// `AGENT_HUB_DATA_DIR`).
+    pub fn data_dir(&self) -> &std::path::Path {
+        self._data_dir.path()
+    }
+
+    /// A WebSocket request for `url` presenting the owner's token (as a subprotocol).
+    pub fn ws(&self, url: &str) -> WsRequest {
+        ws_request(url, &self.owner_token)
     }
 
     pub async fn request(
@@ -277,9 +293,32 @@ pub const OWNER_FIELDS: [&str; 6] = [
     "conversation_id",
 ];
 
-/// POSTs `body` to `url` (a full URL: usable from a spawned task) and returns the reply's JSON.
-pub async fn post_json(url: String, body: serde_json::Value) -> serde_json::Value {
-    reqwest::Client::new()
+/// A WebSocket handshake request.
+pub type WsRequest = tokio_tungstenite::tungstenite::handshake::client::Request;
+
+/// An HTTP client that presents `token` on every request (`Authorization: Bearer`).
+pub fn authed_http(token: &str) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let value = format!("Bearer {token}").parse().expect("header value");
+    headers.insert(reqwest::header::AUTHORIZATION, value);
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .expect("http client")
+}
+
+/// A WebSocket request for `url` presenting `token` as the hub's bearer subprotocol.
+pub fn ws_request(url: &str, token: &str) -> WsRequest {
+    agent_hub::client::HubClient::new("http://127.0.0.1")
+        .with_token(Some(token.to_string()))
+        .ws_request(url)
+        .expect("ws request")
+}
+
+/// POSTs `body` to `url` (a full URL: usable from a spawned task) with `token`, and returns
+/// the reply's JSON.
+pub async fn post_json(url: String, token: &str, body: serde_json::Value) -> serde_json::Value {
+    authed_http(token)
         .post(url)
         .json(&body)
         .send()

@@ -77,7 +77,7 @@ fn count_sleeps(pids: &[u32]) -> usize {
 
 async fn events(hub: &TestHub) -> Ws {
     let url = format!("{}/v1/events", hub.base.replace("http://", "ws://"));
-    tokio_tungstenite::connect_async(url)
+    tokio_tungstenite::connect_async(hub.ws(&url))
         .await
         .expect("events connect")
         .0
@@ -287,10 +287,11 @@ async fn a_waiter_returns_the_moment_the_task_ends_or_when_its_timeout_passes() 
     );
     // A waiter blocked on a task sees its cancel at once.
     let h = hub.base.clone();
+    let owner = hub.owner_token.clone();
     let slow2 = slow.clone();
     let waiter = tokio::spawn(async move {
         let url = format!("{h}/v1/tasks/{slow2}/wait?timeout_ms=20000");
-        post_json(url, json!({})).await
+        post_json(url, &owner, json!({})).await
     });
     hub.delete(&format!("/v1/tasks/{slow}")).await;
     let v = tokio::time::timeout(T, waiter)
@@ -407,7 +408,8 @@ async fn piped_tasks_return_stdout_stderr_and_exit_code() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_piped_task_whose_caller_goes_away_is_cancelled() {
     let hub = TestHub::start().await;
-    let result = reqwest::Client::new()
+    let result = hub
+        .http
         .post(format!("{}/v1/tasks", hub.base))
         .json(&json!({ "cmd": "sleep 100", "pty": false, "name": "abandoned" }))
         .timeout(Duration::from_millis(500))
@@ -434,9 +436,10 @@ async fn hub_shutdown_kills_running_tasks_and_closes_the_event_stream() {
     let (id, _) = start(&hub, json!({ "cmd": "sleep 100 & sleep 101 & wait" })).await;
     let pid = task(&hub, &id).await["pid"].as_u64().unwrap() as u32;
     let h = hub.base.clone();
+    let owner = hub.owner_token.clone();
     let piped = tokio::spawn(async move {
         let body = json!({ "cmd": "sleep 102", "pty": false });
-        post_json(format!("{h}/v1/tasks"), body).await
+        post_json(format!("{h}/v1/tasks"), &owner, body).await
     });
     assert!(
         wait_until(T, || async {
@@ -494,11 +497,12 @@ async fn finished_tasks_are_purged_after_their_retention_with_their_sessions() {
     assert_eq!(status, 404);
 }
 
-fn run_cli(base: &str, args: &[&str]) -> std::process::Output {
+fn run_cli(base: &str, data_dir: &std::path::Path, args: &[&str]) -> std::process::Output {
     Command::new(BIN)
         .arg("run")
         .args(args)
         .env("AGENT_HUB_URL", base)
+        .env("AGENT_HUB_DATA_DIR", data_dir)
         .output()
         .expect("run agent-hub")
 }
@@ -507,17 +511,19 @@ fn run_cli(base: &str, args: &[&str]) -> std::process::Output {
 async fn agent_hub_run_prints_the_output_and_exits_with_the_task_exit_code() {
     let hub = TestHub::start().await;
     let h = hub.base.clone();
+    let d = hub.data_dir().to_path_buf();
     let outs = tokio::task::spawn_blocking(move || {
         [
-            run_cli(&h, &["--", "echo", "it's", "a b"]),
-            run_cli(&h, &["--", "sh", "-c", "echo from-run; exit 3"]),
-            run_cli(&h, &["--timeout", "0.5", "--", "sleep", "100"]),
-            run_cli(&h, &["--", "printf", r"\377\001abc"]),
+            run_cli(&h, &d, &["--", "echo", "it's", "a b"]),
+            run_cli(&h, &d, &["--", "sh", "-c", "echo from-run; exit 3"]),
+            run_cli(&h, &d, &["--timeout", "0.5", "--", "sleep", "100"]),
+            run_cli(&h, &d, &["--", "printf", r"\377\001abc"]),
             run_cli(
                 &h,
+                &d,
                 &["--no-pty", "--", "sh", "-c", "echo o; echo e >&2; exit 2"],
             ),
-            run_cli(&h, &["--json", "--name", "j", "--", "true"]),
+            run_cli(&h, &d, &["--json", "--name", "j", "--", "true"]),
         ]
     })
     .await
@@ -560,6 +566,7 @@ async fn interrupt_run(
         .arg("run")
         .args(args)
         .env("AGENT_HUB_URL", &hub.base)
+        .env("AGENT_HUB_DATA_DIR", hub.data_dir())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -268,7 +268,9 @@ async fn the_hub_answers_terminal_queries_when_no_client_is_attached() {
         "{}/v1/pty/sessions/{id}/stream",
         hub.base.replace("http://", "ws://")
     );
-    let (_viewer, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let (_viewer, _) = tokio_tungstenite::connect_async(hub.ws(&url))
+        .await
+        .unwrap();
     let seen = hub.wait_output(&id, "got:", T).await;
     assert!(
         seen.contains("got:[]"),
@@ -301,6 +303,7 @@ async fn term_read_errors_and_the_cli() {
     );
     let out = std::process::Command::new(crate::cli::BIN)
         .args(["screen", &id, "--mode", "viewport", "--hub", &hub.base])
+        .env("AGENT_HUB_DATA_DIR", hub.data_dir())
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -340,8 +343,11 @@ async fn rendered_reads_can_be_switched_off() {
         &[("AGENT_HUB_TERM_BUFFER_ACCESS", "off")],
     )
     .await;
+    let http = hub_process.http.clone();
     let child = &mut hub_process.child;
-    let list: Value = reqwest::get(format!("{base}/v1/pty/sessions"))
+    let list: Value = http
+        .get(format!("{base}/v1/pty/sessions"))
+        .send()
         .await
         .unwrap()
         .json()
@@ -352,7 +358,7 @@ async fn rendered_reads_can_be_switched_off() {
         list["sessions"][0]["label"], "main",
         "--open-shell opens a session labelled main"
     );
-    let resp = reqwest::Client::new()
+    let resp = http
         .post(format!("{base}/v1/pty/sessions/{sid}/term_read"))
         .json(&json!({}))
         .send()

@@ -86,6 +86,43 @@ pub(super) fn dashboard_favicon() {}
 pub(super) fn whoami() {}
 
 #[utoipa::path(
+    post,
+    path = "/v1/auth/signin",
+    operation_id = "signin",
+    summary = "Exchange a sign-in link's one-time code for the owner's token; no token. A code works once, for 15 minutes.",
+    request_body = SigninRequest,
+    responses(
+        (status = 200, body = SigninReply),
+        (status = "default", body = ErrorBody, description = "Failed (UNAUTHORIZED: unknown, used or expired code)")
+    )
+)]
+pub(super) fn signin() {}
+
+#[utoipa::path(
+    post,
+    path = "/v1/auth/signin-link",
+    operation_id = "signin_link",
+    summary = "A new one-time sign-in code for the dashboard (admin).",
+    responses(
+        (status = 200, body = SigninLinkReply),
+        (status = "default", body = ErrorBody, description = "Failed")
+    )
+)]
+pub(super) fn signin_link() {}
+
+#[utoipa::path(
+    post,
+    path = "/v1/auth/rotate",
+    operation_id = "rotate_owner_token",
+    summary = "Replace the owner's admin token in the data dir (admin); the old one is refused at once.",
+    responses(
+        (status = 200, body = RotateReply),
+        (status = "default", body = ErrorBody, description = "Failed")
+    )
+)]
+pub(super) fn rotate_owner_token() {}
+
+#[utoipa::path(
     get,
     path = "/v1/pty/sessions",
     operation_id = "list_sessions",

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{Finding, Status};
-use crate::config::HubConfig;
+use crate::config::{AuthMode, HubConfig};
 
 /// The oldest tmux the hub's control-mode monitor works with (`attach -f ignore-size`).
 const TMUX_MIN: (u32, u32) = (3, 2);
@@ -115,33 +115,109 @@ pub fn audit_log(config: &HubConfig) -> Finding {
     }
 }
 
-/// Listen address and auth: a hub reachable from other machines must require tokens.
-pub fn listen(addr: SocketAddr, tokens: usize) -> Finding {
-    const WHY: &str = "anyone who reaches the API can type into every terminal; without tokens only this machine may reach it";
-    match (addr.ip().is_loopback(), tokens) {
-        (true, 0) => Finding::ok(
-            "listen and auth",
-            format!("{addr} (loopback only, no tokens)"),
+/// Listen address and auth: every listener asks for a credential unless `auth = "none"`, which
+/// is a finding in itself (loopback only, and every local process is then an admin).
+pub fn listen(addr: SocketAddr, auth: AuthMode, tokens: usize) -> Finding {
+    const CHECK: &str = "listen and auth";
+    const WHY: &str = "whoever reaches the API with an admin's credential can type into every terminal; with auth = \"none\" every process on this machine can, agents included";
+    let loopback = addr.ip().is_loopback();
+    match auth {
+        AuthMode::None if loopback => Finding::problem(
+            Status::Warn,
+            CHECK,
+            format!("{addr} with auth = \"none\": any local process, agents included, can control every agent without a credential"),
             WHY,
+            "remove auth = \"none\" from hub.toml: the hub then asks for the owner's token (agent-hub commands on this machine read it from the data dir)",
         ),
-        (true, n) => Finding::ok(
-            "listen and auth",
-            format!("{addr} (loopback), {n} token(s)"),
-            WHY,
-        ),
-        (false, 0) => Finding::problem(
+        AuthMode::None => Finding::problem(
             Status::Fail,
-            "listen and auth",
-            format!("{addr} is reachable from other machines and no API token is configured (serve refuses to start)"),
+            CHECK,
+            format!("{addr} is reachable from other machines and auth = \"none\" (serve refuses to start)"),
             WHY,
-            "add [[tokens]] to hub.toml (name, token, role = admin|operator|observer) or set AGENT_HUB_TOKEN, or listen on 127.0.0.1",
+            "remove auth = \"none\" from hub.toml, or listen on 127.0.0.1",
         ),
-        (false, n) => Finding::ok(
-            "listen and auth",
-            format!("{addr} with {n} token(s); put TLS in front (a reverse proxy) if it leaves a trusted network"),
+        AuthMode::Token if loopback => Finding::ok(
+            CHECK,
+            format!("{addr} (loopback); a credential is required: the owner's token and {tokens} more"),
+            WHY,
+        ),
+        AuthMode::Token => Finding::ok(
+            CHECK,
+            format!("{addr}; a credential is required: the owner's token and {tokens} more. Put TLS in front (a reverse proxy) if it leaves a trusted network"),
             WHY,
         ),
     }
+}
+
+/// The owner's admin token in the data dir: private, or made at the hub's first start.
+pub fn owner_token(data_dir: &Path) -> Finding {
+    const CHECK: &str = "owner's token";
+    const WHY: &str =
+        "the owner's token is an admin credential: whoever reads it controls every agent";
+    let file = crate::access::owner::path(data_dir);
+    let Ok(meta) = std::fs::metadata(&file) else {
+        return Finding::ok(
+            CHECK,
+            format!(
+                "{} does not exist yet: the hub makes it at its first start",
+                file.display()
+            ),
+            WHY,
+        );
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Finding::problem(
+                Status::Warn,
+                CHECK,
+                format!(
+                    "{} can be read by other users (mode {mode:o})",
+                    file.display()
+                ),
+                WHY,
+                format!(
+                    "chmod 600 {} (the hub does it at its next start)",
+                    file.display()
+                ),
+            );
+        }
+    }
+    let _ = meta;
+    Finding::ok(
+        CHECK,
+        format!("{} is private to its user", file.display()),
+        WHY,
+    )
+}
+
+/// Which sessions of the hub at `url` run on the host, as the hub's own user: they can read its
+/// data dir, the owner's token included (containers are the isolation boundary).
+pub async fn host_sessions(client: &crate::client::HubClient) -> Option<Finding> {
+    const CHECK: &str = "host sessions";
+    const WHY: &str = "a program in a host session runs as the hub's user and can read the hub's data dir, the owner's admin token included: only containers keep an agent inside its team";
+    let sessions = client.list().await.ok()?.sessions;
+    let on_host: Vec<String> = sessions
+        .iter()
+        .filter(|s| s.spec.source == "host" && s.alive)
+        .map(|s| match &s.owner.label {
+            Some(label) => format!("{label} ({})", s.spec.id),
+            None => s.spec.id.clone(),
+        })
+        .collect();
+    Some(if on_host.is_empty() {
+        Finding::ok(CHECK, "no live session runs on the host", WHY)
+    } else {
+        Finding::problem(
+            Status::Warn,
+            CHECK,
+            format!("{} session(s) run on the host as the hub's user: {}", on_host.len(), on_host.join(", ")),
+            WHY,
+            "run agents you do not trust with the hub's own powers as container agents ([[agents]] in hub.toml)",
+        )
+    })
 }
 
 /// Whether a hub answers `GET /health` at `url`.
@@ -203,11 +279,37 @@ mod tests {
     }
 
     #[test]
-    fn listen_needs_tokens_off_loopback() {
+    fn auth_none_is_a_finding_and_refused_off_loopback() {
         let v4 = |s: &str| s.parse::<SocketAddr>().unwrap();
-        assert_eq!(listen(v4("127.0.0.1:8100"), 0).status, Status::Ok);
-        assert_eq!(listen(v4("0.0.0.0:8100"), 0).status, Status::Fail);
-        assert_eq!(listen(v4("0.0.0.0:8100"), 1).status, Status::Ok);
-        assert_eq!(listen(v4("[::1]:8100"), 0).status, Status::Ok);
+        assert_eq!(
+            listen(v4("127.0.0.1:8100"), AuthMode::Token, 0).status,
+            Status::Ok
+        );
+        assert_eq!(
+            listen(v4("0.0.0.0:8100"), AuthMode::Token, 0).status,
+            Status::Ok
+        );
+        assert_eq!(
+            listen(v4("[::1]:8100"), AuthMode::None, 0).status,
+            Status::Warn
+        );
+        assert_eq!(
+            listen(v4("0.0.0.0:8100"), AuthMode::None, 1).status,
+            Status::Fail
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_readable_owner_token_is_a_warning() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(owner_token(dir.path()).status, Status::Ok);
+        let file = dir.path().join("admin-token");
+        std::fs::write(&file, "aho_x").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(owner_token(dir.path()).status, Status::Warn);
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(owner_token(dir.path()).status, Status::Ok);
     }
 }

@@ -27,6 +27,10 @@ pub struct DoctorArgs {
     /// URL of the hub that should be answering.
     #[arg(long, env = "AGENT_HUB_URL", default_value = super::DEFAULT_HUB_URL)]
     pub hub: String,
+    /// Token for the hub at --hub (default: the owner's token in the data dir), to list which
+    /// of its sessions run on the host.
+    #[arg(long, env = "AGENT_HUB_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
     /// Print machine-readable JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -108,8 +112,10 @@ fn load_config(args: &DoctorArgs) -> Result<HubConfig, Finding> {
 /// Runs every check, in the order a newcomer would fix them.
 pub async fn findings(args: &DoctorArgs) -> Vec<Finding> {
     let mut out = vec![host::tmux()];
+    let mut data_dir = args.data_dir.clone();
     match load_config(args) {
         Ok(config) => {
+            data_dir = Some(config.data_dir.clone());
             let source = args
                 .config
                 .as_ref()
@@ -121,16 +127,25 @@ pub async fn findings(args: &DoctorArgs) -> Vec<Finding> {
             ));
             out.extend(engines::check(&config).await);
             out.push(host::data_dir(&config.data_dir));
+            out.push(host::owner_token(&config.data_dir));
             out.push(host::audit_log(&config));
-            let env_token = std::env::var("AGENT_HUB_TOKEN").is_ok_and(|t| !t.is_empty());
             out.push(host::listen(
                 config.listen,
-                config.tokens.len() + usize::from(env_token),
+                config.auth,
+                config.tokens.len(),
             ));
         }
         Err(f) => out.push(f),
     }
-    out.push(host::hub_answers(&args.hub).await);
+    let hub = host::hub_answers(&args.hub).await;
+    let answers = hub.status == Status::Ok;
+    out.push(hub);
+    if answers {
+        let found = super::credential::find(args.token.as_deref(), data_dir.as_deref());
+        let client =
+            crate::client::HubClient::new(&args.hub).with_credential(found.token, found.source);
+        out.extend(host::host_sessions(&client).await);
+    }
     out
 }
 
