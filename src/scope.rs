@@ -105,7 +105,7 @@ mod tests {
         }
     }
 
-    /// Every cell of the README's table: (caller, access, target) -> verdict. Team `a` has
+    /// Every cell of the scope table (docs/agents.md): (caller, access, target) -> verdict. Team `a` has
     /// leader `lead` and workers `w1`, `w2`; team `b` has leader `lb` and worker `wb`.
     #[test]
     fn the_team_rules() {

@@ -1,4 +1,4 @@
-//! Agent credentials over REST, every "no" of the README's scope table, without containers:
+//! Agent credentials over REST, every "no" of the scope table (docs/agents.md), without containers:
 //! agents `lead` (leader), `w1`, `w2` of team `a` and `wb` of team `b` are defined (never
 //! started); each owns a host session (`owner_agent_id`), and credentials are minted for `lead`
 //! and `w1` as a start would. Also: the unix socket refuses anonymous callers even on an open
