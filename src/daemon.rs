@@ -200,7 +200,8 @@ impl Daemon {
         {
             tracing::warn!(
                 running = self.tracker.len(),
-                "shutdown: background tasks still running after {TASKS_DRAIN_TIMEOUT:?}"
+                "shutdown: background tasks still running after {} s",
+                TASKS_DRAIN_TIMEOUT.as_secs()
             );
         }
         served

@@ -17,7 +17,7 @@ pub enum HubError {
     #[error("timed out after {timeout_ms} ms")]
     Timeout { timeout_ms: u64, output: String },
     /// The session's program has exited, so it takes no more input.
-    #[error("the session's process has exited (exit code {exit_code:?})")]
+    #[error("the session's process has exited ({})", exit_code_text(exit_code.map(i64::from)))]
     ProcessExited {
         exit_code: Option<i32>,
         output: String,
@@ -232,3 +232,12 @@ impl HubError {
 
 /// Result of a hub operation.
 pub type HubResult<T> = Result<T, HubError>;
+
+/// An exit code in words: `exit code 3`, or `no exit code` when the program ended without one
+/// (killed by a signal, or never seen to end).
+pub fn exit_code_text(code: Option<i64>) -> String {
+    match code {
+        Some(code) => format!("exit code {code}"),
+        None => "no exit code".to_string(),
+    }
+}

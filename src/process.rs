@@ -87,6 +87,18 @@ pub async fn terminate_session(sid: u32, first: TermSignal) -> Vec<u32> {
     live_session_processes(sid).await
 }
 
+/// `Ok` when `left` (what [`terminate_session`] returned) is empty, else an error naming them.
+pub fn none_left(left: &[u32]) -> Result<(), String> {
+    if left.is_empty() {
+        return Ok(());
+    }
+    let pids: Vec<String> = left.iter().map(u32::to_string).collect();
+    Err(format!(
+        "processes still alive after SIGKILL: {}",
+        pids.join(", ")
+    ))
+}
+
 /// [`session_processes`] from an async task: the `/proc` scan runs on a blocking thread, not
 /// on the runtime's workers.
 pub async fn live_session_processes(sid: u32) -> Vec<u32> {

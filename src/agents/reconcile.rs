@@ -31,7 +31,10 @@ impl Agents {
             self.emit(
                 agent,
                 EventKind::AgentExited,
-                &format!("container exited (exit code {exit_code:?})"),
+                &format!(
+                    "container exited ({})",
+                    crate::error::exit_code_text(exit_code)
+                ),
             );
         }
     }

@@ -124,7 +124,8 @@ pub async fn run(args: AttachArgs) -> i32 {
             0
         }
         Ok(Ending::Exited(code, reason)) => {
-            eprintln!("\r\n[session {session_id} {reason}, exit code {code:?}]");
+            let code = crate::error::exit_code_text(code.map(i64::from));
+            eprintln!("\r\n[session {session_id} {reason}, {code}]");
             0
         }
         Ok(Ending::Closed) => {

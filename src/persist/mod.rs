@@ -114,7 +114,11 @@ pub async fn start(hub: &Hub) -> Persistence {
     // Subscribed before restoring, so the restore's own events are logged.
     let bus = hub.subscribe_events();
     let restored = restore::restore(hub, file, &dir).await;
-    tracing::info!(?restored, "registry restored");
+    tracing::info!(
+        reattached = restored.tmux_reattached.len(),
+        exited = restored.exited.len(),
+        "{restored}"
+    );
     let p = Persistence {
         inner: Arc::new(Inner {
             sessions: hub.sessions().clone(),

@@ -34,6 +34,66 @@ pub struct RestoreReport {
     pub skipped: Vec<String>,
 }
 
+/// `1 session` / `2 sessions`.
+fn count(n: usize, what: &str) -> String {
+    match n {
+        1 => format!("1 {what}"),
+        n => format!("{n} {what}s"),
+    }
+}
+
+impl std::fmt::Display for RestoreReport {
+    /// One sentence for the log: `restored the registry: re-attached 2 tmux sessions, ...`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = [
+            (&self.tmux_reattached, "re-attached", "tmux session"),
+            (
+                &self.tmux_adopted_unknown,
+                "adopted",
+                "tmux session found running",
+            ),
+            (&self.exited, "kept as ended", "session"),
+            (
+                &self.containers_pending,
+                "waiting for its engine:",
+                "container agent session",
+            ),
+            (&self.external, "registered again", "external session"),
+            (&self.skipped, "skipped", "session already live"),
+        ]
+        .into_iter()
+        .filter(|(ids, _, _)| !ids.is_empty())
+        .map(|(ids, did, what)| format!("{did} {}", count(ids.len(), what)))
+        .collect();
+        match parts.is_empty() {
+            true => write!(f, "restored the registry: nothing to bring back"),
+            false => write!(f, "restored the registry: {}", parts.join(", ")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod report_tests {
+    use super::RestoreReport;
+
+    #[test]
+    fn the_report_is_a_sentence() {
+        assert_eq!(
+            RestoreReport::default().to_string(),
+            "restored the registry: nothing to bring back"
+        );
+        let report = RestoreReport {
+            tmux_reattached: vec!["a".into(), "b".into()],
+            exited: vec!["c".into()],
+            ..RestoreReport::default()
+        };
+        assert_eq!(
+            report.to_string(),
+            "restored the registry: re-attached 2 tmux sessions, kept as ended 1 session"
+        );
+    }
+}
+
 /// Why a PTY session that was running when the registry was last saved is no more.
 pub const PTY_GONE: &str =
     "the hub stopped while it ran (host PTY sessions end with the hub that started them)";

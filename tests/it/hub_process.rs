@@ -115,6 +115,11 @@ impl HubProcess {
         }
     }
 
+    /// Everything the hub has logged so far.
+    pub fn log_text(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+
     /// The first line of the hub's log that contains `needle`, waiting for it up to 10 s.
     pub async fn log_line(&self, needle: &str) -> String {
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
@@ -172,5 +177,61 @@ impl HubProcess {
 impl Drop for HubProcess {
     fn drop(&mut self) {
         self.kill9();
+    }
+}
+
+/// A `serve` process on a data dir, tmux server and loopback port of its own, all removed when
+/// it is dropped.
+pub struct FreshHub {
+    pub hub: HubProcess,
+    pub base: String,
+    /// The data dir, as a string for command lines.
+    pub dir: String,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    _tmux: crate::support::TmuxServerGuard,
+    _data: tempfile::TempDir,
+}
+
+impl FreshHub {
+    /// `serve --listen <free port> --data-dir <temp> --tmux-socket ah-test-<tag>-<pid> <extra>`.
+    pub async fn start(tag: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        let data = tempfile::tempdir().unwrap();
+        let dir = data.path().to_str().unwrap().to_string();
+        let socket = format!("ah-test-{tag}-{}", std::process::id());
+        let listen = format!("127.0.0.1:{}", free_port());
+        let mut args: Vec<String> = ["--listen", &listen, "--data-dir", &dir, "--tmux-socket"]
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+        args.push(socket.clone());
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let base = format!("http://{listen}");
+        let _tmux = crate::support::TmuxServerGuard(socket);
+        let hub = Self::spawn(&args, &base, &env).await;
+        FreshHub {
+            hub,
+            base,
+            dir,
+            args,
+            env,
+            _tmux,
+            _data: data,
+        }
+    }
+
+    async fn spawn(args: &[String], base: &str, env: &[(String, String)]) -> HubProcess {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        HubProcess::spawn(&args, base, &env).await
+    }
+
+    /// Starts `serve` again with the same arguments (the previous process must be gone).
+    pub async fn respawn(&mut self) {
+        self.hub = Self::spawn(&self.args, &self.base, &self.env).await;
     }
 }

@@ -37,3 +37,4 @@ mod sessions;
 mod stream;
 mod tasks;
 mod term_read;
+mod words;

@@ -11,7 +11,7 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 
 use crate::cli::BIN;
-use crate::hub_process::{free_port, HubProcess};
+use crate::hub_process::{free_port, FreshHub, HubProcess};
 use crate::support::{TestHub, TmuxServerGuard};
 
 const T: Duration = Duration::from_secs(30);
@@ -257,22 +257,9 @@ async fn the_cli_finds_the_owner_token_of_the_data_dir_it_is_pointed_at() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_rotate_refuses_the_old_token_at_once_and_the_cli_follows_the_file() {
-    let data = tempfile::tempdir().unwrap();
-    let dir = data.path().to_str().unwrap().to_string();
-    let socket = format!("ah-test-rotate-{}", std::process::id());
-    let _tmux = TmuxServerGuard(socket.clone());
-    let listen = format!("127.0.0.1:{}", free_port());
-    let base = format!("http://{listen}");
-    let args = [
-        "--listen",
-        &listen,
-        "--data-dir",
-        &dir,
-        "--tmux-socket",
-        &socket,
-    ];
-    let mut hub = HubProcess::spawn(&args, &base, &[]).await;
-    let old = hub.owner_token.clone();
+    let mut fresh = FreshHub::start("rotate", &[], &[]).await;
+    let (base, dir) = (fresh.base.clone(), fresh.dir.clone());
+    let old = fresh.hub.owner_token.clone();
     let sessions = format!("{base}/v1/pty/sessions");
     let status = |token: String| {
         let url = sessions.clone();
@@ -287,18 +274,18 @@ async fn token_rotate_refuses_the_old_token_at_once_and_the_cli_follows_the_file
         }
     };
     assert_eq!(status(old.clone()).await, 200);
+    // `token rotate` succeeds and says what it did.
+    let rotate = |says: &str| {
+        let out = cli(
+            &["token", "rotate", "--hub", &base, "--data-dir", &dir],
+            &[],
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(text(&out.stdout).contains(says), "{}", text(&out.stdout));
+    };
 
-    let rotated = cli(
-        &["token", "rotate", "--hub", &base, "--data-dir", &dir],
-        &[],
-    );
-    assert!(rotated.status.success(), "{}", text(&rotated.stderr));
-    assert!(
-        text(&rotated.stdout).contains("admin-token"),
-        "{}",
-        text(&rotated.stdout)
-    );
-    let new = std::fs::read_to_string(data.path().join("admin-token"))
+    rotate("admin-token");
+    let new = std::fs::read_to_string(std::path::Path::new(&dir).join("admin-token"))
         .unwrap()
         .trim()
         .to_string();
@@ -337,21 +324,12 @@ async fn token_rotate_refuses_the_old_token_at_once_and_the_cli_follows_the_file
     );
 
     // With no hub answering, the file is replaced and the next start uses it.
-    hub.kill9();
-    let offline = cli(
-        &["token", "rotate", "--hub", &base, "--data-dir", &dir],
-        &[],
-    );
-    assert!(offline.status.success(), "{}", text(&offline.stderr));
-    assert!(
-        text(&offline.stdout).contains("no hub answered"),
-        "{}",
-        text(&offline.stdout)
-    );
-    let hub = HubProcess::spawn(&args, &base, &[]).await;
-    assert_ne!(hub.owner_token, new);
+    fresh.hub.kill9();
+    rotate("no hub answered");
+    fresh.respawn().await;
+    assert_ne!(fresh.hub.owner_token, new);
     assert_eq!(status(new).await, 401);
-    assert_eq!(status(hub.owner_token.clone()).await, 200);
+    assert_eq!(status(fresh.hub.owner_token.clone()).await, 200);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -435,26 +413,8 @@ async fn doctor_names_the_sessions_that_run_on_the_host() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_printed_sign_in_link_signs_in_once_and_leaves_the_address_bar() {
     let b = crate::browser!();
-    let data = tempfile::tempdir().unwrap();
-    let dir = data.path().to_str().unwrap().to_string();
-    let socket = format!("ah-test-signin-{}", std::process::id());
-    let _tmux = TmuxServerGuard(socket.clone());
-    let listen = format!("127.0.0.1:{}", free_port());
-    let base = format!("http://{listen}");
-    let hub = HubProcess::spawn(
-        &[
-            "--listen",
-            &listen,
-            "--data-dir",
-            &dir,
-            "--tmux-socket",
-            &socket,
-            "--open-shell",
-        ],
-        &base,
-        &[],
-    )
-    .await;
+    let fresh = FreshHub::start("signin", &["--open-shell"], &[]).await;
+    let (hub, base) = (&fresh.hub, fresh.base.clone());
     let line = hub.log_line("dashboard: open ").await;
     let link = line
         .split("dashboard: open ")

@@ -146,11 +146,7 @@ impl Backend for PtyBackend {
                 return Ok(());
             };
             let left = crate::process::terminate_session(pid, first).await;
-            if left.is_empty() {
-                Ok(())
-            } else {
-                Err(format!("processes still alive after SIGKILL: {left:?}"))
-            }
+            crate::process::none_left(&left)
         }
         .boxed()
     }

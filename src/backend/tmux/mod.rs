@@ -260,11 +260,7 @@ impl Backend for TmuxBackend {
                 .place
                 .run(&["kill-session", "-t", &format!("={}", self.session_name)])
                 .await;
-            if left.is_empty() {
-                Ok(())
-            } else {
-                Err(format!("processes still alive after SIGKILL: {left:?}"))
-            }
+            crate::process::none_left(&left)
         }
         .boxed()
     }

@@ -153,7 +153,7 @@ impl PanePipe {
                 .ok_or("bad name")?;
             let dir = format!("{}/{name}", root.for_tmux);
             if !plain_path(&dir) {
-                return Err(format!("unexpected FIFO directory {dir:?}"));
+                return Err(format!("unexpected FIFO directory '{dir}'"));
             }
             let fifo = local.join("out");
             nix::unistd::mkfifo(
@@ -213,7 +213,7 @@ impl PanePipe {
             .map_err(|_| "the pipe reader did not start".to_string())??;
         let dir = String::from_utf8_lossy(&line).into_owned();
         if !plain_path(&dir) {
-            return Err(format!("unexpected FIFO directory {dir:?}"));
+            return Err(format!("unexpected FIFO directory '{dir}'"));
         }
         let reader = std::mem::replace(&mut io.reader, Box::pin(tokio::io::empty()));
         Ok(PanePipe {
