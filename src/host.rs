@@ -116,7 +116,7 @@ impl HostSessions {
             )));
         }
         if let Some(name) = &req.tmux_session {
-            let ok = crate::backend::tmux_control::is_safe_name(name)
+            let ok = crate::backend::tmux::control::is_safe_name(name)
                 && !name.starts_with(['%', '$', '@', '=']);
             if !ok {
                 return Err(HubError::bad_request(format!(

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use agent_hub::backend::tmux_control::{send_bytes_commands, ControlMessage, ControlParser};
+use agent_hub::backend::tmux::control::{send_bytes_commands, ControlMessage, ControlParser};
 use agent_hub::backend::TermSize;
 use agent_hub::screen::Screen;
 use anyhow::{anyhow, ensure, Result};

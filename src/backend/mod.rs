@@ -7,8 +7,6 @@ pub mod external;
 pub mod pty;
 pub mod read_buf;
 pub mod tmux;
-pub mod tmux_control;
-pub mod tmux_place;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -15,8 +15,8 @@ use tokio::sync::{mpsc, oneshot};
 use super::pane::{pane_exit, pane_is_dead, query_dead_pane, PANE_STATE_FORMAT};
 use super::pipe::{self, PanePipe};
 use super::TmuxPlace;
-use crate::backend::tmux_control::{ControlMessage, ControlParser};
-use crate::backend::tmux_place::TMUX_CALL_TIMEOUT;
+use crate::backend::tmux::control::{ControlMessage, ControlParser};
+use crate::backend::tmux::place::TMUX_CALL_TIMEOUT;
 use crate::output::{ExitInfo, Output};
 
 /// Name of the subscription that reports the pane's death and exit status.

@@ -6,8 +6,10 @@
 //! session sees; the hub sizes the window explicitly with `resize-window`.
 
 mod client;
+pub mod control;
 mod pane;
 mod pipe;
+pub mod place;
 
 use std::sync::Arc;
 
@@ -15,10 +17,10 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use tokio::sync::{mpsc, oneshot};
 
-pub use super::tmux_place::TmuxPlace;
-use super::tmux_place::TMUX_CALL_TIMEOUT;
+pub use place::{PipeRoot, TmuxPlace};
+use place::TMUX_CALL_TIMEOUT;
 
-use super::tmux_control::{is_safe_name, send_bytes_commands};
+use control::{is_safe_name, send_bytes_commands};
 use super::{Backend, SpawnSpec, TermSize};
 use crate::output::Output;
 use crate::session::input::TermSignal;

@@ -32,8 +32,8 @@ use tokio::sync::watch;
 
 use super::TmuxPlace;
 use crate::backend::read_buf::ReadBuf;
-use crate::backend::tmux_place::PipeRoot;
-use crate::backend::tmux_place::TMUX_CALL_TIMEOUT;
+use crate::backend::tmux::place::PipeRoot;
+use crate::backend::tmux::place::TMUX_CALL_TIMEOUT;
 use crate::output::{ExitInfo, Output};
 
 /// Makes the FIFO, tells the hub where, then streams it (`cat` waits for the writer).
@@ -46,7 +46,7 @@ pub(super) struct PanePipe {
     reader: Pin<Box<dyn AsyncRead + Send>>,
     /// Keeps a relay alive (a host process is killed when dropped); none when the hub reads
     /// the FIFO itself.
-    _relay: Option<crate::backend::tmux_place::ReaderIo>,
+    _relay: Option<crate::backend::tmux::place::ReaderIo>,
     /// The FIFO's directory as the tmux server sees it.
     dir: String,
     /// The same directory on this machine, when the hub reads the FIFO itself: removed when
@@ -80,7 +80,7 @@ fn private_dir(root: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
 
 /// The control-mode command that starts the pipe into `dir`'s FIFO.
 fn open_command(pane_id: &str, dir: &str) -> Option<String> {
-    (plain_path(dir) && crate::backend::tmux_control::is_safe_name(pane_id)).then(|| {
+    (plain_path(dir) && crate::backend::tmux::control::is_safe_name(pane_id)).then(|| {
         // A failed `exec >` ends the shell; a failed `rm` (a directory of another user's)
         // does not stop the copy.
         format!(
