@@ -72,28 +72,6 @@ impl std::fmt::Display for RestoreReport {
     }
 }
 
-#[cfg(test)]
-mod report_tests {
-    use super::RestoreReport;
-
-    #[test]
-    fn the_report_is_a_sentence() {
-        assert_eq!(
-            RestoreReport::default().to_string(),
-            "restored the registry: nothing to bring back"
-        );
-        let report = RestoreReport {
-            tmux_reattached: vec!["a".into(), "b".into()],
-            exited: vec!["c".into()],
-            ..RestoreReport::default()
-        };
-        assert_eq!(
-            report.to_string(),
-            "restored the registry: re-attached 2 tmux sessions, kept as ended 1 session"
-        );
-    }
-}
-
 /// Why a PTY session that was running when the registry was last saved is no more.
 pub const PTY_GONE: &str =
     "the hub stopped while it ran (host PTY sessions end with the hub that started them)";
@@ -298,4 +276,26 @@ async fn restore_external(hub: &Hub, saved: &SavedSession) -> crate::error::HubR
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod report_tests {
+    use super::RestoreReport;
+
+    #[test]
+    fn the_report_is_a_sentence() {
+        assert_eq!(
+            RestoreReport::default().to_string(),
+            "restored the registry: nothing to bring back"
+        );
+        let report = RestoreReport {
+            tmux_reattached: vec!["a".into(), "b".into()],
+            exited: vec!["c".into()],
+            ..RestoreReport::default()
+        };
+        assert_eq!(
+            report.to_string(),
+            "restored the registry: re-attached 2 tmux sessions, kept as ended 1 session"
+        );
+    }
 }

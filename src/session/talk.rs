@@ -9,7 +9,13 @@
 //! its row. The scanner never touches the shared scrollback: it reads its own copy of the
 //! stream.
 
+use std::time::{Duration, Instant};
+
 use rand::Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{HubError, HubResult};
+use crate::output::{CursorItem, OutputCursor};
 
 /// Most bytes of a talk's output kept; beyond this the oldest are dropped and the
 /// result says `truncated`.
@@ -167,6 +173,85 @@ impl TalkScanner {
         self.body_start = self.body_start.map(|s| s.saturating_sub(drop));
         self.scanned_to = self.scanned_to.saturating_sub(drop);
         self.truncated = true;
+    }
+}
+
+// ---- a talk on a session ------------------------------------------------------------------
+
+/// The result of a talk.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct TalkResult {
+    pub output: String,
+    pub exit_code: Option<i32>,
+    pub sentinel: String,
+    pub raw_output: String,
+    pub duration_ms: u64,
+    pub truncated: bool,
+}
+
+impl super::Session {
+    /// Runs one shell command for `actor` (checked by the guard first) and returns its output
+    /// and exit code. Talks on one session queue behind each other; other readers are not
+    /// disturbed.
+    pub async fn talk(
+        &self,
+        actor: &crate::actor::Actor,
+        command: &str,
+        sentinel: Option<&str>,
+        timeout: Duration,
+    ) -> HubResult<TalkResult> {
+        self.check_command(actor, command)?;
+        if let Some(whole) = self.backend.talk(command, sentinel, timeout) {
+            return whole.await;
+        }
+        let plan = plan(command, sentinel).map_err(HubError::bad_request)?;
+        let _turn = self.talk_lock.lock().await;
+        let started = Instant::now();
+        let mut scanner = TalkScanner::new(&plan.sentinel);
+        let mut cursor = OutputCursor::new(self.output.clone(), self.output.end_offset());
+        let mut line = plan.line.clone().into_bytes();
+        line.push(b'\r');
+        self.send_unchecked(line).await?;
+
+        let partial = |s: &TalkScanner| super::input::plain_text(s.partial());
+        let deadline = tokio::time::Instant::now() + timeout;
+        let capture = loop {
+            match tokio::time::timeout_at(deadline, cursor.next()).await {
+                Err(_) => {
+                    return Err(HubError::Timeout {
+                        timeout_ms: timeout.as_millis() as u64,
+                        output: partial(&scanner),
+                    })
+                }
+                Ok(Some(CursorItem::Data {
+                    bytes,
+                    dropped_bytes,
+                })) => {
+                    if dropped_bytes > 0 {
+                        scanner.mark_truncated();
+                    }
+                    if let Some(c) = scanner.feed(&bytes) {
+                        break c;
+                    }
+                }
+                Ok(Some(CursorItem::Exited(exit))) => {
+                    return Err(self.exited_error(exit, partial(&scanner)));
+                }
+                Ok(None) => {
+                    return Err(HubError::ReadFailed {
+                        reason: "the session's output stream closed".into(),
+                    })
+                }
+            }
+        };
+        Ok(TalkResult {
+            output: super::input::plain_text(&capture.body),
+            exit_code: capture.exit_code,
+            sentinel: plan.sentinel,
+            raw_output: String::from_utf8_lossy(&capture.raw).into_owned(),
+            duration_ms: started.elapsed().as_millis() as u64,
+            truncated: capture.truncated,
+        })
     }
 }
 

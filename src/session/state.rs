@@ -1,0 +1,157 @@
+//! The agent state of a session, kept current: the watch (meaningful activity and the state
+//! the profile reads from the screen), who is told of changes, and the background follower
+//! that looks at the screen when the output moves, input arrives, or the state can change.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio_util::sync::CancellationToken;
+
+use super::Session;
+use crate::agent_state::profile::Profile;
+use crate::agent_state::{StateReport, Watch};
+
+/// How often the background screen follower catches up with new output at most. Readers of
+/// the screen always catch up first, so this only bounds how far behind it may drift.
+const SCREEN_FOLLOW_INTERVAL: Duration = Duration::from_millis(20);
+/// The longest a quiet session's screen goes without a look. A look is due sooner whenever the
+/// agent state could change with no new output or input ([`crate::agent_state::Watch::next_due`]);
+/// this only bounds the wait where nothing is due (100 idle sessions: 20 looks a second).
+const QUIET_LOOK_INTERVAL: Duration = Duration::from_secs(5);
+
+/// The reported agent state changed (`session_state_changed` on the event bus).
+#[derive(Debug, Clone)]
+pub struct StateChange {
+    pub state: crate::agent_state::State,
+    pub previous: crate::agent_state::State,
+    pub since: DateTime<Utc>,
+    pub rule: String,
+}
+
+impl Session {
+    pub(super) fn lock_watch(&self) -> std::sync::MutexGuard<'_, Watch> {
+        self.watch.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Uses `profile` to read the screen from now on (after a reload or an owner change).
+    pub fn set_profile(&self, profile: Arc<Profile>) {
+        let mut w = self.lock_watch();
+        if !Arc::ptr_eq(w.profile(), &profile) {
+            w.set_profile(profile);
+        }
+    }
+
+    /// The profile reading this session's screen.
+    pub fn profile(&self) -> Arc<Profile> {
+        self.lock_watch().profile().clone()
+    }
+
+    /// Sets who is told of state changes (once; later calls are ignored).
+    pub fn set_on_state_change(&self, f: impl Fn(StateChange) + Send + Sync + 'static) {
+        let _ = self.on_state_change.set(Box::new(f));
+    }
+
+    /// Runs `f` on the watch and reports a change of the state it made.
+    pub(super) fn watch_changing(&self, f: impl FnOnce(&mut Watch)) {
+        let change = {
+            let mut w = self.lock_watch();
+            let previous = w.state();
+            f(&mut w);
+            (w.state() != previous).then(|| {
+                let r = w.report(tokio::time::Instant::now());
+                StateChange {
+                    state: r.state,
+                    previous,
+                    since: r.since,
+                    rule: r.rule,
+                }
+            })
+        };
+        if let (Some(change), Some(tell)) = (change, self.on_state_change.get()) {
+            tell(change);
+        }
+    }
+
+    /// Looks at the screen now: records meaningful change and updates the state.
+    fn observe_screen(&self) -> tokio::time::Instant {
+        let now = tokio::time::Instant::now();
+        let exited = self.output.exit().is_some();
+        // The output's wall-clock time as an instant: when the screen last changed, at most.
+        let output_at = self.output.last_output_at().map(|t| {
+            let ago = (chrono::Utc::now() - t).to_std().unwrap_or_default();
+            now.checked_sub(ago).unwrap_or(now)
+        });
+        self.with_screen(|s| {
+            self.watch_changing(|w| w.observe_output(s.vt(), s.title(), exited, output_at, now))
+        });
+        now
+    }
+
+    /// Looks at the screen now and reports the state.
+    pub fn state_report(&self) -> StateReport {
+        let now = self.observe_screen();
+        self.lock_watch().report(now)
+    }
+
+    /// When the session's watch started (its program's start, as the hub saw it).
+    pub fn started_at(&self) -> tokio::time::Instant {
+        self.lock_watch().created()
+    }
+
+    /// The monotonic time input was last written by someone using the session.
+    pub fn last_input_instant(&self) -> Option<tokio::time::Instant> {
+        self.lock_watch().last_input_at()
+    }
+
+    /// The monotonic time of the last meaningful activity.
+    pub fn last_activity_instant(&self) -> tokio::time::Instant {
+        self.lock_watch().last_activity_at()
+    }
+
+    /// The activity fingerprint of the screen now (after catching up).
+    pub fn screen_fingerprint(&self) -> u64 {
+        let profile = self.profile();
+        self.with_screen(|s| crate::activity::fingerprint(s.vt(), &profile.masks))
+    }
+}
+
+/// Keeps the emulator close to the output so screen reads rarely have much to catch up on.
+pub(super) async fn follow_screen(session: std::sync::Weak<Session>, cancel: CancellationToken) {
+    let Some((mut progress, mut inputs)) = session
+        .upgrade()
+        .map(|s| (s.output.watch_progress(), s.inputs.subscribe()))
+    else {
+        return;
+    };
+    // Catch up first: output that arrived before the subscription (a program's start-up
+    // query, say) would otherwise wait for a change that may never come.
+    loop {
+        let began = tokio::time::Instant::now();
+        let look_by = match session.upgrade() {
+            Some(s) => {
+                s.answer_queries().await;
+                let now = s.observe_screen();
+                let quiet = now + QUIET_LOOK_INTERVAL;
+                s.lock_watch()
+                    .next_due(now)
+                    .map_or(quiet, |due| due.min(quiet))
+            }
+            None => return,
+        };
+        // Emulation costs ~30 ns a byte: during a flood, back off so it takes at most ~5% of
+        // a core, which a busy agent's own program would otherwise lose on a small machine
+        // (#17); reads still catch up exactly, from the ring.
+        tokio::time::sleep(SCREEN_FOLLOW_INTERVAL.max(began.elapsed() * 20)).await;
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            changed = progress.changed() => if changed.is_err() { return },
+            // Input turns the state `working` before any output, and starts its hold.
+            changed = inputs.changed() => if changed.is_err() { return },
+            // A state can change with no output (a quiet screen settles into `idle` after the
+            // profile's dwell): look again the moment it can, so the change is reported in
+            // time, and not before.
+            _ = tokio::time::sleep_until(look_by) => {}
+        }
+    }
+}
