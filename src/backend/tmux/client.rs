@@ -1,40 +1,32 @@
 //! The control-mode client of a tmux backend: `tmux -C attach`, its single writer (commands
-//! in order, each acknowledged by tmux's reply) and its reader (pane output into the pipeline,
-//! replies to the acks, the pane's death and exit status).
+//! in order, each acknowledged by tmux's reply) and its reader ([`super::reader`]: pane output
+//! into the pipeline, replies to the acks, the pane's death and exit status).
 
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-use chrono::Utc;
-use futures_util::future::BoxFuture;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
-use super::pane::{pane_exit, pane_is_dead, query_dead_pane, PANE_STATE_FORMAT};
+use super::pane::PANE_STATE_FORMAT;
 use super::pipe::{self, PanePipe};
+use super::reader::ControlReader;
 use super::TmuxPlace;
-use crate::backend::tmux::control::{ControlMessage, ControlParser};
 use crate::backend::tmux::place::TMUX_CALL_TIMEOUT;
 use crate::output::{ExitInfo, Output};
 
 /// Name of the subscription that reports the pane's death and exit status.
-const DEAD_SUBSCRIPTION: &str = "agent_hub_pane_dead";
-/// While a pane is dead but its exit status not yet known, how often to ask tmux again.
-const DEAD_STATUS_POLL: Duration = Duration::from_millis(100);
-/// After a pane is reported dead, how long output tmux still holds for it may arrive.
-const DEAD_PANE_DRAIN: Duration = Duration::from_millis(250);
+pub(super) const DEAD_SUBSCRIPTION: &str = "agent_hub_pane_dead";
 
 pub(super) type Ack = oneshot::Sender<Result<(), String>>;
 
 /// A command batch waiting for tmux's replies.
-struct Pending {
+pub(super) struct Pending {
     /// Replies still expected.
     replies: usize,
     /// The first error among them.
     error: Option<String>,
-    ack: Ack,
+    pub ack: Ack,
     purpose: Purpose,
     /// The reply lines of each command, kept for a [`Purpose::Seed`] batch only.
     replies_seen: Vec<Vec<Vec<u8>>>,
@@ -53,14 +45,14 @@ pub(super) enum Purpose {
 }
 
 /// A batch tmux has answered in full: what the reader must do before its ack is sent.
-struct Done {
-    settled: Settled,
-    ack: Ack,
-    result: Result<(), String>,
+pub(super) struct Done {
+    pub settled: Settled,
+    pub ack: Ack,
+    pub result: Result<(), String>,
 }
 
 /// What a complete batch asks of the reader.
-enum Settled {
+pub(super) enum Settled {
     Nothing,
     /// The pane's bytes come through the pipe from here on.
     Piped,
@@ -79,7 +71,7 @@ fn seed_commands(pane_id: &str) -> Vec<String> {
 }
 
 /// Batches waiting for tmux's replies, in command order.
-type PendingAcks = Arc<Mutex<VecDeque<Pending>>>;
+pub(super) type PendingAcks = Arc<Mutex<VecDeque<Pending>>>;
 
 /// Commands for the control client's writer. An empty batch asks it to detach.
 pub(super) struct Request {
@@ -136,18 +128,16 @@ pub(super) async fn start_control_client(
     let (attached_tx, attached) = oneshot::channel();
     let (exit_tx, exit_rx) = tokio::sync::watch::channel(None);
 
-    let reader = tokio::spawn(read_control_output(
-        io.reader,
-        io.ended,
+    let reader = ControlReader::new(
         server.clone(),
-        name.to_string(),
-        pane_id.to_string(),
+        (name.to_string(), pane_id.to_string()),
         output.clone(),
         pending.clone(),
         attached_tx,
         exit_tx,
         seed,
-    ));
+    );
+    let reader = tokio::spawn(reader.run(io.reader, io.ended));
     // Only a client tmux has confirmed is usable: a `docker exec` into a dying container can
     // print an error and then keep its stream open without ever attaching.
     match tokio::time::timeout(TMUX_CALL_TIMEOUT, attached).await {
@@ -280,7 +270,11 @@ async fn write_lines(
 }
 
 /// Counts a reply against the oldest batch; the batch once tmux has answered all of it.
-fn settle_reply(pending: &PendingAcks, success: bool, lines: Vec<Vec<u8>>) -> Option<Done> {
+pub(super) fn settle_reply(
+    pending: &PendingAcks,
+    success: bool,
+    lines: Vec<Vec<u8>>,
+) -> Option<Done> {
     let mut p = pending.lock().ok()?;
     let front = p.front_mut()?;
     if !success && front.error.is_none() {
@@ -315,181 +309,6 @@ fn settle_reply(pending: &PendingAcks, success: bool, lines: Vec<Vec<u8>>) -> Op
         ack: done.ack,
         result: done.error.map_or(Ok(()), Err),
     })
-}
-
-/// The control client's reader: pane output into the pipeline, replies to the writer's acks,
-/// and the pane's death. A dead pane (remain-on-exit) is kept until the session is removed,
-/// so output tmux has not flushed yet is not thrown away with it; the exit is recorded after a
-/// short drain.
-#[allow(clippy::too_many_arguments)]
-async fn read_control_output(
-    mut stdout: Pin<Box<dyn AsyncRead + Send>>,
-    ended: BoxFuture<'static, ()>,
-    server: TmuxPlace,
-    name: String,
-    pane_id: String,
-    output: Arc<Output>,
-    pending: PendingAcks,
-    attached: oneshot::Sender<()>,
-    exit_tx: tokio::sync::watch::Sender<Option<ExitInfo>>,
-    seed: bool,
-) {
-    let mut attached = Some(attached);
-    // Until the seed's reply: output tmux sends now is in the seed already (held only in case
-    // the seed fails).
-    let mut seeding = seed;
-    let mut held: Vec<u8> = Vec::new();
-    // Set from tmux's reply to `pipe-pane` on: the pane's bytes come through the pipe, whose
-    // reader records the end of the output once it has them all (told the exit here).
-    let mut piped = false;
-    let end = |piped: bool, exit: ExitInfo| {
-        if piped {
-            exit_tx.send_replace(Some(exit));
-        } else {
-            output.finish(exit);
-        }
-    };
-    // The pipe reader waits for its own quiet moment after the exit.
-    let drain = |piped: bool| {
-        if piped {
-            Duration::ZERO
-        } else {
-            DEAD_PANE_DRAIN
-        }
-    };
-    let mut parser = ControlParser::new();
-    let mut buf = crate::backend::read_buf::ReadBuf::new(64 * 1024);
-    let mut exit: Option<ExitInfo> = None;
-    let mut finish_at: Option<tokio::time::Instant> = None;
-    // Set while the pane is known dead but its status is not: when to ask tmux again.
-    let mut recheck_at: Option<(tokio::time::Instant, u32)> = None;
-    loop {
-        let drained = async {
-            match finish_at {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
-        let recheck = async {
-            match recheck_at {
-                Some((at, _)) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
-        let n = tokio::select! {
-            read = stdout.read(buf.space()) => match read {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            },
-            _ = drained => {
-                finish_at = None;
-                if let Some(exit) = &exit {
-                    end(piped, exit.clone());
-                }
-                continue;
-            }
-            _ = recheck => {
-                let attempts = recheck_at.map_or(0, |(_, n)| n);
-                recheck_at = None;
-                exit = query_dead_pane(&server, &pane_id).await.ok().flatten();
-                match exit {
-                    Some(_) => finish_at = Some(tokio::time::Instant::now() + drain(piped)),
-                    None if attempts < 20 => {
-                        recheck_at = Some((tokio::time::Instant::now() + DEAD_STATUS_POLL, attempts + 1));
-                    }
-                    // The status never came: record the exit without a code.
-                    None => {
-                        end(piped, ExitInfo { exit_code: None, reason: "exited".into(), exited_at: Utc::now() });
-                    }
-                }
-                continue;
-            }
-        };
-        // One push per read, not per `%output` line (~1.4 KB each): fewer locks, sends and
-        // WebSocket frames under load.
-        let mut batch: Vec<u8> = Vec::new();
-        for message in parser.feed(buf.filled(n)) {
-            if !matches!(message, ControlMessage::Output { .. }) {
-                tracing::debug!(session = %name, ?message, "tmux control message");
-            }
-            match message {
-                ControlMessage::Output { pane_id: p, data } if p == pane_id && !piped => {
-                    if seeding {
-                        held.extend_from_slice(&data);
-                    } else {
-                        batch.extend_from_slice(&data);
-                    }
-                }
-                // Replies to our own stdin commands, in order (not the attach's, nor hooks').
-                ControlMessage::Reply {
-                    from_stdin: true,
-                    success,
-                    lines,
-                    ..
-                } => {
-                    let Some(done) = settle_reply(&pending, success, lines) else {
-                        continue;
-                    };
-                    match done.settled {
-                        Settled::Nothing => {
-                            let _ = done.ack.send(done.result);
-                        }
-                        Settled::Piped => {
-                            // What the pane printed before the reply goes in before the pipe's
-                            // reader, which the ack starts, can push anything. With nobody left
-                            // to start it (the wait timed out), the bytes stay on `%output`.
-                            output.push(&std::mem::take(&mut batch));
-                            piped = done.ack.send(done.result).is_ok();
-                        }
-                        Settled::Seed(bytes) => {
-                            seeding = false;
-                            let held = std::mem::take(&mut held);
-                            output.push(&bytes.unwrap_or(held));
-                            let _ = done.ack.send(done.result);
-                        }
-                    }
-                }
-                // The attach command's own reply: the client is ready for commands.
-                ControlMessage::Reply {
-                    from_stdin: false, ..
-                } => {
-                    if let Some(tx) = attached.take() {
-                        let _ = tx.send(());
-                    }
-                }
-                ControlMessage::SubscriptionChanged { name: sub, value }
-                    if sub == DEAD_SUBSCRIPTION && exit.is_none() =>
-                {
-                    exit = pane_exit(&value, &pane_id);
-                    if exit.is_some() {
-                        finish_at = Some(tokio::time::Instant::now() + drain(piped));
-                    } else if pane_is_dead(&value, &pane_id) && recheck_at.is_none() {
-                        recheck_at = Some((tokio::time::Instant::now() + DEAD_STATUS_POLL, 0));
-                    }
-                }
-                _ => {}
-            }
-        }
-        output.push(&batch);
-    }
-    ended.await;
-    if exit.is_none() {
-        // The client may have gone before the subscription reported a dead pane.
-        exit = query_dead_pane(&server, &pane_id).await.ok().flatten();
-    }
-    if let Ok(mut p) = pending.lock() {
-        for waiting in p.drain(..) {
-            let _ = waiting.ack.send(Err("the tmux session has ended".into()));
-        }
-    }
-    end(
-        piped,
-        exit.unwrap_or_else(|| ExitInfo {
-            exit_code: None,
-            reason: "tmux session closed".into(),
-            exited_at: Utc::now(),
-        }),
-    );
 }
 
 #[cfg(test)]
@@ -539,21 +358,19 @@ mod tests {
     ) {
         let (attached, _) = oneshot::channel();
         let (exit_tx, _exit_rx) = tokio::sync::watch::channel(None);
-        read_control_output(
-            Box::pin(stream),
-            Box::pin(async {}),
-            TmuxPlace::Host {
-                socket_name: Some(format!("ah-no-server-{}", std::process::id())),
-            },
-            "s".into(),
-            "%7".into(),
+        let server = TmuxPlace::Host {
+            socket_name: Some(format!("ah-no-server-{}", std::process::id())),
+        };
+        let reader = ControlReader::new(
+            server,
+            ("s".into(), "%7".into()),
             output.clone(),
             Arc::new(Mutex::new(pending)),
             attached,
             exit_tx,
             seed,
-        )
-        .await;
+        );
+        reader.run(Box::pin(stream), Box::pin(async {})).await;
     }
 
     #[tokio::test]

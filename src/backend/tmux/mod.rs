@@ -10,6 +10,7 @@ pub mod control;
 mod pane;
 mod pipe;
 pub mod place;
+mod reader;
 
 use std::sync::Arc;
 
@@ -17,14 +18,14 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use tokio::sync::{mpsc, oneshot};
 
-pub use place::{PipeRoot, TmuxPlace};
 use place::TMUX_CALL_TIMEOUT;
+pub use place::{PipeRoot, TmuxPlace};
 
-use control::{is_safe_name, send_bytes_commands};
 use super::{Backend, SpawnSpec, TermSize};
 use crate::output::Output;
 use crate::session::input::TermSignal;
 use client::{start_control_client, Request};
+use control::{is_safe_name, send_bytes_commands};
 
 /// Lines of pane history kept by tmux for sessions the hub creates.
 pub const TMUX_HISTORY_LIMIT: u32 = 50_000;
