@@ -26,7 +26,8 @@ pub struct RegistryFile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SavedSession {
     pub id: String,
-    pub backend: String,
+    /// `pty`, `tmux`, `docker` or `external`, as the API names them.
+    pub backend: crate::protocol::SessionBackend,
     pub source: String,
     pub shell: String,
     #[serde(default)]
@@ -71,7 +72,7 @@ impl SavedSession {
         let spec = info.spec;
         SavedSession {
             id: spec.id,
-            backend: spec.backend.as_str().to_string(),
+            backend: spec.backend,
             source: spec.source,
             shell: spec.shell,
             args: spec.args,
@@ -190,6 +191,23 @@ mod tests {
         format!(
             r#"{{"schema_version": {version}, "hub_id": "h", "saved_at": "2026-01-01T00:00:00Z", "sessions": []}}"#
         )
+    }
+
+    #[test]
+    fn a_saved_backend_is_one_of_the_api_s_kinds() {
+        let with = |backend: &str| {
+            format!(
+                r#"{{"schema_version": 1, "hub_id": "h", "saved_at": "2026-01-01T00:00:00Z", "sessions": [{{"id": "tmux_1", "backend": "{backend}", "source": "host", "shell": "bash", "created_at": "2026-01-01T00:00:00Z", "cols": 80, "rows": 24}}]}}"#
+            )
+        };
+        let file = parse(&with("tmux")).unwrap();
+        assert_eq!(
+            file.sessions[0].backend,
+            crate::protocol::SessionBackend::Tmux
+        );
+        // An unknown kind is a file this hub cannot read (set aside with the reason), not a
+        // PTY by default.
+        assert!(parse(&with("vnc")).is_err());
     }
 
     #[test]

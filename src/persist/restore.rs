@@ -87,8 +87,8 @@ pub async fn restore(hub: &Hub, file: Option<RegistryFile>, data_dir: &Path) -> 
             report.skipped.push(saved.id);
             continue;
         }
-        match saved.backend.as_str() {
-            "docker" => match &saved.container_id {
+        match saved.backend {
+            SessionBackend::Docker => match &saved.container_id {
                 Some(container) if saved.exit.is_none() => {
                     hub.sessions().remember_container_session(
                         container,
@@ -99,7 +99,7 @@ pub async fn restore(hub: &Hub, file: Option<RegistryFile>, data_dir: &Path) -> 
                 }
                 _ => report.skipped.push(saved.id),
             },
-            "tmux" => {
+            SessionBackend::Tmux => {
                 let name = saved.tmux_session.clone().unwrap_or_default();
                 known_tmux.insert(name.clone());
                 let alive = saved.exit.is_none() && place.has_session(&name).await;
@@ -111,14 +111,14 @@ pub async fn restore(hub: &Hub, file: Option<RegistryFile>, data_dir: &Path) -> 
                     report.exited.push(saved.id);
                 }
             }
-            "external" => match restore_external(hub, &saved).await {
+            SessionBackend::External => match restore_external(hub, &saved).await {
                 Ok(()) => report.external.push(saved.id),
                 Err(e) => {
                     tracing::warn!(session = %saved.id, "external session not restored: {e}");
                     report.skipped.push(saved.id);
                 }
             },
-            _ => {
+            SessionBackend::Pty => {
                 tombstone(hub, &saved, PTY_GONE, data_dir);
                 report.exited.push(saved.id);
             }
@@ -235,16 +235,11 @@ fn tombstone(hub: &Hub, saved: &SavedSession, reason_if_running: &str, data_dir:
         },
     };
     output.finish(exit);
-    let backend = if saved.backend == "tmux" {
-        SessionBackend::Tmux
-    } else {
-        SessionBackend::Pty
-    };
     let size = TermSize {
         cols: saved.cols,
         rows: saved.rows,
     };
-    let spec = spec_of(saved, backend);
+    let spec = spec_of(saved, saved.backend);
     let new = NewSession::new(spec, size, saved.owner.clone(), output, ExitedBackend);
     hub.add_session(new, Origin::Restored);
 }
