@@ -115,6 +115,7 @@ impl HostSessions {
                 "invalid environment variable name '{bad}'"
             )));
         }
+        check_spawn_text(&req)?;
         if let Some(name) = &req.tmux_session {
             let ok = crate::backend::tmux::control::is_safe_name(name)
                 && !name.starts_with(['%', '$', '@', '=']);
@@ -229,4 +230,25 @@ impl HostSessions {
             ("AGENT_HUB_AGENT_ID".to_string(), agent_id),
         ]))
     }
+}
+
+/// What no program can be started with, refused as a bad request rather than failing the
+/// spawn (a server error): an empty program name, and a NUL byte in the program, an argument,
+/// an environment value or the directory. (A program or directory that does not exist stays a
+/// failed spawn.)
+fn check_spawn_text(req: &CreateSession) -> HubResult<()> {
+    if req.shell.as_deref() == Some("") {
+        return Err(HubError::bad_request("shell must not be empty"));
+    }
+    let mut texts = req.shell.iter().chain(&req.args).chain(req.env.values());
+    let cwd_nul = req
+        .cwd
+        .as_ref()
+        .is_some_and(|c| c.to_string_lossy().contains('\0'));
+    if cwd_nul || texts.any(|t| t.contains('\0')) {
+        return Err(HubError::bad_request(
+            "shell, args, env values and cwd must not contain NUL bytes",
+        ));
+    }
+    Ok(())
 }

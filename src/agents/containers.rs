@@ -11,8 +11,8 @@ use futures_util::future::BoxFuture;
 
 use super::hub_access::PIPE_DIR_IN_CONTAINER;
 use super::AGENT_TMUX_SESSION;
-use crate::backend::tmux::{TmuxBackend, TmuxPlace};
 use crate::backend::tmux::place::PipeRoot;
+use crate::backend::tmux::{TmuxBackend, TmuxPlace};
 use crate::backend::{Backend, SpawnSpec};
 use crate::config::AgentDef;
 use crate::docker::{self, docker_error, Endpoints, LABEL_AGENT};

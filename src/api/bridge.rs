@@ -18,9 +18,9 @@ use crate::protocol::{base64_decode, base64_encode, Encoding};
 
 /// Default and largest `max_bytes` of one `/pty/read`.
 const READ_DEFAULT_BYTES: usize = 64 << 10;
-const READ_MAX_BYTES: usize = 4 << 20;
+pub(super) const READ_MAX_BYTES: usize = 4 << 20;
 /// Largest `/pty/read` wait.
-const READ_MAX_WAIT_MS: u64 = 60_000;
+pub(super) const READ_MAX_WAIT_MS: u64 = 60_000;
 
 fn own_session(hub: &Hub, id: &str) -> Result<std::sync::Arc<crate::session::Session>, HubError> {
     let session = hub.get(id)?;

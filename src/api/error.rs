@@ -1,8 +1,9 @@
 //! Turning [`HubError`] into HTTP responses, once: `{ok:false, error_code, message, ...}` with
-//! the error's status. Also JSON and query extractors whose rejections use the same shape, so a
-//! malformed request never gets a plain-text answer.
+//! the error's status. Also JSON, query and WebSocket-handshake extractors whose rejections use
+//! the same shape, so a malformed request never gets a plain-text answer.
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
@@ -156,4 +157,22 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
 
 fn query_rejection(rejection: QueryRejection) -> HubError {
     HubError::bad_request(format!("invalid query string: {}", source_text(&rejection)))
+}
+
+/// A WebSocket handshake whose rejections (a plain GET, a wrong `Upgrade` or
+/// `Sec-WebSocket-Version`, no `Sec-WebSocket-Key`) are [`HubError::BadRequest`].
+pub struct ApiWebSocket(pub WebSocketUpgrade);
+
+impl<S: Send + Sync> FromRequestParts<S> for ApiWebSocket {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match WebSocketUpgrade::from_request_parts(parts, state).await {
+            Ok(ws) => Ok(ApiWebSocket(ws)),
+            Err(rejection) => Err(ApiError(HubError::bad_request(format!(
+                "not a WebSocket handshake: {}",
+                rejection.body_text()
+            )))),
+        }
+    }
 }

@@ -3,7 +3,7 @@
 //! many events it missed (`{type:"events_dropped", count}`) and continues with the next ones;
 //! the socket closes when the hub shuts down.
 
-use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{Message, Utf8Bytes, WebSocket};
 use axum::extract::State;
 use axum::response::Response;
 use futures_util::{SinkExt, StreamExt};
@@ -11,10 +11,11 @@ use serde_json::{json, Value};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use super::error::ApiWebSocket;
 use crate::hub::Hub;
 use crate::protocol::HubEvent;
 
-pub async fn events(State(hub): State<Hub>, ws: WebSocketUpgrade) -> Response {
+pub async fn events(State(hub): State<Hub>, ApiWebSocket(ws): ApiWebSocket) -> Response {
     // Subscribed before the upgrade completes: every event after the client's connect returns
     // is delivered.
     let events = hub.subscribe_events();

@@ -20,7 +20,7 @@ use crate::session::Session;
 
 /// Default and largest `timeout_ms` of a state wait.
 const WAIT_DEFAULT_TIMEOUT_MS: u64 = 30_000;
-const WAIT_MAX_TIMEOUT_MS: u64 = 600_000;
+pub(super) const WAIT_MAX_TIMEOUT_MS: u64 = 600_000;
 
 /// The wait a state query asks for, checked: what to wait for and for how long.
 fn wait_of(q: &StateQuery) -> Result<Option<(Wanted, Duration)>, HubError> {

@@ -22,12 +22,12 @@ use crate::protocol::{
 
 /// Default and largest `max_bytes` for `read`.
 const READ_DEFAULT_BYTES: usize = 4096;
-const READ_MAX_BYTES: usize = 4 << 20;
+pub(super) const READ_MAX_BYTES: usize = 4 << 20;
 /// Default and largest long-poll wait for `read` with `since`.
 const READ_DEFAULT_TIMEOUT_MS: u64 = 5000;
-const READ_MAX_TIMEOUT_MS: u64 = 60_000;
+pub(super) const READ_MAX_TIMEOUT_MS: u64 = 60_000;
 /// Largest talk timeout.
-const TALK_MAX_TIMEOUT_MS: u64 = 3_600_000;
+pub(super) const TALK_MAX_TIMEOUT_MS: u64 = 3_600_000;
 
 pub async fn list_sessions(
     State(hub): State<Hub>,

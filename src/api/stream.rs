@@ -6,14 +6,14 @@
 
 use std::sync::Arc;
 
-use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{Message, Utf8Bytes, WebSocket};
 use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::Extension;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 
-use super::error::{ApiQuery, ApiResult};
+use super::error::{ApiQuery, ApiResult, ApiWebSocket};
 use crate::actor::{Actor, Role};
 use crate::backend::TermSize;
 use crate::config::check_size;
@@ -38,7 +38,7 @@ pub async fn stream(
     Extension(actor): Extension<Actor>,
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<StreamQuery>,
-    ws: WebSocketUpgrade,
+    ApiWebSocket(ws): ApiWebSocket,
 ) -> ApiResult<Response> {
     if q.raw && actor.role() != Role::Admin {
         return Err(HubError::Forbidden {

@@ -16,7 +16,7 @@ use crate::tasks::CreateTask;
 
 /// Default and largest wait for `POST /v1/tasks/{id}/wait`.
 const WAIT_DEFAULT_TIMEOUT_MS: u64 = 30_000;
-const WAIT_MAX_TIMEOUT_MS: u64 = 600_000;
+pub(super) const WAIT_MAX_TIMEOUT_MS: u64 = 600_000;
 
 pub async fn create_task(
     State(hub): State<Hub>,

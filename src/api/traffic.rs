@@ -3,13 +3,12 @@
 //! `health`, `POST storage/cleanup`, and a live WebSocket `stream` of records as they are
 //! written. Reading needs an operator token; cleanup an admin one.
 
-use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::Json;
 use serde_json::{json, Value};
 
-use super::error::{ApiQuery, ApiResult};
+use super::error::{ApiQuery, ApiResult, ApiWebSocket};
 use crate::audit::{Filter, Unavailable};
 use crate::error::HubError;
 use crate::hub::Hub;
@@ -134,7 +133,7 @@ pub async fn cleanup(State(hub): State<Hub>) -> ApiResult<Json<CleanupReply>> {
     Ok(Json(CleanupReply { ok: true, deleted }))
 }
 
-pub async fn stream(State(hub): State<Hub>, ws: WebSocketUpgrade) -> Response {
+pub async fn stream(State(hub): State<Hub>, ApiWebSocket(ws): ApiWebSocket) -> Response {
     // Subscribed before the upgrade completes: every record written after connect is sent.
     let records = hub.audit().subscribe();
     let closing = hub.closing();

@@ -15,7 +15,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::protocol::Encoding;
+use crate::protocol::{whole, Encoding};
 
 /// `POST /pty/write`
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -34,10 +34,16 @@ pub struct WriteRequest {
 #[serde(deny_unknown_fields)]
 pub struct ReadRequest {
     pub session_id: String,
-    #[serde(default)]
+    /// How long to wait for output (default 0: answer at once).
+    #[serde(default, deserialize_with = "whole::int")]
+    #[schema(maximum = 60_000)]
     pub timeout_ms: u64,
     /// Absolute offset to read from; without it, only output newer than the request.
+    #[serde(default, deserialize_with = "whole::opt")]
     pub offset: Option<u64>,
+    /// Default 65536.
+    #[serde(default, deserialize_with = "whole::opt")]
+    #[schema(minimum = 1, maximum = 4_194_304)]
     pub max_bytes: Option<usize>,
     #[serde(default)]
     pub encoding: Encoding,
@@ -81,6 +87,9 @@ pub struct TalkRequest {
     pub session_id: String,
     pub command: String,
     pub sentinel: Option<String>,
+    /// Default: the hub's `talk_timeout_ms`.
+    #[serde(default, deserialize_with = "whole::opt")]
+    #[schema(minimum = 1, maximum = 3_600_000)]
     pub timeout_ms: Option<u64>,
 }
 
@@ -91,4 +100,7 @@ pub struct BufferRequest {
     pub session_id: String,
     #[serde(flatten)]
     pub read: crate::screen::TermReadRequest,
+    #[serde(flatten, skip_serializing)]
+    #[schema(ignore)]
+    pub no_other_fields: crate::protocol::NoOtherFields,
 }

@@ -187,6 +187,7 @@ impl BridgeClient {
         let req = BufferRequest {
             session_id: session_id.into(),
             read: read.clone(),
+            no_other_fields: Default::default(),
         };
         self.call(
             reqwest::Method::POST,

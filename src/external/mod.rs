@@ -27,16 +27,26 @@ use crate::session::{Owner, Session, SessionSpec};
 #[derive(Debug, Clone, Deserialize, serde::Serialize, utoipa::ToSchema)]
 pub struct RegisterRequest {
     /// The id the session gets in this hub.
+    #[schema(pattern = r"^[A-Za-z0-9_.:-]{1,128}$")]
     pub session_id: String,
     /// The id on the bridge, when it differs from `session_id`.
     pub remote_session_id: Option<String>,
     /// Where the terminal lives (`remote-hub`, `ide`, ...); `external` if not given.
     pub source: Option<String>,
+    #[serde(default, deserialize_with = "crate::protocol::whole::opt")]
+    #[schema(value_type = Option<u64>, maximum = 4_294_967_295_u64)]
     pub pid: Option<u32>,
+    /// The bridge's base URL: `http://` or `https://` with a host. The hub calls it (its
+    /// `/health` first) before it answers.
+    #[schema(pattern = r"^[Hh][Tt][Tt][Pp][Ss]?://")]
     pub bridge_url: String,
     /// Bearer token the hub presents to the bridge.
     pub bridge_token: Option<String>,
+    #[serde(default, deserialize_with = "crate::protocol::whole::opt")]
+    #[schema(minimum = 1, maximum = 1000)]
     pub cols: Option<u16>,
+    #[serde(default, deserialize_with = "crate::protocol::whole::opt")]
+    #[schema(minimum = 1, maximum = 500)]
     pub rows: Option<u16>,
     /// Who the session belongs to.
     #[serde(flatten)]

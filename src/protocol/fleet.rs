@@ -94,6 +94,7 @@ pub struct TaskReply {
 #[into_params(parameter_in = Query)]
 pub struct WaitQuery {
     /// How long to wait (default 30000, at most 600000).
+    #[param(maximum = 600_000)]
     pub timeout_ms: Option<u64>,
 }
 
@@ -201,19 +202,24 @@ pub struct AgentInfo {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateTask {
-    /// A shell command line, run with `sh -c`.
+    /// A shell command line, run with `sh -c` (not blank, no NUL byte).
+    #[schema(schema_with = super::schema::command)]
     pub cmd: String,
     /// Run in a PTY session (default) or with pipes, synchronously.
     #[serde(default = "default_pty")]
     pub pty: bool,
-    /// Kill the command after this many seconds (default 300).
+    /// Kill the command after this many seconds (default 300, at most 7 days).
+    #[schema(exclusive_minimum = 0, maximum = 604_800)]
     pub timeout_s: Option<f64>,
     /// A name for listing (default: the command).
+    #[schema(schema_with = super::schema::task_name)]
     pub name: Option<String>,
     /// Working directory (default: the hub's home directory).
+    #[schema(pattern = r"^[^\u0000]*$")]
     pub cwd: Option<String>,
     /// Extra environment variables.
     #[serde(default)]
+    #[schema(schema_with = super::schema::env_vars)]
     pub env: BTreeMap<String, String>,
 }
 
@@ -299,10 +305,17 @@ pub struct TrafficFilter {
     /// Substring of the command or response.
     pub search: Option<String>,
     /// RFC 3339 time or milliseconds since the epoch.
+    #[param(schema_with = super::schema::time_filter)]
     pub since: Option<String>,
+    /// RFC 3339 time or milliseconds since the epoch.
+    #[param(schema_with = super::schema::time_filter)]
     pub until: Option<String>,
     /// Only records with a larger id (a cursor: pass the last id seen).
     pub after_id: Option<i64>,
+    /// Records per page (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
+    /// Records to skip.
+    #[param(value_type = Option<u64>, maximum = 4_294_967_295_u64)]
     pub offset: Option<u32>,
 }

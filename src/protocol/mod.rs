@@ -9,7 +9,9 @@ mod events;
 mod fleet;
 mod policy;
 mod replies;
+pub(crate) mod schema;
 mod strict;
+pub mod whole;
 
 use std::collections::BTreeMap;
 
@@ -17,7 +19,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// Which backend a new session runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize, ToSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
     #[default]
@@ -32,20 +36,32 @@ pub use policy::*;
 pub use replies::*;
 pub use strict::NoOtherFields;
 
-/// `POST /v1/pty/sessions`
+/// `POST /v1/pty/sessions`. Text holds no NUL byte (a program cannot be given one).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 pub struct CreateSessionRequest {
     #[serde(default)]
-    #[schema(value_type = String, example = "pty")]
     pub backend: BackendKind,
+    /// The program (default: the hub's shell).
+    #[schema(min_length = 1, pattern = r"^[^\u0000]*$")]
     pub shell: Option<String>,
     #[serde(default)]
+    #[schema(schema_with = schema::no_nul_list)]
     pub args: Vec<String>,
+    /// The working directory (default: the hub's home directory).
+    #[schema(pattern = r"^[^\u0000]*$")]
     pub cwd: Option<String>,
+    #[serde(default, deserialize_with = "whole::opt")]
+    #[schema(minimum = 1, maximum = 1000)]
     pub cols: Option<u16>,
+    #[serde(default, deserialize_with = "whole::opt")]
+    #[schema(minimum = 1, maximum = 500)]
     pub rows: Option<u16>,
+    /// Variables for the program: a name is not empty and has no `=`.
     #[serde(default)]
+    #[schema(schema_with = schema::env_vars)]
     pub env: BTreeMap<String, String>,
+    /// The tmux session's name (tmux backend; default: the session id).
+    #[schema(pattern = r"^[A-Za-z0-9_.-]{1,64}$")]
     pub tmux_session: Option<String>,
     /// A loaded policy's name (idle timeout and the rest apply to the session).
     pub policy: Option<String>,
@@ -80,6 +96,8 @@ pub struct SendLineRequest {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KeysRequest {
+    /// Key names (`Enter`, `Escape`, `Up`, `C-c`, `F5`) or single characters.
+    #[schema(min_items = 1)]
     pub keys: Vec<String>,
 }
 
@@ -87,6 +105,11 @@ pub struct KeysRequest {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SignalRequest {
+    /// `SIGINT`, `SIGQUIT`, `SIGTERM`, `SIGKILL` or `SIGHUP`, in any case, with or without
+    /// `SIG`.
+    #[schema(
+        pattern = r"^[\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*(?:[Ss][Ii][Gg])?(?:[Ii][Nn][Tt]|[Qq][Uu][Ii][Tt]|[Tt][Ee][Rr][Mm]|[Kk][Ii][Ll][Ll]|[Hh][Uu][Pp])[\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$"
+    )]
     pub signal: String,
 }
 
@@ -96,6 +119,9 @@ pub struct SignalRequest {
 pub struct TalkRequest {
     pub command: String,
     pub sentinel: Option<String>,
+    /// Default: the hub's `talk_timeout_ms`.
+    #[serde(default, deserialize_with = "whole::opt")]
+    #[schema(minimum = 1, maximum = 3_600_000)]
     pub timeout_ms: Option<u64>,
 }
 
@@ -103,7 +129,11 @@ pub struct TalkRequest {
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResizeRequest {
+    #[serde(deserialize_with = "whole::int")]
+    #[schema(minimum = 1, maximum = 1000)]
     pub cols: u16,
+    #[serde(deserialize_with = "whole::int")]
+    #[schema(minimum = 1, maximum = 500)]
     pub rows: u16,
 }
 
@@ -124,8 +154,13 @@ pub enum Encoding {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ReadQuery {
+    /// Default 4096.
+    #[param(minimum = 1, maximum = 4_194_304)]
     pub max_bytes: Option<usize>,
+    /// Absolute offset to read from, waiting up to `timeout_ms` for output past it.
     pub since: Option<u64>,
+    /// With `since`: default 5000.
+    #[param(maximum = 60_000)]
     pub timeout_ms: Option<u64>,
     #[serde(default)]
     pub encoding: Encoding,

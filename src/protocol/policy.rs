@@ -73,9 +73,18 @@ pub struct StateQuery {
     pub explain: bool,
     /// Wait until the state is one of these, comma-separated (`idle,blocked`; `stuck` too),
     /// answering the moment it is (or at `timeout_ms`, with `reached: false`).
+    #[schema(schema_with = wait_schema, nullable = false)]
     pub wait: Option<String>,
-    /// How long a wait may take: default 30000, at most 600000.
+    /// How long a wait may take: default 30000, at most 600000. Only with `wait`.
+    #[schema(maximum = 600_000, nullable = false)]
     pub timeout_ms: Option<u64>,
+}
+
+fn wait_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .pattern(Some(super::schema::wait_states()))
+        .build()
 }
 
 /// An agent's state as `GET .../state` reports it. `profile`, `last_activity_at` and

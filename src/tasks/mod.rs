@@ -305,6 +305,9 @@ fn plan(req: &CreateTask) -> HubResult<Plan> {
     if req.cmd.contains('\0') {
         return Err(HubError::bad_request("cmd must not contain NUL bytes"));
     }
+    if req.cwd.as_ref().is_some_and(|c| c.contains('\0')) {
+        return Err(HubError::bad_request("cwd must not contain NUL bytes"));
+    }
     let timeout_s = req.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
     if !(timeout_s > 0.0 && timeout_s <= MAX_TIMEOUT_S) {
         return Err(HubError::bad_request(format!(

@@ -9,6 +9,7 @@ mod persist;
 mod support;
 
 mod agent_state;
+mod api_document;
 mod audit;
 mod auth;
 mod bad_input;

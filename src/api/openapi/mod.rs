@@ -3,11 +3,13 @@
 //! [`super::router`] (WebSocket routes as GET operations answering 101); the test below fails
 //! when a route of the router is missing here.
 
+mod bounds;
 mod paths;
 
 use axum::Json;
 use utoipa::OpenApi;
 
+use bounds::Bounds;
 use paths::*;
 
 use crate::protocol::*;
@@ -80,7 +82,10 @@ use crate::protocol::*;
         traffic_cleanup,
         traffic_stream
     ),
+    modifiers(&Bounds),
+    security(("bearer" = [])),
     components(schemas(
+        StateQuery,
         ClientFrame,
         ServerFrame,
         SessionBackend,
@@ -214,5 +219,375 @@ mod tests {
             schemas["PolicyTrigger"]["enum"],
             serde_json::json!(["idle_timeout", "warn_before", "max_lifetime", "on_stuck"])
         );
+    }
+
+    fn doc() -> serde_json::Value {
+        serde_json::to_value(ApiDoc::openapi()).unwrap()
+    }
+
+    /// The schema of query parameter `name` of `method path`.
+    fn param(doc: &serde_json::Value, method: &str, path: &str, name: &str) -> serde_json::Value {
+        doc["paths"][path][method]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("{method} {path} has no parameter {name}"))["schema"]
+            .clone()
+    }
+
+    /// The bounds the handlers check, as the document states them.
+    #[test]
+    fn numeric_bounds_are_the_handlers() {
+        use crate::config::{MAX_COLS, MAX_ROWS};
+        let doc = doc();
+        let schemas = &doc["components"]["schemas"];
+        let bounds = |s: &serde_json::Value| (s["minimum"].as_u64(), s["maximum"].as_u64());
+        let read = "/v1/pty/sessions/{id}/read";
+        assert_eq!(
+            bounds(&param(&doc, "get", read, "max_bytes")),
+            (Some(1), Some(super::super::sessions::READ_MAX_BYTES as u64))
+        );
+        assert_eq!(
+            bounds(&param(&doc, "get", read, "timeout_ms")).1,
+            Some(super::super::sessions::READ_MAX_TIMEOUT_MS)
+        );
+        assert_eq!(
+            bounds(&param(&doc, "post", "/v1/tasks/{id}/wait", "timeout_ms")).1,
+            Some(super::super::tasks::WAIT_MAX_TIMEOUT_MS)
+        );
+        for path in ["/v1/pty-traffic/events", "/v1/pty-traffic/blocked"] {
+            assert_eq!(
+                bounds(&param(&doc, "get", path, "limit")),
+                (Some(1), Some(crate::audit::store::MAX_LIMIT as u64))
+            );
+            assert_eq!(
+                bounds(&param(&doc, "get", path, "offset")).1,
+                Some(u32::MAX as u64)
+            );
+        }
+        assert_eq!(
+            bounds(&schemas["StateQuery"]["properties"]["timeout_ms"]).1,
+            Some(super::super::policies::WAIT_MAX_TIMEOUT_MS)
+        );
+        for name in ["ResizeRequest", "CreateSessionRequest", "RegisterRequest"] {
+            let p = &schemas[name]["properties"];
+            assert_eq!(
+                bounds(&p["cols"]),
+                (Some(1), Some(MAX_COLS as u64)),
+                "{name}"
+            );
+            assert_eq!(
+                bounds(&p["rows"]),
+                (Some(1), Some(MAX_ROWS as u64)),
+                "{name}"
+            );
+        }
+        for name in ["TalkRequest", "BridgeTalkRequest"] {
+            assert_eq!(
+                bounds(&schemas[name]["properties"]["timeout_ms"]),
+                (Some(1), Some(super::super::sessions::TALK_MAX_TIMEOUT_MS)),
+                "{name}"
+            );
+        }
+        let bridge_read = &schemas["BridgeReadRequest"]["properties"];
+        assert_eq!(
+            bounds(&bridge_read["max_bytes"]),
+            (Some(1), Some(super::super::bridge::READ_MAX_BYTES as u64))
+        );
+        assert_eq!(
+            bounds(&bridge_read["timeout_ms"]).1,
+            Some(super::super::bridge::READ_MAX_WAIT_MS)
+        );
+        let task = &schemas["CreateTask"]["properties"]["timeout_s"];
+        assert_eq!(task["exclusiveMinimum"], 0);
+        assert_eq!(task["maximum"].as_f64(), Some(crate::tasks::MAX_TIMEOUT_S));
+        // `usize` fields take any `u64`: a larger number is refused by the parser.
+        let term = &schemas["TermReadRequest"]["properties"];
+        assert_eq!(term["max_lines"]["maximum"].as_u64(), Some(u64::MAX));
+    }
+
+    /// Every pattern the document states, against the code that decides.
+    #[test]
+    fn patterns_are_the_parsers() {
+        use crate::protocol::schema;
+        let doc = doc();
+        let schemas = &doc["components"]["schemas"];
+        let re = |p: &serde_json::Value| regex::Regex::new(p.as_str().unwrap()).unwrap();
+        let ws = [
+            "", " ", "\t", "\n", "\u{a0}", "\u{2003}", "\u{3000}", "\u{feff}", "\u{1c}", "\u{85}",
+        ];
+        let check =
+            |what: &str, pattern: &regex::Regex, samples: &[String], ok: &dyn Fn(&str) -> bool| {
+                for s in samples {
+                    assert_eq!(pattern.is_match(s), ok(s), "{what}: {s:?}");
+                }
+            };
+        let around = |words: &[&str]| -> Vec<String> {
+            let mut out = Vec::new();
+            for w in words {
+                for a in ws {
+                    for b in ws {
+                        out.push(format!("{a}{w}{b}"));
+                    }
+                }
+            }
+            out
+        };
+
+        let signal = re(&schemas["SignalRequest"]["properties"]["signal"]["pattern"]);
+        let samples = around(&[
+            "SIGINT",
+            "int",
+            "SigQuit",
+            "TERM",
+            "kill",
+            "hup",
+            "SIGSTOP",
+            "SIG",
+            "",
+            "SIGSIGINT",
+            "SIG INT",
+            "x",
+        ]);
+        check("signal", &signal, &samples, &|s| {
+            crate::session::input::signal_action(s).is_ok()
+        });
+
+        let wait = regex::Regex::new(&schema::wait_states()).unwrap();
+        let samples = around(&[
+            "idle",
+            "idle,blocked",
+            ",idle",
+            "idle,",
+            "idle,,stuck",
+            " , ",
+            "",
+            "busy",
+            "idle,busy",
+            "idle blocked",
+            "stuck",
+            "working , exited",
+            "unknown,unknown",
+        ]);
+        check("wait", &wait, &samples, &|s| {
+            crate::agent_state::wait::Wanted::parse(s).is_ok()
+        });
+
+        let cmd = regex::Regex::new(&schema::not_blank()).unwrap();
+        let samples = around(&["", "ls", "a\0b", "\0", "x y"]);
+        check("cmd", &cmd, &samples, &|s| {
+            !s.trim().is_empty() && !s.contains('\0')
+        });
+
+        let epoch = regex::Regex::new(schema::EPOCH_MS).unwrap();
+        let samples: Vec<String> = [
+            "0",
+            "-5",
+            "+5",
+            "007",
+            "1700000000000",
+            "999999999999999999",
+            "00000000000000000000001",
+            "",
+            "-",
+            "1.5",
+            "1e3",
+            " 1",
+            "12a",
+            "2024-01-01T00:00:00Z",
+        ]
+        .map(String::from)
+        .to_vec();
+        for s in &samples {
+            // What the pattern admits, the parser takes (the pattern leaves out some 19-digit
+            // numbers the parser would take too).
+            if epoch.is_match(s) {
+                assert!(crate::audit::store::parse_time_ms(s).is_ok(), "{s}");
+            }
+        }
+        for s in [
+            "2024-02-29T23:59:59Z",
+            "0001-01-01T00:00:00.5-23:59",
+            "9999-12-31T00:00:00+14:00",
+        ] {
+            assert!(crate::audit::store::parse_time_ms(s).is_ok(), "{s}");
+        }
+        assert!(crate::audit::store::parse_time_ms("").is_err());
+
+        let b64 = regex::Regex::new(schema::BASE64).unwrap();
+        let alphabet = ["A", "Q", "B", "g", "w", "+", "/", "=", "z", "E", "F", "!"];
+        let mut samples = vec![String::new()];
+        for _ in 0..4 {
+            samples = samples
+                .iter()
+                .flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}")))
+                .chain(samples.iter().cloned())
+                .collect();
+        }
+        samples.sort();
+        samples.dedup();
+        check("base64", &b64, &samples, &|s| {
+            crate::protocol::base64_decode(s).is_ok()
+        });
+
+        let session_id = re(&schemas["RegisterRequest"]["properties"]["session_id"]["pattern"]);
+        let samples: Vec<String> = [
+            "a",
+            "a.b:c-d_e",
+            "",
+            "a b",
+            "é",
+            &"x".repeat(128),
+            &"x".repeat(129),
+        ]
+        .map(String::from)
+        .to_vec();
+        check("session_id", &session_id, &samples, &|s| {
+            crate::external::check_session_id(s).is_ok()
+        });
+    }
+
+    /// Rules between fields, and requests that refuse unknown fields, are in the schemas; no
+    /// `allOf` has a closed part (which would leave nothing valid).
+    #[test]
+    fn request_schemas_state_what_the_hub_refuses() {
+        let doc = doc();
+        let schemas = doc["components"]["schemas"].as_object().unwrap();
+        for (name, schema) in schemas {
+            for part in schema["allOf"].as_array().into_iter().flatten() {
+                let part = match part["$ref"].as_str() {
+                    Some(r) => &schemas[r.rsplit('/').next().unwrap()],
+                    None => part,
+                };
+                assert_ne!(
+                    part["additionalProperties"], false,
+                    "{name}: a closed allOf part"
+                );
+            }
+        }
+        for name in [
+            "CreateSessionRequest",
+            "UpdateOwnershipRequest",
+            "RegisterRequest",
+            "BridgeBufferRequest",
+        ] {
+            let s = &schemas[name];
+            assert_eq!(s["additionalProperties"], false, "{name}");
+            assert!(s["properties"]["session_id"].is_object() || name == "CreateSessionRequest");
+        }
+        assert!(schemas["CreateSessionRequest"]["properties"]["owner_agent_id"].is_object());
+        assert!(schemas["BridgeBufferRequest"]["properties"]["max_lines"].is_object());
+        assert_eq!(
+            schemas["UpdateOwnershipRequest"]["properties"]["owner_role"]["enum"],
+            serde_json::json!(["leader", "worker", null])
+        );
+        assert_eq!(
+            schemas["StateQuery"]["dependentRequired"],
+            serde_json::json!({ "timeout_ms": ["wait"] })
+        );
+        for path in ["/v1/agents/{id}/state", "/v1/pty/sessions/{id}/state"] {
+            let query = doc["paths"][path]["get"]["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["in"] == "query")
+                .unwrap();
+            assert_eq!(
+                (&query["style"], &query["explode"], &query["required"]),
+                (
+                    &serde_json::json!("form"),
+                    &serde_json::json!(true),
+                    &serde_json::json!(false)
+                ),
+                "{path}"
+            );
+        }
+        for name in [
+            "RouteKeys",
+            "SendToAgentRequest",
+            "HeartbeatRequest",
+            "BridgeWriteRequest",
+        ] {
+            assert!(schemas[name]["anyOf"].is_array(), "{name}");
+        }
+    }
+
+    /// The WebSocket routes name the handshake and answer 101; every route but the open ones
+    /// asks for the bearer token.
+    #[test]
+    fn websockets_and_credentials_are_documented() {
+        let doc = doc();
+        assert_eq!(doc["security"], serde_json::json!([{ "bearer": [] }]));
+        assert_eq!(
+            doc["components"]["securitySchemes"]["bearer"]["scheme"],
+            "bearer"
+        );
+        let mut open = Vec::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                if op["security"] == serde_json::json!([{}]) {
+                    open.push(format!("{method} {path}"));
+                }
+            }
+        }
+        open.sort();
+        let mut routed: Vec<String> = super::super::routes::ROUTES
+            .iter()
+            .filter(|r| r.role.is_none())
+            .map(|r| {
+                let method = r.method.as_ref().unwrap().as_str().to_lowercase();
+                format!("{method} {}", r.path.replace("{*", "{"))
+            })
+            .collect();
+        routed.sort();
+        assert_eq!(open, routed, "operations without a credential");
+        for (method, path) in [
+            ("get", "/v1/events"),
+            ("get", "/v1/pty-traffic/stream"),
+            ("get", "/v1/pty/sessions/{id}/stream"),
+        ] {
+            let op = &doc["paths"][path][method];
+            assert!(op["responses"]["101"].is_object(), "{path}");
+            for header in [
+                "Connection",
+                "Upgrade",
+                "Sec-WebSocket-Version",
+                "Sec-WebSocket-Key",
+            ] {
+                let p = op["parameters"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|p| p["name"] == header)
+                    .unwrap_or_else(|| panic!("{path}: no {header}"));
+                assert_eq!(
+                    (p["in"].as_str(), p["required"].as_bool()),
+                    (Some("header"), Some(true))
+                );
+            }
+        }
+        assert_eq!(
+            param(&doc, "get", "/v1/pty-traffic/events/{id}", "id")["type"],
+            "integer"
+        );
+    }
+
+    /// What the document says about integers holds for the parser: `80.0` is `80`, and the
+    /// flattened bridge read refuses unknown fields like every other bridge request.
+    #[test]
+    fn the_parser_takes_what_the_document_admits() {
+        let r: crate::protocol::ResizeRequest =
+            serde_json::from_str(r#"{"cols": 80.0, "rows": 24}"#).unwrap();
+        assert_eq!((r.cols, r.rows), (80, 24));
+        let b: crate::external::bridge::BufferRequest =
+            serde_json::from_str(r#"{"session_id": "s", "max_lines": 5.0, "mode": "tail"}"#)
+                .unwrap();
+        assert_eq!(b.read.max_lines, Some(5));
+        let err = serde_json::from_str::<crate::external::bridge::BufferRequest>(
+            r#"{"session_id": "s", "lines": 5}"#,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("unknown field `lines`"), "{err}");
     }
 }

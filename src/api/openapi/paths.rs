@@ -12,10 +12,31 @@ use crate::protocol::*;
 use crate::routing::RouteKeys;
 use crate::screen::TermReadRequest;
 
+/// The headers of a WebSocket handshake (RFC 6455) as the hub checks them: a request without
+/// them is refused (400) before anything else happens. A browser's `WebSocket` and any
+/// WebSocket client library send them.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+pub(super) struct WebSocketHandshake {
+    /// Holds the token `upgrade` (any case), e.g. `Upgrade` or `keep-alive, Upgrade`.
+    #[param(rename = "Connection", pattern = "[Uu][Pp][Gg][Rr][Aa][Dd][Ee]")]
+    connection: String,
+    /// `websocket` (any case).
+    #[param(rename = "Upgrade", pattern = "^[Ww][Ee][Bb][Ss][Oo][Cc][Kk][Ee][Tt]$")]
+    upgrade: String,
+    /// `13`.
+    #[param(rename = "Sec-WebSocket-Version", pattern = "^13$")]
+    version: String,
+    /// The client's nonce: 16 random bytes, base64 (the hub answers with its digest).
+    #[param(rename = "Sec-WebSocket-Key")]
+    key: String,
+}
+
 #[utoipa::path(
     get,
     path = "/health",
     operation_id = "health",
+    security(()),
     summary = "Liveness, version and counts (no token needed).",
     responses((status = 200, body = HealthReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
@@ -46,6 +67,7 @@ pub(super) fn metrics() {}
     get,
     path = "/",
     operation_id = "dashboard_index",
+    security(()),
     summary = "The web dashboard's page (no token: static, no data; it signs in itself).",
     responses((status = 200, body = String, content_type = "text/html; charset=utf-8"))
 )]
@@ -55,11 +77,16 @@ pub(super) fn dashboard_index() {}
     get,
     path = "/web/{path}",
     operation_id = "dashboard_asset",
+    security(()),
     summary = "A file of the web dashboard (scripts, styles, vendored xterm.js); no token.",
     params(("path" = String, Path, description = "The file, e.g. app.js")),
     responses(
-        (status = 200, body = String, description = "The file"),
-        (status = "default", body = ErrorBody, description = "Failed")
+        (status = 200, description = "The file", content(
+            (String = "text/javascript; charset=utf-8"),
+            (String = "text/css; charset=utf-8"),
+            (String = "image/svg+xml")
+        )),
+        (status = "default", body = ErrorBody, description = "Failed (NOT_FOUND: no such file)")
     )
 )]
 pub(super) fn dashboard_asset() {}
@@ -68,6 +95,7 @@ pub(super) fn dashboard_asset() {}
     get,
     path = "/favicon.ico",
     operation_id = "dashboard_favicon",
+    security(()),
     summary = "The dashboard's icon; no token.",
     responses((status = 200, body = String, content_type = "image/svg+xml"))
 )]
@@ -89,6 +117,7 @@ pub(super) fn whoami() {}
     post,
     path = "/v1/auth/signin",
     operation_id = "signin",
+    security(()),
     summary = "Exchange a sign-in link's one-time code for the owner's token; no token. A code works once, for 15 minutes.",
     request_body = SigninRequest,
     responses(
@@ -242,8 +271,11 @@ pub(super) fn term_read() {}
     path = "/v1/pty/sessions/{id}/stream",
     operation_id = "stream",
     summary = "WebSocket: live output (binary frames) and ServerFrame/ClientFrame text frames.",
-    params(("id" = String, Path, description = "Session, agent, task or record id"), StreamQuery),
-    responses((status = 101, description = "WebSocket upgrade"), (status = "default", body = ErrorBody, description = "Refused"))
+    params(("id" = String, Path, description = "Session, agent, task or record id"), StreamQuery, WebSocketHandshake),
+    responses(
+        (status = 101, description = "WebSocket upgrade (subprotocol `agent-hub`); then frames, no HTTP body"),
+        (status = "default", body = ErrorBody, description = "Refused (BAD_REQUEST: not a WebSocket handshake)")
+    )
 )]
 pub(super) fn stream() {}
 
@@ -252,7 +284,7 @@ pub(super) fn stream() {}
     path = "/v1/pty/sessions/{id}/state",
     operation_id = "session_state",
     summary = "The agent state of a session (?explain=true adds the rule).",
-    params(StateQuery, ("id" = String, Path, description = "Session, agent, task or record id")),
+    params(("id" = String, Path, description = "Session, agent, task or record id"), ("query" = Option<StateQuery>, Query, style = Form, explode, description = "The query parameters (`explain`, `wait`, `timeout_ms`; `timeout_ms` only with `wait`)")),
     responses((status = 200, body = SessionStateReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 pub(super) fn session_state() {}
@@ -262,7 +294,7 @@ pub(super) fn session_state() {}
     path = "/v1/agents/{id}/state",
     operation_id = "agent_state",
     summary = "The agent state of a container agent.",
-    params(StateQuery, ("id" = String, Path, description = "Session, agent, task or record id")),
+    params(("id" = String, Path, description = "Session, agent, task or record id"), ("query" = Option<StateQuery>, Query, style = Form, explode, description = "The query parameters (`explain`, `wait`, `timeout_ms`; `timeout_ms` only with `wait`)")),
     responses((status = 200, body = AgentStateReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 pub(super) fn agent_state() {}
@@ -526,7 +558,11 @@ pub(super) fn wait_task() {}
     path = "/v1/events",
     operation_id = "events",
     summary = "WebSocket: the hub's event stream, one `HubEvent` (see components) a text frame.",
-    responses((status = 101, description = "WebSocket upgrade"), (status = "default", body = ErrorBody, description = "Refused"))
+    params(WebSocketHandshake),
+    responses(
+        (status = 101, description = "WebSocket upgrade (subprotocol `agent-hub`); then text frames, no HTTP body"),
+        (status = "default", body = ErrorBody, description = "Refused (BAD_REQUEST: not a WebSocket handshake)")
+    )
 )]
 pub(super) fn events() {}
 
@@ -545,7 +581,7 @@ pub(super) fn traffic_events() {}
     path = "/v1/pty-traffic/events/{id}",
     operation_id = "traffic_event",
     summary = "One audit record.",
-    params(("id" = String, Path, description = "Session, agent, task or record id")),
+    params(("id" = i64, Path, description = "The record's id")),
     responses((status = 200, body = AuditEventReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 pub(super) fn traffic_event() {}
@@ -611,6 +647,10 @@ pub(super) fn traffic_cleanup() {}
     path = "/v1/pty-traffic/stream",
     operation_id = "traffic_stream",
     summary = "WebSocket: audit records as they are written.",
-    responses((status = 101, description = "WebSocket upgrade"), (status = "default", body = ErrorBody, description = "Refused"))
+    params(WebSocketHandshake),
+    responses(
+        (status = 101, description = "WebSocket upgrade (subprotocol `agent-hub`); then text frames, no HTTP body"),
+        (status = "default", body = ErrorBody, description = "Refused (BAD_REQUEST: not a WebSocket handshake)")
+    )
 )]
 pub(super) fn traffic_stream() {}

@@ -1,0 +1,73 @@
+//! The OpenAPI document against the hub that serves it: `tests/schemathesis/run.sh` runs
+//! schemathesis (the version the script pins) on every operation of `GET /openapi.json` of a
+//! fresh hub with `--checks all`, and must report no failure and no error: the document
+//! admits what the hub accepts and nothing it refuses.
+//!
+//! Gating like the browser tests: skipped with a message when schemathesis is not installed
+//! (`pip install schemathesis==<the pinned version>`), a failure when
+//! `AGENT_HUB_SCHEMATHESIS=required` (CI).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schemathesis/run.sh")
+}
+
+/// The version `run.sh` pins (`SCHEMATHESIS_VERSION=`).
+fn pinned_version() -> String {
+    let text = std::fs::read_to_string(script()).expect("tests/schemathesis/run.sh");
+    text.lines()
+        .find_map(|l| l.strip_prefix("SCHEMATHESIS_VERSION="))
+        .expect("run.sh pins SCHEMATHESIS_VERSION")
+        .trim()
+        .to_string()
+}
+
+/// Whether the run can happen here. Panics when it is required and cannot.
+fn schemathesis_ready() -> bool {
+    let required = std::env::var("AGENT_HUB_SCHEMATHESIS").is_ok_and(|v| v == "required");
+    let pinned = pinned_version();
+    let installed = Command::new("schemathesis")
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let skip = match installed {
+        None => "schemathesis not installed".to_string(),
+        Some(v) if v.split_whitespace().last() == Some(pinned.as_str()) => return true,
+        Some(v) => format!("{v} installed, run.sh pins {pinned}"),
+    };
+    if required {
+        panic!(
+            "the schemathesis run is required (AGENT_HUB_SCHEMATHESIS=required) but {skip} \
+             (pip install schemathesis=={pinned})"
+        );
+    }
+    eprintln!("SKIPPED: {skip}");
+    false
+}
+
+#[test]
+fn schemathesis_finds_nothing_the_document_and_the_hub_disagree_on() {
+    if !schemathesis_ready() {
+        return;
+    }
+    let out = Command::new("bash")
+        .arg(script())
+        .arg(env!("CARGO_BIN_EXE_agent-hub"))
+        .output()
+        .expect("run tests/schemathesis/run.sh");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "tests/schemathesis/run.sh failed ({}):\n{text}",
+        out.status
+    );
+    println!("{text}");
+}
