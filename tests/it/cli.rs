@@ -343,7 +343,7 @@ async fn attach_ends_when_the_session_exits_and_restores_the_terminal() {
     );
     let raw = term.raw_text();
     assert!(
-        raw.contains("exit code Some(4)") && raw.contains("ATTACH_EXIT=0"),
+        raw.contains("exit code 4]") && raw.contains("ATTACH_EXIT=0"),
         "{raw}"
     );
     assert!(raw[raw.find("ATTACH_EXIT").unwrap()..]
