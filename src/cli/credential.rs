@@ -25,7 +25,7 @@ pub fn find(explicit: Option<&str>, data_dir: Option<&Path>) -> Found {
     match std::env::var_os("AGENT_HUB_TOKEN_FILE") {
         Some(path) => {
             let path = PathBuf::from(path);
-            match read_token(&path) {
+            match crate::access::owner::read(&path) {
                 Ok(Some(token)) => {
                     return Found {
                         token: Some(token),
@@ -39,10 +39,7 @@ pub fn find(explicit: Option<&str>, data_dir: Option<&Path>) -> Found {
                     "AGENT_HUB_TOKEN_FILE names {}, which is missing or empty",
                     path.display()
                 )),
-                Err(e) => looked.push(format!(
-                    "AGENT_HUB_TOKEN_FILE names {}, which cannot be read ({e})",
-                    path.display()
-                )),
+                Err(e) => looked.push(format!("AGENT_HUB_TOKEN_FILE: {e}")),
             }
         }
         None => looked.push("AGENT_HUB_TOKEN_FILE is not set".into()),
@@ -52,7 +49,7 @@ pub fn find(explicit: Option<&str>, data_dir: Option<&Path>) -> Found {
         None => (crate::config::default_data_dir(), "the default data dir"),
     };
     let file = crate::access::owner::path(&dir);
-    match read_token(&file) {
+    match crate::access::owner::read(&file) {
         Ok(Some(token)) => Found {
             token: Some(token),
             source: format!("the owner's token was read from {} ({how})", file.display()),
@@ -65,7 +62,7 @@ pub fn find(explicit: Option<&str>, data_dir: Option<&Path>) -> Found {
             }
         }
         Err(e) => {
-            looked.push(format!("{} cannot be read: {e} ({how})", file.display()));
+            looked.push(format!("{e} ({how})"));
             Found {
                 token: None,
                 source: nothing_found(&looked),
@@ -79,14 +76,6 @@ fn nothing_found(looked: &[String]) -> String {
         "no credential was found: {}. Run this command as the user who runs the hub, point --data-dir (or AGENT_HUB_DATA_DIR) at the hub's data dir, or set AGENT_HUB_TOKEN to a token of [[tokens]] in hub.toml",
         looked.join("; ")
     )
-}
-
-fn read_token(path: &Path) -> Result<Option<String>, String> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text.trim().to_string()).filter(|t| !t.is_empty())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e.to_string()),
-    }
 }
 
 #[cfg(test)]
