@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::external::RegisterRequest;
+use crate::http_client::HttpClient;
 use crate::protocol::{
     AgentListReply, AgentReply, AgentStartReply, AuditPageReply, BridgeListReply, CreateTask,
     PolicyCheckReply, PolicyListReply, PolicyReloadReply, RegisterReply, TaskCreatedReply,
@@ -19,202 +20,46 @@ use crate::protocol::{
 };
 use crate::routing::RouteKeys;
 
-/// An error reply from the hub, or a failure to reach it.
-#[derive(Debug, thiserror::Error)]
-#[error("{error_code}: {message}")]
-pub struct ClientError {
-    /// The hub's machine code (`PTY_SESSION_NOT_FOUND`, ...), or `HUB_UNREACHABLE`.
-    pub error_code: String,
-    pub message: String,
-    /// The hub's whole error body (for `--json` output).
-    pub body: ErrorBody,
-}
+pub use crate::http_client::{encode, ClientError, WsIo, WsStream};
 
-impl From<ErrorBody> for ClientError {
-    fn from(body: ErrorBody) -> Self {
-        ClientError {
-            error_code: body.error_code.clone(),
-            message: body.message.clone(),
-            body,
-        }
-    }
-}
-
-impl ClientError {
-    /// An error the client itself found (not a hub reply).
-    pub fn new(error_code: &str, message: String) -> Self {
-        ErrorBody::new(error_code, message).into()
-    }
-
-    fn unreachable(base: &str, e: impl std::fmt::Display) -> Self {
-        Self::new("HUB_UNREACHABLE", format!("cannot reach the hub at {base}: {e} (is `agent-hub serve` running? set --hub or AGENT_HUB_URL)"))
-    }
-}
-
-/// The byte stream under a WebSocket: TCP or a unix socket.
-pub trait WsIo: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin {}
-impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> WsIo for T {}
-
-/// A WebSocket to the hub.
-pub type WsStream = tokio_tungstenite::WebSocketStream<Box<dyn WsIo>>;
-
-/// Client for one hub.
+/// The hub's API, one typed method a route, on the one HTTP client ([`HttpClient`]), whose
+/// own methods (`call`, `ws_connect`, `base`, ...) it has too.
 #[derive(Clone)]
 pub struct HubClient {
-    base: String,
-    http: reqwest::Client,
-    token: Option<String>,
-    /// The hub's unix socket, for a `unix://` hub URL.
-    unix: Option<std::path::PathBuf>,
-    /// Where the token came from or was looked for, added to a refusal (`UNAUTHORIZED`).
-    credential_source: Option<String>,
+    http: HttpClient,
 }
 
-/// What stays as is in a path segment or query value: RFC 3986's unreserved characters.
-const COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'_')
-    .remove(b'.')
-    .remove(b'~');
+impl std::ops::Deref for HubClient {
+    type Target = HttpClient;
 
-/// A path segment or query value, percent-encoded (UTF-8).
-pub fn encode(component: &str) -> String {
-    percent_encoding::utf8_percent_encode(component, COMPONENT).to_string()
+    fn deref(&self) -> &HttpClient {
+        &self.http
+    }
 }
 
 impl HubClient {
     /// A client for the hub at `base`: `http://127.0.0.1:8100`, or `unix:///path/api.sock` for
     /// the hub's unix socket (what container agents get as `AGENT_HUB_URL`).
     pub fn new(base: &str) -> Self {
-        let base = base.trim_end_matches('/');
-        let unix = base.strip_prefix("unix://").map(std::path::PathBuf::from);
-        let http = match &unix {
-            Some(path) => reqwest::Client::builder()
-                .unix_socket(path.clone())
-                .build()
-                .unwrap_or_default(),
-            None => reqwest::Client::new(),
-        };
         HubClient {
-            // Over a unix socket the URL's host is only the `Host` header: loopback.
-            base: match unix {
-                Some(_) => "http://localhost".to_string(),
-                None => base.to_string(),
-            },
-            http,
-            token: None,
-            unix,
-            credential_source: None,
+            http: HttpClient::new(base),
         }
-    }
-
-    /// Opens a WebSocket (`ws_request`'s request) over TCP or the hub's unix socket.
-    pub async fn ws_connect(&self, url: &str) -> Result<WsStream, String> {
-        let request = self.ws_request(url)?;
-        let io: Box<dyn WsIo> = match &self.unix {
-            Some(path) => Box::new(
-                tokio::net::UnixStream::connect(path)
-                    .await
-                    .map_err(|e| format!("cannot connect to {}: {e}", path.display()))?,
-            ),
-            None => {
-                let uri = request.uri();
-                let host = uri.host().unwrap_or("127.0.0.1");
-                let port = uri.port_u16().unwrap_or(80);
-                Box::new(
-                    tokio::net::TcpStream::connect((host, port))
-                        .await
-                        .map_err(|e| format!("cannot connect to {host}:{port}: {e}"))?,
-                )
-            }
-        };
-        tokio_tungstenite::client_async(request, io)
-            .await
-            .map(|(ws, _)| ws)
-            .map_err(|e| match &e {
-                tokio_tungstenite::tungstenite::Error::Http(resp) if resp.status() == 401 => {
-                    self.explain_refusal(format!("the hub refused the connection: {e}"))
-                }
-                _ => e.to_string(),
-            })
     }
 
     /// The same client, presenting `token` (if any); `source` says where it came from or where
     /// it was looked for, and is added to the hub's refusal.
     pub fn with_credential(self, token: Option<String>, source: String) -> Self {
         HubClient {
-            credential_source: Some(source),
-            ..self.with_token(token)
-        }
-    }
-
-    fn explain_refusal(&self, message: String) -> String {
-        match &self.credential_source {
-            Some(source) => format!("{message} ({source})"),
-            None => message,
+            http: self.http.with_credential(token, source),
         }
     }
 
     /// The same client, sending `token` as `Authorization: Bearer` (and as the WebSocket
     /// subprotocol `agent-hub.bearer.<token>`).
-    pub fn with_token(mut self, token: Option<String>) -> Self {
-        self.token = token.filter(|t| !t.is_empty());
-        self
-    }
-
-    /// A WebSocket request for `url` carrying the token, if any.
-    pub fn ws_request(
-        &self,
-        url: &str,
-    ) -> Result<tokio_tungstenite::tungstenite::handshake::client::Request, String> {
-        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-        let mut req = url.into_client_request().map_err(|e| e.to_string())?;
-        if let Some(token) = &self.token {
-            let protocols = format!("agent-hub, {}{token}", crate::api::auth::WS_TOKEN_PROTOCOL);
-            req.headers_mut().insert(
-                "sec-websocket-protocol",
-                protocols
-                    .parse()
-                    .map_err(|_| "the token is not a valid header value".to_string())?,
-            );
+    pub fn with_token(self, token: Option<String>) -> Self {
+        HubClient {
+            http: self.http.with_token(token),
         }
-        Ok(req)
-    }
-
-    /// The hub's base URL.
-    pub fn base(&self) -> &str {
-        &self.base
-    }
-
-    /// One request; a non-2xx reply becomes a [`ClientError`] with the hub's code, and a
-    /// reply that is not a `T` a `BAD_REPLY` error.
-    pub async fn call<T: DeserializeOwned>(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<&(impl Serialize + ?Sized)>,
-    ) -> Result<T, ClientError> {
-        let req = self.http.request(method, format!("{}{path}", self.base));
-        let resp = with_auth_and_body(req, self.token.as_deref(), body)
-            .send()
-            .await
-            .map_err(|e| ClientError::unreachable(&self.base, e))?;
-        let status = resp.status();
-        let value: Value = resp
-            .json()
-            .await
-            .map_err(|e| ClientError::unreachable(&self.base, e))?;
-        if status.is_success() {
-            return serde_json::from_value(value).map_err(|e| {
-                ClientError::new("BAD_REPLY", format!("unexpected reply from the hub: {e}"))
-            });
-        }
-        let mut body = serde_json::from_value::<ErrorBody>(value)
-            .unwrap_or_else(|_| ErrorBody::new("HTTP_ERROR", format!("HTTP {status}")));
-        if body.error_code == "UNAUTHORIZED" {
-            body.message = self.explain_refusal(body.message);
-        }
-        Err(body.into())
     }
 
     async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
@@ -453,12 +298,12 @@ impl HubClient {
 
     /// The base URL with a WebSocket scheme.
     fn ws_base(&self) -> String {
-        if let Some(rest) = self.base.strip_prefix("https://") {
+        if let Some(rest) = self.base().strip_prefix("https://") {
             format!("wss://{rest}")
-        } else if let Some(rest) = self.base.strip_prefix("http://") {
+        } else if let Some(rest) = self.base().strip_prefix("http://") {
             format!("ws://{rest}")
         } else {
-            self.base.clone()
+            self.base().to_string()
         }
     }
 
@@ -560,32 +405,5 @@ impl HubClient {
             self.ws_base(),
             Self::session_path(id, "/stream")
         )
-    }
-}
-
-/// A request with the bearer token and the JSON body, when there are (the hub's client and
-/// the bridge client build their requests the same way).
-pub(crate) fn with_auth_and_body(
-    mut req: reqwest::RequestBuilder,
-    token: Option<&str>,
-    body: Option<&(impl Serialize + ?Sized)>,
-) -> reqwest::RequestBuilder {
-    if let Some(token) = token {
-        req = req.bearer_auth(token);
-    }
-    if let Some(body) = body {
-        req = req.json(body);
-    }
-    req
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn components_are_percent_encoded() {
-        assert_eq!(super::encode("abc-_.~09"), "abc-_.~09");
-        assert_eq!(super::encode("a b/c?d&e=f#"), "a%20b%2Fc%3Fd%26e%3Df%23");
-        assert_eq!(super::encode("it's \"q\""), "it%27s%20%22q%22");
-        assert_eq!(super::encode("naïve ✓"), "na%C3%AFve%20%E2%9C%93");
     }
 }

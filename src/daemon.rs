@@ -109,7 +109,11 @@ impl Daemon {
         }
         // Before the Docker sync: container sessions get their ids and owners back.
         let persistence = match parts.persistence {
-            true => Some(crate::persist::start(&hub).await),
+            true => {
+                let p = crate::persist::start(hub.persist_handles()).await;
+                hub.set_persistence(p.clone());
+                Some(p)
+            }
             false => None,
         };
         let restored = hub.list().len();

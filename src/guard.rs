@@ -252,6 +252,9 @@ impl Guard {
     }
 }
 
+/// The most of a typed line the guard keeps (and so reports to the audit log).
+pub const MAX_LINE_BYTES: usize = 10 * 1024;
+
 /// Applies typed bytes to the line being typed: printable text is appended, backspace and
 /// Ctrl-U edit, a line end inside stays as `\n` (the guard sees each line). Longer than 10 KB,
 /// the oldest bytes are dropped.
@@ -267,7 +270,7 @@ pub fn edit_line(line: &mut Vec<u8>, bytes: &[u8]) {
             _ => {}
         }
     }
-    let excess = line.len().saturating_sub(crate::config::MAX_FIELD_BYTES);
+    let excess = line.len().saturating_sub(MAX_LINE_BYTES);
     line.drain(..excess);
 }
 

@@ -39,6 +39,8 @@ struct Inner {
     config: Arc<HubConfig>,
     host: HostSessions,
     sessions: Arc<Registry>,
+    /// Terminals other processes lend through the bridge API.
+    externals: crate::external::Externals,
     /// The persistence task, when the hub runs with one (`serve`).
     persistence: std::sync::OnceLock<crate::persist::Persistence>,
     /// Cancelled when the hub begins to shut down; long-lived streams watch it. The daemon's
@@ -96,7 +98,10 @@ impl Hub {
             events.clone(),
             guard.clone(),
             metrics.clone(),
-            policy.clone(),
+            {
+                let policy = policy.clone();
+                Arc::new(move |cli_type| policy.loaded().profiles.resolve(cli_type))
+            },
         ));
         let endpoints = Arc::new(crate::docker::Endpoints::default());
         let credentials = Arc::new(crate::credentials::Credentials::open(&config.data_dir));
@@ -126,6 +131,12 @@ impl Hub {
             credentials: credentials.clone(),
             api_addr: Arc::default(),
         };
+        let externals = crate::external::Externals {
+            sessions: sessions.clone(),
+            events: events.clone(),
+            redactor: redactor.clone(),
+            config: config.clone(),
+        };
         let tasks = Arc::new(Tasks::new(crate::tasks::Handles {
             host: host.clone(),
             events: events.clone(),
@@ -142,6 +153,7 @@ impl Hub {
                 credentials,
                 access,
                 sessions,
+                externals,
                 persistence: std::sync::OnceLock::new(),
                 closing,
                 tasks_running: tracker,
@@ -312,8 +324,52 @@ impl Hub {
         Ok(session)
     }
 
-    pub(crate) fn set_persistence(&self, p: crate::persist::Persistence) {
+    /// Keeps the registry current from now on: the daemon sets the persistence it started
+    /// (with [`Hub::persist_handles`]) once it has restored the previous run's sessions.
+    pub fn set_persistence(&self, p: crate::persist::Persistence) {
         let _ = self.inner.persistence.set(p);
+    }
+
+    /// What persistence works with: the registry, the external sessions, the redactor, the
+    /// events, the settings and the hub's lifecycle.
+    pub fn persist_handles(&self) -> crate::persist::Handles {
+        crate::persist::Handles {
+            config: self.inner.config.clone(),
+            sessions: self.inner.sessions.clone(),
+            externals: self.inner.externals.clone(),
+            redactor: self.inner.redactor.clone(),
+            events: self.inner.events.clone(),
+            closing: self.inner.closing.clone(),
+            tasks: self.inner.tasks_running.clone(),
+        }
+    }
+
+    /// Adds a terminal served by a bridge (see [`crate::external::Externals::register`]);
+    /// durable before it returns.
+    pub async fn register_external(
+        &self,
+        req: crate::external::RegisterRequest,
+        check_bridge: bool,
+    ) -> HubResult<(Arc<Session>, bool)> {
+        let registered = self.inner.externals.register(req, check_bridge).await?;
+        self.persist_now().await;
+        Ok(registered)
+    }
+
+    /// Removes an external session from the registry (its program is not touched); durable
+    /// before it returns. A leader's session needs `force`.
+    pub async fn unregister(&self, id: &str, force: bool) -> HubResult<Arc<Session>> {
+        let session = self.inner.externals.unregister(id, force).await?;
+        self.persist_now().await;
+        Ok(session)
+    }
+
+    /// Unregisters every external session and forgets every ended one; durable before it
+    /// returns.
+    pub async fn reset(&self) -> crate::external::ResetReport {
+        let report = self.inner.externals.reset().await;
+        self.persist_now().await;
+        report
     }
 
     /// The container agents.

@@ -2,6 +2,12 @@
 //! lossless, routed view and control of every agent's terminal.
 //!
 //! # Layout
+//! Four layers, each importing only its own and those below (enforced by
+//! `tests/it/layering.rs`; see `docs/architecture.md`): the core (terminal vocabulary
+//! [`term`], the JSON conventions [`wire`], output, screen, redaction, guard, agent states,
+//! config, backends, sessions, the wire types), the components, the composition ([`hub`]) and
+//! the edge ([`api`], [`mcp`], [`cli`], [`client`], [`daemon`]).
+//!
 //! - [`hub`]: the composition root; the one place host sessions are created and killed.
 //!   [`registry`] holds the live sessions, [`event_bus`] publishes lifecycle events: the narrow
 //!   handles the components get.
@@ -22,11 +28,12 @@
 //! - [`audit`]: the durable SQLite audit log; `api::audit` records every mutating request
 //!   before its reply, `api::traffic` serves `/v1/pty-traffic/`.
 //! - [`api`]: REST + WebSocket translation; [`protocol`]: the wire types; [`error`]: stable codes.
-//! - [`client`]: the typed HTTP/WebSocket client the CLI uses; [`cli`]: one module per command.
+//! - [`http_client`]: the one HTTP/WebSocket client of the hub's API; [`client`]: its typed
+//!   methods, one a route, which the CLI uses; [`cli`]: one module per command.
 //! - [`mcp`]: the MCP tools `k_pty` and `k_agents` (stdio via `agent-hub mcp`, and `/mcp`), each
 //!   action a REST request run through the hub's own router or over HTTP.
-//! - [`external`]: terminals owned by other processes: their registration, the bridge API's
-//!   wire types (`external::bridge`) and its client (`external::bridge_client`).
+//! - [`external`]: terminals owned by other processes: their registration; the bridge API's
+//!   wire types and client are the external backend's (`backend::external`).
 //! - [`persist`]: the registry file, the lifecycle log, snapshots, and restoring after restart.
 //! - [`activity`]: meaningful activity (screen-text fingerprints with volatile parts masked).
 //! - [`agent_state`]: working/idle/blocked/exited/unknown from data-driven profiles, with
@@ -34,7 +41,10 @@
 //!   them; [`delivery`]: submitting a prompt to an agent TUI with a receipt.
 //! - [`config`]: the `hub.toml` settings. [`access`]: people's credentials (the owner's token
 //!   in the data dir, `[[tokens]]`, sign-in codes); [`credentials`]: agents'.
-//! - [`metrics`]: Prometheus metrics (`GET /metrics`).
+//! - [`metrics`]: Prometheus metrics (served at `GET /metrics` by `api::metrics`).
+//! - [`term`]: the terminal's vocabulary (size, signals, key names, a talk's result);
+//!   [`wire`]: the JSON conventions every wire type shares; [`toml_file`]: locating problems in
+//!   TOML files.
 
 pub mod access;
 pub mod activity;
@@ -57,6 +67,7 @@ pub mod event_bus;
 pub mod external;
 pub mod guard;
 pub mod host;
+pub mod http_client;
 pub mod hub;
 pub mod mcp;
 pub mod metrics;
@@ -73,3 +84,6 @@ pub mod screen;
 pub mod scrollback;
 pub mod session;
 pub mod tasks;
+pub mod term;
+pub mod toml_file;
+pub mod wire;

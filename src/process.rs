@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use crate::session::input::TermSignal;
+use crate::term::TermSignal;
 
 /// How long processes get to exit after the first signal before SIGKILL.
 pub const KILL_GRACE_PERIOD: Duration = Duration::from_millis(1500);

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use rand::Rng;
 
+use crate::agent_state::profile::Resolved;
 use crate::backend::{Backend, TermSize};
 use crate::error::{HubError, HubResult};
 use crate::event_bus::EventSink;
@@ -81,21 +82,24 @@ pub struct Registry {
     events: EventSink,
     guard: Arc<Guard>,
     metrics: crate::metrics::Metrics,
-    policy: Arc<crate::policy::Engine>,
+    profiles: ProfileSource,
 }
 
 fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The agent profile for a session's `cli_type`, and why (the policy engine's current set).
+pub type ProfileSource = Arc<dyn Fn(Option<&str>) -> Resolved + Send + Sync>;
+
 impl Registry {
-    /// An empty registry. New sessions get the guard, their agent profile from `policy`, and
+    /// An empty registry. New sessions get the guard, their agent profile from `profiles`, and
     /// their output counted in `metrics`.
     pub fn new(
         events: EventSink,
         guard: Arc<Guard>,
         metrics: crate::metrics::Metrics,
-        policy: Arc<crate::policy::Engine>,
+        profiles: ProfileSource,
     ) -> Self {
         Registry {
             sessions: RwLock::new(BTreeMap::new()),
@@ -104,7 +108,7 @@ impl Registry {
             events,
             guard,
             metrics,
-            policy,
+            profiles,
         }
     }
 
@@ -192,11 +196,7 @@ impl SessionRegistry for Registry {
             self.reserve_id(&spec.id);
         }
         let id = spec.id.clone();
-        let resolved = self
-            .policy
-            .loaded()
-            .profiles
-            .resolve(owner.cli_type.as_deref());
+        let resolved = (self.profiles)(owner.cli_type.as_deref());
         if resolved.unknown_cli_type.is_some() {
             tracing::warn!(session = %id, "{}", resolved.reason);
         }

@@ -18,6 +18,7 @@
 pub mod classify;
 pub mod profile;
 pub mod question;
+mod view;
 pub mod wait;
 
 use std::sync::Arc;
@@ -29,6 +30,7 @@ use tokio::time::Instant;
 use crate::activity::{self, ActivityClock};
 use classify::{classify, Classification, Look};
 use profile::{Profile, Source};
+pub use view::StateView;
 
 /// An agent's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -208,7 +208,7 @@ impl ProfileSet {
         let Some(dir) = dir.filter(|d| d.is_dir()) else {
             return Ok(set);
         };
-        for path in crate::config::toml_files(dir)? {
+        for path in crate::toml_file::toml_files(dir)? {
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
             let stem = path
@@ -325,7 +325,7 @@ impl Profile {
 /// Parses and validates one profile; `origin` names the file in errors, `stem` is the default name.
 pub fn parse(text: &str, origin: &str, stem: &str) -> Result<Profile, String> {
     let at = |span: std::ops::Range<usize>, message: String| {
-        let (line, col, key) = crate::config::locate(text, Some(span));
+        let (line, col, key) = crate::toml_file::locate(text, Some(span));
         let key = key.map(|k| format!(" (key `{k}`)")).unwrap_or_default();
         format!("{origin}:{line}:{col}: {message}{key}")
     };
@@ -353,7 +353,7 @@ pub fn parse(text: &str, origin: &str, stem: &str) -> Result<Profile, String> {
     rules.sort_by_key(|r| std::cmp::Reverse(r.priority));
     let volatile = file.volatile.iter().map(regex).collect::<Result<_, _>>()?;
     let key = file.interrupt_key.get_ref().clone();
-    let interrupt_bytes = crate::session::input::keys_bytes(std::slice::from_ref(&key))
+    let interrupt_bytes = crate::term::keys_bytes(std::slice::from_ref(&key))
         .map_err(|e| at(file.interrupt_key.span(), format!("interrupt_key: {e}")))?;
     if file.bottom_rows == 0 {
         return Err(format!("{origin}: bottom_rows must be at least 1"));

@@ -25,8 +25,7 @@ use axum::response::{IntoResponse, Response};
 #[derive(Debug, Clone, Copy)]
 pub struct OverUnixSocket;
 
-/// WebSocket subprotocol prefix that carries a token.
-pub const WS_TOKEN_PROTOCOL: &str = "agent-hub.bearer.";
+pub use crate::http_client::WS_TOKEN_PROTOCOL;
 
 /// The role a request needs: its route's, from the one route table ([`super::routes`]); a
 /// request that matches no route needs an operator (it then gets a 404 or 405).

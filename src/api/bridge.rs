@@ -1,4 +1,4 @@
-//! The bridge API ([`crate::external::bridge`]) served for the hub's own sessions, so another hub (or any
+//! The bridge API ([`crate::backend::external::bridge`]) served for the hub's own sessions, so another hub (or any
 //! client of the bridge API) can register and steer them. External sessions are not offered
 //! again: a bridge lends only what it owns, so two hubs registering each other cannot loop.
 
@@ -11,8 +11,10 @@ use axum::Json;
 
 use super::error::{ApiJson, ApiResult};
 use crate::actor::Actor;
+use crate::backend::external::bridge::{
+    BufferRequest, ReadReply, ReadRequest, TalkRequest, WriteRequest,
+};
 use crate::error::HubError;
-use crate::external::bridge::{BufferRequest, ReadReply, ReadRequest, TalkRequest, WriteRequest};
 use crate::hub::Hub;
 use crate::protocol::{base64_decode, base64_encode, Encoding};
 

@@ -90,7 +90,7 @@ impl IntoResponse for ApiError {
             tracing::warn!(code = e.code(), "{e}");
         }
         let mut response = (status, axum::Json(body)).into_response();
-        let code = crate::metrics::http::ErrorCode(e.code());
+        let code = crate::api::metrics::ErrorCode(e.code());
         response.extensions_mut().insert(code);
         response
     }

@@ -8,6 +8,7 @@ pub mod auth;
 mod bridge;
 pub mod error;
 mod events;
+pub mod metrics;
 pub mod openapi;
 mod policies;
 pub mod redaction;
@@ -72,7 +73,7 @@ fn rest_router(hub: Hub) -> Router {
         ))
         .layer(axum::middleware::from_fn_with_state(
             hub.clone(),
-            crate::metrics::http::track,
+            crate::api::metrics::track,
         ))
         .layer(DefaultBodyLimit::max(limit))
         .layer(axum::Extension(BodyLimit(limit)))

@@ -73,7 +73,7 @@ const SEND_TO_AGENT: AgentAccess = AgentAccess::SendToAgent;
 pub static ROUTES: &[Route] = &[
     route!(GET "/health", OPEN, No, ANY, super::health),
     route!(GET "/openapi.json", OBSERVER, No, ANY, openapi::document),
-    route!(GET "/metrics", OBSERVER, No, NEVER, crate::metrics::http::scrape),
+    route!(GET "/metrics", OBSERVER, No, NEVER, crate::api::metrics::scrape),
     // The dashboard's files are static (no data): the page loads, then signs in.
     route!(GET "/", OPEN, No, ANY, web::index),
     route!(GET "/favicon.ico", OPEN, No, ANY, web::favicon),

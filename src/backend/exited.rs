@@ -4,7 +4,7 @@
 use futures_util::future::BoxFuture;
 
 use super::{Backend, TermSize};
-use crate::session::input::TermSignal;
+use crate::term::TermSignal;
 
 pub struct ExitedBackend;
 

@@ -15,8 +15,8 @@ use futures_util::future::BoxFuture;
 
 use crate::error::HubResult;
 use crate::screen::{TermRead, TermReadRequest};
-use crate::session::input::TermSignal;
-use crate::session::TalkResult;
+use crate::term::TalkResult;
+use crate::term::TermSignal;
 
 /// What a backend offers beyond moving bytes. The session answers a missing one with its
 /// stable error code (`RESIZE_UNSUPPORTED`, `KILL_UNSUPPORTED`), so no caller needs to know
@@ -48,12 +48,7 @@ impl Capabilities {
     };
 }
 
-/// Terminal size in character cells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct TermSize {
-    pub cols: u16,
-    pub rows: u16,
-}
+pub use crate::term::TermSize;
 
 /// What to start: the program, its arguments, directory and complete environment.
 #[derive(Debug, Clone)]

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-/// Largest command or response kept in an audit record (the guard caps what it reports to it).
-pub const MAX_FIELD_BYTES: usize = 10 * 1024;
+/// Largest command or response kept in an audit record: as much as the guard keeps of a line.
+pub const MAX_FIELD_BYTES: usize = crate::guard::MAX_LINE_BYTES;
 
 /// `[audit]` in `hub.toml`.
 #[derive(Debug, Clone, Deserialize)]

@@ -1,26 +1,25 @@
 //! External sessions: terminals owned by other processes (another hub, an IDE, a script) and
 //! reached through their bridge API. This module registers them and keeps the registry's
-//! housekeeping (unregister, heartbeat, reset); [`bridge`] holds the bridge API's wire types,
-//! [`bridge_client`] calls a bridge, and `backend::external` moves their bytes like any other
-//! backend.
-
-pub mod bridge;
-pub mod bridge_client;
+//! housekeeping (unregister, heartbeat, reset); `backend::external` calls a bridge and moves
+//! their bytes like any other backend.
 
 use std::sync::Arc;
 
 use chrono::Utc;
 use serde::Deserialize;
 
+use crate::backend::external::BridgeClient;
 use crate::backend::external::{ExternalBackend, ExternalLink};
 use crate::backend::TermSize;
 use crate::config::check_size;
+use crate::config::HubConfig;
 use crate::error::{HubError, HubResult};
-use crate::external::bridge_client::BridgeClient;
-use crate::hub::Hub;
+use crate::event_bus::EventSink;
 use crate::output::Output;
 use crate::protocol::EventKind;
-use crate::registry::{NewSession, Origin};
+use crate::redact::Redactor;
+use crate::registry::Registry;
+use crate::registry::{NewSession, Origin, SessionRegistry};
 use crate::session::{Owner, Session, SessionSpec};
 
 /// `POST /v1/pty/register`
@@ -33,7 +32,7 @@ pub struct RegisterRequest {
     pub remote_session_id: Option<String>,
     /// Where the terminal lives (`remote-hub`, `ide`, ...); `external` if not given.
     pub source: Option<String>,
-    #[serde(default, deserialize_with = "crate::protocol::whole::opt")]
+    #[serde(default, deserialize_with = "crate::wire::whole::opt")]
     #[schema(value_type = Option<u64>, maximum = 4_294_967_295_u64)]
     pub pid: Option<u32>,
     /// The bridge's base URL: `http://` or `https://` with a host. The hub calls it (its
@@ -42,10 +41,10 @@ pub struct RegisterRequest {
     pub bridge_url: String,
     /// Bearer token the hub presents to the bridge.
     pub bridge_token: Option<String>,
-    #[serde(default, deserialize_with = "crate::protocol::whole::opt")]
+    #[serde(default, deserialize_with = "crate::wire::whole::opt")]
     #[schema(minimum = 1, maximum = 1000)]
     pub cols: Option<u16>,
-    #[serde(default, deserialize_with = "crate::protocol::whole::opt")]
+    #[serde(default, deserialize_with = "crate::wire::whole::opt")]
     #[schema(minimum = 1, maximum = 500)]
     pub rows: Option<u16>,
     /// Who the session belongs to.
@@ -53,7 +52,7 @@ pub struct RegisterRequest {
     pub owner: Owner,
     #[serde(flatten, skip_serializing)]
     #[schema(ignore)]
-    pub no_other_fields: crate::protocol::NoOtherFields,
+    pub no_other_fields: crate::wire::NoOtherFields,
 }
 
 /// What `reset` removed.
@@ -79,10 +78,26 @@ pub fn check_session_id(id: &str) -> HubResult<()> {
     }
 }
 
-impl Hub {
+/// The external sessions component: registers, unregisters and resets them in the session
+/// registry. Saving the registry afterwards is the caller's (the hub's) part.
+#[derive(Clone)]
+pub struct Externals {
+    pub sessions: Arc<Registry>,
+    pub events: EventSink,
+    pub redactor: Arc<Redactor>,
+    pub config: Arc<HubConfig>,
+}
+
+impl Externals {
+    fn get(&self, id: &str) -> HubResult<Arc<Session>> {
+        self.sessions
+            .session(id)
+            .ok_or_else(|| HubError::SessionNotFound { id: id.to_string() })
+    }
+
     /// Adds a terminal served by a bridge. Registering the same session (same bridge and
     /// remote id) again updates its owner fields in place and returns `(session, false)`.
-    pub async fn register_external(
+    pub async fn register(
         &self,
         req: RegisterRequest,
         check_bridge: bool,
@@ -97,7 +112,7 @@ impl Hub {
         let client = BridgeClient::new(&req.bridge_url, req.bridge_token.clone())?;
         // The bridge token is a secret like any other: never shown, logged or audited.
         if let Some(token) = &req.bridge_token {
-            self.redactor().add_literals([token.as_str()]);
+            self.redactor.add_literals([token.as_str()]);
         }
         if let Ok(existing) = self.get(&req.session_id) {
             let same = existing
@@ -113,8 +128,8 @@ impl Hub {
             return Ok((existing, false));
         }
         let size = TermSize {
-            cols: req.cols.unwrap_or(self.config().cols),
-            rows: req.rows.unwrap_or(self.config().rows),
+            cols: req.cols.unwrap_or(self.config.cols),
+            rows: req.rows.unwrap_or(self.config.rows),
         };
         check_size(size.cols, size.rows).map_err(HubError::bad_request)?;
         let link = Arc::new(ExternalLink::new(
@@ -125,11 +140,11 @@ impl Hub {
         if check_bridge {
             link.check_health().await?;
         }
-        let output = Arc::new(Output::new(self.config().scrollback_bytes));
+        let output = Arc::new(Output::new(self.config.scrollback_bytes));
         let backend = ExternalBackend::start(link, req.pid, output.clone());
         let spec = SessionSpec {
             id: req.session_id.clone(),
-            backend: crate::protocol::SessionBackend::External,
+            backend: crate::session::SessionBackend::External,
             source: req.source.clone().unwrap_or_else(|| "external".into()),
             shell: req.owner.cli_type.clone().unwrap_or_default(),
             args: Vec::new(),
@@ -141,14 +156,13 @@ impl Hub {
             created_at: Utc::now(),
         };
         let new = NewSession::new(spec, size, owner, output, backend);
-        let session = self.add_session(new, Origin::Created);
+        let session = self.sessions.add(new, Origin::Created);
         session.heartbeat();
-        self.emit(EventKind::SessionRegistered {
+        self.events.emit(EventKind::SessionRegistered {
             session_id: req.session_id.clone(),
             bridge_url: req.bridge_url.clone(),
             owner: session.owner(),
         });
-        self.persist_now().await;
         Ok((session, true))
     }
 
@@ -166,12 +180,11 @@ impl Hub {
             return Err(HubError::LeaderSession { id: id.into() });
         }
         session.detach().await;
-        self.remove_session(id);
-        self.emit(EventKind::SessionUnregistered {
+        self.sessions.remove(id);
+        self.events.emit(EventKind::SessionUnregistered {
             session_id: id.to_string(),
             forced: force,
         });
-        self.persist_now().await;
         Ok(session)
     }
 
@@ -179,22 +192,21 @@ impl Hub {
     /// whose program has ended. The hub's own live sessions stay (stop them with kill).
     pub async fn reset(&self) -> ResetReport {
         let mut report = ResetReport::default();
-        for session in self.list() {
+        for session in self.sessions.list() {
             let id = session.id().to_string();
             if session.external().is_some() {
                 session.detach().await;
-                self.remove_session(&id);
+                self.sessions.remove(&id);
                 report.unregistered.push(id);
             } else if session.output().exit().is_some() {
-                self.remove_session(&id);
+                self.sessions.remove(&id);
                 report.forgotten_exited.push(id);
             }
         }
-        self.emit(EventKind::RegistryReset {
+        self.events.emit(EventKind::RegistryReset {
             unregistered: report.unregistered.clone(),
             forgotten_exited: report.forgotten_exited.clone(),
         });
-        self.persist_now().await;
         report
     }
 }

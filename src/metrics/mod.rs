@@ -5,7 +5,6 @@
 //! describe the hub's state (sessions, agents, agent states, engines) are read from the hub
 //! when scraped ([`scrape`]), so they cannot drift from it.
 
-pub mod http;
 mod scrape;
 
 use std::sync::Arc;
@@ -17,8 +16,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
-
-pub use scrape::render;
 
 /// Latency buckets for API requests and audit writes: 0.5 ms to ~16 s.
 fn fast_buckets() -> Histogram {
@@ -284,7 +281,7 @@ impl Metrics {
     }
 
     /// One API request: its route template, status, error code (if any) and latency.
-    fn api_request(
+    pub fn api_request(
         &self,
         method: &str,
         route: &str,

@@ -10,7 +10,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use super::EndpointLabels;
-use crate::hub::Hub;
+use crate::session::Session;
 
 /// Every agent status, so each is reported (as 0 when no agent has it).
 const AGENT_STATUSES: [&str; 6] = [
@@ -98,17 +98,17 @@ impl StateGauges {
             .set(i64::from(up));
     }
 
-    /// Refills the gauges from the hub's state now.
-    fn refresh(&self, hub: &Hub) {
+    /// Refills the gauges from the sessions and the agents' statuses now.
+    fn refresh(&self, sessions: &[std::sync::Arc<Session>], agent_statuses: &[String]) {
         let now = chrono::Utc::now();
-        let mut sessions: BTreeMap<(String, bool), i64> = BTreeMap::new();
+        let mut counts: BTreeMap<(String, bool), i64> = BTreeMap::new();
         let mut states: BTreeMap<&'static str, i64> =
             SESSION_STATES.iter().map(|s| (*s, 0)).collect();
         self.agent_state_seconds.clear();
-        for session in hub.list() {
+        for session in sessions {
             let spec = session.spec();
             let alive = session.output().exit().is_none();
-            *sessions.entry((spec.source.clone(), alive)).or_default() += 1;
+            *counts.entry((spec.source.clone(), alive)).or_default() += 1;
             let report = session.state_report();
             let state = if report.stuck {
                 "stuck"
@@ -132,7 +132,7 @@ impl StateGauges {
             }
         }
         self.sessions.clear();
-        for ((source, alive), n) in sessions {
+        for ((source, alive), n) in counts {
             self.sessions
                 .get_or_create(&SessionLabels {
                     source,
@@ -149,8 +149,8 @@ impl StateGauges {
         }
         let mut agents: BTreeMap<String, i64> =
             AGENT_STATUSES.iter().map(|s| (s.to_string(), 0)).collect();
-        for info in hub.agents().list() {
-            *agents.entry(info.status.to_string()).or_default() += 1;
+        for status in agent_statuses {
+            *agents.entry(status.clone()).or_default() += 1;
         }
         for (status, n) in agents {
             self.agents.get_or_create(&StatusLabels { status }).set(n);
@@ -158,15 +158,21 @@ impl StateGauges {
     }
 }
 
-/// The text of one scrape (OpenMetrics, which Prometheus reads).
-pub fn render(hub: &Hub) -> String {
-    let metrics = hub.metrics();
-    let gauges = &metrics.inner.scraped;
-    let _one = gauges.lock.lock().unwrap_or_else(|e| e.into_inner());
-    gauges.refresh(hub);
-    let mut text = String::new();
-    if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &metrics.inner.registry) {
-        tracing::error!("encoding metrics: {e}");
+impl super::Metrics {
+    /// The text of one scrape (OpenMetrics, which Prometheus reads), with the gauges read
+    /// from `sessions` and the agents' statuses.
+    pub fn render(
+        &self,
+        sessions: &[std::sync::Arc<Session>],
+        agent_statuses: &[String],
+    ) -> String {
+        let gauges = &self.inner.scraped;
+        let _one = gauges.lock.lock().unwrap_or_else(|e| e.into_inner());
+        gauges.refresh(sessions, agent_statuses);
+        let mut text = String::new();
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &self.inner.registry) {
+            tracing::error!("encoding metrics: {e}");
+        }
+        text
     }
-    text
 }

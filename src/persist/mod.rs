@@ -19,8 +19,10 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
-use crate::hub::Hub;
+use crate::config::HubConfig;
+use crate::event_bus::EventSink;
 use crate::protocol::HubEvent;
 use crate::redact::Redactor;
 use crate::registry::Registry;
@@ -46,9 +48,23 @@ pub struct PersistStatus {
     pub snapshots: bool,
 }
 
+/// What persistence works with: narrow handles, not the hub.
+#[derive(Clone)]
+pub struct Handles {
+    pub config: Arc<HubConfig>,
+    pub sessions: Arc<Registry>,
+    /// Restored external sessions are registered again through it.
+    pub externals: crate::external::Externals,
+    pub redactor: Arc<Redactor>,
+    pub events: EventSink,
+    /// Cancelled when the hub begins to shut down.
+    pub closing: CancellationToken,
+    /// Where its tasks run (the hub's tracker, so shutdown waits for them).
+    pub tasks: TaskTracker,
+}
+
 /// The persistence component: the registry file, the lifecycle log and the snapshots. It
-/// holds the session registry, the redactor and its own settings, not the hub; only
-/// [`start`] (restoring the previous run's sessions) works with the whole hub.
+/// holds the session registry, the redactor and its own settings.
 #[derive(Clone)]
 pub struct Persistence {
     inner: Arc<Inner>,
@@ -70,8 +86,8 @@ struct Inner {
 
 /// Loads the registry, restores its sessions, and starts the task that keeps the files
 /// current. Call before the Docker sync starts, so container sessions get their ids back.
-pub async fn start(hub: &Hub) -> Persistence {
-    let dir = hub.config().data_dir.clone();
+pub async fn start(hub: Handles) -> Persistence {
+    let dir = hub.config.data_dir.clone();
     let mut warnings = Vec::new();
     let file = match registry_file::load(&dir) {
         Loaded::Missing => None,
@@ -112,8 +128,8 @@ pub async fn start(hub: &Hub) -> Persistence {
         }
     };
     // Subscribed before restoring, so the restore's own events are logged.
-    let bus = hub.subscribe_events();
-    let restored = restore::restore(hub, file, &dir).await;
+    let bus = hub.events.subscribe();
+    let restored = restore::restore(&hub, file, &dir).await;
     tracing::info!(
         reattached = restored.tmux_reattached.len(),
         exited = restored.exited.len(),
@@ -121,19 +137,19 @@ pub async fn start(hub: &Hub) -> Persistence {
     );
     let p = Persistence {
         inner: Arc::new(Inner {
-            sessions: hub.sessions().clone(),
-            redactor: hub.redactor().clone(),
-            hub_id: hub.config().hub_id.clone(),
+            sessions: hub.sessions.clone(),
+            redactor: hub.redactor.clone(),
+            hub_id: hub.config.hub_id.clone(),
             snapshot_max_bytes: hub
-                .config()
+                .config
                 .snapshots
-                .then_some(hub.config().snapshot_max_bytes),
-            closing: hub.closing(),
+                .then_some(hub.config.snapshot_max_bytes),
+            closing: hub.closing.clone(),
             status: Mutex::new(PersistStatus {
                 data_dir: dir.clone(),
                 startup_warnings: warnings,
                 restored,
-                snapshots: hub.config().snapshots,
+                snapshots: hub.config.snapshots,
                 ..PersistStatus::default()
             }),
             dir,
@@ -141,8 +157,7 @@ pub async fn start(hub: &Hub) -> Persistence {
             events,
         }),
     };
-    hub.set_persistence(p.clone());
-    hub.spawn(p.clone().run(bus));
+    hub.tasks.spawn(p.clone().run(bus));
     p
 }
 

@@ -6,7 +6,7 @@
 //! so a lost or corrupt registry still brings back what tmux still runs.
 
 use crate::protocol::SessionBackend;
-use crate::registry::{NewSession, Origin};
+use crate::registry::{NewSession, Origin, SessionRegistry};
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
@@ -15,11 +15,11 @@ use chrono::Utc;
 use serde::Serialize;
 
 use super::registry_file::{RegistryFile, SavedSession};
+use super::Handles;
 use crate::backend::exited::ExitedBackend;
 use crate::backend::tmux::{TmuxBackend, TmuxPlace};
 use crate::backend::{SpawnSpec, TermSize};
 use crate::external::RegisterRequest;
-use crate::hub::Hub;
 use crate::output::{ExitInfo, Output};
 use crate::session::{Owner, SessionSpec};
 
@@ -76,21 +76,21 @@ impl std::fmt::Display for RestoreReport {
 pub const PTY_GONE: &str =
     "the hub stopped while it ran (host PTY sessions end with the hub that started them)";
 
-pub async fn restore(hub: &Hub, file: Option<RegistryFile>, data_dir: &Path) -> RestoreReport {
+pub async fn restore(hub: &Handles, file: Option<RegistryFile>, data_dir: &Path) -> RestoreReport {
     let mut report = RestoreReport::default();
     let place = TmuxPlace::Host {
-        socket_name: hub.config().tmux_socket_name(),
+        socket_name: hub.config.tmux_socket_name(),
     };
     let mut known_tmux = HashSet::new();
     for saved in file.map(|f| f.sessions).unwrap_or_default() {
-        if hub.get(&saved.id).is_ok() {
+        if hub.sessions.session(&saved.id).is_some() {
             report.skipped.push(saved.id);
             continue;
         }
         match saved.backend {
             SessionBackend::Docker => match &saved.container_id {
                 Some(container) if saved.exit.is_none() => {
-                    hub.sessions().remember_container_session(
+                    hub.sessions.remember_container_session(
                         container,
                         &saved.id,
                         saved.owner.clone(),
@@ -125,7 +125,7 @@ pub async fn restore(hub: &Hub, file: Option<RegistryFile>, data_dir: &Path) -> 
         }
     }
     // Only on the hub's own tmux server: the user's default server is not ours to take.
-    let own_server = hub.config().tmux_socket_name().is_some();
+    let own_server = hub.config.tmux_socket_name().is_some();
     let unknown = match own_server {
         true => place.list_sessions().await.unwrap_or_default(),
         false => Vec::new(),
@@ -161,12 +161,12 @@ fn spec_of(saved: &SavedSession, backend: SessionBackend) -> SessionSpec {
 /// Attaches a host tmux session again: with its saved id and owner, or (unknown to the
 /// registry) with a new id. Returns the session id.
 async fn adopt_tmux(
-    hub: &Hub,
+    hub: &Handles,
     place: &TmuxPlace,
     name: &str,
     saved: Option<&SavedSession>,
 ) -> Result<String, String> {
-    let cfg = hub.config();
+    let cfg = &hub.config;
     let size = saved.map_or(
         TermSize {
             cols: cfg.cols,
@@ -193,7 +193,7 @@ async fn adopt_tmux(
     let (spec, owner) = match saved {
         Some(s) => (spec_of(s, SessionBackend::Tmux), s.owner.clone()),
         None => {
-            let id = hub.new_id("tmux");
+            let id = hub.sessions.new_id("tmux");
             let spec = SessionSpec {
                 id,
                 backend: SessionBackend::Tmux,
@@ -212,13 +212,13 @@ async fn adopt_tmux(
     };
     let id = spec.id.clone();
     let new = NewSession::new(spec, size, owner, output, backend);
-    hub.add_session(new, Origin::Restored);
+    hub.sessions.add(new, Origin::Restored);
     Ok(id)
 }
 
 /// Lists a session whose program is gone as exited, with the saved scrollback if any.
-fn tombstone(hub: &Hub, saved: &SavedSession, reason_if_running: &str, data_dir: &Path) {
-    let output = Arc::new(Output::new(hub.config().scrollback_bytes));
+fn tombstone(hub: &Handles, saved: &SavedSession, reason_if_running: &str, data_dir: &Path) {
+    let output = Arc::new(Output::new(hub.config.scrollback_bytes));
     if let Some(bytes) = super::snapshots::load(data_dir, &saved.id) {
         output.push(&bytes);
     }
@@ -241,15 +241,15 @@ fn tombstone(hub: &Hub, saved: &SavedSession, reason_if_running: &str, data_dir:
     };
     let spec = spec_of(saved, saved.backend);
     let new = NewSession::new(spec, size, saved.owner.clone(), output, ExitedBackend);
-    hub.add_session(new, Origin::Restored);
+    hub.sessions.add(new, Origin::Restored);
 }
 
-async fn restore_external(hub: &Hub, saved: &SavedSession) -> crate::error::HubResult<()> {
+async fn restore_external(hub: &Handles, saved: &SavedSession) -> crate::error::HubResult<()> {
     let link = saved
         .external
         .as_ref()
         .ok_or_else(|| crate::error::HubError::bad_request("no bridge saved"))?;
-    hub.sessions().reserve_id(&saved.id);
+    hub.sessions.reserve_id(&saved.id);
     let req = RegisterRequest {
         session_id: saved.id.clone(),
         remote_session_id: Some(link.remote_session_id.clone()),
@@ -262,9 +262,9 @@ async fn restore_external(hub: &Hub, saved: &SavedSession) -> crate::error::HubR
         owner: saved.owner.clone(),
         no_other_fields: Default::default(),
     };
-    let (session, _) = hub.register_external(req, false).await?;
+    let (session, _) = hub.externals.register(req, false).await?;
     if let Some(link) = session.external().cloned() {
-        hub.spawn(async move {
+        hub.tasks.spawn(async move {
             if let Err(e) = link.check_health().await {
                 tracing::warn!(bridge = link.client.url(), "restored external session: {e}");
             }

@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use crate::agent_state::profile::{Profile, ProfileSet};
 use crate::agent_state::State;
 pub use crate::config::policy::{IdleAction, Policy, StuckAction, WarnTo};
-pub use crate::config::toml_files;
 use crate::config::HubConfig;
+pub use crate::toml_file::toml_files;
 pub use evaluate::{evaluate, Action, Memory, Snapshot, Verdict};
 
 /// Everything loaded from the policies directory.
@@ -33,7 +33,7 @@ pub struct Loaded {
 /// Parses and validates one policy file.
 pub fn parse_policy(text: &str, origin: &str, stem: &str) -> Result<Policy, String> {
     let at = |span: Option<std::ops::Range<usize>>, message: &str| {
-        let (line, col, key) = crate::config::locate(text, span);
+        let (line, col, key) = crate::toml_file::locate(text, span);
         let key = key.map(|k| format!(" (key `{k}`)")).unwrap_or_default();
         format!("{origin}:{line}:{col}: {message}{key}")
     };

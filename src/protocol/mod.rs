@@ -10,8 +10,6 @@ mod fleet;
 mod policy;
 mod replies;
 pub(crate) mod schema;
-mod strict;
-pub mod whole;
 
 use std::collections::BTreeMap;
 
@@ -30,11 +28,11 @@ pub enum BackendKind {
 }
 
 use crate::session::Owner;
+pub use crate::wire::{base64_decode, base64_encode, whole, Encoding, ErrorBody, NoOtherFields};
 pub use events::*;
 pub use fleet::*;
 pub use policy::*;
 pub use replies::*;
-pub use strict::NoOtherFields;
 
 /// `POST /v1/pty/sessions`. Text holds no NUL byte (a program cannot be given one).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
@@ -137,18 +135,6 @@ pub struct ResizeRequest {
     pub rows: u16,
 }
 
-/// How `read` returns bytes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Encoding {
-    /// Text; an incomplete UTF-8 sequence at the end is left for the next read, invalid bytes
-    /// become U+FFFD.
-    #[default]
-    Utf8,
-    /// Exact bytes, base64-encoded.
-    Base64,
-}
-
 /// `GET .../read`
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -226,37 +212,4 @@ pub enum ServerFrame {
     },
     /// A client frame was rejected; the stream goes on.
     Error { error_code: String, message: String },
-}
-
-/// Bytes as standard base64 (the `encoding: base64` form).
-pub fn base64_encode(bytes: &[u8]) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-/// The bytes of a standard base64 text.
-pub fn base64_decode(text: &str) -> Result<Vec<u8>, String> {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD
-        .decode(text)
-        .map_err(|e| format!("invalid base64: {e}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base64_round_trips_and_refuses_bad_input() {
-        for raw in ["", "f", "fo", "foobar", "naïve ✓\x1b[0m"] {
-            let enc = base64_encode(raw.as_bytes());
-            assert_eq!(base64_decode(&enc).unwrap(), raw.as_bytes());
-        }
-        assert_eq!(base64_decode("Zm8=").unwrap(), b"fo");
-        // What the old hand-written decoder silently accepted (dropping or guessing bytes).
-        for bad in ["Zm9v!", "Zg=", "Zm 9v", "Zm9vY", "é==="] {
-            let err = base64_decode(bad).unwrap_err();
-            assert!(err.starts_with("invalid base64"), "{bad}: {err}");
-        }
-    }
 }

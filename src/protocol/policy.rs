@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -87,41 +86,7 @@ fn wait_schema() -> utoipa::openapi::Object {
         .build()
 }
 
-/// An agent's state as `GET .../state` reports it. `profile`, `last_activity_at` and
-/// `idle_for_ms` are absent for an agent that is not running; `rule`, `evidence` and the
-/// profile's reason and versions come with `explain=true`.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct StateView {
-    #[schema(value_type = String, example = "idle")]
-    pub state: State,
-    pub since: Option<DateTime<Utc>>,
-    pub stuck: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_activity_at: Option<DateTime<Utc>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idle_for_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rule: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub evidence: Option<Vec<String>>,
-    /// Which profile and why (from the session's `cli_type`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile_reason: Option<String>,
-    /// The CLI versions the profile was checked against.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile_checked_with: Option<Vec<String>>,
-    /// With `wait`: whether one of the wanted states was reached before the timeout.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reached: Option<bool>,
-    /// A blocked agent's question, as it reads on the screen.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub question: Option<String>,
-    /// A blocked agent's answers, each with the keys that choose it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub choices: Option<Vec<crate::agent_state::question::Choice>>,
-}
+pub use crate::agent_state::StateView;
 
 /// `GET /v1/pty/sessions/{id}/state`
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

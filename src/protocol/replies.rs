@@ -11,70 +11,7 @@ use utoipa::ToSchema;
 use crate::screen::TermRead;
 use crate::session::{SessionInfo, TalkResult};
 
-/// What kind of terminal a session is, as the wire spells it.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum SessionBackend {
-    /// A host PTY the hub spawned.
-    Pty,
-    /// A tmux session on the host, driven through tmux control mode.
-    Tmux,
-    /// A container agent's tmux session.
-    Docker,
-    /// A terminal owned by another process, reached through its bridge API.
-    External,
-}
-
-impl SessionBackend {
-    /// The wire spelling (also the session id prefix for host sessions).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SessionBackend::Pty => "pty",
-            SessionBackend::Tmux => "tmux",
-            SessionBackend::Docker => "docker",
-            SessionBackend::External => "external",
-        }
-    }
-}
-
-impl std::fmt::Display for SessionBackend {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The body of every failed request: a stable `error_code`, a message for people, and for
-/// some codes more fields (`matches` of `AMBIGUOUS`, `output` of a timed-out talk, ...).
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct ErrorBody {
-    /// Always `false`.
-    pub ok: bool,
-    pub error_code: String,
-    pub message: String,
-    /// The fields particular to the code.
-    #[serde(flatten)]
-    #[schema(value_type = Object)]
-    pub details: Map<String, Value>,
-}
-
-impl ErrorBody {
-    pub fn new(error_code: impl Into<String>, message: impl Into<String>) -> Self {
-        ErrorBody {
-            ok: false,
-            error_code: error_code.into(),
-            message: message.into(),
-            details: Map::new(),
-        }
-    }
-
-    /// The session ids of an `AMBIGUOUS` error.
-    pub fn matches(&self) -> Vec<String> {
-        serde_json::from_value(self.details.get("matches").cloned().unwrap_or_default())
-            .unwrap_or_default()
-    }
-}
+pub use crate::session::SessionBackend;
 
 /// `GET /health`
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

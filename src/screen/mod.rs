@@ -10,8 +10,8 @@ use std::num::NonZeroU16;
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::TermSize;
 use crate::escape::{self, Kind};
+use crate::term::TermSize;
 
 /// Rows kept above the screen for rendered reads: as many as one read returns at most
 /// ([`READ_MAX_LINES`]). They are kept as plain text (a row's text and whether it wraps), not
@@ -137,10 +137,10 @@ pub struct TermReadRequest {
     #[serde(default)]
     pub mode: ReadMode,
     /// Default 200; more than the hub keeps reads what it keeps.
-    #[serde(default, deserialize_with = "crate::protocol::whole::opt")]
+    #[serde(default, deserialize_with = "crate::wire::whole::opt")]
     #[schema(maximum = 18446744073709551615_u64)]
     pub max_lines: Option<usize>,
-    #[serde(default, deserialize_with = "crate::protocol::whole::opt")]
+    #[serde(default, deserialize_with = "crate::wire::whole::opt")]
     #[schema(maximum = 18446744073709551615_u64)]
     pub max_chars: Option<usize>,
     pub merge_wrapped: Option<bool>,

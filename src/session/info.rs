@@ -6,6 +6,50 @@ use serde::{Deserialize, Serialize};
 
 use super::Session;
 
+/// What kind of terminal a session is, as the wire spells it.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum SessionBackend {
+    /// A host PTY the hub spawned.
+    Pty,
+    /// A tmux session on the host, driven through tmux control mode.
+    Tmux,
+    /// A container agent's tmux session.
+    Docker,
+    /// A terminal owned by another process, reached through its bridge API.
+    External,
+}
+
+impl SessionBackend {
+    /// The wire spelling (also the session id prefix for host sessions).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionBackend::Pty => "pty",
+            SessionBackend::Tmux => "tmux",
+            SessionBackend::Docker => "docker",
+            SessionBackend::External => "external",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Who a session belongs to: the routing keys leaders use instead of session ids.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Owner {
@@ -23,7 +67,7 @@ pub struct Owner {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SessionSpec {
     pub id: String,
-    pub backend: crate::protocol::SessionBackend,
+    pub backend: SessionBackend,
     /// Where the terminal lives: `host` (host PTYs and tmux), `docker`, or for external
     /// sessions what their registration said (`remote-hub`, `ide`, ...).
     pub source: String,
@@ -75,7 +119,7 @@ pub struct SessionInfo {
     /// The agent state, in the session list (what `GET .../state` says), so a fleet view needs
     /// one request, not one per session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_state: Option<crate::protocol::StateView>,
+    pub agent_state: Option<crate::agent_state::StateView>,
 }
 
 impl Session {

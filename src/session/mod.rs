@@ -23,7 +23,7 @@ use crate::error::{HubError, HubResult};
 use crate::guard::Guard;
 use crate::output::{ExitInfo, Output};
 use crate::screen::Screen;
-pub use info::{Owner, SessionInfo, SessionSpec};
+pub use info::{Owner, SessionBackend, SessionInfo, SessionSpec};
 use input::{SignalAction, TermSignal};
 pub use state::StateChange;
 pub use talk::TalkResult;

@@ -82,7 +82,7 @@ impl Session {
     /// so programs that ask at start-up do not hang.
     pub(super) async fn answer_queries(&self) {
         let replies = self.with_screen(|s| s.take_replies());
-        let hub_answers = self.spec.backend == crate::protocol::SessionBackend::Pty
+        let hub_answers = self.spec.backend == crate::session::SessionBackend::Pty
             && self.viewers.load(std::sync::atomic::Ordering::SeqCst) == 0;
         if hub_answers {
             for reply in replies {

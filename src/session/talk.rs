@@ -12,7 +12,6 @@
 use std::time::{Duration, Instant};
 
 use rand::Rng;
-use serde::{Deserialize, Serialize};
 
 use crate::error::{HubError, HubResult};
 use crate::output::{CursorItem, OutputCursor};
@@ -178,16 +177,7 @@ impl TalkScanner {
 
 // ---- a talk on a session ------------------------------------------------------------------
 
-/// The result of a talk.
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct TalkResult {
-    pub output: String,
-    pub exit_code: Option<i32>,
-    pub sentinel: String,
-    pub raw_output: String,
-    pub duration_ms: u64,
-    pub truncated: bool,
-}
+pub use crate::term::TalkResult;
 
 impl super::Session {
     /// Runs one shell command for `actor` (checked by the guard first) and returns its output

@@ -580,11 +580,11 @@ mod tests {
         let r: crate::protocol::ResizeRequest =
             serde_json::from_str(r#"{"cols": 80.0, "rows": 24}"#).unwrap();
         assert_eq!((r.cols, r.rows), (80, 24));
-        let b: crate::external::bridge::BufferRequest =
+        let b: crate::backend::external::bridge::BufferRequest =
             serde_json::from_str(r#"{"session_id": "s", "max_lines": 5.0, "mode": "tail"}"#)
                 .unwrap();
         assert_eq!(b.read.max_lines, Some(5));
-        let err = serde_json::from_str::<crate::external::bridge::BufferRequest>(
+        let err = serde_json::from_str::<crate::backend::external::bridge::BufferRequest>(
             r#"{"session_id": "s", "lines": 5}"#,
         )
         .unwrap_err();

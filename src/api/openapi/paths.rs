@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use crate::external::bridge::{
+use crate::backend::external::bridge::{
     BufferRequest, ReadReply as BridgeReadReply, ReadRequest, TalkRequest as BridgeTalkRequest,
     WriteRequest,
 };

@@ -15,7 +15,7 @@ use portable_pty::{native_pty_system, CommandBuilder, MasterPty, PtySize};
 
 use super::{Backend, SpawnSpec, TermSize};
 use crate::output::{ExitInfo, Output};
-use crate::session::input::TermSignal;
+use crate::term::TermSignal;
 
 /// Largest read of the output; a PTY rarely hands over more than a few KiB at once.
 const READ_BUFFER_BYTES: usize = 64 * 1024;

@@ -23,7 +23,7 @@ pub use place::{PipeRoot, TmuxPlace};
 
 use super::{Backend, SpawnSpec, TermSize};
 use crate::output::Output;
-use crate::session::input::TermSignal;
+use crate::term::TermSignal;
 use client::{start_control_client, Request};
 use control::{is_safe_name, send_bytes_commands};
 

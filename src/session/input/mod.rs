@@ -4,14 +4,11 @@
 //! Everything here is a plain function of its input: no I/O, no global state, and no
 //! panics on any input (checked by a randomized test at the bottom of this file).
 
-mod keys;
 mod lines;
-mod signals;
 mod text;
 
-pub use keys::{key_bytes, keys_bytes, UnknownKey};
+pub use crate::term::{key_bytes, keys_bytes, signal_action, SignalAction, TermSignal, UnknownKey};
 pub use lines::{decode_escapes, line_bytes};
-pub use signals::{signal_action, SignalAction, TermSignal};
 pub use text::{complete_utf8_len, plain_text};
 
 const ESC: u8 = 0x1b;

@@ -32,7 +32,12 @@ impl<'de> Deserialize<'de> for NoOtherFields {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::Owner;
+
+    #[derive(Debug, Deserialize)]
+    struct Owner {
+        label: Option<String>,
+        owner_role: Option<String>,
+    }
 
     #[derive(Debug, Deserialize)]
     struct Req {

@@ -1,5 +1,5 @@
 //! External sessions: terminals owned by another process that serves the bridge API
-//! ([`crate::external::bridge`]). Their output is pulled into the session's pipeline by one long-polling
+//! ([`bridge`]). Their output is pulled into the session's pipeline by one long-polling
 //! reader, so read, stream, term_read and activity work as for any session; input goes to
 //! `/pty/write`; talk and rendered reads are proxied ([`ExternalLink`]); resize is unsupported.
 
@@ -13,11 +13,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Backend, Capabilities, TermSize};
 use crate::error::{HubError, HubResult};
-use crate::external::bridge_client::BridgeClient;
+pub mod bridge;
+pub mod client;
+
 use crate::output::{ExitInfo, Output};
 use crate::screen::{TermRead, TermReadRequest};
-use crate::session::input::TermSignal;
-use crate::session::TalkResult;
+use crate::term::TalkResult;
+use crate::term::TermSignal;
+pub use client::BridgeClient;
 
 /// How long one `/pty/read` waits on the bridge for new output.
 const READ_WAIT: Duration = Duration::from_secs(10);
@@ -209,10 +212,8 @@ async fn pull_output(link: Arc<ExternalLink>, output: Arc<Output>, stop: Cancell
                 retry = RETRY_FIRST;
                 // A bridge may answer in text whatever was asked for; its `encoding` says.
                 let data = match reply.encoding {
-                    crate::protocol::Encoding::Base64 => {
-                        crate::protocol::base64_decode(&reply.data)
-                    }
-                    crate::protocol::Encoding::Utf8 => Ok(reply.data.clone().into_bytes()),
+                    crate::wire::Encoding::Base64 => crate::wire::base64_decode(&reply.data),
+                    crate::wire::Encoding::Utf8 => Ok(reply.data.clone().into_bytes()),
                 };
                 match data {
                     Ok(bytes) if !bytes.is_empty() => output.push(&bytes),

@@ -10,12 +10,12 @@
 //! - `POST /pty/buffer {session_id, mode, max_lines, ...}`: a rendered read (term_read);
 //! - `GET /pty/list`, `GET /health`.
 //!
-//! This module holds the wire types; [`super::bridge_client`] calls a bridge, `api::bridge` serves one.
+//! This module holds the wire types; [`super::client`] calls a bridge, `api::bridge` serves one.
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::protocol::{whole, Encoding};
+use crate::wire::{whole, Encoding};
 
 /// `POST /pty/write`
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -102,5 +102,5 @@ pub struct BufferRequest {
     pub read: crate::screen::TermReadRequest,
     #[serde(flatten, skip_serializing)]
     #[schema(ignore)]
-    pub no_other_fields: crate::protocol::NoOtherFields,
+    pub no_other_fields: crate::wire::NoOtherFields,
 }

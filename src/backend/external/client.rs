@@ -1,4 +1,4 @@
-//! Calls a bridge (see [`crate::external::bridge`]) with short timeouts, so a bridge that is down makes
+//! Calls a bridge (see [`super::bridge`]) with short timeouts, so a bridge that is down makes
 //! an operation fail quickly with an error that names it, and never stalls the hub.
 
 use std::time::Duration;
@@ -9,9 +9,10 @@ use serde_json::Value;
 
 use super::bridge::{BufferRequest, ReadReply, ReadRequest, TalkRequest, WriteRequest};
 use crate::error::{HubError, HubResult};
-use crate::protocol::Encoding;
+use crate::http_client::{ClientError, HttpClient};
 use crate::screen::{TermRead, TermReadRequest};
-use crate::session::TalkResult;
+use crate::term::TalkResult;
+use crate::wire::Encoding;
 
 /// How long connecting to a bridge may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -20,12 +21,10 @@ const QUICK_CALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// Extra time a long call (read, talk) gets beyond the wait it asked the bridge for.
 const LONG_CALL_SLACK: Duration = Duration::from_secs(5);
 
-/// A bridge: its base URL and the token to present.
+/// A bridge: the API client for its base URL and token.
 #[derive(Clone)]
 pub struct BridgeClient {
-    base: String,
-    token: Option<String>,
-    http: reqwest::Client,
+    http: HttpClient,
 }
 
 impl BridgeClient {
@@ -38,29 +37,15 @@ impl BridgeClient {
                 "bridge_url '{base}' must be http:// or https:// with a host"
             )));
         }
-        let http = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .build()
-            .map_err(|e| HubError::Internal {
-                message: format!("http client: {e}"),
-            })?;
-        Ok(BridgeClient {
-            base: base.trim_end_matches('/').to_string(),
-            token,
-            http,
-        })
+        let http = HttpClient::new(base)
+            .with_connect_timeout(CONNECT_TIMEOUT)
+            .with_token(token);
+        Ok(BridgeClient { http })
     }
 
     /// The bridge's base URL.
     pub fn url(&self) -> &str {
-        &self.base
-    }
-
-    fn unavailable(&self, reason: impl std::fmt::Display) -> HubError {
-        HubError::BridgeUnavailable {
-            bridge_url: self.base.clone(),
-            reason: reason.to_string(),
-        }
+        self.http.base()
     }
 
     async fn call<T: DeserializeOwned>(
@@ -70,46 +55,37 @@ impl BridgeClient {
         body: Option<&(impl Serialize + ?Sized)>,
         timeout: Duration,
     ) -> HubResult<T> {
-        let req = self
-            .http
-            .request(method, format!("{}{path}", self.base))
-            .timeout(timeout);
-        let resp = crate::client::with_auth_and_body(req, self.token.as_deref(), body)
-            .send()
+        self.http
+            .call_within(method, path, body, timeout)
             .await
-            .map_err(|e| self.unavailable(describe(&e)))?;
-        let status = resp.status().as_u16();
-        let value: Value = resp
-            .json()
-            .await
-            .map_err(|e| self.unavailable(format!("unreadable reply: {}", describe(&e))))?;
-        if value["ok"] == Value::Bool(false) || status >= 400 {
-            return Err(self.remote_error(status, &value));
-        }
-        serde_json::from_value(value)
-            .map_err(|e| self.unavailable(format!("unexpected reply: {e}")))
+            .map_err(|e| self.error(e))
     }
 
     /// The bridge's error, keeping the codes a caller acts on (timeouts and exits carry the
-    /// output seen so far).
-    fn remote_error(&self, status: u16, body: &Value) -> HubError {
-        let code = body["error_code"].as_str().unwrap_or("UNKNOWN").to_string();
-        let message = body["message"].as_str().unwrap_or("").to_string();
-        let output = body["output"].as_str().unwrap_or("").to_string();
-        match code.as_str() {
+    /// output seen so far); without a usable reply, the bridge is unavailable.
+    fn error(&self, e: ClientError) -> HubError {
+        let Some(status) = e.status else {
+            return HubError::BridgeUnavailable {
+                bridge_url: self.url().to_string(),
+                reason: e.cause,
+            };
+        };
+        let detail = |key: &str| e.body.details.get(key).cloned().unwrap_or_default();
+        let output = detail("output").as_str().unwrap_or("").to_string();
+        match e.error_code.as_str() {
             "PTY_TIMEOUT" => HubError::Timeout {
-                timeout_ms: body["timeout_ms"].as_u64().unwrap_or(0),
+                timeout_ms: detail("timeout_ms").as_u64().unwrap_or(0),
                 output,
             },
             "PTY_PROCESS_EXITED" => HubError::ProcessExited {
-                exit_code: body["exit_code"].as_i64().map(|c| c as i32),
+                exit_code: detail("exit_code").as_i64().map(|c| c as i32),
                 output,
             },
             _ => HubError::BridgeError {
-                bridge_url: self.base.clone(),
+                bridge_url: self.url().to_string(),
                 status,
-                remote_code: code,
-                message,
+                remote_code: e.error_code,
+                message: e.message,
             },
         }
     }
@@ -118,7 +94,7 @@ impl BridgeClient {
     pub async fn write(&self, session_id: &str, bytes: &[u8]) -> HubResult<()> {
         let (data, encoding) = match std::str::from_utf8(bytes) {
             Ok(text) => (text.to_string(), Encoding::Utf8),
-            Err(_) => (crate::protocol::base64_encode(bytes), Encoding::Base64),
+            Err(_) => (crate::wire::base64_encode(bytes), Encoding::Base64),
         };
         let req = WriteRequest {
             session_id: session_id.into(),
@@ -221,16 +197,4 @@ impl BridgeClient {
         )
         .await
     }
-}
-
-/// reqwest's error with its causes, which say what actually failed (refused, timed out...).
-fn describe(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::ESC;
+const ESC: u8 = 0x1b;
 
 /// A key name that [`key_bytes`] / [`keys_bytes`] does not know.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,15 +11,23 @@ use axum::response::{IntoResponse, Response};
 use crate::hub::Hub;
 
 /// The error code of an error reply, left in the response's extensions by
-/// [`crate::api::error::ApiError`] so this layer need not parse bodies.
+/// [`super::error::ApiError`] so this layer need not parse bodies.
 #[derive(Debug, Clone, Copy)]
 pub struct ErrorCode(pub &'static str);
 
 /// `GET /metrics`.
 pub async fn scrape(State(hub): State<Hub>) -> Response {
-    let text = tokio::task::spawn_blocking(move || super::render(&hub))
-        .await
-        .unwrap_or_default();
+    let text = tokio::task::spawn_blocking(move || {
+        let statuses: Vec<String> = hub
+            .agents()
+            .list()
+            .iter()
+            .map(|a| a.status.to_string())
+            .collect();
+        hub.metrics().render(&hub.list(), &statuses)
+    })
+    .await
+    .unwrap_or_default();
     (
         [(
             CONTENT_TYPE,
