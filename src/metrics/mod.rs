@@ -109,6 +109,15 @@ struct Inner {
     scraped: scrape::StateGauges,
 }
 
+/// Registers each metric under its name with its help text: one table a registry, one line a
+/// metric (`"name" => metric, "help";`).
+macro_rules! register {
+    ($registry:expr, $($name:literal => $metric:expr, $help:literal;)*) => {
+        $( $registry.register($name, $help, $metric.clone()); )*
+    };
+}
+pub(crate) use register;
+
 impl Metrics {
     /// Registers every metric; `redactions` and `audit` belong to the redactor and the audit
     /// log, which count on their own.
@@ -131,75 +140,21 @@ impl Metrics {
             Family::new_with_constructor(fast_buckets as fn() -> Histogram);
         let api_errors = Family::default();
         let r = &mut registry;
-        r.register(
-            "output_bytes",
-            "Output bytes ingested from terminals, by session source",
-            output_bytes.clone(),
-        );
-        r.register(
-            "stream_sent_bytes",
-            "Output bytes sent to WebSocket subscribers, by session source",
-            sent_bytes.clone(),
-        );
-        r.register(
-            "stream_viewers",
-            "WebSocket output streams open now",
-            viewers.clone(),
-        );
-        r.register(
-            "stream_resyncs",
-            "Times a WebSocket subscriber fell behind and resynchronised from the scrollback",
-            resyncs.clone(),
-        );
-        r.register(
-            "stream_dropped_bytes",
-            "Output bytes a resynchronising subscriber never received",
-            dropped_bytes.clone(),
-        );
-        r.register(
-            "input_operations",
-            "Input operations (send_line, keys, talk, signal, ws_input, ...) by outcome: ok or the error code",
-            input_ops.clone(),
-        );
-        r.register(
-            "guard_refusals",
-            "Inputs the command guard refused, by pattern",
-            guard_refusals.clone(),
-        );
-        r.register(
-            "redactions",
-            "Secrets replaced in output and replies",
-            redactions.clone(),
-        );
-        r.register(
-            "policy_actions",
-            "Policy actions decided, by action (dry_run: decided but not applied)",
-            policy_actions.clone(),
-        );
-        r.register(
-            "agent_operation_duration_seconds",
-            "Agent starts and stops (op) and how long they took, by outcome",
-            agent_ops.clone(),
-        );
-        r.register(
-            "audit_write_duration_seconds",
-            "Time for one audit record to reach the disk",
-            audit.write_seconds.clone(),
-        );
-        r.register(
-            "audit_write_failures",
-            "Audit writes that failed (operations are refused with AUDIT_UNAVAILABLE unless audit.fail_open)",
-            audit.failures.clone(),
-        );
-        r.register(
-            "api_request_duration_seconds",
-            "API request latency by method, route and status",
-            api_requests.clone(),
-        );
-        r.register(
-            "api_errors",
-            "API error replies by error code (AUDIT_UNAVAILABLE, PTY_COMMAND_BLOCKED, ...)",
-            api_errors.clone(),
+        register!(r,
+            "output_bytes" => output_bytes, "Output bytes ingested from terminals, by session source";
+            "stream_sent_bytes" => sent_bytes, "Output bytes sent to WebSocket subscribers, by session source";
+            "stream_viewers" => viewers, "WebSocket output streams open now";
+            "stream_resyncs" => resyncs, "Times a WebSocket subscriber fell behind and resynchronised from the scrollback";
+            "stream_dropped_bytes" => dropped_bytes, "Output bytes a resynchronising subscriber never received";
+            "input_operations" => input_ops, "Input operations (send_line, keys, talk, signal, ws_input, ...) by outcome: ok or the error code";
+            "guard_refusals" => guard_refusals, "Inputs the command guard refused, by pattern";
+            "redactions" => redactions, "Secrets replaced in output and replies";
+            "policy_actions" => policy_actions, "Policy actions decided, by action (dry_run: decided but not applied)";
+            "agent_operation_duration_seconds" => agent_ops, "Agent starts and stops (op) and how long they took, by outcome";
+            "audit_write_duration_seconds" => audit.write_seconds, "Time for one audit record to reach the disk";
+            "audit_write_failures" => audit.failures, "Audit writes that failed (operations are refused with AUDIT_UNAVAILABLE unless audit.fail_open)";
+            "api_request_duration_seconds" => api_requests, "API request latency by method, route and status";
+            "api_errors" => api_errors, "API error replies by error code (AUDIT_UNAVAILABLE, PTY_COMMAND_BLOCKED, ...)";
         );
         let scraped = scrape::StateGauges::register(r);
         Metrics {

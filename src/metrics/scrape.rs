@@ -62,30 +62,12 @@ impl StateGauges {
             agent_state_seconds: Family::default(),
             engine_up: Family::default(),
         };
-        r.register(
-            "sessions",
-            "Sessions by source (host, docker, external ones' own) and whether their program runs",
-            g.sessions.clone(),
-        );
-        r.register(
-            "agents",
-            "Configured container agents by status",
-            g.agents.clone(),
-        );
-        r.register(
-            "sessions_by_state",
-            "Sessions by agent state (working, idle, blocked, stuck, exited, unknown)",
-            g.session_states.clone(),
-        );
-        r.register(
-            "agent_state_seconds",
-            "How long each agent's session has been in its current state (one series per agent, its current state)",
-            g.agent_state_seconds.clone(),
-        );
-        r.register(
-            "docker_engine_up",
-            "Whether the hub is connected to each Docker engine of hub.toml (1) or not (0)",
-            g.engine_up.clone(),
+        super::register!(r,
+            "sessions" => g.sessions, "Sessions by source (host, docker, external ones' own) and whether their program runs";
+            "agents" => g.agents, "Configured container agents by status";
+            "sessions_by_state" => g.session_states, "Sessions by agent state (working, idle, blocked, stuck, exited, unknown)";
+            "agent_state_seconds" => g.agent_state_seconds, "How long each agent's session has been in its current state (one series per agent, its current state)";
+            "docker_engine_up" => g.engine_up, "Whether the hub is connected to each Docker engine of hub.toml (1) or not (0)";
         );
         g
     }
