@@ -232,26 +232,29 @@ fn print_cpu_table(c: &CatResults) {
             "total",
         ],
     );
-    for r in &c.bare {
-        let u = r.cpu;
-        println!(
-            "| bare ({:.2} s) | {:.2} | {:.2} (main thread) | - | - | {:.2} |",
-            r.secs,
-            u.children,
-            u.main,
-            u.process + u.children
-        );
-    }
-    for r in &c.hub {
-        let u = r.cpu;
-        println!(
-            "| hub ({:.2} s) | {:.2} | {:.2} (other hub threads) | {:.2} | {:.2} | {:.2} |",
-            r.secs,
-            u.children,
-            u.process - u.main - u.workers,
-            u.workers,
-            u.main,
-            u.process + u.children
-        );
+    for (path, runs) in [("bare", &c.bare), ("hub", &c.hub)] {
+        for r in runs {
+            let u = r.cpu;
+            // The bare PTY's reader is its main thread; the hub has workers and a client too.
+            let (outside, workers, client) = if path == "bare" {
+                (
+                    format!("{:.2} (main thread)", u.main),
+                    "-".into(),
+                    "-".into(),
+                )
+            } else {
+                (
+                    format!("{:.2} (other hub threads)", u.process - u.main - u.workers),
+                    format!("{:.2}", u.workers),
+                    format!("{:.2}", u.main),
+                )
+            };
+            println!(
+                "| {path} ({:.2} s) | {:.2} | {outside} | {workers} | {client} | {:.2} |",
+                r.secs,
+                u.children,
+                u.process + u.children
+            );
+        }
     }
 }

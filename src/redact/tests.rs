@@ -15,6 +15,27 @@ fn leaks(out: &[u8], secret: &str) -> bool {
         .any(|w| visible.as_bytes().windows(w.len()).any(|x| x == w))
 }
 
+/// Fails, naming `what` and showing `out`, when `out` leaks `secret` (see [`leaks`]).
+fn assert_hidden(out: &[u8], secret: &str, what: &str) {
+    assert!(
+        !leaks(out, secret),
+        "{what}: {:?}",
+        String::from_utf8_lossy(out)
+    );
+}
+
+/// `secret` in two halves, the first after the escape sequence `first`, the second after
+/// `second`, then a reset (`\x1b[0m`).
+fn coloured(secret: &str, first: &str, second: &str) -> String {
+    let mid = secret.len() / 2;
+    format!("{first}{}{second}{}\x1b[0m", &secret[..mid], &secret[mid..])
+}
+
+/// `line` as a shell shows it: after a prompt, with the next prompt after it.
+fn at_prompt(line: &str) -> String {
+    format!("$ {line}\r\n$ ")
+}
+
 /// `bytes` through a stream as two chunks cut at `cut`; with `flush_between`, the viewer went
 /// idle between them (the first chunk's held tail was flushed on its own).
 fn two_chunks(r: &Arc<Redactor>, bytes: &[u8], cut: usize, flush_between: bool) -> Vec<u8> {
@@ -62,23 +83,13 @@ fn secrets_inside_colour_codes_are_caught_and_escapes_kept() {
     let r = red();
     for s in corpus::samples() {
         let secret = &s.secret;
-        let mid = secret.len() / 2;
         let coloured = s.line.replacen(
             secret.as_str(),
-            &format!(
-                "\x1b[31m{}\x1b[1;33m{}\x1b[0m",
-                &secret[..mid],
-                &secret[mid..]
-            ),
+            &coloured(secret, "\x1b[31m", "\x1b[1;33m"),
             1,
         );
         let out = r.redact_bytes(coloured.as_bytes());
-        assert!(
-            !leaks(&out, secret),
-            "{}: {:?}",
-            s.kind,
-            String::from_utf8_lossy(&out)
-        );
+        assert_hidden(&out, secret, s.kind);
         let text = String::from_utf8_lossy(&out);
         assert!(
             text.contains("\x1b[1;33m") && text.contains("\x1b[0m"),
@@ -92,16 +103,11 @@ fn secrets_inside_colour_codes_are_caught_and_escapes_kept() {
 fn stream_catches_every_secret_split_at_every_byte() {
     let r = red();
     for s in corpus::samples() {
-        let line = format!("$ {}\r\n$ ", s.line);
+        let line = at_prompt(&s.line);
         let bytes = line.as_bytes();
         for cut in 0..=bytes.len() {
             let out = two_chunks(&r, bytes, cut, false);
-            assert!(
-                !leaks(&out, &s.secret),
-                "{} cut {cut}: {:?}",
-                s.kind,
-                String::from_utf8_lossy(&out)
-            );
+            assert_hidden(&out, &s.secret, &format!("{} cut {cut}", s.kind));
         }
     }
 }
@@ -111,22 +117,12 @@ fn stream_catches_coloured_secrets_split_at_every_byte() {
     // Cuts fall inside the secret and inside its escape sequences.
     let r = red();
     for s in corpus::samples() {
-        let mid = s.secret.len() / 2;
-        let coloured = format!(
-            "\x1b[1;31m{}\x1b[0;33m{}\x1b[0m",
-            &s.secret[..mid],
-            &s.secret[mid..]
-        );
-        let line = format!("$ {}\r\n$ ", s.line.replacen(&s.secret, &coloured, 1));
+        let coloured = coloured(&s.secret, "\x1b[1;31m", "\x1b[0;33m");
+        let line = at_prompt(&s.line.replacen(&s.secret, &coloured, 1));
         let bytes = line.as_bytes();
         for cut in 0..=bytes.len() {
             let out = two_chunks(&r, bytes, cut, false);
-            assert!(
-                !leaks(&out, &s.secret),
-                "{} cut {cut}: {:?}",
-                s.kind,
-                String::from_utf8_lossy(&out)
-            );
+            assert_hidden(&out, &s.secret, &format!("{} cut {cut}", s.kind));
             assert!(
                 String::from_utf8_lossy(&out).contains("\x1b[0;33m"),
                 "{} cut {cut}",
@@ -141,7 +137,7 @@ fn stream_split_with_a_flush_between_leaks_at_most_a_prefix() {
     // The viewer went idle between the halves, so the first half was flushed on its own.
     let r = red();
     for s in corpus::samples() {
-        let line = format!("$ {}\r\n$ ", s.line);
+        let line = at_prompt(&s.line);
         let bytes = line.as_bytes();
         let start = line.find(s.secret.as_str()).unwrap();
         for cut in start..start + s.secret.len() {
@@ -153,12 +149,7 @@ fn stream_split_with_a_flush_between_leaks_at_most_a_prefix() {
                 .filter_map(|p| s.secret.strip_prefix(p))
                 .min_by_key(|c| c.len())
                 .unwrap_or(&s.secret);
-            assert!(
-                !leaks(&out, core),
-                "{} cut {cut}: {:?}",
-                s.kind,
-                String::from_utf8_lossy(&out)
-            );
+            assert_hidden(&out, core, &format!("{} cut {cut}", s.kind));
         }
     }
 }
@@ -208,11 +199,7 @@ fn literal_secrets_are_redacted_split_or_not() {
     let text = b"value: plainvalue-42-zz\r\n";
     for cut in 0..text.len() {
         let out = two_chunks(&r, text, cut, true);
-        assert!(
-            !leaks(&out, "plainvalue-42-zz"),
-            "cut {cut}: {:?}",
-            String::from_utf8_lossy(&out)
-        );
+        assert_hidden(&out, "plainvalue-42-zz", &format!("cut {cut}"));
     }
 }
 

@@ -184,22 +184,24 @@ mod tests {
             ),
             (&["Insert", "IC", "ic", "insert"], b"\x1b[2~"),
             (&["Delete", "DC", "dc", "delete"], b"\x1b[3~"),
-            (&["F1", "f1"], b"\x1bOP"),
-            (&["F2"], b"\x1bOQ"),
-            (&["F3"], b"\x1bOR"),
-            (&["F4"], b"\x1bOS"),
-            (&["F5", "f5"], b"\x1b[15~"),
-            (&["F6"], b"\x1b[17~"),
-            (&["F7"], b"\x1b[18~"),
-            (&["F8"], b"\x1b[19~"),
-            (&["F9"], b"\x1b[20~"),
-            (&["F10"], b"\x1b[21~"),
-            (&["F11"], b"\x1b[23~"),
-            (&["F12", "f12"], b"\x1b[24~"),
         ];
         for (names, want) in cases {
             for name in *names {
                 assert_eq!(key_bytes(name).as_deref(), Ok(*want), "key {name:?}");
+            }
+        }
+        // F1 to F12, in either case.
+        let function_keys = [
+            "\x1bOP", "\x1bOQ", "\x1bOR", "\x1bOS", "\x1b[15~", "\x1b[17~", "\x1b[18~", "\x1b[19~",
+            "\x1b[20~", "\x1b[21~", "\x1b[23~", "\x1b[24~",
+        ];
+        for (n, want) in (1..).zip(function_keys) {
+            for name in [format!("F{n}"), format!("f{n}")] {
+                assert_eq!(
+                    key_bytes(&name).as_deref(),
+                    Ok(want.as_bytes()),
+                    "key {name:?}"
+                );
             }
         }
     }

@@ -143,13 +143,9 @@ async fn last_activity_ignores_redraws_resizes_and_viewers_but_not_input_or_outp
     let before_blinker = hub.session(&blinker).await;
 
     // A viewer attaches and leaves; we resize the nested session (tmux repaints it all) and back.
-    let url = format!(
-        "{}/v1/pty/sessions/{nested}/stream",
-        hub.base.replace("http://", "ws://")
-    );
-    let (ws, _) = tokio_tungstenite::connect_async(hub.ws(&url))
-        .await
-        .expect("ws");
+    let ws = hub
+        .connect_ws(&format!("/v1/pty/sessions/{nested}/stream"))
+        .await;
     drop(ws);
     for (cols, rows) in [(100, 30), (80, 24)] {
         let (status, v) = hub

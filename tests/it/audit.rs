@@ -11,7 +11,7 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::support::{wait_until, TestHub};
+use crate::support::{json_reply, wait_until, TestHub};
 
 use crate::auth::{hub_with_tokens, ADMIN, OPERATOR};
 
@@ -251,13 +251,7 @@ async fn the_query_api_filters_pages_and_streams() {
     let hub = TestHub::start().await;
     let a = hub.create("pty").await;
     let b = hub.create("pty").await;
-    let url = format!(
-        "{}/v1/pty-traffic/stream",
-        hub.base.replace("http://", "ws://")
-    );
-    let (mut live, _) = tokio_tungstenite::connect_async(hub.ws(&url))
-        .await
-        .unwrap();
+    let mut live = hub.connect_ws("/v1/pty-traffic/stream").await;
     for i in 0..12 {
         let id = if i % 2 == 0 { &a } else { &b };
         hub.post(
@@ -433,14 +427,9 @@ async fn an_unwritable_log_refuses_operations_unless_fail_open() {
         })
         .await
         .unwrap();
-    let url = format!(
-        "{}/v1/pty/sessions/{}/stream",
-        hub.base.replace("http://", "ws://"),
-        session.id()
-    );
-    let (mut ws, _) = tokio_tungstenite::connect_async(hub.ws(&url))
-        .await
-        .unwrap();
+    let mut ws = hub
+        .connect_ws(&format!("/v1/pty/sessions/{}/stream", session.id()))
+        .await;
     use futures_util::SinkExt;
     ws.send(Message::Binary(b"echo x\r".to_vec().into()))
         .await
@@ -512,15 +501,11 @@ async fn no_acknowledged_operation_is_lost_when_the_hub_is_sigkilled() {
     );
     let token = std::fs::read_to_string(data.join("admin-token")).unwrap();
     let http = crate::support::authed_http(token.trim());
-    let v: Value = http
-        .post(format!("{base}/v1/pty/sessions"))
-        .json(&json!({"shell": "bash", "args": ["--norc"]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v = json_reply(
+        http.post(format!("{base}/v1/pty/sessions"))
+            .json(&json!({"shell": "bash", "args": ["--norc"]})),
+    )
+    .await;
     let id = v["session_id"].as_str().unwrap().to_string();
     // Four writers send lines as fast as they can; the hub is killed in the middle.
     let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
@@ -675,13 +660,9 @@ async fn a_viewers_resize_is_recorded_like_a_resize() {
     use futures_util::SinkExt;
     let hub = TestHub::start().await;
     let id = hub.create("pty").await;
-    let url = format!(
-        "{}/v1/pty/sessions/{id}/stream",
-        hub.base.replace("http://", "ws://")
-    );
-    let (mut ws, _) = tokio_tungstenite::connect_async(hub.ws(&url))
-        .await
-        .unwrap();
+    let mut ws = hub
+        .connect_ws(&format!("/v1/pty/sessions/{id}/stream"))
+        .await;
     ws.send(Message::Text(
         json!({"type": "resize", "cols": 91, "rows": 21})
             .to_string()

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::hub_process::{free_port, HubProcess};
-use crate::support::{wait_until, TestHub, TmuxServerGuard};
+use crate::support::{json_reply, wait_until, TestHub, TmuxServerGuard};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -59,15 +59,7 @@ pub async fn remote_hub(dir: &std::path::Path) -> (HubProcess, TmuxServerGuard, 
 /// Registers every session the bridge lists, with the owner identity it reports.
 async fn register_all(local: &TestHub, remote: &HubProcess) -> Vec<Value> {
     let bridge = &remote.base;
-    let list: Value = remote
-        .http
-        .get(format!("{bridge}/pty/list"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list = json_reply(remote.http.get(format!("{bridge}/pty/list"))).await;
     let mut replies = Vec::new();
     for s in list["sessions"].as_array().unwrap() {
         let (status, v) = local

@@ -221,20 +221,37 @@ impl Drop for Terminal {
     }
 }
 
+/// A [`Terminal`] running `agent-hub attach {target}` against `hub` (`target` as a shell word:
+/// an id, or a quoted label), then the shell commands `then` (`; echo done`, or nothing).
+pub fn attach(hub: &TestHub, target: &str, then: &str) -> Terminal {
+    Terminal::spawn(
+        &format!("'{BIN}' attach {target}{then}"),
+        &[
+            ("AGENT_HUB_URL", &hub.base),
+            ("AGENT_HUB_DATA_DIR", hub.data_dir().to_str().unwrap()),
+        ],
+    )
+}
+
+/// Whether the session takes the attached terminal's width (80 columns) within 10 s: `attach`
+/// has started.
+pub async fn attached(hub: &TestHub, id: &str) -> bool {
+    wait_until(Duration::from_secs(10), || async {
+        hub.session(id).await["cols"] == 80
+    })
+    .await
+}
+
+/// What the attach tests run after `attach`: its exit code, then the terminal's settings.
+const THEN_EXIT_AND_STTY: &str = "; echo \"ATTACH_EXIT=$?\"; stty -a";
+
 async fn attach_roundtrip(backend: &str) {
     let hub = TestHub::start().await;
     let id = hub
         .create_with(json!({ "backend": backend, "cols": 70, "rows": 15 }))
         .await;
     hub.talk(&id, "echo READY_BEFORE_ATTACH").await;
-    let script = format!("'{BIN}' attach {id}; echo \"ATTACH_EXIT=$?\"; stty -a");
-    let mut term = Terminal::spawn(
-        &script,
-        &[
-            ("AGENT_HUB_URL", &hub.base),
-            ("AGENT_HUB_DATA_DIR", hub.data_dir().to_str().unwrap()),
-        ],
-    );
+    let mut term = attach(&hub, &id, THEN_EXIT_AND_STTY);
 
     // The current screen is shown at once.
     assert!(
@@ -246,12 +263,7 @@ async fn attach_roundtrip(backend: &str) {
         term.text()
     );
     // The session follows the attaching terminal's size, and later window resizes.
-    assert!(
-        wait_until(Duration::from_secs(10), || async {
-            hub.session(&id).await["cols"] == 80
-        })
-        .await
-    );
+    assert!(attached(&hub, &id).await);
     term.master
         .resize(PtySize {
             rows: 33,
@@ -318,20 +330,8 @@ crate::both_backends!(attach_roundtrip);
 async fn attach_ends_when_the_session_exits_and_restores_the_terminal() {
     let hub = TestHub::start().await;
     let id = hub.create("pty").await;
-    let script = format!("'{BIN}' attach {id}; echo \"ATTACH_EXIT=$?\"; stty -a");
-    let mut term = Terminal::spawn(
-        &script,
-        &[
-            ("AGENT_HUB_URL", &hub.base),
-            ("AGENT_HUB_DATA_DIR", hub.data_dir().to_str().unwrap()),
-        ],
-    );
-    assert!(
-        wait_until(Duration::from_secs(10), || async {
-            hub.session(&id).await["cols"] == 80
-        })
-        .await
-    );
+    let mut term = attach(&hub, &id, THEN_EXIT_AND_STTY);
+    assert!(attached(&hub, &id).await);
     term.type_bytes(b"exit 4\r");
     assert!(
         wait_until(Duration::from_secs(10), || async {

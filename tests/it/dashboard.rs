@@ -111,6 +111,16 @@ pub(crate) async fn wait_terminal_live(b: &Browser, id: &str) {
     .await;
 }
 
+/// Signs the page in to `hub`, starts a PTY session and shows its terminal, live; returns the
+/// session's id.
+async fn open_new_terminal(b: &Browser, hub: &TestHub) -> String {
+    b.sign_in(&hub.base, &hub.owner_token).await;
+    let id = hub.create("pty").await;
+    b.goto(&format!("{}/#/grid/{id}", hub.base)).await;
+    wait_terminal_live(b, &id).await;
+    id
+}
+
 /// Waits until the PTY has the size of the page's panel.
 async fn wait_sized(b: &Browser, hub: &TestHub, id: &str) {
     let sized = wait_until(T, || async {
@@ -241,10 +251,7 @@ async fn fleet_page_follows_states_live_and_answers_a_question() {
 async fn terminal_matches_term_read_takes_typing_and_resizes_the_pty() {
     let b = browser!();
     let hub = TestHub::start().await;
-    b.sign_in(&hub.base, &hub.owner_token).await;
-    let id = hub.create("pty").await;
-    b.goto(&format!("{}/#/grid/{id}", hub.base)).await;
-    wait_terminal_live(&b, &id).await;
+    let id = open_new_terminal(&b, &hub).await;
     // The panel's size reaches the PTY.
     wait_sized(&b, &hub, &id).await;
     hub.talk(&id, "printf 'alpha %s\\n' 1 2 3; echo 'ünïcode ✓ done'")
@@ -408,19 +415,10 @@ async fn start_and_stop_from_the_page_drive_the_container() {
     )
     .await;
 
-    b.click("[data-unit=\"web-a\"] button[data-op=\"start\"]")
-        .await;
-    b.wait_js(
-        "web-a running",
-        "return document.querySelector('[data-unit=\"web-a\"] .status')?.textContent === 'running'",
-        Duration::from_secs(60),
-    )
-    .await;
+    click_and_wait_status(&b, "web-a", "start", "running").await;
     let (_, v) = hub.get("/v1/agents/web-a").await;
     let container = v["agent"]["container_id"].as_str().unwrap().to_string();
-    let running =
-        crate::docker_support::docker(&["inspect", "-f", "{{.State.Running}}", &container]);
-    assert_eq!(running.trim(), "true");
+    assert_eq!(container_running(&container), "true");
     b.wait_js(
         "web-a has a state",
         &format!("{} !== 'exited'", row_state("web-a")),
@@ -429,17 +427,30 @@ async fn start_and_stop_from_the_page_drive_the_container() {
     .await;
     b.screenshot("fleet-docker").await;
 
-    b.click("[data-unit=\"web-a\"] button[data-op=\"stop\"]")
+    click_and_wait_status(&b, "web-a", "stop", "stopped").await;
+    assert_eq!(container_running(&container), "false");
+}
+
+/// Clicks the button of `op` in the row of the container agent `unit`, then waits (a minute at
+/// most) until the row's status reads `status`.
+async fn click_and_wait_status(b: &Browser, unit: &str, op: &str, status: &str) {
+    b.click(&format!("[data-unit=\"{unit}\"] button[data-op=\"{op}\"]"))
         .await;
     b.wait_js(
-        "web-a stopped",
-        "return document.querySelector('[data-unit=\"web-a\"] .status')?.textContent === 'stopped'",
+        &format!("{unit} {status}"),
+        &format!(
+            "return document.querySelector('[data-unit=\"{unit}\"] .status')?.textContent === '{status}'"
+        ),
         Duration::from_secs(60),
     )
     .await;
+}
+
+/// Docker's `.State.Running` of `container`: `true` or `false`.
+fn container_running(container: &str) -> String {
     let running =
-        crate::docker_support::docker(&["inspect", "-f", "{{.State.Running}}", &container]);
-    assert_eq!(running.trim(), "false");
+        crate::docker_support::docker(&["inspect", "-f", "{{.State.Running}}", container]);
+    running.trim().to_string()
 }
 
 /// Measured, not asserted against a time: 50 sessions on the fleet page, and how fast a change
@@ -498,10 +509,7 @@ async fn measured_fleet_page_with_50_sessions() {
 async fn measured_terminal_follows_a_10_mb_per_s_flood() {
     let b = browser!();
     let hub = TestHub::start().await;
-    b.sign_in(&hub.base, &hub.owner_token).await;
-    let id = hub.create("pty").await;
-    b.goto(&format!("{}/#/grid/{id}", hub.base)).await;
-    wait_terminal_live(&b, &id).await;
+    let id = open_new_terminal(&b, &hub).await;
     // A probe of the page's main thread: the longest gap between 20 ms timer ticks.
     b.js(
         "window.__lag = { max: 0 }; let last = performance.now(); \

@@ -308,13 +308,9 @@ async fn start_stop_and_attach_cycles_leak_nothing() {
         a["container_id"].as_str().unwrap().to_string(),
     );
     for _ in 0..20 {
-        let url = format!(
-            "{}/v1/pty/sessions/{sid}/stream",
-            hub.base.replace("http://", "ws://")
-        );
-        let (mut ws, _) = tokio_tungstenite::connect_async(hub.ws(&url))
-            .await
-            .unwrap();
+        let mut ws = hub
+            .connect_ws(&format!("/v1/pty/sessions/{sid}/stream"))
+            .await;
         use futures_util::StreamExt;
         let _ = ws.next().await;
         ws.close(None).await.unwrap();
@@ -767,17 +763,7 @@ async fn the_cli_starts_stops_and_attaches_to_container_agents() {
     hub.talk(&sid, "echo SHOWN_ON_ATTACH").await;
 
     // attach by label, through the hub's WebSocket, driven through a real PTY.
-    let script = format!(
-        "'{}' attach 'Cli One'; echo \"ATTACH_EXIT=$?\"",
-        crate::cli::BIN
-    );
-    let mut term = crate::cli::Terminal::spawn(
-        &script,
-        &[
-            ("AGENT_HUB_URL", &hub.base),
-            ("AGENT_HUB_DATA_DIR", hub.data_dir().to_str().unwrap()),
-        ],
-    );
+    let mut term = crate::cli::attach(&hub, "'Cli One'", "; echo \"ATTACH_EXIT=$?\"");
     assert!(
         wait_until(T, || async { term.text().contains("SHOWN_ON_ATTACH") }).await,
         "screen:\n{}",
@@ -845,10 +831,7 @@ async fn starts_stops_and_failures_are_published_as_events() {
     ]
     .concat();
     let (hub, _guard) = hub_with_agents(&toml).await;
-    let url = format!("{}/v1/events", hub.base.replace("http://", "ws://"));
-    let (mut events, _) = tokio_tungstenite::connect_async(hub.ws(&url))
-        .await
-        .unwrap();
+    let mut events = hub.connect_ws("/v1/events").await;
     start(&hub, "loud").await;
     hub.post("/v1/agents/loud/stop", json!({})).await;
     let (status, _) = hub.post("/v1/agents/broken/start", json!({})).await;

@@ -6,6 +6,9 @@
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use agent_hub::config::HubConfig;
+use agent_hub::daemon::Components;
+
 use crate::support::TestHub;
 
 /// The image the agent tests run (built by `docker/build-offline.sh`).
@@ -100,21 +103,59 @@ impl Drop for ContainerGuard {
 
 /// A hub with container agents (`agents_toml` is `[[agents]]` text) and its sync loop running.
 pub async fn hub_with_agents(agents_toml: &str) -> (TestHub, ContainerGuard) {
-    let hub_id = unique_hub_id();
-    let guard = ContainerGuard(hub_id.clone());
-    let parsed = agent_hub::config::HubConfig::parse(
-        &format!("hub_id = \"{hub_id}\"\n{agents_toml}"),
-        "test.toml",
-    )
-    .expect("test config parses");
-    let components = agent_hub::daemon::Components {
+    let components = Components {
         audit: true,
         agent_sync: true,
         ..Default::default()
     };
+    start_hub(agents_toml, components, |_| {}).await
+}
+
+/// A hub like [`hub_with_agents`] whose agents can call it from their containers (its unix
+/// socket served, the `agent-hub` binary mounted), with `adjust` applied to its config and
+/// the agents `start` started (each start must succeed).
+pub async fn hub_with_started_agents(
+    agents_toml: &str,
+    start: &[&str],
+    adjust: impl FnOnce(&mut HubConfig),
+) -> (TestHub, ContainerGuard) {
+    let components = Components {
+        audit: true,
+        agent_sync: true,
+        unix_socket: true,
+        ..Default::default()
+    };
+    let (hub, guard) = start_hub(agents_toml, components, |c| {
+        c.hub_binary = Some(crate::cli::BIN.into());
+        adjust(c);
+    })
+    .await;
+    for id in start {
+        let (status, v) = hub
+            .post(&format!("/v1/agents/{id}/start"), serde_json::json!({}))
+            .await;
+        assert_eq!(status, 200, "{id}: {v}");
+    }
+    (hub, guard)
+}
+
+/// A hub of its own hub id with these components and the agents of `agents_toml`.
+async fn start_hub(
+    agents_toml: &str,
+    components: Components,
+    adjust: impl FnOnce(&mut HubConfig),
+) -> (TestHub, ContainerGuard) {
+    let hub_id = unique_hub_id();
+    let guard = ContainerGuard(hub_id.clone());
+    let parsed = HubConfig::parse(
+        &format!("hub_id = \"{hub_id}\"\n{agents_toml}"),
+        "test.toml",
+    )
+    .expect("test config parses");
     let hub = TestHub::start_components(components, |c| {
         c.hub_id = parsed.hub_id.clone();
         c.agents = parsed.agents.clone();
+        adjust(c);
     })
     .await;
     (hub, guard)

@@ -108,13 +108,9 @@ async fn blocked_input_is_refused_on_every_path_and_never_written() {
         assert!(v["message"].as_str().unwrap().contains(pattern), "{v}");
     }
     // WebSocket input that ends a line passes the guard too; the stream goes on.
-    let url = format!(
-        "{}/v1/pty/sessions/{id}/stream",
-        hub.base.replace("http://", "ws://")
-    );
-    let (mut ws, _) = tokio_tungstenite::connect_async(hub.ws(&url))
-        .await
-        .unwrap();
+    let mut ws = hub
+        .connect_ws(&format!("/v1/pty/sessions/{id}/stream"))
+        .await;
     let _hello = ws.next().await;
     ws.send(Message::Text(
         json!({"type": "input", "data": "echo GUARD_LEAK_9 # bcdedit /set x\r"})

@@ -14,8 +14,7 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
 
-use crate::cli::BIN;
-use crate::docker_support::{test_image, unique_hub_id, ContainerGuard};
+use crate::docker_support::{hub_with_started_agents, test_image, ContainerGuard};
 use crate::policy_support::policies_dir;
 use crate::require_docker;
 use crate::support::{wait_until, TestHub};
@@ -31,35 +30,19 @@ fn agent(id: &str, team: &str, role: &str) -> String {
 }
 
 async fn fleet() -> (TestHub, ContainerGuard, tempfile::TempDir) {
-    let hub_id = unique_hub_id();
-    let guard = ContainerGuard(hub_id.clone());
     let dir = policies_dir();
-    let toml = format!(
-        "hub_id = \"{hub_id}\"\n{}{}{}{}",
+    let agents = [
         agent("lead", "a", "leader"),
         agent("w1", "a", "worker"),
         agent("w2", "a", "worker"),
         agent("wb", "b", "worker"),
-    );
-    let parsed = agent_hub::config::HubConfig::parse(&toml, "test.toml").expect("config");
-    let components = agent_hub::daemon::Components {
-        audit: true,
-        agent_sync: true,
-        unix_socket: true,
-        ..Default::default()
-    };
+    ]
+    .concat();
     let policies = dir.path().to_path_buf();
-    let hub = TestHub::start_components(components, |c| {
-        c.hub_id = parsed.hub_id.clone();
-        c.agents = parsed.agents.clone();
+    let (hub, guard) = hub_with_started_agents(&agents, &["lead", "w1", "w2", "wb"], |c| {
         c.policies_dir = Some(policies);
-        c.hub_binary = Some(BIN.into());
     })
     .await;
-    for id in ["lead", "w1", "w2", "wb"] {
-        let (status, v) = hub.post(&format!("/v1/agents/{id}/start"), json!({})).await;
-        assert_eq!(status, 200, "{id}: {v}");
-    }
     (hub, guard, dir)
 }
 

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use crate::auth::OPERATOR;
 use crate::cli::BIN;
 use crate::policy_support::{fake_agent, policies_dir};
-use crate::support::TestHub;
+use crate::support::{json_reply, TestHub};
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -655,16 +655,10 @@ async fn agent_state_route_waits_through_a_start() {
     let http = hub.http.clone();
     let waiter = tokio::spawn(async move {
         let started = Instant::now();
-        let v: Value = http
-            .get(format!(
-                "{base}/v1/agents/wst/state?wait=idle&timeout_ms=60000"
-            ))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let v = json_reply(http.get(format!(
+            "{base}/v1/agents/wst/state?wait=idle&timeout_ms=60000"
+        )))
+        .await;
         (v, started.elapsed())
     });
     tokio::time::sleep(Duration::from_millis(300)).await;

@@ -143,13 +143,9 @@ async fn metrics_move_with_the_work_done() {
     assert!(value(&m, "agent_hub_redactions_total", &[]) > redactions);
 
     // A WebSocket viewer: counted while connected, with the bytes it was sent.
-    let url = format!(
-        "{}/v1/pty/sessions/{id}/stream?since=0",
-        hub.base.replace("http://", "ws://")
-    );
-    let (mut ws, _) = tokio_tungstenite::connect_async(hub.ws(&url))
-        .await
-        .expect("ws");
+    let mut ws = hub
+        .connect_ws(&format!("/v1/pty/sessions/{id}/stream?since=0"))
+        .await;
     let mut got = 0;
     while got < 2 {
         ws.next().await.expect("frame").expect("frame ok");

@@ -2,7 +2,7 @@
 //! again on the same data dir; a corrupt registry, a cut-short events log and a read-only data
 //! dir do not stop the hub.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use reqwest::Method;
@@ -69,26 +69,78 @@ fn registry_has(data: &Path, needle: &str) -> bool {
     std::fs::read_to_string(data.join("registry.json")).is_ok_and(|t| t.contains(needle))
 }
 
+async fn hub_health(hub: &HubProcess) -> Value {
+    hub.call(Method::GET, "/health", json!({})).await
+}
+
+/// Asks for a host PTY session running bash: (status, reply).
+async fn new_pty_session(hub: &HubProcess) -> (u16, Value) {
+    hub.call_status(
+        Method::POST,
+        "/v1/pty/sessions",
+        json!({"args": ["--norc"]}),
+    )
+    .await
+}
+
+/// Creates a tmux session running bash, with these more fields of the request (owner
+/// identity, label...); returns its id.
+async fn new_tmux_session(hub: &HubProcess, fields: Value) -> String {
+    let mut body = json!({"backend": "tmux", "args": ["--norc", "--noprofile"]});
+    for (key, value) in fields.as_object().unwrap() {
+        body[key] = value.clone();
+    }
+    let v = hub.call(Method::POST, "/v1/pty/sessions", body).await;
+    v["session_id"].as_str().expect("tmux session").to_string()
+}
+
+/// Makes the data dir `data` with these state files in it: (name, contents).
+fn data_dir_with(data: &Path, files: &[(&str, &str)]) {
+    std::fs::create_dir_all(data).unwrap();
+    for (name, contents) in files {
+        std::fs::write(data.join(name), contents).unwrap();
+    }
+}
+
+/// A test's temp dir and a tmux socket of its own (`ah-{name}-...`), whose server is killed
+/// when this drops.
+struct Scratch {
+    _tmux: TmuxServerGuard,
+    socket: String,
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = format!("ah-{name}-{}-{}", std::process::id(), free_port());
+        Scratch {
+            _tmux: TmuxServerGuard(socket.clone()),
+            socket,
+            dir,
+        }
+    }
+
+    /// `name` in the temp dir.
+    fn join(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn host_sessions_come_back_after_sigkill_with_their_owner_identity() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let socket = format!("ah-persist-{}-{}", std::process::id(), free_port());
-    let _tmux = TmuxServerGuard(socket.clone());
+    let scratch = Scratch::new("persist");
+    let (data, socket) = (scratch.join("data"), scratch.socket.clone());
     let mut hub = serve(&data, &socket, &["--snapshots"]).await;
 
     let mut tmux_ids = Vec::new();
     for n in 1..=3 {
-        let v = hub
-            .call(
-                Method::POST,
-                "/v1/pty/sessions",
-                json!({"backend": "tmux", "args": ["--norc", "--noprofile"],
-                       "owner_agent_id": format!("worker-{n}"), "owner_role": "worker",
-                       "label": format!("Worker {n}"), "cli_type": "shell"}),
-            )
-            .await;
-        let id = v["session_id"].as_str().expect("tmux session").to_string();
+        let id = new_tmux_session(
+            &hub,
+            json!({"owner_agent_id": format!("worker-{n}"), "owner_role": "worker",
+                   "label": format!("Worker {n}"), "cli_type": "shell"}),
+        )
+        .await;
         let v = hub.talk(&id, &format!("echo before-crash-{n}")).await;
         assert_eq!(v["exit_code"], 0, "{v}");
         tmux_ids.push(id);
@@ -157,12 +209,9 @@ async fn host_sessions_come_back_after_sigkill_with_their_owner_identity() {
         let out = read_all(&hub, id).await;
         let n = n + 1;
         assert!(out.contains(&format!("before-crash-{n}")), "{id}: {out}");
-        let path = format!("/v1/pty/sessions/{id}/read?since=0&max_bytes=1000000&timeout_ms=0");
         let seen = wait_until(T, || async {
-            let v = hub.call(Method::GET, &path, json!({})).await;
-            v["output"]
-                .as_str()
-                .unwrap_or("")
+            read_all(&hub, id)
+                .await
                 .contains(&format!("while-down-{n}"))
         })
         .await;
@@ -216,13 +265,7 @@ async fn host_sessions_come_back_after_sigkill_with_their_owner_identity() {
         .await;
     assert_eq!(v["output"], "alive\n", "{v}");
     // New ids never collide with restored ones; the lifecycle log has the whole story.
-    let v = hub
-        .call(
-            Method::POST,
-            "/v1/pty/sessions",
-            json!({"args": ["--norc"]}),
-        )
-        .await;
+    let (_, v) = new_pty_session(&hub).await;
     assert!(!before.iter().any(|s| s["id"] == v["session_id"]), "{v}");
     let log = std::fs::read_to_string(data.join("events.jsonl")).unwrap();
     for kind in ["session_created", "ownership_changed", "session_restored"] {
@@ -286,29 +329,30 @@ impl Drop for ReadOnlyDir {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_state_files_and_a_read_only_data_dir_do_not_stop_the_hub() {
-    let dir = tempfile::tempdir().unwrap();
-    let socket = format!("ah-persist-{}-{}", std::process::id(), free_port());
-    let _tmux = TmuxServerGuard(socket.clone());
+    let scratch = Scratch::new("persist");
+    let socket = scratch.socket.clone();
 
     // A corrupt registry and a cut-short events log; tmux still runs a session.
     tmux(
         &socket,
         &["new-session", "-d", "-s", "survivor", "bash --norc"],
     );
-    let data = dir.path().join("corrupt");
-    std::fs::create_dir_all(&data).unwrap();
-    std::fs::write(
-        data.join("registry.json"),
-        "{\"schema_version\": 1, \"sessions\": [{\"id\"",
-    )
-    .unwrap();
-    std::fs::write(
-        data.join("events.jsonl"),
-        "{\"type\":\"session_created\"}\n{\"type\":\"sess",
-    )
-    .unwrap();
+    let data = scratch.join("corrupt");
+    data_dir_with(
+        &data,
+        &[
+            (
+                "registry.json",
+                "{\"schema_version\": 1, \"sessions\": [{\"id\"",
+            ),
+            (
+                "events.jsonl",
+                "{\"type\":\"session_created\"}\n{\"type\":\"sess",
+            ),
+        ],
+    );
     let hub = serve(&data, &socket, &[]).await;
-    let health = hub.call(Method::GET, "/health", json!({})).await;
+    let health = hub_health(&hub).await;
     let warnings = health["persistence"]["startup_warnings"].to_string();
     assert!(
         warnings.contains("set aside") && warnings.contains("not valid JSON"),
@@ -346,15 +390,16 @@ async fn bad_state_files_and_a_read_only_data_dir_do_not_stop_the_hub() {
     drop(hub);
 
     // A registry from a future schema is set aside too, with that reason.
-    let future = dir.path().join("future");
-    std::fs::create_dir_all(&future).unwrap();
-    std::fs::write(
-        future.join("registry.json"),
-        "{\"schema_version\": 99, \"sessions\": []}",
-    )
-    .unwrap();
+    let future = scratch.join("future");
+    data_dir_with(
+        &future,
+        &[(
+            "registry.json",
+            "{\"schema_version\": 99, \"sessions\": []}",
+        )],
+    );
     let hub = serve(&future, &socket, &[]).await;
-    let health = hub.call(Method::GET, "/health", json!({})).await;
+    let health = hub_health(&hub).await;
     assert!(
         health["persistence"]["startup_warnings"]
             .to_string()
@@ -364,7 +409,7 @@ async fn bad_state_files_and_a_read_only_data_dir_do_not_stop_the_hub() {
     drop(hub);
 
     // A read-only data dir: the hub serves, and says what it cannot write.
-    let Some(ro) = ReadOnlyDir::make(&dir.path().join("ro")) else {
+    let Some(ro) = ReadOnlyDir::make(&scratch.join("ro")) else {
         eprintln!("SKIPPED read-only part: cannot make a read-only directory here");
         return;
     };
@@ -372,13 +417,7 @@ async fn bad_state_files_and_a_read_only_data_dir_do_not_stop_the_hub() {
     // By default nothing that would go unaudited runs (#6: fail closed), with a clear error,
     // while everything that only reads is served.
     let hub = serve_with(&ro.0, &format!("{socket}-ro"), &[], &[RO_TOKEN]).await;
-    let (status, v) = hub
-        .call_status(
-            Method::POST,
-            "/v1/pty/sessions",
-            json!({"args": ["--norc"]}),
-        )
-        .await;
+    let (status, v) = new_pty_session(&hub).await;
     assert_eq!(
         (status, v["error_code"].as_str()),
         (503, Some("AUDIT_UNAVAILABLE")),
@@ -390,7 +429,7 @@ async fn bad_state_files_and_a_read_only_data_dir_do_not_stop_the_hub() {
     assert_eq!(status, 200, "{v}");
     drop(hub);
     // With the audit log allowed to fail open, sessions start and run.
-    let config = dir.path().join("fail-open.toml");
+    let config = scratch.join("fail-open.toml");
     std::fs::write(&config, "[audit]\nfail_open = true\n").unwrap();
     let hub = serve_with(
         &ro.0,
@@ -399,13 +438,7 @@ async fn bad_state_files_and_a_read_only_data_dir_do_not_stop_the_hub() {
         &[RO_TOKEN],
     )
     .await;
-    let v = hub
-        .call(
-            Method::POST,
-            "/v1/pty/sessions",
-            json!({"args": ["--norc"]}),
-        )
-        .await;
+    let (_, v) = new_pty_session(&hub).await;
     let id = v["session_id"]
         .as_str()
         .expect("sessions still start")
@@ -413,18 +446,13 @@ async fn bad_state_files_and_a_read_only_data_dir_do_not_stop_the_hub() {
     let v = hub.talk(&id, "echo still-serving").await;
     assert_eq!(v["output"], "still-serving\n", "{v}");
     let said = wait_until(T, || async {
-        let h = hub.call(Method::GET, "/health", json!({})).await;
-        h["persistence"]["error"]
+        hub_health(&hub).await["persistence"]["error"]
             .as_str()
             .is_some_and(|e| e.contains("cannot write the registry"))
     })
     .await;
-    assert!(
-        said,
-        "{}",
-        hub.call(Method::GET, "/health", json!({})).await
-    );
-    let h = hub.call(Method::GET, "/health", json!({})).await;
+    assert!(said, "{}", hub_health(&hub).await);
+    let h = hub_health(&hub).await;
     assert!(
         h["persistence"]["startup_warnings"]
             .to_string()
@@ -437,11 +465,10 @@ async fn bad_state_files_and_a_read_only_data_dir_do_not_stop_the_hub() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn registered_external_sessions_come_back_and_are_health_checked() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut remote, _remote_tmux, [worker_a, _]) = crate::bridge::remote_hub(dir.path()).await;
-    let data = dir.path().join("local");
-    let socket = format!("ah-persist-{}-{}", std::process::id(), free_port());
-    let _tmux = TmuxServerGuard(socket.clone());
+    let scratch = Scratch::new("persist");
+    let (mut remote, _remote_tmux, [worker_a, _]) =
+        crate::bridge::remote_hub(scratch.dir.path()).await;
+    let (data, socket) = (scratch.join("local"), scratch.socket.clone());
     let mut hub = serve(&data, &socket, &[]).await;
     let v = hub
         .call(
@@ -522,14 +549,7 @@ async fn hubs_on_one_machine_keep_to_their_own_tmux_server() {
     let _b_tmux = TmuxServerGuard(b_socket.clone());
     assert_ne!(a_socket, b_socket, "each hub has a socket of its own");
 
-    let v = a
-        .call(
-            Method::POST,
-            "/v1/pty/sessions",
-            json!({"backend": "tmux", "args": ["--norc", "--noprofile"], "label": "a-1"}),
-        )
-        .await;
-    let a_session = v["session_id"].as_str().expect("tmux session").to_string();
+    let a_session = new_tmux_session(&a, json!({"label": "a-1"})).await;
     let listed = tmux(&a_socket, &["list-sessions", "-F", "#{session_name}"]);
     assert!(
         !listed.trim().is_empty(),
@@ -574,20 +594,14 @@ async fn session_back(hub: &HubProcess, id: &str) -> Value {
 /// session's creation with its owner identity and label, and an ownership change.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_changes_survive_a_sigkill_right_after_the_reply() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let socket = format!("ah-durable-{}-{}", std::process::id(), free_port());
-    let _tmux = TmuxServerGuard(socket.clone());
+    let scratch = Scratch::new("durable");
+    let (data, socket) = (scratch.join("data"), scratch.socket.clone());
     let mut hub = serve(&data, &socket, &[]).await;
-    let v = hub
-        .call(
-            Method::POST,
-            "/v1/pty/sessions",
-            json!({"backend": "tmux", "args": ["--norc", "--noprofile"],
-                   "owner_agent_id": "worker-9", "owner_role": "worker", "label": "Durable"}),
-        )
-        .await;
-    let created = v["session_id"].as_str().expect("tmux session").to_string();
+    let created = new_tmux_session(
+        &hub,
+        json!({"owner_agent_id": "worker-9", "owner_role": "worker", "label": "Durable"}),
+    )
+    .await;
     hub.kill9();
 
     let mut hub = serve(&data, &socket, &[]).await;

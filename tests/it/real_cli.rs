@@ -4,7 +4,7 @@
 //! and how soon a state change on the screen is reported (p50/p95 printed). Without the CLIs
 //! the tests skip and say so; `AGENT_HUB_REAL_CLI_TESTS=required` (CI) makes them fail instead.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -13,6 +13,9 @@ use tokio::time::Instant;
 use crate::model_standin::{ModelStandIn, AFTER_TOOL, INSTANT};
 use crate::policy_support::{state, submit, wait_state};
 use crate::support::{wait_until, TestHub};
+
+/// How long a state or a screen is waited for, unless a step says otherwise.
+const T: Duration = Duration::from_secs(30);
 
 /// The installed CLI `name`, or `None` (after saying so) when the test should skip.
 pub fn cli(name: &str) -> Option<PathBuf> {
@@ -144,84 +147,147 @@ impl Home {
     }
 }
 
-async fn start(
-    hub: &TestHub,
-    program: &PathBuf,
-    cli_type: &str,
-    home: &Home,
-    env: Value,
-) -> (String, String) {
-    let (status, v) = hub
-        .post(
-            "/v1/pty/sessions",
-            json!({
-                "backend": "tmux", "shell": program, "args": [], "cwd": home.proj(),
-                "cols": 80, "rows": 24, "env": env, "cli_type": cli_type,
-            }),
-        )
-        .await;
-    assert_eq!(status, 200, "{v}");
-    assert_eq!(v["warnings"], json!([]), "{v}");
-    let id = v["session_id"].as_str().unwrap().to_string();
-    let target = v["tmux_session"].as_str().unwrap().to_string();
-    (id, target)
-}
-
-async fn keys(hub: &TestHub, id: &str, keys: &[&str]) {
-    let (status, v) = hub
-        .post(
-            &format!("/v1/pty/sessions/{id}/keys"),
-            json!({ "keys": keys }),
-        )
-        .await;
-    assert_eq!(status, 200, "{v}");
-}
-
-/// The pane as tmux shows it (the ground truth of "the screen shows it").
-fn pane(hub: &TestHub, target: &str) -> String {
-    let out = std::process::Command::new("tmux")
-        .args(["-L", &hub.tmux_socket, "capture-pane", "-p", "-t", target])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Waits for Claude Code's prompt (its footer `? for shortcuts`); a start-up on a loaded machine
-/// (the whole suite on two cores) can take well over its usual two seconds.
-async fn claude_prompt(hub: &TestHub, target: &str) {
-    let shown = wait_until(Duration::from_secs(90), || async {
-        pane(hub, target).contains("? for shortcuts")
+/// The request that starts `program` as `cli_type` in `home`'s project, with `env`, in tmux.
+fn session_request(program: &Path, cli_type: &str, home: &Home, env: Value) -> Value {
+    json!({
+        "backend": "tmux", "shell": program, "args": [], "cwd": home.proj(),
+        "cols": 80, "rows": 24, "env": env, "cli_type": cli_type,
     })
-    .await;
-    assert!(shown, "no Claude Code prompt; pane:\n{}", pane(hub, target));
 }
 
-/// Waits until tmux's pane satisfies `shows` and the hub reports `want`; returns how long
-/// after the pane first showed it the hub reported it (zero when the hub was first).
-async fn latency(
-    hub: &TestHub,
-    id: &str,
-    target: &str,
-    shows: impl Fn(&str) -> bool,
-    want: &str,
-) -> Duration {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut seen_at = None;
-    loop {
-        let now = Instant::now();
-        if seen_at.is_none() && shows(&pane(hub, target)) {
-            seen_at = Some(now);
+/// A real CLI in a tmux session of the hub, in a home of its own, as a test drives and
+/// watches it. Dropping it ends every process the CLI started (before the hub goes).
+struct RealCli<'a> {
+    _home: Home,
+    hub: &'a TestHub,
+    id: String,
+    target: String,
+}
+
+impl<'a> RealCli<'a> {
+    /// Starts `program` as `cli_type` in a new home, with the environment `env` makes for
+    /// that home; the hub must take it without a warning.
+    async fn start(
+        hub: &'a TestHub,
+        program: &Path,
+        cli_type: &str,
+        env: impl FnOnce(&Home) -> Value,
+    ) -> Self {
+        let home = Home::new();
+        let request = session_request(program, cli_type, &home, env(&home));
+        let (status, v) = hub.post("/v1/pty/sessions", request).await;
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["warnings"], json!([]), "{v}");
+        Self::started(hub, home, &v)
+    }
+
+    /// The CLI the hub's reply `v` to a start request names.
+    fn started(hub: &'a TestHub, home: Home, v: &Value) -> Self {
+        RealCli {
+            _home: home,
+            hub,
+            id: v["session_id"].as_str().unwrap().to_string(),
+            target: v["tmux_session"].as_str().unwrap().to_string(),
         }
-        let s = state(hub, id).await;
-        if s["state"] == want && s["rule"] != "input:sent" {
-            return seen_at.map_or(Duration::ZERO, |t| Instant::now().duration_since(t));
+    }
+
+    async fn keys(&self, keys: &[&str]) {
+        let (status, v) = self
+            .hub
+            .post(
+                &format!("/v1/pty/sessions/{}/keys", self.id),
+                json!({ "keys": keys }),
+            )
+            .await;
+        assert_eq!(status, 200, "{v}");
+    }
+
+    /// The pane as tmux shows it (the ground truth of "the screen shows it").
+    fn pane(&self) -> String {
+        let out = std::process::Command::new("tmux")
+            .args(["-L", &self.hub.tmux_socket, "capture-pane", "-p", "-t"])
+            .arg(&self.target)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Whether the pane shows `text` within `within`.
+    async fn shows(&self, text: &str, within: Duration) -> bool {
+        wait_until(within, || async { self.pane().contains(text) }).await
+    }
+
+    async fn state(&self) -> Value {
+        state(self.hub, &self.id).await
+    }
+
+    /// Waits (`T` at most) until the hub reports `want`; returns that state.
+    async fn wait_state(&self, want: &str) -> Value {
+        wait_state(self.hub, &self.id, want, T).await
+    }
+
+    /// Submits `text` as a line.
+    async fn submit(&self, text: &str) {
+        submit(self.hub, &self.id, text, false).await;
+    }
+
+    /// Waits for Claude Code's prompt (its footer `? for shortcuts`); a start-up on a loaded
+    /// machine (the whole suite on two cores) can take well over its usual two seconds.
+    async fn claude_prompt(&self) {
+        let shown = self.shows("? for shortcuts", Duration::from_secs(90)).await;
+        assert!(shown, "no Claude Code prompt; pane:\n{}", self.pane());
+    }
+
+    /// Waits until tmux's pane satisfies `shows` and the hub reports `want`; returns how long
+    /// after the pane first showed it the hub reported it (zero when the hub was first).
+    async fn latency(&self, shows: impl Fn(&str) -> bool, want: &str) -> Duration {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut seen_at = None;
+        loop {
+            let now = Instant::now();
+            if seen_at.is_none() && shows(&self.pane()) {
+                seen_at = Some(now);
+            }
+            let s = self.state().await;
+            if s["state"] == want && s["rule"] != "input:sent" {
+                return seen_at.map_or(Duration::ZERO, |t| Instant::now().duration_since(t));
+            }
+            assert!(
+                now < deadline,
+                "{} not {want}: {s}\npane:\n{}",
+                self.id,
+                self.pane()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        assert!(
-            now < deadline,
-            "{id} not {want}: {s}\npane:\n{}",
-            pane(hub, target)
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    /// A state held for `for_` (polled every 100 ms).
+    async fn holds(&self, want: &str, for_: Duration) {
+        let until = Instant::now() + for_;
+        while Instant::now() < until {
+            let s = self.state().await;
+            assert_eq!(s["state"], want, "{s}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Asks for a tool call, which the CLI asks permission for: `blocked` by `rule` once the
+    /// screen shows `question`. Returns the latency of that report and the state reported.
+    async fn ask_for_a_tool(&self, question: &str, rule: &str) -> (Duration, Value) {
+        self.submit("please run a tool").await;
+        let took = self.latency(|p| p.contains(question), "blocked").await;
+        let blocked = self.state().await;
+        assert_eq!(blocked["rule"], rule, "{blocked}");
+        (took, blocked)
+    }
+
+    /// Answers the question on screen with `key` (after a pause, so the TUI takes it as a key
+    /// and not a paste); returns the latency of `idle` once the screen satisfies `done`.
+    async fn answer(&self, key: &str, done: impl Fn(&str) -> bool) -> Duration {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        self.keys(&[key]).await;
+        self.latency(done, "idle").await
     }
 }
 
@@ -246,29 +312,19 @@ fn report_latency(cli: &str, samples: &mut [Duration]) {
     assert!(p95 < Duration::from_secs(3), "{cli}: p95 {p95:?}");
 }
 
-/// A state held for `for_` (polled every 100 ms).
-async fn holds(hub: &TestHub, id: &str, want: &str, for_: Duration) {
-    let until = Instant::now() + for_;
-    while Instant::now() < until {
-        let s = state(hub, id).await;
-        assert_eq!(s["state"], want, "{s}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 #[tokio::test]
 async fn claude_code_states_on_the_real_cli() {
     let Some(claude) = cli("claude") else { return };
     let standin = ModelStandIn::start().await;
     let hub = TestHub::start().await;
-    let home = Home::new();
-    let env = home.claude_env(&standin, false);
-    let (id, target) = start(&hub, &claude, "claude", &home, env).await;
-    let t = Duration::from_secs(30);
+    let run = RealCli::start(&hub, &claude, "claude", |home| {
+        home.claude_env(&standin, false)
+    })
+    .await;
 
     // Idle at the prompt, read by the Claude Code profile (cli_type "claude").
-    claude_prompt(&hub, &target).await;
-    let idle = wait_state(&hub, &id, "idle", t).await;
+    run.claude_prompt().await;
+    let idle = run.wait_state("idle").await;
     assert_eq!(idle["profile"], "claude-code", "{idle}");
     assert_eq!(idle["rule"], "prompt", "{idle}");
     assert!(
@@ -290,16 +346,13 @@ async fn claude_code_states_on_the_real_cli() {
         "auto mode on",
         "manual mode on",
     ] {
-        keys(&hub, &id, &["BTab"]).await;
+        run.keys(&["BTab"]).await;
         assert!(
-            wait_until(Duration::from_secs(10), || async {
-                pane(&hub, &target).contains(footer)
-            })
-            .await,
+            run.shows(footer, Duration::from_secs(10)).await,
             "{footer}: {}",
-            pane(&hub, &target)
+            run.pane()
         );
-        let s = wait_state(&hub, &id, "idle", t).await;
+        let s = run.wait_state("idle").await;
         assert_eq!(s["rule"], "prompt", "{footer}: {s}");
     }
 
@@ -307,44 +360,27 @@ async fn claude_code_states_on_the_real_cli() {
     // Instant answers: idle again.
     for i in 0..3 {
         let prompt = format!("say something {i}");
-        submit(&hub, &id, &prompt, false).await;
+        run.submit(&prompt).await;
         let asked = format!("❯ {prompt}");
-        samples.push(
-            latency(
-                &hub,
-                &id,
-                &target,
-                |p| p.contains(&asked) && p.matches(INSTANT).count() > i,
-                "idle",
-            )
-            .await,
-        );
+        let answered = |p: &str| p.contains(&asked) && p.matches(INSTANT).count() > i;
+        samples.push(run.latency(answered, "idle").await);
     }
 
     // A slow stream: working while the words arrive, a word a second; never idle meanwhile.
-    submit(&hub, &id, "answer slowly", false).await;
-    let working = wait_state(&hub, &id, "working", t).await;
+    run.submit("answer slowly").await;
+    let working = run.wait_state("working").await;
     assert_eq!(working["rule"], "esc-to-interrupt", "{working}");
-    holds(&hub, &id, "working", Duration::from_secs(4)).await;
-    samples.push(latency(&hub, &id, &target, |p| p.contains("word7"), "idle").await);
+    run.holds("working", Duration::from_secs(4)).await;
+    samples.push(run.latency(|p| p.contains("word7"), "idle").await);
 
     // A tool call asks for permission: blocked on each highlighted choice; the answer runs the
     // tool and the agent is idle again. (One round: a second tool call in the same
     // conversation did not take the answer key in 2.1.330 here; see the report.)
     for _ in 0..1 {
-        submit(&hub, &id, "please run a tool", false).await;
-        samples.push(
-            latency(
-                &hub,
-                &id,
-                &target,
-                |p| p.contains("Do you want to proceed?"),
-                "blocked",
-            )
-            .await,
-        );
-        let blocked = state(&hub, &id).await;
-        assert_eq!(blocked["rule"], "question", "{blocked}");
+        let (took, blocked) = run
+            .ask_for_a_tool("Do you want to proceed?", "question")
+            .await;
+        samples.push(took);
         assert!(
             blocked["evidence"].to_string().contains("❯ 1. Yes"),
             "{blocked}"
@@ -359,52 +395,38 @@ async fn claude_code_states_on_the_real_cli() {
             ("Up", "❯ 2. Yes"),
             ("Up", "❯ 1. Yes"),
         ] {
-            keys(&hub, &id, &[key]).await;
-            assert!(
-                wait_until(t, || async { pane(&hub, &target).contains(choice) }).await,
-                "{choice}: {}",
-                pane(&hub, &target)
-            );
-            let read = wait_until(t, || async {
-                let s = state(&hub, &id).await;
+            run.keys(&[key]).await;
+            assert!(run.shows(choice, T).await, "{choice}: {}", run.pane());
+            let read = wait_until(T, || async {
+                let s = run.state().await;
                 s["state"] == "blocked" && s["evidence"].to_string().contains(choice)
             })
             .await;
-            assert!(read, "{choice}: {}", state(&hub, &id).await);
+            assert!(read, "{choice}: {}", run.state().await);
         }
         // The choice's number answers (as Enter on the highlighted one does).
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        keys(&hub, &id, &["1"]).await;
-        samples.push(
-            latency(
-                &hub,
-                &id,
-                &target,
-                |p| {
-                    p.matches(AFTER_TOOL).count() > 0
-                        && !p.contains("Do you want to proceed?")
-                        && p.contains("? for shortcuts")
-                },
-                "idle",
-            )
-            .await,
-        );
+        let done = |p: &str| {
+            p.matches(AFTER_TOOL).count() > 0
+                && !p.contains("Do you want to proceed?")
+                && p.contains("? for shortcuts")
+        };
+        samples.push(run.answer("1", done).await);
     }
 
     // An API error: idle again, with the error on screen.
-    submit(&hub, &id, "please fail", false).await;
-    samples.push(latency(&hub, &id, &target, |p| p.contains("API Error: 400"), "idle").await);
+    run.submit("please fail").await;
+    samples.push(run.latency(|p| p.contains("API Error: 400"), "idle").await);
     report_latency("claude-code", &mut samples);
 
     // Held still: a stable idle, however long nobody looks.
     tokio::time::sleep(Duration::from_secs(4)).await;
-    assert_eq!(state(&hub, &id).await["state"], "idle");
+    assert_eq!(run.state().await["state"], "idle");
 
     // Exited: Ctrl-D twice.
-    keys(&hub, &id, &["C-d"]).await;
-    wait_until(t, || async { pane(&hub, &target).contains("Ctrl-D again") }).await;
-    keys(&hub, &id, &["C-d"]).await;
-    wait_state(&hub, &id, "exited", t).await;
+    run.keys(&["C-d"]).await;
+    run.shows("Ctrl-D again", T).await;
+    run.keys(&["C-d"]).await;
+    run.wait_state("exited").await;
     let calls = standin.requests();
     assert!(
         calls.iter().all(|c| c.starts_with("POST /v1/messages")
@@ -419,27 +441,27 @@ async fn claude_code_asking_about_its_api_key_is_blocked() {
     let Some(claude) = cli("claude") else { return };
     let standin = ModelStandIn::start().await;
     let hub = TestHub::start().await;
-    let home = Home::new();
-    let env = home.claude_env(&standin, true);
-    let (id, target) = start(&hub, &claude, "claude-code", &home, env).await;
-    let t = Duration::from_secs(30);
-    let blocked = wait_state(&hub, &id, "blocked", t).await;
-    assert!(pane(&hub, &target).contains("Do you want to use this API key?"));
+    let run = RealCli::start(&hub, &claude, "claude-code", |home| {
+        home.claude_env(&standin, true)
+    })
+    .await;
+    let blocked = run.wait_state("blocked").await;
+    assert!(run.pane().contains("Do you want to use this API key?"));
     assert!(
         blocked["evidence"]
             .to_string()
             .contains("❯ No (recommended)"),
         "{blocked}"
     );
-    keys(&hub, &id, &["Up"]).await;
-    wait_until(t, || async { pane(&hub, &target).contains("❯ Yes") }).await;
-    let blocked = wait_state(&hub, &id, "blocked", t).await;
+    run.keys(&["Up"]).await;
+    run.shows("❯ Yes", T).await;
+    let blocked = run.wait_state("blocked").await;
     assert!(
         blocked["evidence"].to_string().contains("❯ Yes"),
         "{blocked}"
     );
-    keys(&hub, &id, &["Enter"]).await;
-    wait_state(&hub, &id, "idle", t).await;
+    run.keys(&["Enter"]).await;
+    run.wait_state("idle").await;
 }
 
 #[tokio::test]
@@ -447,30 +469,23 @@ async fn codex_states_on_the_real_cli() {
     let Some(codex) = cli("codex") else { return };
     let standin = ModelStandIn::start().await;
     let hub = TestHub::start().await;
-    let home = Home::new();
-    let env = home.codex_env(&standin);
-    let (id, target) = start(&hub, &codex, "codex", &home, env).await;
-    let t = Duration::from_secs(30);
+    let run = RealCli::start(&hub, &codex, "codex", |home| home.codex_env(&standin)).await;
 
-    let idle = wait_state(&hub, &id, "idle", t).await;
+    let idle = run.wait_state("idle").await;
     assert_eq!(idle["profile"], "codex", "{idle}");
     assert_eq!(idle["rule"], "composer", "{idle}");
 
     let mut samples = Vec::new();
-    submit(&hub, &id, "say something", false).await;
-    samples.push(latency(&hub, &id, &target, |p| p.contains(INSTANT), "idle").await);
+    run.submit("say something").await;
+    samples.push(run.latency(|p| p.contains(INSTANT), "idle").await);
     // Idle only once Codex was ready: the prompt was taken and answered.
-    assert!(
-        pane(&hub, &target).contains(INSTANT),
-        "{}",
-        pane(&hub, &target)
-    );
+    assert!(run.pane().contains(INSTANT), "{}", run.pane());
 
     // A slow stream: the composer stays on screen, the spinner turns in the title.
-    submit(&hub, &id, "answer slowly", false).await;
-    assert!(wait_until(t, || async { pane(&hub, &target).contains("word1") }).await);
-    holds(&hub, &id, "working", Duration::from_secs(3)).await;
-    let working = state(&hub, &id).await;
+    run.submit("answer slowly").await;
+    assert!(run.shows("word1", T).await);
+    run.holds("working", Duration::from_secs(3)).await;
+    let working = run.state().await;
     assert_eq!(working["rule"], "title-spinner", "{working}");
     assert!(
         working["evidence"][0]
@@ -478,53 +493,29 @@ async fn codex_states_on_the_real_cli() {
             .is_some_and(|e| e.starts_with("title: ") && e.ends_with("| proj")),
         "{working}"
     );
-    samples.push(latency(&hub, &id, &target, |p| p.contains("word7"), "idle").await);
+    samples.push(run.latency(|p| p.contains("word7"), "idle").await);
 
     for _ in 0..3 {
-        submit(&hub, &id, "please run a tool", false).await;
-        samples.push(
-            latency(
-                &hub,
-                &id,
-                &target,
-                |p| p.contains("Would you like to run the following command?"),
-                "blocked",
-            )
-            .await,
-        );
-        let blocked = state(&hub, &id).await;
-        assert_eq!(blocked["rule"], "approval", "{blocked}");
-        keys(&hub, &id, &["Down"]).await;
-        wait_until(t, || async { pane(&hub, &target).contains("› 2. Yes") }).await;
-        assert_eq!(
-            wait_state(&hub, &id, "blocked", t).await["state"],
-            "blocked"
-        );
-        keys(&hub, &id, &["Up"]).await;
-        wait_until(t, || async { pane(&hub, &target).contains("› 1. Yes") }).await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        keys(&hub, &id, &["y"]).await;
-        samples.push(
-            latency(
-                &hub,
-                &id,
-                &target,
-                |p| !p.contains("Would you like to run") && p.contains(AFTER_TOOL),
-                "idle",
-            )
-            .await,
-        );
+        let question = "Would you like to run the following command?";
+        samples.push(run.ask_for_a_tool(question, "approval").await.0);
+        run.keys(&["Down"]).await;
+        run.shows("› 2. Yes", T).await;
+        assert_eq!(run.wait_state("blocked").await["state"], "blocked");
+        run.keys(&["Up"]).await;
+        run.shows("› 1. Yes", T).await;
+        let done = |p: &str| !p.contains("Would you like to run") && p.contains(AFTER_TOOL);
+        samples.push(run.answer("y", done).await);
     }
     // The title spinner ends with the turn: idle well within a second of the screen.
     report_latency("codex", &mut samples);
 
     // Exited: Ctrl-C (a second one if the first only asks to press it again).
-    keys(&hub, &id, &["C-c"]).await;
-    let gone = || async { state(&hub, &id).await["state"] == "exited" };
+    run.keys(&["C-c"]).await;
+    let gone = || async { run.state().await["state"] == "exited" };
     if !wait_until(Duration::from_secs(3), gone).await {
-        keys(&hub, &id, &["C-c"]).await;
+        run.keys(&["C-c"]).await;
     }
-    wait_state(&hub, &id, "exited", t).await;
+    run.wait_state("exited").await;
 }
 
 /// An idle policy (3 s) on a real Claude Code: never stopped while a reply streams a word a
@@ -546,50 +537,37 @@ async fn an_idle_policy_stops_real_claude_code_on_time_and_never_while_it_stream
     let home = Home::new();
     let env = home.claude_env(&standin, false);
     let mut events = hub.hub.subscribe_events();
-    let (status, v) = hub
-        .post(
-            "/v1/pty/sessions",
-            json!({
-                "backend": "tmux", "shell": claude, "args": [], "cwd": home.proj(),
-                "cols": 80, "rows": 24, "env": env, "cli_type": "claude", "policy": "fast-idle",
-            }),
-        )
-        .await;
+    let mut request = session_request(&claude, "claude", &home, env);
+    request["policy"] = json!("fast-idle");
+    let (status, v) = hub.post("/v1/pty/sessions", request).await;
     assert_eq!(status, 200, "{v}");
-    let id = v["session_id"].as_str().unwrap().to_string();
-    let target = v["tmux_session"].as_str().unwrap().to_string();
-    let t = Duration::from_secs(30);
-    claude_prompt(&hub, &target).await;
+    let run = RealCli::started(&hub, home, &v);
+    run.claude_prompt().await;
 
     // A slow stream of 8 s, longer than the 3 s idle timeout: never stopped, never stuck.
-    submit(&hub, &id, "answer slowly", false).await;
+    run.submit("answer slowly").await;
     let streamed = wait_until(Duration::from_secs(20), || async {
-        let s = state(&hub, &id).await;
+        let s = run.state().await;
         assert_eq!(s["stuck"], false, "stuck while streaming: {s}");
-        pane(&hub, &target).contains("word7")
+        run.pane().contains("word7")
     })
     .await;
-    assert!(streamed, "{}", pane(&hub, &target));
+    assert!(streamed, "{}", run.pane());
     while let Ok(e) = events.try_recv() {
         let e = crate::policy_support::event_value(&e);
         assert!(
-            !(e["type"] == "policy_stopped" && e["sessionId"] == id.as_str()),
+            !(e["type"] == "policy_stopped" && e["sessionId"] == run.id.as_str()),
             "stopped while streaming: {e}"
         );
     }
 
     // A tool call, answered; then idle, and stopped 3 s after its last activity.
-    submit(&hub, &id, "please run a tool", false).await;
-    assert!(
-        wait_until(t, || async {
-            pane(&hub, &target).contains("Do you want to proceed?")
-        })
-        .await
-    );
+    run.submit("please run a tool").await;
+    assert!(run.shows("Do you want to proceed?", T).await);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    keys(&hub, &id, &["1"]).await;
-    assert!(wait_until(t, || async { pane(&hub, &target).contains(AFTER_TOOL) }).await);
-    let session = hub.hub.get(&id).unwrap();
+    run.keys(&["1"]).await;
+    assert!(run.shows(AFTER_TOOL, T).await);
+    let session = hub.hub.get(&run.id).unwrap();
     crate::policy_support::assert_stopped_on_time(&hub, session, events).await;
 }
 
@@ -613,31 +591,27 @@ async fn a_real_cli_held_still_settles_by_the_stability_fallback_on_time() {
     )
     .unwrap();
     let hub = crate::policy_support::hub_with_policies(&dir, "").await;
-    let home = Home::new();
-    let env = home.claude_env(&standin, false);
-    let (id, target) = start(&hub, &claude, "held-still", &home, env).await;
-    let t = Duration::from_secs(30);
-    claude_prompt(&hub, &target).await;
-    let idle = wait_state(&hub, &id, "idle", t).await;
+    let run = RealCli::start(&hub, &claude, "held-still", |home| {
+        home.claude_env(&standin, false)
+    })
+    .await;
+    run.claude_prompt().await;
+    let idle = run.wait_state("idle").await;
     assert_eq!(
         (idle["profile"].as_str(), idle["rule"].as_str()),
         (Some("held-still"), Some("fallback:stable")),
         "{idle}"
     );
 
-    submit(&hub, &id, "answer slowly", false).await;
-    assert!(
-        wait_until(t, || async { pane(&hub, &target).contains("word2") }).await,
-        "{}",
-        pane(&hub, &target)
-    );
-    let working = wait_state(&hub, &id, "working", t).await;
+    run.submit("answer slowly").await;
+    assert!(run.shows("word2", T).await, "{}", run.pane());
+    let working = run.wait_state("working").await;
     assert_eq!(working["rule"], "fallback:changing", "{working}");
 
     // Frozen: nothing prints, and nobody asks until the state change has had its time.
     let pane_pid: i32 = String::from_utf8_lossy(
         &std::process::Command::new("tmux")
-            .args(["-L", &hub.tmux_socket, "display", "-p", "-t", &target])
+            .args(["-L", &hub.tmux_socket, "display", "-p", "-t", &run.target])
             .arg("#{pane_pid}")
             .output()
             .unwrap()
@@ -648,12 +622,12 @@ async fn a_real_cli_held_still_settles_by_the_stability_fallback_on_time() {
     .expect("pane pid");
     let mut events = hub.hub.subscribe_events();
     let frozen = Frozen::new(nix::unistd::Pid::from_raw(pane_pid));
-    let session = hub.hub.get(&id).unwrap();
+    let session = hub.hub.get(&run.id).unwrap();
     tokio::time::sleep(STABLE_AFTER + Duration::from_millis(1500)).await;
     let last_output = session.output().last_output_at().expect("output");
     let settled = std::iter::from_fn(|| events.try_recv().ok())
         .map(|e| crate::policy_support::event_value(&e))
-        .find(|e| e["type"] == "session_state_changed" && e["sessionId"] == id.as_str())
+        .find(|e| e["type"] == "session_state_changed" && e["sessionId"] == run.id.as_str())
         .expect("a state change while frozen, with no look from outside");
     assert_eq!(
         (settled["state"].as_str(), settled["rule"].as_str()),
@@ -670,10 +644,10 @@ async fn a_real_cli_held_still_settles_by_the_stability_fallback_on_time() {
 
     // Woken: the spinner turns again, and the reply finishes.
     drop(frozen);
-    let working = wait_state(&hub, &id, "working", t).await;
+    let working = run.wait_state("working").await;
     assert_eq!(working["rule"], "fallback:changing", "{working}");
-    assert!(wait_until(t, || async { pane(&hub, &target).contains("word7") }).await);
-    wait_state(&hub, &id, "idle", t).await;
+    assert!(run.shows("word7", T).await);
+    run.wait_state("idle").await;
 }
 
 /// A process group stopped (SIGSTOP) until dropped (SIGCONT), even when the test fails.

@@ -14,7 +14,7 @@ use tokio_tungstenite::tungstenite::Message;
 use agent_hub::redact::corpus::{samples, Sample};
 use agent_hub::redact::{visible, MARKER};
 
-use crate::support::{wait_until, TestHub};
+use crate::support::{wait_until, TestHub, Ws};
 
 /// Whether any 8-byte piece of `secret` is visible in `out` (escape sequences ignored).
 fn leaked(out: &[u8], secret: &str) -> bool {
@@ -62,17 +62,6 @@ fn corpus_file(dir: &std::path::Path) -> (std::path::PathBuf, Vec<Sample>) {
     (path, corpus)
 }
 
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn ws(hub: &TestHub, path: &str) -> Ws {
-    let url = format!("{}{path}", hub.base.replace("http://", "ws://"));
-    tokio_tungstenite::connect_async(hub.ws(&url))
-        .await
-        .expect("ws")
-        .0
-}
-
 /// Binary bytes until `until` is seen.
 async fn binary_until(ws: &mut Ws, until: &str) -> Vec<u8> {
     let mut bytes = Vec::new();
@@ -99,8 +88,10 @@ async fn the_corpus_is_redacted_on_every_output_path() {
     let id = hub
         .create_with(json!({ "backend": "pty", "cols": 250, "rows": 50 }))
         .await;
-    let mut events = ws(&hub, "/v1/events").await;
-    let mut live = ws(&hub, &format!("/v1/pty/sessions/{id}/stream?since=0")).await;
+    let mut events = hub.connect_ws("/v1/events").await;
+    let mut live = hub
+        .connect_ws(&format!("/v1/pty/sessions/{id}/stream?since=0"))
+        .await;
     let file = file.display().to_string();
 
     // talk: output and raw_output.
@@ -128,7 +119,9 @@ async fn the_corpus_is_redacted_on_every_output_path() {
     let decoded = crate::stream::decode_base64(v["output"].as_str().unwrap());
     assert_clean("read base64", &decoded, &corpus);
     // The WebSocket stream replayed from 0.
-    let mut replay = ws(&hub, &format!("/v1/pty/sessions/{id}/stream?since=0")).await;
+    let mut replay = hub
+        .connect_ws(&format!("/v1/pty/sessions/{id}/stream?since=0"))
+        .await;
     let bytes = binary_until(&mut replay, "CORPUS_2_END").await;
     assert_clean("stream (replay)", &bytes, &corpus);
     // term_read.
@@ -140,7 +133,9 @@ async fn the_corpus_is_redacted_on_every_output_path() {
         .await;
     assert_clean("term_read", v["text"].as_str().unwrap().as_bytes(), &corpus);
     // The screen paint a new viewer gets (the last screenful: the coloured half).
-    let mut screen = ws(&hub, &format!("/v1/pty/sessions/{id}/stream")).await;
+    let mut screen = hub
+        .connect_ws(&format!("/v1/pty/sessions/{id}/stream"))
+        .await;
     let paint = binary_until(&mut screen, "CORPUS_2_END").await;
     let on_screen: Vec<Sample> = samples()
         .into_iter()
@@ -245,7 +240,9 @@ async fn secrets_split_across_writes_with_a_pause_are_caught() {
 
     let hub = TestHub::start().await;
     let id = hub.create("pty").await;
-    let mut live = ws(&hub, &format!("/v1/pty/sessions/{id}/stream")).await;
+    let mut live = hub
+        .connect_ws(&format!("/v1/pty/sessions/{id}/stream"))
+        .await;
     hub.post(
         &format!("/v1/pty/sessions/{id}/send_line"),
         json!({ "data": format!("bash {}", file.display()) }),
@@ -280,19 +277,9 @@ async fn attach_shows_redacted_output() {
     let (file, corpus) = corpus_file(dir.path());
     let hub = TestHub::start().await;
     let id = hub.create_with(json!({ "backend": "tmux" })).await;
-    let script = format!("'{}' attach {id}", crate::cli::BIN);
-    let mut term = crate::cli::Terminal::spawn(
-        &script,
-        &[
-            ("AGENT_HUB_URL", &hub.base),
-            ("AGENT_HUB_DATA_DIR", hub.data_dir().to_str().unwrap()),
-        ],
-    );
+    let mut term = crate::cli::attach(&hub, &id, "");
     assert!(
-        wait_until(Duration::from_secs(10), || async {
-            hub.session(&id).await["cols"] == 80
-        })
-        .await,
+        crate::cli::attached(&hub, &id).await,
         "attach did not start"
     );
     hub.post(

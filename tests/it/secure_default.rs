@@ -511,31 +511,15 @@ fn in_container(container: &str, script: &str) -> (i32, String, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_on_the_host_network_cannot_leave_its_team_through_tcp() {
     crate::require_docker!();
-    let hub_id = crate::docker_support::unique_hub_id();
-    let _guard = crate::docker_support::ContainerGuard(hub_id.clone());
-    let toml = format!(
-        "hub_id = \"{hub_id}\"\n{}{}{}",
+    let agents = [
         host_network_agent("hw", "t"),
         host_network_agent("mate", "t"),
         host_network_agent("other", "u"),
-    );
-    let parsed = agent_hub::config::HubConfig::parse(&toml, "test.toml").expect("config");
-    let components = agent_hub::daemon::Components {
-        audit: true,
-        agent_sync: true,
-        unix_socket: true,
-        ..Default::default()
-    };
-    let hub = TestHub::start_components(components, |c| {
-        c.hub_id = parsed.hub_id.clone();
-        c.agents = parsed.agents.clone();
-        c.hub_binary = Some(BIN.into());
-    })
-    .await;
-    for id in ["hw", "mate", "other"] {
-        let (status, v) = hub.post(&format!("/v1/agents/{id}/start"), json!({})).await;
-        assert_eq!(status, 200, "{id}: {v}");
-    }
+    ]
+    .concat();
+    let (hub, _guard) =
+        crate::docker_support::hub_with_started_agents(&agents, &["hw", "mate", "other"], |_| {})
+            .await;
     let (_, v) = hub.get("/v1/agents/hw").await;
     let hw = v["agent"]["container_id"].as_str().unwrap().to_string();
     let port = hub.base.rsplit(':').next().unwrap().to_string();

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::both_backends;
-use crate::support::{process_alive, session_runs, wait_until, TestHub};
+use crate::support::{json_reply, process_alive, session_runs, wait_until, TestHub};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -388,15 +388,10 @@ async fn scrollback_offsets_across_eviction_report_dropped_bytes_exactly() {
         hub.session(&id).await["output_offset"].as_u64().unwrap(),
     );
     let poll = tokio::spawn(async move {
-        http.get(format!(
+        json_reply(http.get(format!(
             "{h2}/v1/pty/sessions/{id2}/read?since={end2}&timeout_ms=8000"
-        ))
-        .send()
+        )))
         .await
-        .unwrap()
-        .json::<serde_json::Value>()
-        .await
-        .unwrap()
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
     hub.post(

@@ -14,13 +14,9 @@ type Ws =
 
 pub async fn connect(hub: &TestHub, id: &str, since: Option<u64>) -> (Ws, Value) {
     let q = since.map(|s| format!("?since={s}")).unwrap_or_default();
-    let url = format!(
-        "{}/v1/pty/sessions/{id}/stream{q}",
-        hub.base.replace("http://", "ws://")
-    );
-    let (mut ws, _) = tokio_tungstenite::connect_async(hub.ws(&url))
-        .await
-        .expect("ws connect");
+    let mut ws = hub
+        .connect_ws(&format!("/v1/pty/sessions/{id}/stream{q}"))
+        .await;
     let hello = match ws.next().await {
         Some(Ok(Message::Text(t))) => serde_json::from_str(t.as_str()).expect("hello json"),
         other => panic!("expected hello, got {other:?}"),

@@ -94,6 +94,16 @@ impl TestHub {
         ws_request(url, &self.owner_token)
     }
 
+    /// A WebSocket connection to `path` (`/v1/events`, `/v1/pty/sessions/{id}/stream`...)
+    /// presenting the owner's token.
+    pub async fn connect_ws(&self, path: &str) -> Ws {
+        let url = format!("{}{path}", self.base.replace("http://", "ws://"));
+        tokio_tungstenite::connect_async(self.ws(&url))
+            .await
+            .expect("ws connect")
+            .0
+    }
+
     pub async fn request(
         &self,
         method: reqwest::Method,
@@ -296,6 +306,10 @@ pub const OWNER_FIELDS: [&str; 6] = [
 /// A WebSocket handshake request.
 pub type WsRequest = tokio_tungstenite::tungstenite::handshake::client::Request;
 
+/// A WebSocket client connection.
+pub type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
 /// An HTTP client that presents `token` on every request (`Authorization: Bearer`).
 pub fn authed_http(token: &str) -> reqwest::Client {
     let mut headers = reqwest::header::HeaderMap::new();
@@ -318,13 +332,10 @@ pub fn ws_request(url: &str, token: &str) -> WsRequest {
 /// POSTs `body` to `url` (a full URL: usable from a spawned task) with `token`, and returns
 /// the reply's JSON.
 pub async fn post_json(url: String, token: &str, body: serde_json::Value) -> serde_json::Value {
-    authed_http(token)
-        .post(url)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    json_reply(authed_http(token).post(url).json(&body)).await
+}
+
+/// Sends `request` and returns the reply's JSON (panics when it fails or is not JSON).
+pub async fn json_reply(request: reqwest::RequestBuilder) -> Value {
+    request.send().await.unwrap().json().await.unwrap()
 }

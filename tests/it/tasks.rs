@@ -11,12 +11,9 @@ use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::cli::BIN;
-use crate::support::{post_json, process_alive, session_runs, wait_until, TestHub};
+use crate::support::{post_json, process_alive, session_runs, wait_until, TestHub, Ws};
 
 const T: Duration = Duration::from_secs(10);
-
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// Starts a PTY task; returns its id and its session id.
 async fn start(hub: &TestHub, body: Value) -> (String, String) {
@@ -73,14 +70,6 @@ fn count_sleeps(pids: &[u32]) -> usize {
             std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep")
         })
         .count()
-}
-
-async fn events(hub: &TestHub) -> Ws {
-    let url = format!("{}/v1/events", hub.base.replace("http://", "ws://"));
-    tokio_tungstenite::connect_async(hub.ws(&url))
-        .await
-        .expect("events connect")
-        .0
 }
 
 /// Collects task events from the events socket until every task in `ids` has finished.
@@ -307,7 +296,7 @@ async fn a_waiter_returns_the_moment_the_task_ends_or_when_its_timeout_passes() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_come_in_order_per_task_and_bursts_are_coalesced() {
     let hub = TestHub::start().await;
-    let mut ws = events(&hub).await;
+    let mut ws = hub.connect_ws("/v1/events").await;
     let (a, b, c) = tokio::join!(
         start(
             &hub,
@@ -432,7 +421,7 @@ async fn a_piped_task_whose_caller_goes_away_is_cancelled() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hub_shutdown_kills_running_tasks_and_closes_the_event_stream() {
     let hub = TestHub::start().await;
-    let mut ws = events(&hub).await;
+    let mut ws = hub.connect_ws("/v1/events").await;
     let (id, _) = start(&hub, json!({ "cmd": "sleep 100 & sleep 101 & wait" })).await;
     let pid = task(&hub, &id).await["pid"].as_u64().unwrap() as u32;
     let h = hub.base.clone();
@@ -642,7 +631,7 @@ async fn ctrl_c_cancels_the_task_of_agent_hub_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_events_subscriber_is_told_what_it_missed_and_continues() {
     let hub = TestHub::start().await;
-    let mut ws = events(&hub).await;
+    let mut ws = hub.connect_ws("/v1/events").await;
     // Far more than the socket buffers and the bus hold, while the subscriber reads nothing.
     let padding = "x".repeat(1024);
     let total = 20_000u64;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::support::{wait_until, TestHub};
+use crate::support::{json_reply, wait_until, TestHub};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -264,13 +264,9 @@ async fn the_hub_answers_terminal_queries_when_no_client_is_attached() {
         .create_with(json!({"backend": "pty", "shell": "bash", "args": ["--norc", "--noprofile", "-c",
             "sleep 1; printf '\\033[6n'; stty raw -echo; answer=$(timeout 2 dd bs=1 count=6 2>/dev/null); stty sane; printf '\\ngot:[%s]\\n' \"${answer#?}\""]}))
         .await;
-    let url = format!(
-        "{}/v1/pty/sessions/{id}/stream",
-        hub.base.replace("http://", "ws://")
-    );
-    let (_viewer, _) = tokio_tungstenite::connect_async(hub.ws(&url))
-        .await
-        .unwrap();
+    let _viewer = hub
+        .connect_ws(&format!("/v1/pty/sessions/{id}/stream"))
+        .await;
     let seen = hub.wait_output(&id, "got:", T).await;
     assert!(
         seen.contains("got:[]"),
@@ -345,14 +341,7 @@ async fn rendered_reads_can_be_switched_off() {
     .await;
     let http = hub_process.http.clone();
     let child = &mut hub_process.child;
-    let list: Value = http
-        .get(format!("{base}/v1/pty/sessions"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list = json_reply(http.get(format!("{base}/v1/pty/sessions"))).await;
     let sid = list["sessions"][0]["id"].as_str().unwrap().to_string();
     assert_eq!(
         list["sessions"][0]["label"], "main",
