@@ -101,7 +101,7 @@ async fn shown_while_running(
         tracing::warn!(
             "audit: attempt {} not shown while it runs: {}",
             attempt.id,
-            e.0
+            e
         );
     }
     response
@@ -137,15 +137,13 @@ pub async fn record(State(hub): State<Hub>, req: Request, next: Next) -> Respons
     let id = match audit.begin(record.clone()).await {
         Ok(id) => Some(id),
         Err(e) if audit.fail_open() => {
-            tracing::error!(
-                "audit unavailable, {action} goes through unaudited: {}",
-                e.0
-            );
+            tracing::error!("audit unavailable, {action} goes through unaudited: {}", e);
             audit.count_unaudited();
             None
         }
         Err(e) => {
-            return ApiError(HubError::AuditUnavailable { reason: e.0 }).into_response();
+            let reason = e.to_string();
+            return ApiError(HubError::AuditUnavailable { reason }).into_response();
         }
     };
 
@@ -183,7 +181,7 @@ pub async fn record(State(hub): State<Hub>, req: Request, next: Next) -> Respons
     }
     if let Err(e) = audit.finish(record).await {
         // The attempt is on record; only its outcome is missing.
-        tracing::error!("audit: outcome of record {id} not written: {}", e.0);
+        tracing::error!("audit: outcome of record {id} not written: {}", e);
     }
     let body = match rbytes {
         Some(b) => Body::from(b),

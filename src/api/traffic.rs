@@ -9,15 +9,17 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::error::{ApiQuery, ApiResult, ApiWebSocket};
-use crate::audit::{Filter, Unavailable};
+use crate::audit::{AuditError, Filter};
 use crate::error::HubError;
 use crate::hub::Hub;
 use crate::protocol::{
     AuditEventReply, AuditPageReply, AuditSessionReply, AuditSessionsReply, CleanupReply,
 };
 
-fn unavailable(e: Unavailable) -> HubError {
-    HubError::AuditUnavailable { reason: e.0 }
+fn unavailable(e: AuditError) -> HubError {
+    HubError::AuditUnavailable {
+        reason: e.to_string(),
+    }
 }
 
 async fn page(hub: &Hub, filter: Filter) -> ApiResult<Json<AuditPageReply>> {

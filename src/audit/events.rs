@@ -53,7 +53,7 @@ impl Recorder {
                     Ok(event) => {
                         if let Some(record) = event_record(&event) {
                             if let Err(e) = audit.record(record).await {
-                                tracing::error!("audit: event not recorded: {}", e.0);
+                                tracing::error!("audit: event not recorded: {e}");
                             }
                         }
                     }

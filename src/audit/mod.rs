@@ -50,9 +50,9 @@ struct Inner {
     last_id: AtomicI64,
     /// Flushes of the WAL, shared by the commits waiting for one; `None` with
     /// `synchronous = "normal"` (a commit then survives the hub, not the machine).
-    sync: Option<Result<sync::GroupSync, String>>,
+    sync: Option<Result<sync::GroupSync, AuditError>>,
     live: broadcast::Sender<Value>,
-    last_error: Mutex<Option<String>>,
+    last_error: Mutex<Option<AuditError>>,
     written: AtomicU64,
     unaudited: AtomicU64,
     meters: crate::metrics::AuditMeters,
@@ -66,9 +66,75 @@ struct Log {
     journal: journal::Journal,
 }
 
-/// Why a record could not be written.
-#[derive(Debug, Clone)]
-pub struct Unavailable(pub String);
+/// Why the log could not do what was asked. The log keeps a failure and answers it again
+/// (a failed flush fails every later write, `health` shows the last error), so it is `Clone`
+/// and holds its causes in an `Arc`.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AuditError {
+    /// The log is switched off (`audit.enabled = false`).
+    #[error("the audit log is switched off")]
+    Off,
+    /// A file of the log could not be opened or created (its directory, the attempts journal;
+    /// another hub holding the journal is reported here).
+    #[error("cannot open {}: {source}", path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// SQLite could not open the database file.
+    #[error("cannot open {}: {source}", path.display())]
+    OpenDb {
+        path: PathBuf,
+        #[source]
+        source: Arc<rusqlite::Error>,
+    },
+    /// A statement failed.
+    #[error("{0}")]
+    Sqlite(#[source] Arc<rusqlite::Error>),
+    /// The log's thread is not running (it could not be started).
+    #[error("the audit log is not running")]
+    NotRunning,
+    /// The log's thread ended before it answered.
+    #[error("the audit writer stopped")]
+    WriterStopped,
+    /// An attempt could not be appended to the journal.
+    #[error("cannot write the attempts journal: {0}")]
+    Journal(#[source] Arc<std::io::Error>),
+    /// The journal could not be emptied after its attempts were taken in.
+    #[error("cannot empty {}: {source}", path.display())]
+    ClearJournal {
+        path: PathBuf,
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// Flushing the WAL file to disk failed.
+    #[error("{}: {source}", path.display())]
+    Wal {
+        path: PathBuf,
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// The thread that flushes the WAL could not be started.
+    #[error("cannot start the audit sync thread: {0}")]
+    SyncThread(#[source] Arc<std::io::Error>),
+    /// The thread that flushes the WAL ended before it answered.
+    #[error("the audit sync thread stopped")]
+    SyncStopped,
+    /// Records cannot be made durable: a flush failed (this and every later one), or the
+    /// thread that flushes could not start or stopped.
+    #[error("cannot flush the log to disk: {0}")]
+    Flush(#[source] Box<AuditError>),
+    /// `since`/`until` is not a time.
+    #[error("'{text}' is neither RFC 3339 nor epoch milliseconds")]
+    BadTime { text: String },
+}
+
+impl From<rusqlite::Error> for AuditError {
+    fn from(e: rusqlite::Error) -> Self {
+        AuditError::Sqlite(Arc::new(e))
+    }
+}
 
 /// Whether a write must be on disk before it is answered.
 #[derive(Clone, Copy, PartialEq)]
@@ -91,26 +157,32 @@ impl Audit {
         flush: impl FnOnce(PathBuf) -> F,
     ) -> Self
     where
-        F: FnMut() -> Result<(), String> + Send + 'static,
+        F: FnMut() -> Result<(), AuditError> + Send + 'static,
     {
         let path = config
             .path
             .clone()
             .unwrap_or_else(|| data_dir.join(store::FILE_NAME));
         let db = config.enabled.then(|| writer::Db::open(&path));
-        let mut error = db.as_ref().and_then(writer::Db::open_error);
-        let mut flush = db.as_ref().and_then(|db| db.wal.clone()).map(flush);
-        let (mut log, mut last_id) = (None, 0);
-        if let (Some(db), None) = (db, &error) {
-            match recover(&db, &path, flush.as_mut(), config.synchronous != "normal") {
-                Ok((journal, last)) => (log, last_id) = (Some(Log { db, journal }), last),
-                Err(e) => error = Some(e),
+        let mut flush = db
+            .as_ref()
+            .and_then(|db| db.as_ref().ok()?.wal.clone())
+            .map(flush);
+        let (mut log, mut last_id, mut error) = (None, 0, None);
+        match db {
+            Some(Ok(db)) => {
+                match recover(&db, &path, flush.as_mut(), config.synchronous != "normal") {
+                    Ok((journal, last)) => (log, last_id) = (Some(Log { db, journal }), last),
+                    Err(e) => error = Some(e),
+                }
             }
+            Some(Err(e)) => error = Some(e),
+            None => {}
         }
         let sync = match flush {
             Some(flush) if log.is_some() && config.synchronous != "normal" => Some(
                 sync::GroupSync::start("audit-sync", flush)
-                    .map_err(|e| format!("cannot start the audit sync thread: {e}")),
+                    .map_err(|e| AuditError::SyncThread(Arc::new(e))),
             ),
             _ => None,
         };
@@ -151,7 +223,7 @@ impl Audit {
         &self.inner.meters
     }
 
-    fn set_error(&self, e: String) {
+    fn set_error(&self, e: AuditError) {
         *self
             .inner
             .last_error
@@ -159,30 +231,24 @@ impl Audit {
             .unwrap_or_else(|e| e.into_inner()) = Some(e);
     }
 
-    fn db(&self) -> Result<&writer::Db, Unavailable> {
+    fn db(&self) -> Result<&writer::Db, AuditError> {
         self.log().map(|log| &log.db)
     }
 
-    fn log(&self) -> Result<&Log, Unavailable> {
+    fn log(&self) -> Result<&Log, AuditError> {
         self.inner.log.as_ref().ok_or_else(|| {
             let why = self
                 .inner
                 .last_error
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
-            Unavailable(
-                why.clone()
-                    .unwrap_or_else(|| "the audit log is switched off".into()),
-            )
+            why.clone().unwrap_or(AuditError::Off)
         })
     }
 
     /// Notes a failed call, for [`Audit::healthy`] and `health`.
-    fn failed<T>(&self, result: Result<T, String>) -> Result<T, Unavailable> {
-        result.map_err(|e| {
-            self.set_error(e.clone());
-            Unavailable(e)
-        })
+    fn failed<T>(&self, result: Result<T, AuditError>) -> Result<T, AuditError> {
+        result.inspect_err(|e| self.set_error(e.clone()))
     }
 
     /// A write ([`writer::Db::write`]), then, if `durable` says so, the flush that makes it
@@ -190,8 +256,8 @@ impl Audit {
     async fn write<T: Send + 'static>(
         &self,
         durable: Durable,
-        f: impl FnOnce(&Connection) -> Result<T, String> + Send + 'static,
-    ) -> Result<T, Unavailable> {
+        f: impl FnOnce(&Connection) -> Result<T, AuditError> + Send + 'static,
+    ) -> Result<T, AuditError> {
         let started = std::time::Instant::now();
         let mut result = self.db()?.write(f).await;
         if let (Ok(_), Durable::Now, Some(sync)) = (&result, durable, &self.inner.sync) {
@@ -200,7 +266,7 @@ impl Audit {
                 Err(e) => Err(e.clone()),
             };
             if let Err(e) = flushed {
-                result = Err(format!("cannot flush the log to disk: {e}"));
+                result = Err(AuditError::Flush(Box::new(e)));
             }
         }
         match &result {
@@ -218,13 +284,13 @@ impl Audit {
 
     /// Why records can no longer be made durable, once a flush has failed (or the sync thread
     /// could not start): no operation may run then, whatever the database still takes.
-    fn flush_broken(&self) -> Option<String> {
+    fn flush_broken(&self) -> Option<AuditError> {
         match &self.inner.sync {
             Some(Ok(sync)) => sync.broken(),
             Some(Err(e)) => Some(e.clone()),
             None => None,
         }
-        .map(|e| format!("cannot flush the log to disk: {e}"))
+        .map(|e| AuditError::Flush(Box::new(e)))
     }
 
     fn next_id(&self) -> i64 {
@@ -236,46 +302,46 @@ impl Audit {
     /// The request's own task appends it to the journal: no thread hop, no database commit, no
     /// wait for the disk. While the log is known to be failing, the attempt goes to the
     /// database instead, so an operation is refused until the database takes writes again.
-    pub async fn begin(&self, mut record: Record) -> Result<i64, Unavailable> {
+    pub async fn begin(&self, mut record: Record) -> Result<i64, AuditError> {
         cap(&mut record);
         let journal = &self.log()?.journal;
         if let Some(e) = self.flush_broken() {
-            return Err(Unavailable(e));
+            return Err(e);
         }
         record.id = self.next_id();
         if !self.healthy() {
             let attempt = record.clone();
             self.write(Durable::Later, move |c| {
-                store::put(c, &attempt, Existing::Keep).map_err(|e| e.to_string())
+                store::put(c, &attempt, Existing::Keep).map_err(AuditError::from)
             })
             .await?;
             self.clear_error();
         }
         let appended = journal
             .append(&record)
-            .map_err(|e| format!("cannot write the attempts journal: {e}"));
+            .map_err(|e| AuditError::Journal(Arc::new(e)));
         self.failed(appended)?;
         Ok(record.id)
     }
 
     /// Puts an attempt whose operation is still running into the log's queries (it is in
     /// the journal already).
-    pub async fn show(&self, mut record: Record) -> Result<(), Unavailable> {
+    pub async fn show(&self, mut record: Record) -> Result<(), AuditError> {
         cap(&mut record);
         self.write(Durable::Later, move |c| {
-            store::put(c, &record, Existing::Keep).map_err(|e| e.to_string())
+            store::put(c, &record, Existing::Keep).map_err(AuditError::from)
         })
         .await
     }
 
     /// Records the outcome of an attempt (the whole record, under the attempt's id); once it is
     /// on disk, live viewers see the record.
-    pub async fn finish(&self, mut record: Record) -> Result<(), Unavailable> {
+    pub async fn finish(&self, mut record: Record) -> Result<(), AuditError> {
         cap(&mut record);
         let live = serde_json::to_value(&record).unwrap_or(Value::Null);
         let id = record.id;
         self.write(Durable::Now, move |c| {
-            store::put(c, &record, Existing::Replace).map_err(|e| e.to_string())
+            store::put(c, &record, Existing::Replace).map_err(AuditError::from)
         })
         .await?;
         if let Ok(log) = self.log() {
@@ -286,13 +352,13 @@ impl Audit {
     }
 
     /// Records a complete event (one that is not a request: policy actions, agent lifecycle).
-    pub async fn record(&self, mut record: Record) -> Result<i64, Unavailable> {
+    pub async fn record(&self, mut record: Record) -> Result<i64, AuditError> {
         cap(&mut record);
         record.id = self.next_id();
         let live = serde_json::to_value(&record).unwrap_or(Value::Null);
         let id = record.id;
         self.write(Durable::Now, move |c| {
-            store::put(c, &record, Existing::Replace).map_err(|e| e.to_string())
+            store::put(c, &record, Existing::Replace).map_err(AuditError::from)
         })
         .await?;
         self.published(live);
@@ -334,38 +400,38 @@ impl Audit {
     }
 
     /// A page of records and the total matching.
-    pub async fn query(&self, filter: Filter) -> Result<(Vec<Record>, i64), Unavailable> {
+    pub async fn query(&self, filter: Filter) -> Result<(Vec<Record>, i64), AuditError> {
         self.read(move |c| store::query(c, &filter)).await
     }
 
     async fn read<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Connection) -> Result<T, String> + Send + 'static,
-    ) -> Result<T, Unavailable> {
+        f: impl FnOnce(&Connection) -> Result<T, AuditError> + Send + 'static,
+    ) -> Result<T, AuditError> {
         let result = self.db()?.read(f).await;
         self.failed(result)
     }
 
     /// One record.
-    pub async fn get(&self, id: i64) -> Result<Option<Record>, Unavailable> {
-        self.read(move |c| store::get(c, id).map_err(|e| e.to_string()))
+    pub async fn get(&self, id: i64) -> Result<Option<Record>, AuditError> {
+        self.read(move |c| store::get(c, id).map_err(AuditError::from))
             .await
     }
 
     /// Per-session aggregates.
-    pub async fn sessions(&self, id: Option<String>) -> Result<Vec<Value>, Unavailable> {
-        self.read(move |c| store::sessions(c, id.as_deref()).map_err(|e| e.to_string()))
+    pub async fn sessions(&self, id: Option<String>) -> Result<Vec<Value>, AuditError> {
+        self.read(move |c| store::sessions(c, id.as_deref()).map_err(AuditError::from))
             .await
     }
 
     /// Totals.
-    pub async fn stats(&self) -> Result<Value, Unavailable> {
-        self.read(|c| store::stats(c).map_err(|e| e.to_string()))
+    pub async fn stats(&self) -> Result<Value, AuditError> {
+        self.read(|c| store::stats(c).map_err(AuditError::from))
             .await
     }
 
     /// Applies retention now; returns how many records were deleted.
-    pub async fn cleanup(&self) -> Result<usize, Unavailable> {
+    pub async fn cleanup(&self) -> Result<usize, AuditError> {
         let max_age_ms = (self.inner.config.retention_days * 86_400_000) as i64;
         let max_bytes = self.inner.config.max_bytes as i64;
         let db = self.db()?;
@@ -376,7 +442,7 @@ impl Audit {
                 max_age_ms,
                 max_bytes,
             )
-            .map_err(|e| e.to_string())
+            .map_err(AuditError::from)
         });
         self.failed(result.await)
     }
@@ -384,14 +450,14 @@ impl Audit {
     /// Whether the log can be written now (a probe write in a rolled-back transaction).
     pub async fn health(&self) -> Value {
         let probe = match self.db() {
-            Err(e) => Err(e.0),
+            Err(e) => Err(e),
             Ok(db) => db.write_on_thread(|c| {
                 c.execute_batch(
                     "BEGIN IMMEDIATE; INSERT INTO events (ts, ts_ms, actor, action) VALUES ('', 0, '', 'probe'); ROLLBACK;",
                 )
                 .map_err(|e| {
                     let _ = c.execute_batch("ROLLBACK");
-                    e.to_string()
+                    AuditError::from(e)
                 })
             })
             .await,
@@ -409,7 +475,7 @@ impl Audit {
         json!({
             "enabled": self.inner.config.enabled,
             "writable": probe.is_ok(),
-            "error": probe.err().or(last_error),
+            "error": probe.err().or(last_error).map(|e| e.to_string()),
             "path": self.inner.path.display().to_string(),
             "fail_open": self.inner.config.fail_open,
             "records_written": self.inner.written.load(Ordering::Relaxed),
@@ -427,7 +493,7 @@ impl Audit {
         tracker.spawn(async move {
             loop {
                 if let Err(e) = audit.cleanup().await {
-                    tracing::warn!("audit retention failed: {}", e.0);
+                    tracing::warn!("audit retention failed: {e}");
                 }
                 tokio::select! {
                     _ = closing.cancelled() => return,
@@ -446,20 +512,22 @@ fn recover<F>(
     path: &std::path::Path,
     flush: Option<&mut F>,
     full: bool,
-) -> Result<(journal::Journal, i64), String>
+) -> Result<(journal::Journal, i64), AuditError>
 where
-    F: FnMut() -> Result<(), String>,
+    F: FnMut() -> Result<(), AuditError>,
 {
     let journal_path = path.with_extension("attempts");
-    let (journal, left) = journal::Journal::open(&journal_path)
-        .map_err(|e| format!("cannot open {}: {e}", journal_path.display()))?;
+    let (journal, left) = journal::Journal::open(&journal_path).map_err(|e| AuditError::Open {
+        path: journal_path.clone(),
+        source: Arc::new(e),
+    })?;
     let last = db.write_blocking(|c| {
-        let tx = c.unchecked_transaction().map_err(|e| e.to_string())?;
+        let tx = c.unchecked_transaction()?;
         for attempt in &left {
-            store::put(&tx, attempt, Existing::Keep).map_err(|e| e.to_string())?;
+            store::put(&tx, attempt, Existing::Keep)?;
         }
-        tx.commit().map_err(|e| e.to_string())?;
-        store::last_id(c).map_err(|e| e.to_string())
+        tx.commit()?;
+        Ok(store::last_id(c)?)
     })?;
     if !left.is_empty() {
         if let (Some(flush), true) = (flush, full) {
@@ -470,9 +538,10 @@ where
             left.len()
         );
     }
-    journal
-        .clear()
-        .map_err(|e| format!("cannot empty {}: {e}", journal_path.display()))?;
+    journal.clear().map_err(|e| AuditError::ClearJournal {
+        path: journal_path,
+        source: Arc::new(e),
+    })?;
     let journal_last = left.iter().map(|r| r.id).max().unwrap_or(0);
     Ok((journal, last.max(journal_last)))
 }

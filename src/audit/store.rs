@@ -5,6 +5,8 @@ pub use crate::protocol::{AuditRecord as Record, TrafficFilter as Filter};
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, ToSql};
 use serde_json::{json, Value};
 
+use super::AuditError;
+
 /// The file name inside the data dir.
 pub const FILE_NAME: &str = "audit.db";
 
@@ -143,19 +145,19 @@ fn row_to_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<Record> {
 }
 
 /// Parses `since`/`until`: RFC 3339 or epoch milliseconds.
-pub fn parse_time_ms(text: &str) -> Result<i64, String> {
+pub fn parse_time_ms(text: &str) -> Result<i64, AuditError> {
     if let Ok(ms) = text.parse::<i64>() {
         return Ok(ms);
     }
     chrono::DateTime::parse_from_rfc3339(text)
         .map(|t| t.timestamp_millis())
-        .map_err(|_| format!("'{text}' is neither RFC 3339 nor epoch milliseconds"))
+        .map_err(|_| AuditError::BadTime { text: text.into() })
 }
 
 /// The largest page.
 pub const MAX_LIMIT: u32 = 1000;
 
-fn where_clause(f: &Filter) -> Result<(String, Vec<Box<dyn ToSql>>), String> {
+fn where_clause(f: &Filter) -> Result<(String, Vec<Box<dyn ToSql>>), AuditError> {
     let mut sql = vec!["1=1".to_string()];
     let mut args: Vec<Box<dyn ToSql>> = Vec::new();
     let mut eq = |col: &str, v: &Option<String>, sql: &mut Vec<String>| {
@@ -200,28 +202,21 @@ fn where_clause(f: &Filter) -> Result<(String, Vec<Box<dyn ToSql>>), String> {
 }
 
 /// A page of records, oldest first, and the total that match.
-pub fn query(conn: &Connection, f: &Filter) -> Result<(Vec<Record>, i64), String> {
+pub fn query(conn: &Connection, f: &Filter) -> Result<(Vec<Record>, i64), AuditError> {
     let (clause, args) = where_clause(f)?;
     let limit = f.limit.unwrap_or(100).clamp(1, MAX_LIMIT);
     let offset = f.offset.unwrap_or(0);
-    let db = |e: rusqlite::Error| e.to_string();
-    let total: i64 = conn
-        .query_row(
-            &format!("SELECT COUNT(*) FROM events WHERE {clause}"),
-            params_from_iter(args.iter()),
-            |r| r.get(0),
-        )
-        .map_err(db)?;
-    let mut stmt = conn
-        .prepare(&format!(
-            "SELECT * FROM events WHERE {clause} ORDER BY id LIMIT {limit} OFFSET {offset}"
-        ))
-        .map_err(db)?;
+    let total: i64 = conn.query_row(
+        &format!("SELECT COUNT(*) FROM events WHERE {clause}"),
+        params_from_iter(args.iter()),
+        |r| r.get(0),
+    )?;
+    let mut stmt = conn.prepare(&format!(
+        "SELECT * FROM events WHERE {clause} ORDER BY id LIMIT {limit} OFFSET {offset}"
+    ))?;
     let rows = stmt
-        .query_map(params_from_iter(args.iter()), row_to_record)
-        .map_err(db)?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(db)?;
+        .query_map(params_from_iter(args.iter()), row_to_record)?
+        .collect::<Result<Vec<_>, _>>()?;
     Ok((rows, total))
 }
 

@@ -11,12 +11,14 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use tokio::sync::watch;
 
+use super::AuditError;
+
 /// What the sync thread has done: every ticket up to `upto` is settled, with `error` if the
 /// log cannot be made durable any more.
 #[derive(Debug, Clone, Default)]
 struct Done {
     upto: u64,
-    error: Option<String>,
+    error: Option<AuditError>,
 }
 
 #[derive(Default)]
@@ -42,7 +44,7 @@ impl GroupSync {
     /// Starts the thread `name` that runs `sync` for each group.
     pub fn start(
         name: &str,
-        mut sync: impl FnMut() -> Result<(), String> + Send + 'static,
+        mut sync: impl FnMut() -> Result<(), AuditError> + Send + 'static,
     ) -> std::io::Result<Self> {
         let shared = Arc::new(Shared::default());
         let (tx, done) = watch::channel(Done::default());
@@ -73,12 +75,12 @@ impl GroupSync {
     }
 
     /// Why the log can no longer be made durable, once a flush has failed.
-    pub fn broken(&self) -> Option<String> {
+    pub fn broken(&self) -> Option<AuditError> {
         self.done.borrow().error.clone()
     }
 
     /// Waits until everything committed before this call is durable.
-    pub async fn wait(&self) -> Result<(), String> {
+    pub async fn wait(&self) -> Result<(), AuditError> {
         let ticket = {
             let mut asked = self.shared.asked.lock().unwrap_or_else(|e| e.into_inner());
             asked.tickets += 1;
@@ -89,7 +91,7 @@ impl GroupSync {
         let settled = done
             .wait_for(|d| d.upto >= ticket)
             .await
-            .map_err(|_| "the audit sync thread stopped".to_string())?
+            .map_err(|_| AuditError::SyncStopped)?
             .clone();
         settled.error.map_or(Ok(()), Err)
     }
@@ -127,7 +129,7 @@ mod tests {
         })
     }
 
-    fn flusher(disk: &Arc<Disk>) -> impl FnMut() -> Result<(), String> + Send + 'static {
+    fn flusher(disk: &Arc<Disk>) -> impl FnMut() -> Result<(), AuditError> + Send + 'static {
         let disk = disk.clone();
         move || {
             let snapshot = disk.written.load(Ordering::SeqCst);
@@ -176,14 +178,21 @@ mod tests {
         let sync = GroupSync::start("test-sync", move || {
             match counted.fetch_add(1, Ordering::SeqCst) {
                 0 => Ok(()),
-                _ => Err("EIO".to_string()),
+                _ => Err(AuditError::Wal {
+                    path: "audit.db-wal".into(),
+                    source: Arc::new(std::io::Error::other("EIO")),
+                }),
             }
         })
         .unwrap();
-        assert_eq!(sync.wait().await, Ok(()));
-        assert_eq!(sync.wait().await, Err("EIO".to_string()));
-        assert_eq!(sync.wait().await, Err("EIO".to_string()));
-        assert_eq!(sync.broken().as_deref(), Some("EIO"));
+        let text = |r: Result<(), AuditError>| r.map_err(|e| e.to_string());
+        assert_eq!(text(sync.wait().await), Ok(()));
+        assert_eq!(text(sync.wait().await), Err("audit.db-wal: EIO".into()));
+        assert_eq!(text(sync.wait().await), Err("audit.db-wal: EIO".into()));
+        assert_eq!(
+            sync.broken().map(|e| e.to_string()).as_deref(),
+            Some("audit.db-wal: EIO")
+        );
         assert_eq!(
             calls.load(Ordering::SeqCst),
             2,

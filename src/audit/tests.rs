@@ -25,12 +25,15 @@ fn attempt(command: &str) -> Record {
 fn held_flush(
     calls: &Arc<AtomicU64>,
     release: mpsc::Receiver<()>,
-) -> impl FnOnce(PathBuf) -> Box<dyn FnMut() -> Result<(), String> + Send> {
+) -> impl FnOnce(PathBuf) -> Box<dyn FnMut() -> Result<(), AuditError> + Send> {
     let calls = calls.clone();
-    move |_| {
+    move |wal| {
         Box::new(move || {
             calls.fetch_add(1, Ordering::SeqCst);
-            release.recv().map_err(|e| e.to_string())
+            release.recv().map_err(|e| AuditError::Wal {
+                path: wal.clone(),
+                source: Arc::new(std::io::Error::other(e)),
+            })
         })
     }
 }
@@ -42,17 +45,14 @@ async fn an_attempt_is_on_record_without_the_thread_or_the_database_and_survives
     // The thread is busy and the write connection taken: neither may be waited for.
     let (unblock_thread, thread_blocked) = mpsc::channel::<()>();
     let busy = audit.clone();
-    let thread = tokio::spawn(async move {
-        busy.read(move |_| thread_blocked.recv().map_err(|e| e.to_string()))
-            .await
-    });
+    let thread = tokio::spawn(async move { busy.read(move |_| Ok(thread_blocked.recv())).await });
     let (unblock_db, db_blocked) = mpsc::channel::<()>();
     let (taken, db_taken) = mpsc::channel::<()>();
     let holder = audit.clone();
     let db = std::thread::spawn(move || {
         holder.db().unwrap().write_blocking(|_| {
             taken.send(()).unwrap();
-            db_blocked.recv().map_err(|e| e.to_string())
+            Ok(db_blocked.recv())
         })
     });
     db_taken.recv().unwrap();
@@ -62,8 +62,8 @@ async fn an_attempt_is_on_record_without_the_thread_or_the_database_and_survives
         .unwrap();
     unblock_thread.send(()).unwrap();
     unblock_db.send(()).unwrap();
-    thread.await.unwrap().unwrap();
-    db.join().unwrap().unwrap();
+    thread.await.unwrap().unwrap().unwrap();
+    db.join().unwrap().unwrap().unwrap();
 
     // The hub ends before the outcome: the next start has the attempt, without an outcome,
     // and hands out ids after it.
@@ -82,12 +82,16 @@ async fn a_second_hub_cannot_open_a_log_in_use() {
     let dir = tempfile::tempdir().unwrap();
     let first = Audit::open(&config("full"), dir.path());
     let second = Audit::open(&config("full"), dir.path());
-    let e = second.begin(attempt("x")).await.unwrap_err();
-    assert!(e.0.contains("another hub"), "{}", e.0);
+    let e = second.begin(attempt("x")).await.unwrap_err().to_string();
+    assert!(e.contains("another hub"), "{e}");
     let mine = first.record(attempt("first's")).await.unwrap();
     // Nor may it write events (they would take the first hub's ids) or read.
-    let e = second.record(attempt("second's")).await.unwrap_err();
-    assert!(e.0.contains("another hub"), "{}", e.0);
+    let e = second
+        .record(attempt("second's"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("another hub"), "{e}");
     assert!(second.query(Filter::default()).await.is_err());
     assert!(!second.healthy());
     let kept = first.get(mine).await.unwrap().unwrap();
@@ -155,14 +159,22 @@ async fn with_synchronous_normal_nothing_waits_for_a_flush() {
 #[tokio::test]
 async fn a_failed_flush_refuses_later_writes_and_health_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    let audit = Audit::open_with(&config("full"), dir.path(), |_| || Err("EIO".to_string()));
+    let eio = |wal: PathBuf| {
+        move || {
+            Err(AuditError::Wal {
+                path: wal.clone(),
+                source: Arc::new(std::io::Error::other("EIO")),
+            })
+        }
+    };
+    let audit = Audit::open_with(&config("full"), dir.path(), eio);
     assert!(audit.healthy());
-    let e = audit.record(attempt("x")).await.unwrap_err();
-    assert!(e.0.contains("EIO"), "{}", e.0);
+    let e = audit.record(attempt("x")).await.unwrap_err().to_string();
+    assert!(e.contains("EIO"), "{e}");
     assert!(!audit.healthy());
     // No operation may run now, although the database itself still takes writes.
-    let e = audit.begin(attempt("y")).await.unwrap_err();
-    assert!(e.0.contains("EIO"), "{}", e.0);
+    let e = audit.begin(attempt("y")).await.unwrap_err().to_string();
+    assert!(e.contains("EIO"), "{e}");
     let health = audit.health().await;
     assert_eq!(health["writable"], false, "{health}");
     assert!(

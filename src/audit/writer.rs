@@ -18,13 +18,13 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use super::store;
+use super::{store, AuditError};
 
 /// How often, at most, the thread copies the WAL into the database file.
 pub const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Work for the thread: gets a connection, or why there is none.
-type Task = Box<dyn FnOnce(Result<&Connection, &str>) + Send>;
+/// Work for the thread: gets its connection.
+type Task = Box<dyn FnOnce(&Connection) + Send>;
 
 enum Job {
     Read(Task),
@@ -33,26 +33,23 @@ enum Job {
 
 /// The connection every write uses, and whether it wrote since the last checkpoint.
 struct WriteSide {
-    conn: Mutex<Result<Connection, String>>,
+    conn: Mutex<Connection>,
     dirty: AtomicBool,
 }
 
 impl WriteSide {
     fn run<T>(
         &self,
-        conn: &Result<Connection, String>,
-        f: impl FnOnce(&Connection) -> Result<T, String>,
-    ) -> Result<T, String> {
-        let result = match conn {
-            Ok(c) => f(c),
-            Err(e) => Err(e.clone()),
-        };
+        conn: &Connection,
+        f: impl FnOnce(&Connection) -> Result<T, AuditError>,
+    ) -> Result<T, AuditError> {
+        let result = f(conn);
         self.dirty.store(true, Ordering::Relaxed);
         result
     }
 }
 
-/// The open log (or why it could not be opened); dropping it stops the thread.
+/// The open log; dropping it stops the thread.
 pub struct Db {
     write: Arc<WriteSide>,
     jobs: Option<mpsc::Sender<Job>>,
@@ -61,27 +58,22 @@ pub struct Db {
 }
 
 impl Db {
-    /// Opens both connections and starts the thread; an error is kept and answered to every
-    /// call.
-    pub fn open(path: &Path) -> Db {
-        let open = || -> Result<(Connection, Connection), String> {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-            }
-            let write = store::open(path).map_err(|e| e.to_string())?;
-            let read = store::open(path).map_err(|e| e.to_string())?;
-            Ok((write, read))
+    /// Opens both connections and starts the thread.
+    pub fn open(path: &Path) -> Result<Db, AuditError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| AuditError::Open {
+                path: path.to_path_buf(),
+                source: Arc::new(e),
+            })?;
+        }
+        let open = || {
+            store::open(path).map_err(|e| AuditError::OpenDb {
+                path: path.to_path_buf(),
+                source: Arc::new(e),
+            })
         };
-        let (write, read, wal) = match open() {
-            Ok((w, r)) => {
-                let wal = w.path().map(|p| PathBuf::from(format!("{p}-wal")));
-                (Ok(w), Ok(r), wal)
-            }
-            Err(e) => {
-                let e = format!("cannot open {}: {e}", path.display());
-                (Err(e.clone()), Err(e), None)
-            }
-        };
+        let (write, read) = (open()?, open()?);
+        let wal = write.path().map(|p| PathBuf::from(format!("{p}-wal")));
         let write = Arc::new(WriteSide {
             conn: Mutex::new(write),
             dirty: AtomicBool::new(false),
@@ -94,23 +86,18 @@ impl Db {
             .map(|_| tx)
             .map_err(|e| tracing::error!("audit log: cannot start its thread: {e}"))
             .ok();
-        Db { write, jobs, wal }
+        Ok(Db { write, jobs, wal })
     }
 
-    /// Why the log could not be opened, if it could not.
-    pub fn open_error(&self) -> Option<String> {
-        self.lock_write().as_ref().err().cloned()
-    }
-
-    fn lock_write(&self) -> std::sync::MutexGuard<'_, Result<Connection, String>> {
+    fn lock_write(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.write.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Runs `f` on the write connection: here and now when it is free, else on the thread.
     pub async fn write<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Connection) -> Result<T, String> + Send + 'static,
-    ) -> Result<T, String> {
+        f: impl FnOnce(&Connection) -> Result<T, AuditError> + Send + 'static,
+    ) -> Result<T, AuditError> {
         let busy = match self.write.conn.try_lock() {
             Ok(conn) => return self.write.run(&conn, f),
             Err(TryLockError::Poisoned(p)) => return self.write.run(&p.into_inner(), f),
@@ -123,57 +110,56 @@ impl Db {
     /// uses it).
     pub fn write_blocking<T>(
         &self,
-        f: impl FnOnce(&Connection) -> Result<T, String>,
-    ) -> Result<T, String> {
+        f: impl FnOnce(&Connection) -> Result<T, AuditError>,
+    ) -> Result<T, AuditError> {
         self.write.run(&self.lock_write(), f)
     }
 
     /// Runs `f` on the thread's write connection (long writes: retention, probes).
     pub async fn write_on_thread<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Connection) -> Result<T, String> + Send + 'static,
-    ) -> Result<T, String> {
+        f: impl FnOnce(&Connection) -> Result<T, AuditError> + Send + 'static,
+    ) -> Result<T, AuditError> {
         self.on_thread(Job::Write, f).await
     }
 
     /// Runs `f` on the thread's read connection.
     pub async fn read<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Connection) -> Result<T, String> + Send + 'static,
-    ) -> Result<T, String> {
+        f: impl FnOnce(&Connection) -> Result<T, AuditError> + Send + 'static,
+    ) -> Result<T, AuditError> {
         self.on_thread(Job::Read, f).await
     }
 
     async fn on_thread<T: Send + 'static>(
         &self,
         kind: fn(Task) -> Job,
-        f: impl FnOnce(&Connection) -> Result<T, String> + Send + 'static,
-    ) -> Result<T, String> {
+        f: impl FnOnce(&Connection) -> Result<T, AuditError> + Send + 'static,
+    ) -> Result<T, AuditError> {
         let (tx, rx) = oneshot::channel();
         let task: Task = Box::new(move |conn| {
-            let _ = tx.send(conn.map_err(str::to_string).and_then(f));
+            let _ = tx.send(f(conn));
         });
         let sent = self
             .jobs
             .as_ref()
             .is_some_and(|j| j.send(kind(task)).is_ok());
         if !sent {
-            return Err("the audit log is not running".into());
+            return Err(AuditError::NotRunning);
         }
-        rx.await
-            .unwrap_or_else(|_| Err("the audit writer stopped".into()))
+        rx.await.unwrap_or(Err(AuditError::WriterStopped))
     }
 }
 
 /// The thread: runs jobs in order and checkpoints the WAL when it has grown.
-fn serve(read: Result<Connection, String>, write: &WriteSide, jobs: &mpsc::Receiver<Job>) {
+fn serve(read: Connection, write: &WriteSide, jobs: &mpsc::Receiver<Job>) {
     let mut checkpointed = Instant::now();
     loop {
         match jobs.recv_timeout(CHECKPOINT_INTERVAL) {
-            Ok(Job::Read(task)) => task(read.as_ref().map_err(String::as_str)),
+            Ok(Job::Read(task)) => task(&read),
             Ok(Job::Write(task)) => {
                 let conn = write.conn.lock().unwrap_or_else(|e| e.into_inner());
-                task(conn.as_ref().map_err(String::as_str));
+                task(&conn);
                 write.dirty.store(true, Ordering::Relaxed);
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -182,10 +168,8 @@ fn serve(read: Result<Connection, String>, write: &WriteSide, jobs: &mpsc::Recei
         if checkpointed.elapsed() >= CHECKPOINT_INTERVAL
             && write.dirty.swap(false, Ordering::Relaxed)
         {
-            if let Ok(c) = &read {
-                if let Err(e) = c.execute_batch("PRAGMA wal_checkpoint(PASSIVE)") {
-                    tracing::warn!("audit log: checkpoint failed: {e}");
-                }
+            if let Err(e) = read.execute_batch("PRAGMA wal_checkpoint(PASSIVE)") {
+                tracing::warn!("audit log: checkpoint failed: {e}");
             }
             checkpointed = Instant::now();
         }
@@ -196,18 +180,22 @@ fn serve(read: Result<Connection, String>, write: &WriteSide, jobs: &mpsc::Recei
 /// and a completed checkpoint has flushed everything older to the database file, so this makes
 /// every commit before it durable. The file is opened at the first flush that finds it (there
 /// is nothing to flush before SQLite has made it).
-pub fn flush_wal(wal: PathBuf) -> impl FnMut() -> Result<(), String> + Send + 'static {
+pub fn flush_wal(wal: PathBuf) -> impl FnMut() -> Result<(), AuditError> + Send + 'static {
     let mut file: Option<std::fs::File> = None;
     move || {
+        let failed = |e| AuditError::Wal {
+            path: wal.clone(),
+            source: Arc::new(e),
+        };
         if file.is_none() {
             match std::fs::OpenOptions::new().write(true).open(&wal) {
                 Ok(f) => file = Some(f),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-                Err(e) => return Err(format!("{}: {e}", wal.display())),
+                Err(e) => return Err(failed(e)),
             }
         }
         file.as_ref()
             .map_or(Ok(()), |f| f.sync_data())
-            .map_err(|e| format!("{}: {e}", wal.display()))
+            .map_err(failed)
     }
 }
