@@ -157,8 +157,11 @@ impl HostSessions {
         let output = Arc::new(Output::new(cfg.scrollback_bytes));
         let (backend, tmux_session): (Box<dyn Backend>, _) = match req.backend {
             BackendKind::Pty => {
-                let b = PtyBackend::spawn(&spawn, output.clone())
-                    .map_err(|reason| HubError::SpawnFailed { reason })?;
+                let b = PtyBackend::spawn(&spawn, output.clone()).map_err(|e| {
+                    HubError::SpawnFailed {
+                        reason: e.to_string(),
+                    }
+                })?;
                 (Box::new(b), None)
             }
             BackendKind::Tmux => {
@@ -168,7 +171,9 @@ impl HostSessions {
                 };
                 let (b, _adopted) = TmuxBackend::start(server, &name, &spawn, output.clone())
                     .await
-                    .map_err(|reason| HubError::SpawnFailed { reason })?;
+                    .map_err(|e| HubError::SpawnFailed {
+                        reason: e.to_string(),
+                    })?;
                 (Box::new(b), Some(name))
             }
         };

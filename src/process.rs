@@ -87,16 +87,27 @@ pub async fn terminate_session(sid: u32, first: TermSignal) -> Vec<u32> {
     live_session_processes(sid).await
 }
 
+/// Processes of a terminal that are still alive after SIGKILL (what [`none_left`] reports).
+#[derive(Debug, thiserror::Error)]
+#[error("processes still alive after SIGKILL: {}", pid_list(.left))]
+pub struct ProcessError {
+    /// Their pids.
+    pub left: Vec<u32>,
+}
+
+fn pid_list(pids: &[u32]) -> String {
+    let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+    pids.join(", ")
+}
+
 /// `Ok` when `left` (what [`terminate_session`] returned) is empty, else an error naming them.
-pub fn none_left(left: &[u32]) -> Result<(), String> {
+pub fn none_left(left: &[u32]) -> Result<(), ProcessError> {
     if left.is_empty() {
         return Ok(());
     }
-    let pids: Vec<String> = left.iter().map(u32::to_string).collect();
-    Err(format!(
-        "processes still alive after SIGKILL: {}",
-        pids.join(", ")
-    ))
+    Err(ProcessError {
+        left: left.to_vec(),
+    })
 }
 
 /// [`session_processes`] from an async task: the `/proc` scan runs on a blocking thread, not

@@ -221,8 +221,9 @@ impl Containers for DockerContainers {
                 .await
                 .map_err(|e: HubError| e.to_string())?;
             let place = Self::place(docker, at.container).await;
-            let (backend, _adopted) =
-                TmuxBackend::start(place, AGENT_TMUX_SESSION, spec, out).await?;
+            let (backend, _adopted) = TmuxBackend::start(place, AGENT_TMUX_SESSION, spec, out)
+                .await
+                .map_err(|e| e.to_string())?;
             Ok(Box::new(backend) as Box<dyn Backend>)
         })
     }

@@ -8,7 +8,7 @@ use futures_util::future::BoxFuture;
 
 use super::containers::{Attaching, ContainerState, Containers, Labels, Op, Place};
 use super::*;
-use crate::backend::{Backend, SpawnSpec, TermSize};
+use crate::backend::{Backend, BackendError, SpawnSpec, TermSize};
 use crate::guard::{Guard, GuardConfig};
 use crate::output::Output;
 use crate::protocol::HubEvent;
@@ -75,10 +75,10 @@ impl Backend for FakeTerminal {
     fn write(&self, _bytes: Vec<u8>) -> BoxFuture<'_, HubResult<()>> {
         Box::pin(async { Ok(()) })
     }
-    fn resize(&self, _size: TermSize) -> BoxFuture<'_, Result<(), String>> {
+    fn resize(&self, _size: TermSize) -> BoxFuture<'_, Result<(), BackendError>> {
         Box::pin(async { Ok(()) })
     }
-    fn terminate(&self, _first: TermSignal) -> BoxFuture<'_, Result<(), String>> {
+    fn terminate(&self, _first: TermSignal) -> BoxFuture<'_, Result<(), BackendError>> {
         Box::pin(async { Ok(()) })
     }
     fn pid(&self) -> Option<u32> {

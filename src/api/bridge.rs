@@ -40,7 +40,9 @@ pub async fn write(
 ) -> ApiResult<Json<WriteReply>> {
     let bytes = match req.encoding {
         Encoding::Utf8 => req.data.into_bytes(),
-        Encoding::Base64 => base64_decode(&req.data).map_err(HubError::bad_request)?,
+        Encoding::Base64 => {
+            base64_decode(&req.data).map_err(|e| HubError::bad_request(e.to_string()))?
+        }
     };
     let n = bytes.len();
     own_session(&hub, &req.session_id)?

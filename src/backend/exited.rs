@@ -3,7 +3,7 @@
 
 use futures_util::future::BoxFuture;
 
-use super::{Backend, TermSize};
+use super::{Backend, BackendError, TermSize};
 use crate::term::TermSignal;
 
 pub struct ExitedBackend;
@@ -17,11 +17,11 @@ impl Backend for ExitedBackend {
         })
     }
 
-    fn resize(&self, _size: TermSize) -> BoxFuture<'_, Result<(), String>> {
-        Box::pin(async { Err("the session has ended".into()) })
+    fn resize(&self, _size: TermSize) -> BoxFuture<'_, Result<(), BackendError>> {
+        Box::pin(async { Err(BackendError::Ended) })
     }
 
-    fn terminate(&self, _first: TermSignal) -> BoxFuture<'_, Result<(), String>> {
+    fn terminate(&self, _first: TermSignal) -> BoxFuture<'_, Result<(), BackendError>> {
         Box::pin(async { Ok(()) })
     }
 

@@ -50,6 +50,28 @@ impl Capabilities {
 
 pub use crate::term::TermSize;
 
+/// Why a backend could not resize, stop or capture its terminal. The session turns it into
+/// the hub error of the operation (`PTY_WRITE_FAILED` for a resize, `INTERNAL` for a kill).
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error(transparent)]
+    Pty(#[from] pty::PtyError),
+    #[error(transparent)]
+    Tmux(#[from] tmux::TmuxError),
+    /// Processes of the terminal outlived SIGKILL.
+    #[error(transparent)]
+    Process(#[from] crate::process::ProcessError),
+    /// The program is gone (a session restored after it ended).
+    #[error("the session has ended")]
+    Ended,
+    /// An external session's terminal belongs to another process.
+    #[error("external sessions cannot be resized through the hub")]
+    ExternalResize,
+    /// An external session's program belongs to another process.
+    #[error("external sessions are owned by another process")]
+    ExternalTerminate,
+}
+
 /// What to start: the program, its arguments, directory and complete environment.
 #[derive(Debug, Clone)]
 pub struct SpawnSpec {
@@ -66,10 +88,10 @@ pub trait Backend: Send + Sync {
     /// Writes bytes to the terminal's input, in call order, through the backend's single writer.
     fn write(&self, bytes: Vec<u8>) -> BoxFuture<'_, HubResult<()>>;
     /// Changes the terminal size the program sees.
-    fn resize(&self, size: TermSize) -> BoxFuture<'_, Result<(), String>>;
+    fn resize(&self, size: TermSize) -> BoxFuture<'_, Result<(), BackendError>>;
     /// Sends `first` to every process of the terminal, then SIGKILL to whatever is left after
     /// a grace period; returns once nothing is left (or the grace for SIGKILL ran out).
-    fn terminate(&self, first: TermSignal) -> BoxFuture<'_, Result<(), String>>;
+    fn terminate(&self, first: TermSignal) -> BoxFuture<'_, Result<(), BackendError>>;
     /// Host process id of the program, when there is one.
     fn pid(&self) -> Option<u32>;
     /// Stops streaming without stopping the program (a tmux client detaches cleanly, leaving
@@ -95,7 +117,7 @@ pub trait Backend: Send + Sync {
     /// of the current size: tmux is the authority on its panes, and reflows wrapped lines on a
     /// resize where an emulator fed the same bytes cuts them. `None`: nothing but the session's
     /// own emulator knows the screen.
-    fn visible_screen(&self) -> Option<BoxFuture<'_, Result<Vec<u8>, String>>> {
+    fn visible_screen(&self) -> Option<BoxFuture<'_, Result<Vec<u8>, BackendError>>> {
         None
     }
     /// A backend that renders its screen whole (a bridge) answers here; `None` means the

@@ -185,8 +185,9 @@ async fn adopt_tmux(
         size,
     };
     let output = Arc::new(Output::new(cfg.scrollback_bytes));
-    let (backend, adopted) =
-        TmuxBackend::start(place.clone(), name, &spawn, output.clone()).await?;
+    let (backend, adopted) = TmuxBackend::start(place.clone(), name, &spawn, output.clone())
+        .await
+        .map_err(|e| e.to_string())?;
     if !adopted {
         return Err(format!("the tmux session '{name}' was gone"));
     }

@@ -141,7 +141,7 @@ impl Session {
     /// Delivers a signal: SIGINT and SIGQUIT as their control characters (runs nothing, so
     /// unchecked), the others by terminating the terminal's processes.
     pub async fn signal(&self, name: &str) -> HubResult<()> {
-        match input::signal_action(name).map_err(HubError::bad_request)? {
+        match input::signal_action(name).map_err(|e| HubError::bad_request(e.to_string()))? {
             SignalAction::Write(bytes) => self.send_unchecked(bytes.to_vec()).await,
             SignalAction::Terminate(sig) => self.terminate(sig).await,
         }
@@ -157,7 +157,9 @@ impl Session {
         self.backend
             .terminate(first)
             .await
-            .map_err(|message| HubError::Internal { message })
+            .map_err(|e| HubError::Internal {
+                message: e.to_string(),
+            })
     }
 
     /// Stops the background tasks; called when the session leaves the registry.

@@ -25,7 +25,9 @@ impl Session {
         self.backend
             .resize(size)
             .await
-            .map_err(|reason| HubError::WriteFailed { reason })?;
+            .map_err(|e| HubError::WriteFailed {
+                reason: e.to_string(),
+            })?;
         self.lock().size = size;
         self.with_screen(|s| s.resize(size));
         self.repaint_from_backend().await;

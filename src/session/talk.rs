@@ -32,14 +32,25 @@ pub struct TalkPlan {
     pub sentinel: String,
 }
 
+/// Why a talk cannot be planned: the request is wrong, and the message says what to change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TalkError {
+    #[error("talk runs one line: the command must not contain CR or LF")]
+    MultiLine,
+    #[error("command must not be empty")]
+    EmptyCommand,
+    #[error("sentinel must be 1-64 characters of A-Z, a-z, 0-9 and _")]
+    BadSentinel,
+}
+
 /// Builds the plan for `command`. A caller-supplied sentinel must be 1-64 characters of
 /// `[A-Za-z0-9_]` so it can sit in the command line unquoted.
-pub fn plan(command: &str, sentinel: Option<&str>) -> Result<TalkPlan, String> {
+pub fn plan(command: &str, sentinel: Option<&str>) -> Result<TalkPlan, TalkError> {
     if command.contains(['\r', '\n']) {
-        return Err("talk runs one line: the command must not contain CR or LF".into());
+        return Err(TalkError::MultiLine);
     }
     if command.trim().is_empty() {
-        return Err("command must not be empty".into());
+        return Err(TalkError::EmptyCommand);
     }
     let sentinel = match sentinel {
         Some(s) => {
@@ -47,7 +58,7 @@ pub fn plan(command: &str, sentinel: Option<&str>) -> Result<TalkPlan, String> {
                 && s.len() <= 64
                 && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
             if !valid {
-                return Err("sentinel must be 1-64 characters of A-Z, a-z, 0-9 and _".into());
+                return Err(TalkError::BadSentinel);
             }
             s.to_string()
         }
@@ -194,7 +205,7 @@ impl super::Session {
         if let Some(whole) = self.backend.talk(command, sentinel, timeout) {
             return whole.await;
         }
-        let plan = plan(command, sentinel).map_err(HubError::bad_request)?;
+        let plan = plan(command, sentinel).map_err(|e| HubError::bad_request(e.to_string()))?;
         let _turn = self.talk_lock.lock().await;
         let started = Instant::now();
         let mut scanner = TalkScanner::new(&plan.sentinel);

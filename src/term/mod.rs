@@ -8,6 +8,6 @@ mod size;
 mod talk;
 
 pub use keys::{key_bytes, keys_bytes, UnknownKey};
-pub use signal::{signal_action, SignalAction, TermSignal};
+pub use signal::{signal_action, SignalAction, TermSignal, UnknownSignal};
 pub use size::TermSize;
 pub use talk::TalkResult;

@@ -19,9 +19,20 @@ pub enum TermSignal {
     Hup,
 }
 
+/// A signal name the API does not accept; its message lists the accepted names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown signal '{}'; accepted: SIGINT, SIGQUIT, SIGTERM, SIGKILL, SIGHUP",
+    .name.escape_debug()
+)]
+pub struct UnknownSignal {
+    /// The name exactly as given.
+    pub name: String,
+}
+
 /// Accepts "SIGINT", "INT", "sigint" etc. (surrounding whitespace ignored); `Err` for anything
 /// else, with a message listing the accepted names.
-pub fn signal_action(name: &str) -> Result<SignalAction, String> {
+pub fn signal_action(name: &str) -> Result<SignalAction, UnknownSignal> {
     let upper = name.trim().to_ascii_uppercase();
     let short = upper.strip_prefix("SIG").unwrap_or(&upper);
     match short {
@@ -30,10 +41,9 @@ pub fn signal_action(name: &str) -> Result<SignalAction, String> {
         "TERM" => Ok(SignalAction::Terminate(TermSignal::Term)),
         "KILL" => Ok(SignalAction::Terminate(TermSignal::Kill)),
         "HUP" => Ok(SignalAction::Terminate(TermSignal::Hup)),
-        _ => Err(format!(
-            "unknown signal '{}'; accepted: SIGINT, SIGQUIT, SIGTERM, SIGKILL, SIGHUP",
-            name.escape_debug()
-        )),
+        _ => Err(UnknownSignal {
+            name: name.to_string(),
+        }),
     }
 }
 
@@ -73,14 +83,14 @@ mod tests {
             "SIG INT",
             "ſigint",
         ] {
-            let err = signal_action(bad).expect_err(bad);
+            let err = signal_action(bad).expect_err(bad).to_string();
             assert!(
                 err.contains("SIGINT, SIGQUIT, SIGTERM, SIGKILL, SIGHUP"),
                 "{err}"
             );
         }
         assert_eq!(
-            signal_action("STOP"),
+            signal_action("STOP").map_err(|e| e.to_string()),
             Err(
                 "unknown signal 'STOP'; accepted: SIGINT, SIGQUIT, SIGTERM, SIGKILL, SIGHUP".into()
             )

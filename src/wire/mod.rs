@@ -30,12 +30,17 @@ pub fn base64_encode(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
+/// A text that is not standard base64.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid base64: {0}")]
+pub struct InvalidBase64(#[source] base64::DecodeError);
+
 /// The bytes of a standard base64 text.
-pub fn base64_decode(text: &str) -> Result<Vec<u8>, String> {
+pub fn base64_decode(text: &str) -> Result<Vec<u8>, InvalidBase64> {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD
         .decode(text)
-        .map_err(|e| format!("invalid base64: {e}"))
+        .map_err(InvalidBase64)
 }
 
 #[cfg(test)]
@@ -51,7 +56,7 @@ mod tests {
         assert_eq!(base64_decode("Zm8=").unwrap(), b"fo");
         // What the old hand-written decoder silently accepted (dropping or guessing bytes).
         for bad in ["Zm9v!", "Zg=", "Zm 9v", "Zm9vY", "é==="] {
-            let err = base64_decode(bad).unwrap_err();
+            let err = base64_decode(bad).unwrap_err().to_string();
             assert!(err.starts_with("invalid base64"), "{bad}: {err}");
         }
     }

@@ -77,8 +77,8 @@ mod tests {
         limit: Option<u64>,
     }
 
-    fn parse(json: &str) -> Result<Size, String> {
-        serde_json::from_str::<Size>(json).map_err(|e| e.to_string())
+    fn parse(json: &str) -> Result<Size, serde_json::Error> {
+        serde_json::from_str::<Size>(json)
     }
 
     #[test]
@@ -115,7 +115,7 @@ mod tests {
             ),
             (r#"{"cols": 1, "limit": 1e300}"#, "expected u64"),
         ] {
-            let err = parse(bad).unwrap_err();
+            let err = parse(bad).unwrap_err().to_string();
             assert!(err.contains(want), "{bad}: {err}");
         }
     }

@@ -11,7 +11,7 @@ use futures_util::future::BoxFuture;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::{Backend, Capabilities, TermSize};
+use super::{Backend, BackendError, Capabilities, TermSize};
 use crate::error::{HubError, HubResult};
 pub mod bridge;
 pub mod client;
@@ -174,12 +174,12 @@ impl Backend for ExternalBackend {
         }))
     }
 
-    fn resize(&self, _size: TermSize) -> BoxFuture<'_, Result<(), String>> {
-        Box::pin(async { Err("external sessions cannot be resized through the hub".into()) })
+    fn resize(&self, _size: TermSize) -> BoxFuture<'_, Result<(), BackendError>> {
+        Box::pin(async { Err(BackendError::ExternalResize) })
     }
 
-    fn terminate(&self, _first: TermSignal) -> BoxFuture<'_, Result<(), String>> {
-        Box::pin(async { Err("external sessions are owned by another process".into()) })
+    fn terminate(&self, _first: TermSignal) -> BoxFuture<'_, Result<(), BackendError>> {
+        Box::pin(async { Err(BackendError::ExternalTerminate) })
     }
 
     fn pid(&self) -> Option<u32> {

@@ -11,6 +11,8 @@
 
 use portable_pty::MasterPty;
 
+use super::PtyError;
+
 #[cfg(unix)]
 pub use unix::{Input, Source};
 
@@ -18,18 +20,14 @@ pub use unix::{Input, Source};
 pub use blocking::{Input, Source};
 
 /// How a write to the terminal ended.
-pub type Written = Result<(), String>;
+pub type Written = Result<(), PtyError>;
 
 /// The master's input side and the source of its output.
-pub fn split(master: &(dyn MasterPty + Send)) -> Result<(Input, Source), String> {
+pub fn split(master: &(dyn MasterPty + Send)) -> Result<(Input, Source), PtyError> {
     #[cfg(unix)]
     return unix::split(master);
     #[cfg(not(unix))]
     return blocking::split(master);
-}
-
-fn stopped() -> String {
-    "the PTY writer has stopped".to_string()
 }
 
 #[cfg(not(unix))]
@@ -39,7 +37,7 @@ mod blocking {
     use portable_pty::MasterPty;
     use tokio::sync::{mpsc, oneshot};
 
-    use super::{stopped, Written};
+    use super::{PtyError, Written};
     use crate::backend::read_buf::ReadBuf;
 
     type Request = (Vec<u8>, oneshot::Sender<Written>);
@@ -51,20 +49,20 @@ mod blocking {
 
     pub struct Source(Box<dyn Read + Send>);
 
-    pub fn split(master: &(dyn MasterPty + Send)) -> Result<(Input, Source), String> {
+    pub fn split(master: &(dyn MasterPty + Send)) -> Result<(Input, Source), PtyError> {
         let reader = master
             .try_clone_reader()
-            .map_err(|e| format!("cannot read the PTY: {e:#}"))?;
+            .map_err(|e| PtyError::Reader(e.into()))?;
         let mut writer = master
             .take_writer()
-            .map_err(|e| format!("cannot write the PTY: {e:#}"))?;
+            .map_err(|e| PtyError::Writer(e.into()))?;
         let (requests, mut rx) = mpsc::unbounded_channel::<Request>();
         super::super::spawn_thread("pty-writer", move || {
             while let Some((bytes, done)) = rx.blocking_recv() {
                 let result = writer
                     .write_all(&bytes)
                     .and_then(|_| writer.flush())
-                    .map_err(|e| e.to_string());
+                    .map_err(PtyError::Write);
                 let _ = done.send(result);
             }
         })?;
@@ -74,8 +72,10 @@ mod blocking {
     impl Input {
         pub async fn write(&self, bytes: Vec<u8>) -> Written {
             let (done, result) = oneshot::channel();
-            self.requests.send((bytes, done)).map_err(|_| stopped())?;
-            result.await.unwrap_or_else(|_| Err(stopped()))
+            self.requests
+                .send((bytes, done))
+                .map_err(|_| PtyError::WriterStopped)?;
+            result.await.unwrap_or(Err(PtyError::WriterStopped))
         }
     }
 
@@ -87,7 +87,7 @@ mod blocking {
             buf_bytes: usize,
             mut sink: impl FnMut(&[u8]) + Send + 'static,
             done: impl FnOnce() + Send + 'static,
-        ) -> Result<(), String> {
+        ) -> Result<(), PtyError> {
             super::super::spawn_thread("pty-reader", move || {
                 let mut buf = ReadBuf::new(buf_bytes);
                 loop {
@@ -118,7 +118,7 @@ mod unix {
     use tokio::io::Interest;
     use tokio::sync::{mpsc, oneshot};
 
-    use super::{stopped, Written};
+    use super::{PtyError, Written};
     use crate::backend::read_buf::ReadBuf;
 
     type Request = (Vec<u8>, oneshot::Sender<Written>);
@@ -148,23 +148,23 @@ mod unix {
     /// The non-blocking master's output side, read on the runtime.
     pub struct Source(File);
 
-    pub fn split(master: &(dyn MasterPty + Send)) -> Result<(Input, Source), String> {
-        let raw = master
-            .as_raw_fd()
-            .ok_or_else(|| "the PTY has no file descriptor".to_string())?;
+    pub fn split(master: &(dyn MasterPty + Send)) -> Result<(Input, Source), PtyError> {
+        let raw = master.as_raw_fd().ok_or(PtyError::NoDescriptor)?;
         // SAFETY: `master` owns the descriptor and outlives this call; what is kept is a copy.
         let fd = unsafe { BorrowedFd::borrow_raw(raw) }
             .try_clone_to_owned()
-            .map_err(|e| format!("cannot copy the PTY descriptor: {e}"))?;
-        let flags = fcntl(&fd, FcntlArg::F_GETFL).map_err(|e| format!("F_GETFL: {e}"))?;
+            .map_err(PtyError::CopyDescriptor)?;
+        let flags = fcntl(&fd, FcntlArg::F_GETFL).map_err(|source| PtyError::Fcntl {
+            op: "F_GETFL",
+            source,
+        })?;
         let flags = OFlag::from_bits_truncate(flags) | OFlag::O_NONBLOCK;
-        fcntl(&fd, FcntlArg::F_SETFL(flags)).map_err(|e| format!("F_SETFL: {e}"))?;
+        fcntl(&fd, FcntlArg::F_SETFL(flags)).map_err(|source| PtyError::Fcntl {
+            op: "F_SETFL",
+            source,
+        })?;
         let master = File::from(fd);
-        let source = Source(
-            master
-                .try_clone()
-                .map_err(|e| format!("cannot copy the PTY descriptor: {e}"))?,
-        );
+        let source = Source(master.try_clone().map_err(PtyError::CopyDescriptor)?);
         let shared = Arc::new(Shared {
             master,
             queued: Mutex::new(0),
@@ -195,15 +195,17 @@ mod unix {
                 } else {
                     bytes
                 };
-                self.requests.send((rest, done)).map_err(|_| stopped())?;
+                self.requests
+                    .send((rest, done))
+                    .map_err(|_| PtyError::WriterStopped)?;
                 *queued += 1;
             }
-            result.await.unwrap_or_else(|_| Err(stopped()))
+            result.await.unwrap_or(Err(PtyError::WriterStopped))
         }
     }
 
     /// Writes what fits now; returns how much that was.
-    fn write_now(mut master: &File, bytes: &[u8]) -> Result<usize, String> {
+    fn write_now(mut master: &File, bytes: &[u8]) -> Result<usize, PtyError> {
         let mut done = 0;
         while done < bytes.len() {
             match master.write(&bytes[done..]) {
@@ -211,7 +213,7 @@ mod unix {
                 Ok(n) => done += n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(PtyError::Write(e)),
             }
         }
         Ok(done)
@@ -223,7 +225,7 @@ mod unix {
             let n = write_now(master, bytes)?;
             bytes = &bytes[n..];
             if !bytes.is_empty() {
-                wait_for_room(master).map_err(|e| e.to_string())?;
+                wait_for_room(master).map_err(PtyError::WaitForRoom)?;
             }
         }
         Ok(())
@@ -250,14 +252,12 @@ mod unix {
             buf_bytes: usize,
             mut sink: impl FnMut(&[u8]) + Send + 'static,
             done: impl FnOnce() + Send + 'static,
-        ) -> Result<(), String> {
-            let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
-                "the PTY is read on a tokio runtime, and none is running".to_string()
-            })?;
+        ) -> Result<(), PtyError> {
+            let runtime = tokio::runtime::Handle::try_current().map_err(|_| PtyError::NoRuntime)?;
             // SAFETY: the `File` owns its descriptor, and the `AsyncFd` owns the `File` for as
             // long as it is registered.
             let master = unsafe { AsyncFd::register_with_interest(self.0, Interest::READABLE) }
-                .map_err(|e| format!("cannot poll the PTY: {e}"))?;
+                .map_err(|e| PtyError::Poll(e.into()))?;
             runtime.spawn(async move {
                 let mut buf = ReadBuf::new(buf_bytes);
                 // Chunks handed on since the viewers last had a turn.
@@ -389,6 +389,7 @@ mod tests {
         let (input, source, child) = program("0", 3, &out);
         let reading = started(source).await;
         let written = input.write(b"abc".to_vec()).now_or_never();
+        let written = written.map(|w| w.map_err(|e| e.to_string()));
         assert_eq!(written, Some(Ok(())), "the write had to wait");
         finished(reading, child).await;
         assert_eq!(std::fs::read(&out).unwrap(), b"abc");

@@ -11,21 +11,21 @@ use tokio::sync::{mpsc, oneshot};
 use super::pane::PANE_STATE_FORMAT;
 use super::pipe::{self, PanePipe};
 use super::reader::ControlReader;
-use super::TmuxPlace;
+use super::{TmuxError, TmuxPlace};
 use crate::backend::tmux::place::TMUX_CALL_TIMEOUT;
 use crate::output::{ExitInfo, Output};
 
 /// Name of the subscription that reports the pane's death and exit status.
 pub(super) const DEAD_SUBSCRIPTION: &str = "agent_hub_pane_dead";
 
-pub(super) type Ack = oneshot::Sender<Result<(), String>>;
+pub(super) type Ack = oneshot::Sender<Result<(), TmuxError>>;
 
 /// A command batch waiting for tmux's replies.
 pub(super) struct Pending {
     /// Replies still expected.
     replies: usize,
     /// The first error among them.
-    error: Option<String>,
+    error: Option<TmuxError>,
     pub ack: Ack,
     purpose: Purpose,
     /// The reply lines of each command, kept for a [`Purpose::Seed`] batch only.
@@ -48,7 +48,7 @@ pub(super) enum Purpose {
 pub(super) struct Done {
     pub settled: Settled,
     pub ack: Ack,
-    pub result: Result<(), String>,
+    pub result: Result<(), TmuxError>,
 }
 
 /// What a complete batch asks of the reader.
@@ -97,7 +97,7 @@ pub(super) async fn start_control_client(
     pane_id: &str,
     output: Arc<Output>,
     seed: bool,
-) -> Result<mpsc::UnboundedSender<Request>, String> {
+) -> Result<mpsc::UnboundedSender<Request>, TmuxError> {
     // The pane's bytes through a pipe when one can be made here, else through `%output`.
     let pane_pipe = match PanePipe::prepare(server).await {
         Ok(p) => Some(p),
@@ -142,13 +142,10 @@ pub(super) async fn start_control_client(
     // print an error and then keep its stream open without ever attaching.
     match tokio::time::timeout(TMUX_CALL_TIMEOUT, attached).await {
         Ok(Ok(())) => {}
-        Ok(Err(_)) => return Err("the tmux control client ended before attaching".into()),
+        Ok(Err(_)) => return Err(TmuxError::EndedBeforeAttach),
         Err(_) => {
             reader.abort();
-            return Err(format!(
-                "the tmux control client did not attach within {} s",
-                TMUX_CALL_TIMEOUT.as_secs()
-            ));
+            return Err(TmuxError::AttachTimedOut);
         }
     }
     let (commands, requests) = mpsc::unbounded_channel();
@@ -262,7 +259,7 @@ async fn write_lines(
     }
     if let Err(e) = stdin.write_all(text.as_bytes()).await {
         if let Some(failed) = pending.lock().ok().and_then(|mut p| p.pop_back()) {
-            let _ = failed.ack.send(Err(format!("cannot write to tmux: {e}")));
+            let _ = failed.ack.send(Err(TmuxError::Write(e)));
         }
         return false;
     }
@@ -282,7 +279,9 @@ pub(super) fn settle_reply(
             .iter()
             .map(|l| String::from_utf8_lossy(l).into_owned())
             .collect();
-        front.error = Some(format!("tmux: {}", text.join(" ")));
+        front.error = Some(TmuxError::Refused {
+            message: text.join(" "),
+        });
     }
     if front.purpose == Purpose::Seed {
         front.replies_seen.push(lines);
@@ -331,7 +330,10 @@ mod tests {
     }
 
     /// A batch waiting for `replies` replies, and where its ack goes.
-    fn batch(replies: usize, purpose: Purpose) -> (Pending, oneshot::Receiver<Result<(), String>>) {
+    fn batch(
+        replies: usize,
+        purpose: Purpose,
+    ) -> (Pending, oneshot::Receiver<Result<(), TmuxError>>) {
         let (ack, answer) = oneshot::channel();
         let pending = Pending {
             replies,

@@ -7,6 +7,7 @@
 
 mod client;
 pub mod control;
+mod error;
 mod pane;
 mod pipe;
 pub mod place;
@@ -18,10 +19,11 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use tokio::sync::{mpsc, oneshot};
 
+pub use error::TmuxError;
 use place::TMUX_CALL_TIMEOUT;
 pub use place::{PipeRoot, TmuxPlace};
 
-use super::{Backend, SpawnSpec, TermSize};
+use super::{Backend, BackendError, SpawnSpec, TermSize};
 use crate::output::Output;
 use crate::term::TermSignal;
 use client::{start_control_client, Request};
@@ -46,12 +48,6 @@ pub struct TmuxBackend {
     commands: mpsc::UnboundedSender<Request>,
 }
 
-fn invalid_name(name: &str) -> String {
-    format!(
-        "tmux session name '{name}' is not allowed: use 1-64 characters of letters, digits, '_', '-' and '.'"
-    )
-}
-
 impl TmuxBackend {
     /// Adopts the tmux session `name` if it exists, else creates it running `spec`.
     /// Returns the backend and whether the session was adopted. An adopted pane's history
@@ -61,16 +57,18 @@ impl TmuxBackend {
         name: &str,
         spec: &SpawnSpec,
         output: Arc<Output>,
-    ) -> Result<(Self, bool), String> {
+    ) -> Result<(Self, bool), TmuxError> {
         if !is_safe_name(name) || name.starts_with(['%', '$', '@', '=']) {
-            return Err(invalid_name(name));
+            return Err(TmuxError::InvalidName {
+                name: name.to_string(),
+            });
         }
         let mut adopted = server.has_session(name).await;
         if !adopted {
             match create_session(&server, name, spec).await {
                 Ok(()) => {}
                 // Someone else (an image's slow entrypoint) created it meanwhile: adopt it.
-                Err(e) if e.contains("duplicate session") => adopted = true,
+                Err(e) if e.is_duplicate_session() => adopted = true,
                 Err(e) => return Err(e),
             }
         }
@@ -88,7 +86,9 @@ impl TmuxBackend {
         let pane_id = parts.next().unwrap_or_default().to_string();
         let pane_pid = parts.next().and_then(|p| p.parse().ok());
         if !pane_id.starts_with('%') {
-            return Err(format!("tmux did not report a pane for session '{name}'"));
+            return Err(TmuxError::NoPane {
+                name: name.to_string(),
+            });
         }
         // An adopted pane's past is shown (taken by the control client, in its stream).
         if !adopted {
@@ -117,29 +117,23 @@ impl TmuxBackend {
         ))
     }
 
-    async fn send_commands(&self, lines: Vec<String>) -> Result<(), String> {
+    async fn send_commands(&self, lines: Vec<String>) -> Result<(), TmuxError> {
         let (ack, done) = oneshot::channel();
         self.commands
             .send(Request::new(lines, ack))
-            .map_err(|_| "the tmux control client has exited".to_string())?;
+            .map_err(|_| TmuxError::ClientExited)?;
         tokio::time::timeout(TMUX_CALL_TIMEOUT, done)
             .await
-            .map_err(|_| {
-                format!(
-                    "tmux did not answer within {} s",
-                    TMUX_CALL_TIMEOUT.as_secs()
-                )
-            })?
-            .map_err(|_| "the tmux control client has exited".to_string())?
+            .map_err(|_| TmuxError::NoAnswer)?
+            .map_err(|_| TmuxError::ClientExited)?
     }
 }
 
-async fn create_session(server: &TmuxPlace, name: &str, spec: &SpawnSpec) -> Result<(), String> {
+async fn create_session(server: &TmuxPlace, name: &str, spec: &SpawnSpec) -> Result<(), TmuxError> {
     if server.is_host() && !spec.cwd.is_dir() {
-        return Err(format!(
-            "working directory '{}' does not exist or is not a directory",
-            spec.cwd.display()
-        ));
+        return Err(TmuxError::NoWorkingDirectory {
+            path: spec.cwd.clone(),
+        });
     }
     let history = TMUX_HISTORY_LIMIT.to_string();
     let cols = spec.size.cols.to_string();
@@ -204,7 +198,7 @@ async fn create_session(server: &TmuxPlace, name: &str, spec: &SpawnSpec) -> Res
     server
         .run_with_env(&args, env)
         .await
-        .map_err(|e| format!("tmux new-session failed: {e}"))?;
+        .map_err(|e| TmuxError::NewSession(Box::new(e)))?;
     Ok(())
 }
 
@@ -213,20 +207,22 @@ impl Backend for TmuxBackend {
         async move {
             self.send_commands(send_bytes_commands(&self.pane_id, &bytes))
                 .await
-                .map_err(|reason| crate::error::HubError::WriteFailed { reason })
+                .map_err(|e| crate::error::HubError::WriteFailed {
+                    reason: e.to_string(),
+                })
         }
         .boxed()
     }
 
-    fn resize(&self, size: TermSize) -> BoxFuture<'_, Result<(), String>> {
+    fn resize(&self, size: TermSize) -> BoxFuture<'_, Result<(), BackendError>> {
         let line = format!(
             "resize-window -t {} -x {} -y {}",
             self.pane_id, size.cols, size.rows
         );
-        async move { self.send_commands(vec![line]).await }.boxed()
+        async move { Ok(self.send_commands(vec![line]).await?) }.boxed()
     }
 
-    fn visible_screen(&self) -> Option<BoxFuture<'_, Result<Vec<u8>, String>>> {
+    fn visible_screen(&self) -> Option<BoxFuture<'_, Result<Vec<u8>, BackendError>>> {
         Some(
             async move {
                 let lines = self
@@ -249,7 +245,7 @@ impl Backend for TmuxBackend {
         )
     }
 
-    fn terminate(&self, first: TermSignal) -> BoxFuture<'_, Result<(), String>> {
+    fn terminate(&self, first: TermSignal) -> BoxFuture<'_, Result<(), BackendError>> {
         async move {
             // Host panes: every process of the pane's terminal. In a container, killing the
             // session hangs the pane up and the container's own lifecycle does the rest.
@@ -263,7 +259,7 @@ impl Backend for TmuxBackend {
                 .place
                 .run(&["kill-session", "-t", &format!("={}", self.session_name)])
                 .await;
-            crate::process::none_left(&left)
+            Ok(crate::process::none_left(&left)?)
         }
         .boxed()
     }

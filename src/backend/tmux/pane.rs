@@ -4,7 +4,7 @@
 
 use chrono::Utc;
 
-use super::TmuxPlace;
+use super::{TmuxError, TmuxPlace};
 use crate::output::ExitInfo;
 
 /// What the hub watches about its pane (see [`pane_exit`]).
@@ -57,7 +57,7 @@ pub(super) fn seed(history: &[Vec<u8>], cursor: &[Vec<u8>]) -> Vec<u8> {
 pub(super) async fn query_dead_pane(
     server: &TmuxPlace,
     pane_id: &str,
-) -> Result<Option<ExitInfo>, String> {
+) -> Result<Option<ExitInfo>, TmuxError> {
     let value = server
         .run(&["display-message", "-p", "-t", pane_id, PANE_STATE_FORMAT])
         .await?;

@@ -30,7 +30,7 @@ use chrono::Utc;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::watch;
 
-use super::TmuxPlace;
+use super::{TmuxError, TmuxPlace};
 use crate::backend::read_buf::ReadBuf;
 use crate::backend::tmux::place::PipeRoot;
 use crate::backend::tmux::place::TMUX_CALL_TIMEOUT;
@@ -121,7 +121,7 @@ async fn sees(place: &TmuxPlace, root: &PipeRoot, dir: &str) -> bool {
 impl PanePipe {
     /// Makes the FIFO and its reader: the hub's own where the FIFO can be on this machine,
     /// else a relay beside the tmux server.
-    pub(super) async fn prepare(place: &TmuxPlace) -> Result<Self, String> {
+    pub(super) async fn prepare(place: &TmuxPlace) -> Result<Self, TmuxError> {
         if let Some(root) = place.pipe_root() {
             match Self::direct(&root) {
                 Ok(p) => {
@@ -139,39 +139,50 @@ impl PanePipe {
     }
 
     /// A FIFO in a private directory under `root`, opened for reading by the hub.
-    fn direct(root: &PipeRoot) -> Result<Self, String> {
-        let local = private_dir(&root.local).map_err(|e| {
-            format!(
-                "cannot make a pipe directory in {}: {e}",
-                root.local.display()
-            )
+    fn direct(root: &PipeRoot) -> Result<Self, TmuxError> {
+        let local = private_dir(&root.local).map_err(|source| TmuxError::PipeDir {
+            path: root.local.clone(),
+            source,
         })?;
         let made = (|| {
             let name = local
                 .file_name()
                 .and_then(|n| n.to_str())
-                .ok_or("bad name")?;
+                .ok_or(TmuxError::PipeDirName)?;
             let dir = format!("{}/{name}", root.for_tmux);
             if !plain_path(&dir) {
-                return Err(format!("unexpected FIFO directory '{dir}'"));
+                return Err(TmuxError::FifoDir { dir });
             }
             let fifo = local.join("out");
             nix::unistd::mkfifo(
                 &fifo,
                 nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR,
             )
-            .map_err(|e| format!("cannot make a FIFO in {}: {e}", local.display()))?;
+            .map_err(|source| TmuxError::MakeFifo {
+                path: local.clone(),
+                source,
+            })?;
             if root.other_user {
                 // The container's user reaches the FIFO (the directory is its agent's alone).
                 use std::os::unix::fs::PermissionsExt;
-                let mode = |m| std::fs::Permissions::from_mode(m);
-                std::fs::set_permissions(&local, mode(0o755)).map_err(|e| e.to_string())?;
-                std::fs::set_permissions(&fifo, mode(0o622)).map_err(|e| e.to_string())?;
+                let set_mode = |path: &std::path::Path, m| {
+                    std::fs::set_permissions(path, std::fs::Permissions::from_mode(m)).map_err(
+                        |source| TmuxError::FifoMode {
+                            path: path.to_path_buf(),
+                            source,
+                        },
+                    )
+                };
+                set_mode(&local, 0o755)?;
+                set_mode(&fifo, 0o622)?;
             }
             // Opened now, without waiting for a writer.
             let reader = tokio::net::unix::pipe::OpenOptions::new()
                 .open_receiver(&fifo)
-                .map_err(|e| format!("cannot open {}: {e}", fifo.display()))?;
+                .map_err(|source| TmuxError::OpenFifo {
+                    path: fifo.clone(),
+                    source,
+                })?;
             Ok((reader, dir))
         })();
         match made {
@@ -189,7 +200,7 @@ impl PanePipe {
     }
 
     /// Starts a relay beside the tmux server and waits for its FIFO.
-    async fn relay(place: &TmuxPlace) -> Result<Self, String> {
+    async fn relay(place: &TmuxPlace) -> Result<Self, TmuxError> {
         let mut io = place.open_reader(READER_SCRIPT).await?;
         let mut line = Vec::new();
         let read_line = async {
@@ -198,22 +209,20 @@ impl PanePipe {
                 match io.reader.read(&mut byte).await {
                     Ok(1) if byte[0] == b'\n' => return Ok(()),
                     Ok(1) => line.push(byte[0]),
-                    Ok(_) => {
-                        return Err("the pipe reader ended before its FIFO was made".to_string())
-                    }
-                    Err(e) => return Err(format!("the pipe reader failed: {e}")),
+                    Ok(_) => return Err(TmuxError::RelayEnded),
+                    Err(e) => return Err(TmuxError::RelayRead(e)),
                 }
                 if line.len() > 256 {
-                    return Err("the pipe reader printed no FIFO".into());
+                    return Err(TmuxError::RelayNoFifo);
                 }
             }
         };
         tokio::time::timeout(TMUX_CALL_TIMEOUT, read_line)
             .await
-            .map_err(|_| "the pipe reader did not start".to_string())??;
+            .map_err(|_| TmuxError::RelayNotStarted)??;
         let dir = String::from_utf8_lossy(&line).into_owned();
         if !plain_path(&dir) {
-            return Err(format!("unexpected FIFO directory '{dir}'"));
+            return Err(TmuxError::FifoDir { dir });
         }
         let reader = std::mem::replace(&mut io.reader, Box::pin(tokio::io::empty()));
         Ok(PanePipe {

@@ -15,6 +15,8 @@ use futures_util::{FutureExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::Command;
 
+use super::TmuxError;
+
 /// How long a single tmux command may take before it is considered hung.
 pub const TMUX_CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -99,7 +101,7 @@ impl TmuxPlace {
     }
 
     /// Runs one tmux command; returns stdout, or stderr as the error.
-    pub async fn run(&self, args: &[&str]) -> Result<String, String> {
+    pub async fn run(&self, args: &[&str]) -> Result<String, TmuxError> {
         self.run_with_env(args, None).await
     }
 
@@ -109,8 +111,7 @@ impl TmuxPlace {
         &self,
         args: &[&str],
         env: Option<&BTreeMap<String, String>>,
-    ) -> Result<String, String> {
-        let what = || format!("tmux {}", args.first().copied().unwrap_or(""));
+    ) -> Result<String, TmuxError> {
         let run = async {
             match self {
                 TmuxPlace::Host { socket_name } => {
@@ -123,11 +124,11 @@ impl TmuxPlace {
                         .stdin(Stdio::null())
                         .output()
                         .await
-                        .map_err(|e| format!("cannot run tmux: {e}"))?;
+                        .map_err(TmuxError::RunTmux)?;
                     if out.status.success() {
                         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
                     } else {
-                        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+                        Err(command_failed(args, &out.stderr))
                     }
                 }
                 TmuxPlace::Container {
@@ -139,7 +140,9 @@ impl TmuxPlace {
         };
         tokio::time::timeout(TMUX_CALL_TIMEOUT, run)
             .await
-            .map_err(|_| format!("{} timed out", what()))?
+            .map_err(|_| TmuxError::TimedOut {
+                command: command_name(args),
+            })?
     }
 
     /// Whether a session with exactly this name exists.
@@ -150,7 +153,7 @@ impl TmuxPlace {
     }
 
     /// The names of the server's sessions (none when no server runs).
-    pub async fn list_sessions(&self) -> Result<Vec<String>, String> {
+    pub async fn list_sessions(&self) -> Result<Vec<String>, TmuxError> {
         let out = self
             .run(&["list-sessions", "-F", "#{session_name}"])
             .await?;
@@ -163,7 +166,7 @@ impl TmuxPlace {
 
     /// Runs `sh -c script` beside the tmux server (a host process, or a non-TTY exec in the
     /// container) and streams its standard output; standard error is dropped.
-    pub async fn open_reader(&self, script: &str) -> Result<ReaderIo, String> {
+    pub async fn open_reader(&self, script: &str) -> Result<ReaderIo, TmuxError> {
         match self {
             TmuxPlace::Host { .. } => {
                 let mut child = Command::new("sh")
@@ -174,8 +177,11 @@ impl TmuxPlace {
                     .stderr(Stdio::null())
                     .kill_on_drop(true)
                     .spawn()
-                    .map_err(|e| format!("cannot run sh: {e}"))?;
-                let out = child.stdout.take().ok_or("sh has no stdout")?;
+                    .map_err(TmuxError::RunSh)?;
+                let out = child.stdout.take().ok_or(TmuxError::NoStream {
+                    program: "sh",
+                    stream: "stdout",
+                })?;
                 Ok(ReaderIo {
                     reader: Box::pin(out),
                     _child: Some(child),
@@ -190,9 +196,9 @@ impl TmuxPlace {
                 let started = docker
                     .start_exec(&exec, None::<StartExecOptions>)
                     .await
-                    .map_err(|e| format!("docker exec in {container_id} failed: {e}"))?;
+                    .map_err(|source| exec_failed(container_id, source))?;
                 let StartExecResults::Attached { output, .. } = started else {
-                    return Err("docker exec started detached".into());
+                    return Err(TmuxError::ExecDetached);
                 };
                 let stdout = output.filter_map(|item| async move {
                     match item {
@@ -210,7 +216,7 @@ impl TmuxPlace {
     }
 
     /// Starts a control-mode client (`tmux -u -C <args>`).
-    pub async fn open_control(&self, args: &[&str]) -> Result<ControlIo, String> {
+    pub async fn open_control(&self, args: &[&str]) -> Result<ControlIo, TmuxError> {
         match self {
             TmuxPlace::Host { socket_name } => {
                 let mut cmd = Self::host_command(socket_name);
@@ -219,17 +225,13 @@ impl TmuxPlace {
                     .stdin(Stdio::piped())
                     .stdout(Stdio::piped())
                     .stderr(Stdio::null());
-                let mut child = cmd
-                    .spawn()
-                    .map_err(|e| format!("cannot start the tmux control client: {e}"))?;
-                let writer = child
-                    .stdin
-                    .take()
-                    .ok_or("tmux control client has no stdin")?;
-                let reader = child
-                    .stdout
-                    .take()
-                    .ok_or("tmux control client has no stdout")?;
+                let mut child = cmd.spawn().map_err(TmuxError::StartControl)?;
+                let no_stream = |stream| TmuxError::NoStream {
+                    program: "tmux control client",
+                    stream,
+                };
+                let writer = child.stdin.take().ok_or(no_stream("stdin"))?;
+                let reader = child.stdout.take().ok_or(no_stream("stdout"))?;
                 Ok(ControlIo {
                     reader: Box::pin(reader),
                     writer: Box::pin(writer),
@@ -251,9 +253,9 @@ impl TmuxPlace {
                 let started = docker
                     .start_exec(&exec, None::<StartExecOptions>)
                     .await
-                    .map_err(|e| format!("cannot start the tmux control client: {e}"))?;
+                    .map_err(TmuxError::StartControlExec)?;
                 let StartExecResults::Attached { output, input } = started else {
-                    return Err("docker exec started detached".into());
+                    return Err(TmuxError::ExecDetached);
                 };
                 let bytes = output.map(|item| {
                     item.map(|log| log.into_bytes())
@@ -269,12 +271,32 @@ impl TmuxPlace {
     }
 }
 
+/// `tmux <first argument>`: how a command is named in its errors.
+fn command_name(args: &[&str]) -> String {
+    format!("tmux {}", args.first().copied().unwrap_or(""))
+}
+
+/// The error of a tmux command that failed: what it said on its standard error.
+fn command_failed(args: &[&str], stderr: &[u8]) -> TmuxError {
+    TmuxError::Command {
+        command: command_name(args),
+        message: String::from_utf8_lossy(stderr).trim().to_string(),
+    }
+}
+
+fn exec_failed(container_id: &str, source: bollard::errors::Error) -> TmuxError {
+    TmuxError::Exec {
+        container_id: container_id.to_string(),
+        source,
+    }
+}
+
 async fn create_exec(
     docker: &Docker,
     container_id: &str,
     cmd: &[&str],
     stdin: bool,
-) -> Result<String, String> {
+) -> Result<String, TmuxError> {
     let config = ExecConfig {
         cmd: Some(cmd.iter().map(|s| s.to_string()).collect()),
         attach_stdin: Some(stdin),
@@ -288,7 +310,7 @@ async fn create_exec(
         .create_exec(container_id, config)
         .await
         .map(|r| r.id)
-        .map_err(|e| format!("docker exec in {container_id} failed: {e}"))
+        .map_err(|source| exec_failed(container_id, source))
 }
 
 /// Runs `tmux ARGS` in a container and collects its output (non-TTY exec, framed streams).
@@ -296,20 +318,20 @@ async fn exec_capture(
     docker: &Docker,
     container_id: &str,
     args: &[&str],
-) -> Result<String, String> {
+) -> Result<String, TmuxError> {
     let mut cmd = vec!["tmux"];
     cmd.extend_from_slice(args);
     let exec = create_exec(docker, container_id, &cmd, false).await?;
     let started = docker
         .start_exec(&exec, None::<StartExecOptions>)
         .await
-        .map_err(|e| format!("docker exec in {container_id} failed: {e}"))?;
+        .map_err(|source| exec_failed(container_id, source))?;
     let StartExecResults::Attached { mut output, .. } = started else {
-        return Err("docker exec started detached".into());
+        return Err(TmuxError::ExecDetached);
     };
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
     while let Some(item) = output.next().await {
-        match item.map_err(|e| format!("docker exec output failed: {e}"))? {
+        match item.map_err(TmuxError::ExecOutput)? {
             bollard::container::LogOutput::StdErr { message } => stderr.extend_from_slice(&message),
             other => stdout.extend_from_slice(&other.into_bytes()),
         }
@@ -317,12 +339,12 @@ async fn exec_capture(
     let code = docker
         .inspect_exec(&exec)
         .await
-        .map_err(|e| format!("docker exec inspect failed: {e}"))?
+        .map_err(TmuxError::ExecInspect)?
         .exit_code
         .unwrap_or(0);
     if code == 0 {
         Ok(String::from_utf8_lossy(&stdout).into_owned())
     } else {
-        Err(String::from_utf8_lossy(&stderr).trim().to_string())
+        Err(command_failed(args, &stderr))
     }
 }

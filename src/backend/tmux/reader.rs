@@ -18,7 +18,7 @@ use tokio::time::Instant;
 use super::client::{settle_reply, PendingAcks, Settled, DEAD_SUBSCRIPTION};
 use super::control::{ControlMessage, ControlParser};
 use super::pane::{pane_exit, pane_is_dead, query_dead_pane};
-use super::TmuxPlace;
+use super::{TmuxError, TmuxPlace};
 use crate::output::{ExitInfo, Output};
 
 /// While a pane is dead but its exit status not yet known, how often to ask tmux again.
@@ -268,7 +268,7 @@ impl ControlReader {
         &mut self,
         settled: Settled,
         ack: super::client::Ack,
-        result: Result<(), String>,
+        result: Result<(), TmuxError>,
         batch: &mut Vec<u8>,
     ) {
         match settled {
@@ -326,7 +326,7 @@ impl ControlReader {
         }
         if let Ok(mut p) = self.pending.lock() {
             for waiting in p.drain(..) {
-                let _ = waiting.ack.send(Err("the tmux session has ended".into()));
+                let _ = waiting.ack.send(Err(TmuxError::SessionEnded));
             }
         }
         self.record(exit.unwrap_or_else(|| ExitInfo {
