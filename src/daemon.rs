@@ -14,6 +14,37 @@ use crate::config::HubConfig;
 use crate::hub::Hub;
 use crate::persist::Persistence;
 
+/// Why the daemon did not start (or, for the unix socket, serves TCP only).
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The policies directory cannot be loaded (preflight).
+    #[error(transparent)]
+    Policies(#[from] crate::policy::PolicyError),
+    /// An agent's image is missing on its (reachable) engine; `location` is its place in
+    /// hub.toml.
+    #[error(
+        "{location}: agent '{agent}': image: image '{image}' not found on {engine} (build or pull it first)"
+    )]
+    ImageMissing {
+        location: String,
+        agent: String,
+        image: String,
+        engine: String,
+    },
+    #[error("cannot serve the API on {}: {source}", path.display())]
+    UnixSocket {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// How long shutdown waits for background tasks before it gives up on them (a task stuck in a
 /// blocking call must not keep the process alive forever).
 const TASKS_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -78,12 +109,15 @@ pub struct Daemon {
 impl Daemon {
     /// Starts the hub, the chosen components and the API. Errors are for the operator
     /// (a port in use, a bad policies directory).
-    pub async fn start(config: HubConfig, opts: DaemonOptions) -> Result<Daemon, String> {
+    pub async fn start(config: HubConfig, opts: DaemonOptions) -> Result<Daemon, DaemonError> {
         let listener = match opts.listener {
             Some(l) => l,
-            None => TcpListener::bind(config.listen)
-                .await
-                .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?,
+            None => {
+                let addr = config.listen;
+                TcpListener::bind(addr)
+                    .await
+                    .map_err(|source| DaemonError::Listen { addr, source })?
+            }
         };
         let addr = listener.local_addr().map_or(config.listen, |a| a);
         let parts = opts.components;
@@ -216,9 +250,12 @@ impl Daemon {
 /// is made traversable and the socket connectable by the agents' users (the API's own auth
 /// decides what they may do).
 #[cfg(unix)]
-fn bind_unix_socket(path: &std::path::Path) -> Result<tokio::net::UnixListener, String> {
+fn bind_unix_socket(path: &std::path::Path) -> Result<tokio::net::UnixListener, DaemonError> {
     use std::os::unix::fs::PermissionsExt;
-    let fail = |e: std::io::Error| format!("cannot serve the API on {}: {e}", path.display());
+    let fail = |source| DaemonError::UnixSocket {
+        path: path.to_path_buf(),
+        source,
+    };
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(fail)?;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).map_err(fail)?;
@@ -232,7 +269,7 @@ fn bind_unix_socket(path: &std::path::Path) -> Result<tokio::net::UnixListener, 
 /// Rejects agent definitions whose image is missing on a reachable engine. An engine that
 /// cannot be reached is not an error here: host sessions keep working and the agent's start
 /// says DOCKER_UNAVAILABLE.
-async fn check_images(hub: &Hub) -> Result<(), String> {
+async fn check_images(hub: &Hub) -> Result<(), DaemonError> {
     for def in hub.agents().defs() {
         let docker = match hub.docker_endpoints().client(def.endpoint()).await {
             Ok(d) => d,
@@ -245,13 +282,12 @@ async fn check_images(hub: &Hub) -> Result<(), String> {
             status_code: 404, ..
         }) = docker.inspect_image(def.image.get_ref()).await
         {
-            return Err(format!(
-                "{}: agent '{}': image: image '{}' not found on {} (build or pull it first)",
-                def.image_location,
-                def.id,
-                def.image.get_ref(),
-                crate::docker::endpoint_name(def.endpoint())
-            ));
+            return Err(DaemonError::ImageMissing {
+                location: def.image_location.clone(),
+                agent: def.id.clone(),
+                image: def.image.get_ref().clone(),
+                engine: crate::docker::endpoint_name(def.endpoint()),
+            });
         }
     }
     Ok(())

@@ -115,6 +115,27 @@ pub struct Blocked {
     pub pattern: String,
 }
 
+/// A `[guard]` that does not compile; the text names the bad pattern.
+#[derive(Debug, thiserror::Error)]
+pub enum GuardError {
+    /// `disable` names a pattern that does not exist.
+    #[error("guard.disable: no pattern named '{name}'")]
+    UnknownDisabled { name: String },
+    /// One pattern is not a valid regex.
+    #[error("guard pattern '{name}': {source}")]
+    Pattern {
+        name: String,
+        #[source]
+        source: regex::Error,
+    },
+    /// The patterns fail only when compiled together (too large, say).
+    #[error("guard patterns, compiled together: {source}")]
+    Patterns {
+        #[source]
+        source: regex::Error,
+    },
+}
+
 /// The compiled guard.
 #[derive(Debug, Clone)]
 pub struct Guard {
@@ -142,14 +163,14 @@ pub type Refusals = prometheus_client::metrics::family::Family<
 
 impl Guard {
     /// Compiles the defaults and the config; an error names the bad pattern.
-    pub fn new(config: &GuardConfig) -> Result<Self, String> {
+    pub fn new(config: &GuardConfig) -> Result<Self, GuardError> {
         let (mut names, mut regexes) = (Vec::new(), Vec::new());
         if config.enabled {
             for name in &config.disable {
                 let known = DEFAULT_PATTERNS.iter().any(|(n, _)| n == name)
                     || config.patterns.iter().any(|p| &p.name == name);
                 if !known {
-                    return Err(format!("guard.disable: no pattern named '{name}'"));
+                    return Err(GuardError::UnknownDisabled { name: name.clone() });
                 }
             }
             let extra = config
@@ -164,15 +185,18 @@ impl Guard {
                 regexes.push(format!("(?im){regex}"));
             }
         }
-        let set = RegexSet::new(&regexes).map_err(|e| {
+        let set = RegexSet::new(&regexes).map_err(|source| {
             // Name the pattern at fault, if one fails alone.
             match names
                 .iter()
                 .zip(&regexes)
                 .find_map(|(name, regex)| regex::Regex::new(regex).err().map(|e| (name, e)))
             {
-                Some((name, e)) => format!("guard pattern '{name}': {e}"),
-                None => format!("guard patterns, compiled together: {e}"),
+                Some((name, source)) => GuardError::Pattern {
+                    name: name.clone(),
+                    source,
+                },
+                None => GuardError::Patterns { source },
             }
         })?;
         Ok(Guard {
@@ -410,10 +434,10 @@ mod tests {
         );
 
         let bad: GuardConfig = toml::from_str("disable = [\"nope\"]").unwrap();
-        assert!(Guard::new(&bad).unwrap_err().contains("nope"));
+        assert!(Guard::new(&bad).unwrap_err().to_string().contains("nope"));
         let bad: GuardConfig =
             toml::from_str("patterns = [{ name = \"x\", regex = \"(\" }]").unwrap();
-        assert!(Guard::new(&bad).unwrap_err().contains("'x'"));
+        assert!(Guard::new(&bad).unwrap_err().to_string().contains("'x'"));
         let off: GuardConfig = toml::from_str("enabled = false").unwrap();
         assert_eq!(
             Guard::new(&off).unwrap().check("rm -rf /", Role::Observer),

@@ -105,7 +105,7 @@ impl HostSessions {
             cols: req.cols.unwrap_or(cfg.cols),
             rows: req.rows.unwrap_or(cfg.rows),
         };
-        check_size(size.cols, size.rows).map_err(HubError::bad_request)?;
+        check_size(size.cols, size.rows).map_err(|e| HubError::bad_request(e.to_string()))?;
         if let Some(bad) = req
             .env
             .keys()

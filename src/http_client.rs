@@ -79,6 +79,42 @@ impl ClientError {
     }
 }
 
+/// A WebSocket to the API that could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum WsError {
+    /// The URL is not a WebSocket URL.
+    #[error(transparent)]
+    Url(tokio_tungstenite::tungstenite::Error),
+    #[error("the token is not a valid header value")]
+    BadToken(#[source] tokio_tungstenite::tungstenite::http::header::InvalidHeaderValue),
+    /// No connection to `to` (`HOST:PORT` or the unix socket's path).
+    #[error("cannot connect to {to}: {source}")]
+    Connect {
+        to: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The API refused the upgrade (401); `credential_source` says where the token came from
+    /// or was looked for.
+    #[error(
+        "the hub refused the connection: {source}{}",
+        in_parens(credential_source)
+    )]
+    Refused {
+        credential_source: Option<String>,
+        #[source]
+        source: tokio_tungstenite::tungstenite::Error,
+    },
+    /// The WebSocket handshake failed otherwise.
+    #[error(transparent)]
+    Handshake(tokio_tungstenite::tungstenite::Error),
+}
+
+/// ` (TEXT)`, or nothing.
+fn in_parens(text: &Option<String>) -> String {
+    text.as_ref().map(|t| format!(" ({t})")).unwrap_or_default()
+}
+
 /// The byte stream under a WebSocket: TCP or a unix socket.
 pub trait WsIo: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin {}
 impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> WsIo for T {}
@@ -245,49 +281,53 @@ impl HttpClient {
     pub fn ws_request(
         &self,
         url: &str,
-    ) -> Result<tokio_tungstenite::tungstenite::handshake::client::Request, String> {
+    ) -> Result<tokio_tungstenite::tungstenite::handshake::client::Request, WsError> {
         use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-        let mut req = url.into_client_request().map_err(|e| e.to_string())?;
+        let mut req = url.into_client_request().map_err(WsError::Url)?;
         if let Some(token) = &self.token {
             let protocols = format!("agent-hub, {WS_TOKEN_PROTOCOL}{token}");
             req.headers_mut().insert(
                 "sec-websocket-protocol",
-                protocols
-                    .parse()
-                    .map_err(|_| "the token is not a valid header value".to_string())?,
+                protocols.parse().map_err(WsError::BadToken)?,
             );
         }
         Ok(req)
     }
 
     /// Opens a WebSocket (`ws_request`'s request) over TCP or the unix socket.
-    pub async fn ws_connect(&self, url: &str) -> Result<WsStream, String> {
+    pub async fn ws_connect(&self, url: &str) -> Result<WsStream, WsError> {
         let request = self.ws_request(url)?;
-        let io: Box<dyn WsIo> = match &self.unix {
-            Some(path) => Box::new(
+        let (connected, to) = match &self.unix {
+            Some(path) => (
                 tokio::net::UnixStream::connect(path)
                     .await
-                    .map_err(|e| format!("cannot connect to {}: {e}", path.display()))?,
+                    .map(|s| Box::new(s) as Box<dyn WsIo>),
+                path.display().to_string(),
             ),
             None => {
                 let uri = request.uri();
                 let host = uri.host().unwrap_or("127.0.0.1");
                 let port = uri.port_u16().unwrap_or(80);
-                Box::new(
+                (
                     tokio::net::TcpStream::connect((host, port))
                         .await
-                        .map_err(|e| format!("cannot connect to {host}:{port}: {e}"))?,
+                        .map(|s| Box::new(s) as Box<dyn WsIo>),
+                    format!("{host}:{port}"),
                 )
             }
         };
+        let io = connected.map_err(|source| WsError::Connect { to, source })?;
         tokio_tungstenite::client_async(request, io)
             .await
             .map(|(ws, _)| ws)
             .map_err(|e| match &e {
                 tokio_tungstenite::tungstenite::Error::Http(resp) if resp.status() == 401 => {
-                    self.explain_refusal(format!("the hub refused the connection: {e}"))
+                    WsError::Refused {
+                        credential_source: self.credential_source.clone(),
+                        source: e,
+                    }
                 }
-                _ => e.to_string(),
+                _ => WsError::Handshake(e),
             })
     }
 }

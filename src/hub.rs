@@ -205,7 +205,7 @@ impl Hub {
 
     /// Replaces the owner's token (the old one is refused from now on); the new one is
     /// redacted like the old.
-    pub fn rotate_owner_token(&self) -> Result<String, String> {
+    pub fn rotate_owner_token(&self) -> Result<String, crate::access::AccessError> {
         let new = self.inner.access.rotate_owner()?;
         self.inner.redactor.add_literals([new.as_str()]);
         Ok(new)

@@ -17,6 +17,23 @@ use crate::config::{AuthMode, TokenConfig};
 /// The name the owner's token acts under (in the audit trail, `whoami`, the dashboard).
 pub const OWNER_NAME: &str = "owner";
 
+/// The owner's token file cannot be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum AccessError {
+    #[error("cannot read {}: {source}", file.display())]
+    Read {
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write the owner's token to {}: {source}", file.display())]
+    Write {
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// A token the hub knows: whose it is and what it may do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Holder {
@@ -112,7 +129,7 @@ impl Access {
 
     /// Replaces the owner's token (in the file first, then in memory): the old one is refused
     /// from the next request on. Returns the new one.
-    pub fn rotate_owner(&self) -> Result<String, String> {
+    pub fn rotate_owner(&self) -> Result<String, AccessError> {
         let new = owner::generate();
         owner::write(&self.owner_file, &new)?;
         *self.owner.write().unwrap_or_else(|e| e.into_inner()) = new.clone();

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use rand::Rng;
 
+use super::AccessError;
+
 /// The file's name in the data dir.
 pub const FILE_NAME: &str = "admin-token";
 /// Every owner token begins with this (agent credentials begin with `ahk_`).
@@ -26,17 +28,20 @@ pub fn generate() -> String {
 }
 
 /// Reads the token at `file` (whitespace trimmed); `None` when there is no such file.
-pub fn read(file: &Path) -> Result<Option<String>, String> {
+pub fn read(file: &Path) -> Result<Option<String>, AccessError> {
     match std::fs::read_to_string(file) {
         Ok(text) => Ok(Some(text.trim().to_string()).filter(|t| !t.is_empty())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read {}: {e}", file.display())),
+        Err(source) => Err(AccessError::Read {
+            file: file.to_path_buf(),
+            source,
+        }),
     }
 }
 
 /// The token at `file`, made and written there when there is none yet. A file others may read
 /// is made private again, with a warning.
-pub fn load_or_create(file: &Path) -> Result<String, String> {
+pub fn load_or_create(file: &Path) -> Result<String, AccessError> {
     if let Some(token) = read(file)? {
         make_private(file);
         return Ok(token);
@@ -49,9 +54,11 @@ pub fn load_or_create(file: &Path) -> Result<String, String> {
 
 /// Writes `token` to `file` (mode 0600) through a temporary file renamed over it, so a reader
 /// never sees half a token.
-pub fn write(file: &Path, token: &str) -> Result<(), String> {
-    let fail =
-        |e: std::io::Error| format!("cannot write the owner's token to {}: {e}", file.display());
+pub fn write(file: &Path, token: &str) -> Result<(), AccessError> {
+    let fail = |source| AccessError::Write {
+        file: file.to_path_buf(),
+        source,
+    };
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir).map_err(fail)?;
     }

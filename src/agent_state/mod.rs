@@ -32,6 +32,21 @@ use classify::{classify, Classification, Look};
 use profile::{Profile, Source};
 pub use view::StateView;
 
+/// A profile that cannot be loaded, or a list of states to wait for that names none or an
+/// unknown one.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentStateError {
+    /// A profile file cannot be read, or has a problem at a place in it.
+    #[error(transparent)]
+    ProfileFile(#[from] crate::toml_file::TomlFileError),
+    #[error("{origin}: bottom_rows must be at least 1")]
+    BottomRows { origin: String },
+    #[error("unknown state '{name}' in wait (one or more of {})", wait::WAITABLE.join(", "))]
+    UnknownWaitState { name: String },
+    #[error("wait needs at least one state ({})", wait::WAITABLE.join(", "))]
+    NoWaitState,
+}
+
 /// An agent's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

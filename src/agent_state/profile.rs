@@ -15,8 +15,9 @@ use regex::Regex;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::State;
+use super::{AgentStateError, State};
 use crate::activity::Masks;
+use crate::toml_file::TomlFileError;
 
 /// The profiles shipped with the hub (also in `policies/agents/`).
 const BUILTIN: &[(&str, &str)] = &[
@@ -203,14 +204,13 @@ impl Default for ProfileSet {
 
 impl ProfileSet {
     /// The shipped profiles plus every `*.toml` in `dir` (when it exists).
-    pub fn load(dir: Option<&Path>) -> Result<Self, String> {
+    pub fn load(dir: Option<&Path>) -> Result<Self, AgentStateError> {
         let mut set = ProfileSet::default();
         let Some(dir) = dir.filter(|d| d.is_dir()) else {
             return Ok(set);
         };
         for path in crate::toml_file::toml_files(dir)? {
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+            let text = crate::toml_file::read(&path)?;
             let stem = path
                 .file_stem()
                 .and_then(|s| s.to_str())
@@ -323,14 +323,12 @@ impl Profile {
 }
 
 /// Parses and validates one profile; `origin` names the file in errors, `stem` is the default name.
-pub fn parse(text: &str, origin: &str, stem: &str) -> Result<Profile, String> {
+pub fn parse(text: &str, origin: &str, stem: &str) -> Result<Profile, AgentStateError> {
     let at = |span: std::ops::Range<usize>, message: String| {
-        let (line, col, key) = crate::toml_file::locate(text, Some(span));
-        let key = key.map(|k| format!(" (key `{k}`)")).unwrap_or_default();
-        format!("{origin}:{line}:{col}: {message}{key}")
+        TomlFileError::invalid(text, origin, Some(span), message)
     };
-    let file: ProfileFile = toml::from_str(text)
-        .map_err(|e| at(e.span().unwrap_or(0..0), e.message().trim().to_string()))?;
+    let file: ProfileFile =
+        toml::from_str(text).map_err(|e| TomlFileError::syntax(text, origin, e))?;
     let regex = |s: &Spanned<String>| {
         Regex::new(s.get_ref()).map_err(|e| at(s.span(), format!("invalid regex: {e}")))
     };
@@ -356,7 +354,9 @@ pub fn parse(text: &str, origin: &str, stem: &str) -> Result<Profile, String> {
     let interrupt_bytes = crate::term::keys_bytes(std::slice::from_ref(&key))
         .map_err(|e| at(file.interrupt_key.span(), format!("interrupt_key: {e}")))?;
     if file.bottom_rows == 0 {
-        return Err(format!("{origin}: bottom_rows must be at least 1"));
+        return Err(AgentStateError::BottomRows {
+            origin: origin.to_string(),
+        });
     }
     let name = file.name.unwrap_or_else(|| stem.to_string());
     let mut names = vec![name.clone()];
@@ -452,7 +452,7 @@ mod tests {
             ),
         ];
         for (text, at, key) in table {
-            let e = parse(text, "p.toml", "p").unwrap_err();
+            let e = parse(text, "p.toml", "p").unwrap_err().to_string();
             assert!(e.starts_with(at) && e.contains(key), "{text}: {e}");
         }
     }

@@ -2,7 +2,7 @@
 //! `exited`, `unknown`) and `stuck`, parsed from `idle,blocked`, and whether a report is one of
 //! them. Pure; `Session::wait_state` is the loop that waits.
 
-use super::{State, StateReport};
+use super::{AgentStateError, State, StateReport};
 
 /// Every name `wait` accepts, for messages and `help`.
 pub const WAITABLE: [&str; 6] = ["idle", "blocked", "working", "stuck", "exited", "unknown"];
@@ -16,7 +16,7 @@ pub struct Wanted {
 
 impl Wanted {
     /// Parses a comma-separated list (`idle,blocked`); at least one name, each known.
-    pub fn parse(list: &str) -> Result<Self, String> {
+    pub fn parse(list: &str) -> Result<Self, AgentStateError> {
         let mut wanted = Wanted::default();
         for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
             let state = match name {
@@ -30,10 +30,9 @@ impl Wanted {
                     continue;
                 }
                 other => {
-                    return Err(format!(
-                        "unknown state '{other}' in wait (one or more of {})",
-                        WAITABLE.join(", ")
-                    ))
+                    return Err(AgentStateError::UnknownWaitState {
+                        name: other.to_string(),
+                    })
                 }
             };
             if !wanted.states.contains(&state) {
@@ -41,10 +40,7 @@ impl Wanted {
             }
         }
         if wanted.states.is_empty() && !wanted.stuck {
-            return Err(format!(
-                "wait needs at least one state ({})",
-                WAITABLE.join(", ")
-            ));
+            return Err(AgentStateError::NoWaitState);
         }
         Ok(wanted)
     }
@@ -91,9 +87,12 @@ mod tests {
         assert_eq!(w.states, vec![State::Idle, State::Blocked]);
         assert!(!w.stuck);
         assert!(Wanted::parse("stuck").unwrap().stuck);
-        assert!(Wanted::parse("").unwrap_err().contains("at least one"));
+        assert!(Wanted::parse("")
+            .unwrap_err()
+            .to_string()
+            .contains("at least one"));
         assert!(Wanted::parse(" , ").is_err());
-        let e = Wanted::parse("idle,sleeping").unwrap_err();
+        let e = Wanted::parse("idle,sleeping").unwrap_err().to_string();
         assert!(e.contains("'sleeping'") && e.contains("blocked"), "{e}");
     }
 

@@ -97,9 +97,9 @@ impl Agents {
         let backend = match attached {
             Ok(b) => b,
             // The container may have died under the attach: say that, not the exec error.
-            Err(reason) => {
+            Err(e) => {
                 let exited = self.exited_reason(endpoint, container_id).await;
-                return Err(failed(exited.unwrap_or(reason)));
+                return Err(failed(exited.unwrap_or_else(|| e.to_string())));
             }
         };
         let sessions = &self.handles.sessions;

@@ -40,7 +40,19 @@ pub struct Place<'a> {
 /// An operation under way.
 pub type Op<'a, T> = BoxFuture<'a, HubResult<T>>;
 /// An attach under way: the terminal's backend, or why there is none.
-pub type Attaching<'a> = BoxFuture<'a, Result<Box<dyn Backend>, String>>;
+pub type Attaching<'a> = BoxFuture<'a, Result<Box<dyn Backend>, AttachError>>;
+
+/// Why an agent's terminal could not be attached.
+#[derive(Debug, thiserror::Error)]
+pub enum AttachError {
+    /// The engine cannot be reached.
+    #[error(transparent)]
+    Engine(#[from] HubError),
+    /// The tmux client could not attach (the exec failed).
+    #[error(transparent)]
+    Tmux(#[from] crate::backend::tmux::TmuxError),
+}
+
 /// Image labels by name.
 pub type Labels = HashMap<String, String>;
 
@@ -215,15 +227,11 @@ impl Containers for DockerContainers {
         out: Arc<Output>,
     ) -> Attaching<'a> {
         Box::pin(async move {
-            let docker = self
-                .endpoints
-                .client(at.endpoint)
-                .await
-                .map_err(|e: HubError| e.to_string())?;
+            let docker = self.endpoints.client(at.endpoint).await?;
             let place = Self::place(docker, at.container).await;
             let (backend, _adopted) = TmuxBackend::start(place, AGENT_TMUX_SESSION, spec, out)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(AttachError::Tmux)?;
             Ok(Box::new(backend) as Box<dyn Backend>)
         })
     }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
 
-use super::containers::{Attaching, ContainerState, Containers, Labels, Op, Place};
+use super::containers::{AttachError, Attaching, ContainerState, Containers, Labels, Op, Place};
 use super::*;
 use crate::backend::{Backend, BackendError, SpawnSpec, TermSize};
 use crate::guard::{Guard, GuardConfig};
@@ -225,7 +225,12 @@ impl Containers for FakeContainers {
                     detached: self.detached.clone(),
                 }) as Box<dyn Backend>)
             }
-            _ => Err("exec failed: container not running".to_string()),
+            _ => Err(AttachError::Tmux(
+                crate::backend::tmux::TmuxError::Command {
+                    command: "exec".into(),
+                    message: "exec failed: container not running".into(),
+                },
+            )),
         };
         ready(result)
     }

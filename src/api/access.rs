@@ -56,8 +56,9 @@ pub async fn signin_link(State(hub): State<Hub>) -> Json<SigninLinkReply> {
 
 /// `POST /v1/auth/rotate`
 pub async fn rotate(State(hub): State<Hub>) -> ApiResult<Json<RotateReply>> {
-    hub.rotate_owner_token()
-        .map_err(|message| HubError::Internal { message })?;
+    hub.rotate_owner_token().map_err(|e| HubError::Internal {
+        message: e.to_string(),
+    })?;
     let file = hub.access().owner_file().display().to_string();
     tracing::warn!("the owner's token was rotated; the new one is in {file}");
     Ok(Json(RotateReply { ok: true, file }))

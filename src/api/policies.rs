@@ -32,7 +32,7 @@ fn wait_of(q: &StateQuery) -> Result<Option<(Wanted, Duration)>, HubError> {
         }
         return Ok(None);
     };
-    let wanted = Wanted::parse(list).map_err(HubError::bad_request)?;
+    let wanted = Wanted::parse(list).map_err(|e| HubError::bad_request(e.to_string()))?;
     let timeout_ms = q.timeout_ms.unwrap_or(WAIT_DEFAULT_TIMEOUT_MS);
     if timeout_ms > WAIT_MAX_TIMEOUT_MS {
         return Err(HubError::bad_request(format!(

@@ -195,7 +195,7 @@ pub async fn resize(
     Path(id): Path<String>,
     ApiJson(req): ApiJson<ResizeRequest>,
 ) -> ApiResult<Json<ResizeReply>> {
-    check_size(req.cols, req.rows).map_err(HubError::bad_request)?;
+    check_size(req.cols, req.rows).map_err(|e| HubError::bad_request(e.to_string()))?;
     let size = TermSize {
         cols: req.cols,
         rows: req.rows,

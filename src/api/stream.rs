@@ -374,7 +374,8 @@ async fn handle_text(input: &mut InputGuard, session: &Session, text: &str) -> H
         ClientFrame::Input { data } => input.send(session, data.into_bytes()).await,
         ClientFrame::Resize { cols, rows } => {
             may_write(&input.actor)?;
-            check_size(cols, rows).map_err(crate::error::HubError::bad_request)?;
+            check_size(cols, rows)
+                .map_err(|e| crate::error::HubError::bad_request(e.to_string()))?;
             input.resize(session, TermSize { cols, rows }).await
         }
     }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::config::HubConfig;
+use crate::config::{ConfigError, HubConfig};
 use crate::daemon::{Components, Daemon, DaemonOptions};
 use crate::hub::CreateSession;
 use crate::session::Owner;
@@ -45,7 +45,7 @@ pub struct ServeArgs {
     pub log_format: super::logging::LogFormat,
 }
 
-fn build_config(args: &ServeArgs) -> Result<HubConfig, String> {
+fn build_config(args: &ServeArgs) -> Result<HubConfig, ConfigError> {
     let mut config = match &args.config {
         Some(path) => HubConfig::load(path)?,
         None => HubConfig::default(),

@@ -56,8 +56,8 @@ async fn rotate(opts: &ClientOpts) -> i32 {
         Err(e) if e.error_code == "HUB_UNREACHABLE" => {
             let file = owner_file(opts);
             let written = crate::access::owner::write(&file, &crate::access::owner::generate());
-            if let Err(message) = written {
-                eprintln!("agent-hub: {message}");
+            if let Err(e) = written {
+                eprintln!("agent-hub: {e}");
                 return 1;
             }
             (
@@ -117,7 +117,7 @@ fn show(opts: &ClientOpts) -> i32 {
             );
             report(opts, "TOKEN_NOT_FOUND", message)
         }
-        Err(message) => report(opts, "TOKEN_UNREADABLE", message),
+        Err(e) => report(opts, "TOKEN_UNREADABLE", e.to_string()),
     }
 }
 

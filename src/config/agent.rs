@@ -200,7 +200,7 @@ impl AgentDef {
             }
         }
         crate::config::check_size(self.cols.unwrap_or(120), self.rows.unwrap_or(30))
-            .or_else(|m| err("cols", None, m))?;
+            .or_else(|m| err("cols", None, m.to_string()))?;
         if self.ready_timeout == 0 {
             return err(
                 "ready_timeout",
@@ -251,9 +251,9 @@ pub fn parse_bytes(text: &str) -> Option<i64> {
 mod tests {
     use super::*;
 
-    fn def(extra: &str) -> Result<AgentDef, String> {
+    fn def(extra: &str) -> Result<AgentDef, toml::de::Error> {
         let text = format!("id = \"a1\"\nimage = \"img\"\n{extra}");
-        toml::from_str::<AgentDef>(&text).map_err(|e| e.to_string())
+        toml::from_str::<AgentDef>(&text)
     }
 
     #[test]

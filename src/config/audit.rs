@@ -41,14 +41,12 @@ impl Default for AuditConfig {
 
 impl AuditConfig {
     /// Checks values serde cannot.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), super::ConfigError> {
         if !matches!(self.synchronous.as_str(), "full" | "normal") {
-            return Err("audit.synchronous must be \"full\" or \"normal\"".into());
+            return Err(super::ConfigError::AuditSynchronous);
         }
         if self.retention_days == 0 || self.max_bytes < 64 * 1024 {
-            return Err(
-                "audit.retention_days must be positive and audit.max_bytes at least 65536".into(),
-            );
+            return Err(super::ConfigError::AuditLimits);
         }
         Ok(())
     }

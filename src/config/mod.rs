@@ -17,6 +17,66 @@ pub use agent::{AgentDef, StartTmux, DEFAULT_TEAM};
 pub use audit::{AuditConfig, MAX_FIELD_BYTES};
 pub use tokens::{AuthMode, TokenConfig};
 
+use crate::toml_file::TomlFileError;
+
+/// A config that cannot be used: the file cannot be read, a value is out of place or out of
+/// range. The text names the file, line, column and key where it can.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The config file cannot be read.
+    #[error("{}: cannot read config file: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The text is not a config (bad TOML, a wrong type, an unknown key).
+    #[error(transparent)]
+    File(#[from] TomlFileError),
+    /// A value of the file at `origin` is refused.
+    #[error("{origin}: {source}")]
+    Invalid {
+        origin: String,
+        #[source]
+        source: Box<ConfigError>,
+    },
+    /// An `[[agents]]` entry is refused: which agent and field, and why.
+    #[error("{origin}:{line}:{col}: agent '{agent}': {field}: {message}")]
+    Agent {
+        origin: String,
+        line: usize,
+        col: usize,
+        agent: String,
+        field: &'static str,
+        message: String,
+    },
+    /// A terminal size out of range.
+    #[error(
+        "terminal size {cols}x{rows} is out of range: cols must be 1-{MAX_COLS}, rows 1-{MAX_ROWS}"
+    )]
+    TermSize { cols: u16, rows: u16 },
+    #[error("scrollback_bytes must be at least 1024")]
+    ScrollbackTooSmall,
+    #[error("talk_timeout_ms must be positive")]
+    TalkTimeoutZero,
+    #[error("hub_id '{id}' must be 1-32 characters of letters, digits, '-' and '_'")]
+    HubId { id: String },
+    /// `[guard]` does not compile.
+    #[error(transparent)]
+    Guard(#[from] crate::guard::GuardError),
+    #[error("audit.synchronous must be \"full\" or \"normal\"")]
+    AuditSynchronous,
+    #[error("audit.retention_days must be positive and audit.max_bytes at least 65536")]
+    AuditLimits,
+    /// `auth = "none"` on an address other machines can reach.
+    #[error(
+        "auth = \"none\" lets any caller control every agent, so it is only allowed on a loopback address, not on {listen}: remove auth = \"none\" (callers then use the owner's token or [[tokens]]) or listen on 127.0.0.1"
+    )]
+    AuthNotLoopback { listen: SocketAddr },
+    #[error("token '{name}' is too short: use at least 16 characters")]
+    TokenTooShort { name: String },
+}
+
 /// Default tmux socket: one tmux server per hub (see [`HubConfig::tmux_socket_name`]).
 pub const DEFAULT_TMUX_SOCKET: &str = "agent-hub-{hub_id}";
 
@@ -135,9 +195,11 @@ pub fn default_data_dir() -> PathBuf {
 
 impl HubConfig {
     /// Reads and validates a config file.
-    pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read config file: {e}", path.display()))?;
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let mut config = Self::parse(&text, &path.display().to_string())?;
         // A relative policies directory is relative to the file that names it.
         if let (Some(dir), Some(base)) = (&config.policies_dir, path.parent()) {
@@ -149,24 +211,28 @@ impl HubConfig {
     }
 
     /// Parses config text; `origin` names the source in error messages.
-    pub fn parse(text: &str, origin: &str) -> Result<Self, String> {
-        let mut config: HubConfig = toml::from_str(text).map_err(|e| {
-            let (line, col, key) = locate(text, e.span());
-            let key = key.map(|k| format!(" (key `{k}`)")).unwrap_or_default();
-            format!("{origin}:{line}:{col}: {}{key}", e.message().trim())
+    pub fn parse(text: &str, origin: &str) -> Result<Self, ConfigError> {
+        let mut config: HubConfig =
+            toml::from_str(text).map_err(|e| TomlFileError::syntax(text, origin, e))?;
+        config.validate().map_err(|e| ConfigError::Invalid {
+            origin: origin.to_string(),
+            source: Box::new(e),
         })?;
-        config.validate().map_err(|e| format!("{origin}: {e}"))?;
         let mut ids = std::collections::HashSet::new();
         for agent in &config.agents {
             let table = agent.span();
             let def = agent.get_ref();
-            let fail = |field: &str, span: Option<std::ops::Range<usize>>, message: String| {
+            let fail = |field: &'static str, span: Option<std::ops::Range<usize>>, message| {
                 let at = span.unwrap_or_else(|| field_span(text, table.clone(), field));
                 let (line, col, _) = locate(text, Some(at));
-                format!(
-                    "{origin}:{line}:{col}: agent '{}': {field}: {message}",
-                    def.id
-                )
+                ConfigError::Agent {
+                    origin: origin.to_string(),
+                    line,
+                    col,
+                    agent: def.id.clone(),
+                    field,
+                    message,
+                }
             };
             if let Err(e) = def.validate() {
                 return Err(fail(e.field, e.span, e.message));
@@ -188,13 +254,13 @@ impl HubConfig {
     }
 
     /// Checks values serde cannot.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         check_size(self.cols, self.rows)?;
         if self.scrollback_bytes < 1024 {
-            return Err("scrollback_bytes must be at least 1024".into());
+            return Err(ConfigError::ScrollbackTooSmall);
         }
         if self.talk_timeout_ms == 0 {
-            return Err("talk_timeout_ms must be positive".into());
+            return Err(ConfigError::TalkTimeoutZero);
         }
         if let Some(id) = &self.hub_id {
             check_hub_id(id)?;
@@ -202,17 +268,15 @@ impl HubConfig {
         crate::guard::Guard::new(&self.guard)?;
         self.audit.validate()?;
         if self.auth == AuthMode::None && !self.listen.ip().is_loopback() {
-            return Err(format!(
-                "auth = \"none\" lets any caller control every agent, so it is only allowed on a loopback address, not on {}: remove auth = \"none\" (callers then use the owner's token or [[tokens]]) or listen on 127.0.0.1",
-                self.listen
-            ));
+            return Err(ConfigError::AuthNotLoopback {
+                listen: self.listen,
+            });
         }
         for t in &self.tokens {
             if t.token.len() < 16 {
-                return Err(format!(
-                    "token '{}' is too short: use at least 16 characters",
-                    t.name
-                ));
+                return Err(ConfigError::TokenTooShort {
+                    name: t.name.clone(),
+                });
             }
         }
         Ok(())
@@ -227,7 +291,7 @@ impl HubConfig {
 }
 
 /// Validates a hub id (it becomes part of container names and labels).
-pub fn check_hub_id(id: &str) -> Result<(), String> {
+pub fn check_hub_id(id: &str) -> Result<(), ConfigError> {
     let ok = !id.is_empty()
         && id.len() <= 32
         && id
@@ -236,9 +300,7 @@ pub fn check_hub_id(id: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "hub_id '{id}' must be 1-32 characters of letters, digits, '-' and '_'"
-        ))
+        Err(ConfigError::HubId { id: id.to_string() })
     }
 }
 
@@ -248,11 +310,9 @@ pub const MAX_COLS: u16 = 1000;
 pub const MAX_ROWS: u16 = 500;
 
 /// Validates a terminal size.
-pub fn check_size(cols: u16, rows: u16) -> Result<(), String> {
+pub fn check_size(cols: u16, rows: u16) -> Result<(), ConfigError> {
     if cols == 0 || rows == 0 || cols > MAX_COLS || rows > MAX_ROWS {
-        return Err(format!(
-            "terminal size {cols}x{rows} is out of range: cols must be 1-{MAX_COLS}, rows 1-{MAX_ROWS}"
-        ));
+        return Err(ConfigError::TermSize { cols, rows });
     }
     Ok(())
 }
@@ -294,11 +354,15 @@ mod tests {
 
     #[test]
     fn errors_name_file_line_column_and_key() {
-        let e = HubConfig::parse("cols = 100\nrows = \"tall\"\n", "hub.toml").unwrap_err();
+        let e = HubConfig::parse("cols = 100\nrows = \"tall\"\n", "hub.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("hub.toml:2:8:"), "{e}");
         assert!(e.contains("key `rows`"), "{e}");
 
-        let e = HubConfig::parse("\n\ncolour = 3\n", "x.toml").unwrap_err();
+        let e = HubConfig::parse("\n\ncolour = 3\n", "x.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("x.toml:3:1:"), "{e}");
         assert!(e.contains("colour"), "{e}");
     }
@@ -306,25 +370,25 @@ mod tests {
     #[test]
     fn agent_errors_name_file_line_and_field() {
         let text = "cols = 100\n\n[[agents]]\nid = \"a\"\nimage = \"img\"\nready_pattern = \"(\"\n";
-        let e = HubConfig::parse(text, "hub.toml").unwrap_err();
+        let e = HubConfig::parse(text, "hub.toml").unwrap_err().to_string();
         assert!(
             e.starts_with("hub.toml:6:") && e.contains("ready_pattern"),
             "{e}"
         );
         let text = "[[agents]]\nid = \"a\"\nimage = \"img\"\nmemory = \"lots\"\n";
-        let e = HubConfig::parse(text, "hub.toml").unwrap_err();
+        let e = HubConfig::parse(text, "hub.toml").unwrap_err().to_string();
         assert!(
             e.starts_with("hub.toml:4:1:") && e.contains("memory"),
             "{e}"
         );
         let text = "[[agents]]\nid = \"a\"\nimage = \"i\"\n[[agents]]\nid = \"a\"\nimage = \"i\"\n";
-        let e = HubConfig::parse(text, "hub.toml").unwrap_err();
+        let e = HubConfig::parse(text, "hub.toml").unwrap_err().to_string();
         assert!(
             e.starts_with("hub.toml:5:1:") && e.contains("duplicate"),
             "{e}"
         );
         let text = "[[agents]]\nid = \"a\"\nimage = \"i\"\nnetwork = 3\n";
-        let e = HubConfig::parse(text, "hub.toml").unwrap_err();
+        let e = HubConfig::parse(text, "hub.toml").unwrap_err().to_string();
         assert!(e.starts_with("hub.toml:4:") && e.contains("network"), "{e}");
         let ok = HubConfig::parse(
             "[[agents]]\nid = \"a\"\nimage = \"i\"\ncommand = [\"bash\"]\n",
@@ -336,7 +400,9 @@ mod tests {
 
     #[test]
     fn values_are_validated() {
-        let e = HubConfig::parse("cols = 0\n", "hub.toml").unwrap_err();
+        let e = HubConfig::parse("cols = 0\n", "hub.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("out of range"), "{e}");
         assert!(HubConfig::parse("scrollback_bytes = 10\n", "h").is_err());
         assert!(HubConfig::parse("listen = \"nope\"\n", "h").is_err());

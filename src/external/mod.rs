@@ -131,7 +131,7 @@ impl Externals {
             cols: req.cols.unwrap_or(self.config.cols),
             rows: req.rows.unwrap_or(self.config.rows),
         };
-        check_size(size.cols, size.rows).map_err(HubError::bad_request)?;
+        check_size(size.cols, size.rows).map_err(|e| HubError::bad_request(e.to_string()))?;
         let link = Arc::new(ExternalLink::new(
             client,
             remote_id,

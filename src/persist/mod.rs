@@ -30,6 +30,30 @@ use events_log::{EventsLog, Opened};
 use registry_file::{Loaded, RegistryFile, SavedSession, SCHEMA_VERSION};
 use restore::RestoreReport;
 
+/// Why the registry file cannot be used, or a host tmux session cannot be adopted again.
+#[derive(Debug, thiserror::Error)]
+pub enum PersistError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("not valid JSON ({0})")]
+    NotJson(#[source] serde_json::Error),
+    #[error("no schema_version field")]
+    NoSchemaVersion,
+    #[error("schema version {version} is newer than this hub understands ({SCHEMA_VERSION})")]
+    NewerSchema { version: u64 },
+    #[error("unexpected content ({0})")]
+    Content(#[source] serde_json::Error),
+    /// The tmux backend could not attach to the session.
+    #[error(transparent)]
+    TmuxAttach(#[from] crate::backend::tmux::TmuxError),
+    #[error("the tmux session '{name}' was gone")]
+    TmuxGone { name: String },
+}
+
 /// How long after a change the registry is written (changes in between are folded in).
 pub const SAVE_DEBOUNCE: Duration = Duration::from_secs(1);
 /// How often snapshots are refreshed at most.

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::PersistError;
 use crate::session::{Owner, Session};
 
 /// The schema this hub writes and reads.
@@ -109,24 +110,21 @@ pub enum Loaded {
     /// The file could not be used; it was moved to `set_aside` (if that worked) and `reason`
     /// says why.
     SetAside {
-        reason: String,
+        reason: PersistError,
         set_aside: Option<PathBuf>,
     },
 }
 
 /// Why `text` is not a registry this hub can use, if it is not.
-pub fn parse(text: &str) -> Result<RegistryFile, String> {
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| format!("not valid JSON ({e})"))?;
+pub fn parse(text: &str) -> Result<RegistryFile, PersistError> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(PersistError::NotJson)?;
     let version = value["schema_version"]
         .as_u64()
-        .ok_or("no schema_version field")?;
+        .ok_or(PersistError::NoSchemaVersion)?;
     if version > u64::from(SCHEMA_VERSION) {
-        return Err(format!(
-            "schema version {version} is newer than this hub understands ({SCHEMA_VERSION})"
-        ));
+        return Err(PersistError::NewerSchema { version });
     }
-    serde_json::from_value(value).map_err(|e| format!("unexpected content ({e})"))
+    serde_json::from_value(value).map_err(PersistError::Content)
 }
 
 /// Loads `dir/registry.json`, setting aside a file that cannot be used.
@@ -135,9 +133,9 @@ pub fn load(dir: &Path) -> Loaded {
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Loaded::Missing,
-        Err(e) => {
+        Err(source) => {
             return Loaded::SetAside {
-                reason: format!("cannot read {}: {e}", path.display()),
+                reason: PersistError::Read { path, source },
                 set_aside: None,
             }
         }
@@ -223,7 +221,7 @@ mod tests {
             ),
         ];
         for (text, want) in cases {
-            let err = parse(text).expect_err(text);
+            let err = parse(text).expect_err(text).to_string();
             assert!(err.contains(want), "{text}: {err}");
         }
     }
@@ -238,7 +236,7 @@ mod tests {
                 reason,
                 set_aside: Some(aside),
             } => {
-                assert!(reason.contains("not valid JSON"), "{reason}");
+                assert!(reason.to_string().contains("not valid JSON"), "{reason}");
                 assert!(aside.exists());
                 assert!(!dir.path().join(FILE_NAME).exists());
             }

@@ -15,7 +15,7 @@ use chrono::Utc;
 use serde::Serialize;
 
 use super::registry_file::{RegistryFile, SavedSession};
-use super::Handles;
+use super::{Handles, PersistError};
 use crate::backend::exited::ExitedBackend;
 use crate::backend::tmux::{TmuxBackend, TmuxPlace};
 use crate::backend::{SpawnSpec, TermSize};
@@ -165,7 +165,7 @@ async fn adopt_tmux(
     place: &TmuxPlace,
     name: &str,
     saved: Option<&SavedSession>,
-) -> Result<String, String> {
+) -> Result<String, PersistError> {
     let cfg = &hub.config;
     let size = saved.map_or(
         TermSize {
@@ -187,9 +187,11 @@ async fn adopt_tmux(
     let output = Arc::new(Output::new(cfg.scrollback_bytes));
     let (backend, adopted) = TmuxBackend::start(place.clone(), name, &spawn, output.clone())
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(PersistError::TmuxAttach)?;
     if !adopted {
-        return Err(format!("the tmux session '{name}' was gone"));
+        return Err(PersistError::TmuxGone {
+            name: name.to_string(),
+        });
     }
     let (spec, owner) = match saved {
         Some(s) => (spec_of(s, SessionBackend::Tmux), s.owner.clone()),

@@ -16,11 +16,50 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::agent_state::profile::{Profile, ProfileSet};
-use crate::agent_state::State;
+use crate::agent_state::{AgentStateError, State};
 pub use crate::config::policy::{IdleAction, Policy, StuckAction, WarnTo};
 use crate::config::HubConfig;
+use crate::error::HubError;
 pub use crate::toml_file::toml_files;
+use crate::toml_file::TomlFileError;
 pub use evaluate::{evaluate, Action, Memory, Snapshot, Verdict};
+
+/// Policies that cannot be loaded (the files name their place), or a policy's action that
+/// could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// A policy file cannot be read, or has a problem at a place in it.
+    #[error(transparent)]
+    File(#[from] TomlFileError),
+    /// A state profile (`agents/` in the policies directory) cannot be loaded.
+    #[error(transparent)]
+    Profile(#[from] AgentStateError),
+    #[error("{}: policies directory not found", dir.display())]
+    DirNotFound { dir: PathBuf },
+    #[error("{}: policy '{name}' is defined twice", path.display())]
+    Duplicate { path: PathBuf, name: String },
+    /// An agent names a policy that is not loaded; `location` is its image's place in hub.toml.
+    #[error(
+        "{location}: agent '{agent}': policy: no policy named '{name}' in {}",
+        dir.as_deref().map_or("(no policies directory)".into(), |d| d.display().to_string())
+    )]
+    UnknownPolicy {
+        location: String,
+        agent: String,
+        name: String,
+        dir: Option<PathBuf>,
+    },
+    /// A warning for the leader of a session whose leader session is gone.
+    #[error("the leader session '{leader}' is gone")]
+    LeaderGone { leader: String },
+    #[error("the session has no owner_session_id (leader) to warn")]
+    NoLeader,
+    #[error("host sessions cannot be restarted; use idle_action = \"stop\"")]
+    HostRestart,
+    /// Delivering, stopping, restarting or interrupting failed.
+    #[error(transparent)]
+    Action(#[from] HubError),
+}
 
 /// Everything loaded from the policies directory.
 #[derive(Debug, Clone, Default)]
@@ -31,13 +70,11 @@ pub struct Loaded {
 }
 
 /// Parses and validates one policy file.
-pub fn parse_policy(text: &str, origin: &str, stem: &str) -> Result<Policy, String> {
+pub fn parse_policy(text: &str, origin: &str, stem: &str) -> Result<Policy, TomlFileError> {
     let at = |span: Option<std::ops::Range<usize>>, message: &str| {
-        let (line, col, key) = crate::toml_file::locate(text, span);
-        let key = key.map(|k| format!(" (key `{k}`)")).unwrap_or_default();
-        format!("{origin}:{line}:{col}: {message}{key}")
+        TomlFileError::invalid(text, origin, span, message)
     };
-    let mut p: Policy = toml::from_str(text).map_err(|e| at(e.span(), e.message().trim()))?;
+    let mut p: Policy = toml::from_str(text).map_err(|e| TomlFileError::syntax(text, origin, e))?;
     let field = |key: &str| {
         let whole = 0..text.len();
         Some(crate::config::field_span(text, whole, key))
@@ -114,7 +151,7 @@ fn name_ok(name: &str) -> bool {
 impl Loaded {
     /// Loads the policies directory of `config` (policies and profiles) and checks that every
     /// agent's policy exists.
-    pub fn load(config: &HubConfig) -> Result<Self, String> {
+    pub fn load(config: &HubConfig) -> Result<Self, PolicyError> {
         let dir = config.policies_dir.clone().or_else(|| {
             let d = PathBuf::from("policies");
             d.is_dir().then_some(d)
@@ -126,19 +163,16 @@ impl Loaded {
         };
         if let Some(dir) = dir.as_deref() {
             if !dir.is_dir() {
-                return Err(format!("{}: policies directory not found", dir.display()));
+                return Err(PolicyError::DirNotFound {
+                    dir: dir.to_path_buf(),
+                });
             }
             for path in toml_files(dir)? {
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+                let text = crate::toml_file::read(&path)?;
                 let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
                 let p = parse_policy(&text, &path.display().to_string(), stem)?;
                 if loaded.policies.contains_key(&p.name) {
-                    return Err(format!(
-                        "{}: policy '{}' is defined twice",
-                        path.display(),
-                        p.name
-                    ));
+                    return Err(PolicyError::Duplicate { path, name: p.name });
                 }
                 loaded.policies.insert(p.name.clone(), p);
             }
@@ -146,15 +180,12 @@ impl Loaded {
         for def in config.agent_defs() {
             if let Some(name) = &def.policy {
                 if !loaded.policies.contains_key(name) {
-                    return Err(format!(
-                        "{}: agent '{}': policy: no policy named '{name}' in {}",
-                        def.image_location,
-                        def.id,
-                        dir.as_deref()
-                            .map_or("(no policies directory)".into(), |d| d
-                                .display()
-                                .to_string())
-                    ));
+                    return Err(PolicyError::UnknownPolicy {
+                        location: def.image_location.clone(),
+                        agent: def.id.clone(),
+                        name: name.clone(),
+                        dir,
+                    });
                 }
             }
         }
@@ -191,7 +222,7 @@ impl Engine {
     }
 
     /// Reloads from disk; on error the old set stays in force.
-    pub fn reload(&self, config: &HubConfig) -> Result<Arc<Loaded>, String> {
+    pub fn reload(&self, config: &HubConfig) -> Result<Arc<Loaded>, PolicyError> {
         let fresh = Arc::new(Loaded::load(config)?);
         *self.loaded.write().unwrap_or_else(|e| e.into_inner()) = fresh.clone();
         Ok(fresh)
@@ -252,7 +283,7 @@ mod tests {
             ("\nexempt_roles = [\"boss\"]\n", "p.toml:2:", "exempt_roles"),
         ];
         for (text, at, key) in table {
-            let e = parse_policy(text, "p.toml", "p").unwrap_err();
+            let e = parse_policy(text, "p.toml", "p").unwrap_err().to_string();
             assert!(e.starts_with(at) && e.contains(key), "{text}: {e}");
         }
         let ok = parse_policy("idle_timeout_s = 60\nwarn_before_s = 10\n", "p.toml", "p").unwrap();
@@ -270,7 +301,7 @@ mod tests {
             dir.path().display()
         );
         let config = HubConfig::parse(&text, "hub.toml").unwrap();
-        let e = Loaded::load(&config).unwrap_err();
+        let e = Loaded::load(&config).unwrap_err().to_string();
         assert!(e.starts_with("hub.toml:4:") && e.contains("'long'"), "{e}");
         let config = HubConfig::parse(&text.replace("long", "short"), "hub.toml").unwrap();
         assert!(Loaded::load(&config)

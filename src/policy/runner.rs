@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::{Action, Policy, Snapshot, Verdict, WarnTo};
+use super::{Action, Policy, PolicyError, Snapshot, Verdict, WarnTo};
 use crate::agent_state::StateReport;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -173,7 +173,7 @@ impl PolicyRunner {
             // meantime): it is no longer idle, and the next tick decides again.
             return;
         }
-        let result: Result<(), String> = match verdict.action {
+        let result: Result<(), PolicyError> = match verdict.action {
             Action::None | Action::Notify => Ok(()),
             Action::Warn => match (&unit.policy.warn_line, unit.policy.warn_to) {
                 (None, _) => Ok(()),
@@ -181,21 +181,16 @@ impl PolicyRunner {
                 (Some(line), WarnTo::Leader) => match session.owner().owner_session_id {
                     Some(leader) => match self.sessions.session(&leader) {
                         Some(s) => deliver(&s, line).await,
-                        None => Err(format!("the leader session '{leader}' is gone")),
+                        None => Err(PolicyError::LeaderGone { leader }),
                     },
-                    None => Err("the session has no owner_session_id (leader) to warn".into()),
+                    None => Err(PolicyError::NoLeader),
                 },
             },
             Action::Stop => match &agent {
-                Some(id) => self
-                    .agents
-                    .stop(id)
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| e.to_string()),
+                Some(id) => self.agents.stop(id).await.map(|_| ()).map_err(Into::into),
                 None => match self.sessions.kill(session.id()).await {
-                    Ok((_, result)) => result.map_err(|e| e.to_string()),
-                    Err(e) => Err(e.to_string()),
+                    Ok((_, result)) => result.map_err(Into::into),
+                    Err(e) => Err(e.into()),
                 },
             },
             Action::Restart => match &agent {
@@ -204,34 +199,32 @@ impl PolicyRunner {
                     .restart(id)
                     .await
                     .map(|_| ())
-                    .map_err(|e| e.to_string()),
-                None => Err("host sessions cannot be restarted; use idle_action = \"stop\"".into()),
+                    .map_err(Into::into),
+                None => Err(PolicyError::HostRestart),
             },
             Action::Interrupt => session
                 .send_unchecked(session.profile().interrupt_bytes.clone())
                 .await
-                .map_err(|e| e.to_string()),
+                .map_err(Into::into),
         };
-        if let Err(reason) = result {
-            tracing::warn!(session = session.id(), "policy action failed: {reason}");
+        if let Err(e) = result {
+            tracing::warn!(session = session.id(), "policy action failed: {e}");
             self.events.emit(EventKind::PolicyActionFailed {
                 agent_id: agent.clone(),
                 session_id: session.id().to_string(),
                 policy: unit.policy.name.clone(),
                 action: verdict.action,
-                reason,
+                reason: e.to_string(),
                 dry_run: false,
             });
         }
     }
 }
 
-async fn deliver(session: &Session, line: &str) -> Result<(), String> {
+async fn deliver(session: &Session, line: &str) -> Result<(), PolicyError> {
     let opts = crate::delivery::Options::default();
-    crate::delivery::submit(session, crate::delivery::By::Hub, line, opts)
-        .await
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+    crate::delivery::submit(session, crate::delivery::By::Hub, line, opts).await?;
+    Ok(())
 }
 
 impl PolicyRunner {
@@ -315,7 +308,8 @@ impl PolicyRunner {
                 });
                 Ok(loaded)
             }
-            Err(message) => {
+            Err(e) => {
+                let message = e.to_string();
                 self.events.emit(EventKind::PoliciesReloadFailed {
                     reason: message.clone(),
                 });

@@ -235,7 +235,8 @@ async fn config_allows_a_pattern_for_a_role_and_adds_patterns() {
     );
     // A bad pattern in the file is reported with the file's name.
     let e = agent_hub::config::HubConfig::parse("[guard]\ndisable = [\"nope\"]\n", "hub.toml")
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("hub.toml:") && e.contains("nope"), "{e}");
 }
 

@@ -93,7 +93,7 @@ fn load_config(args: &DoctorArgs) -> Result<HubConfig, Finding> {
             Finding::problem(
                 Status::Fail,
                 "config",
-                e,
+                e.to_string(),
                 "serve refuses to start with a config it cannot read or that is invalid",
                 format!("fix {} (the message says where)", path.display()),
             )
