@@ -90,6 +90,15 @@ impl IntoResponse for ApiError {
             tracing::warn!(code = e.code(), "{e}");
         }
         let mut response = (status, axum::Json(body)).into_response();
+        if matches!(e, HubError::PayloadTooLarge { .. }) {
+            // The rest of the body was never read, so this connection cannot carry another
+            // request: say so, or a client that pools connections writes its next request
+            // into a closed socket.
+            response.headers_mut().insert(
+                axum::http::header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
+        }
         let code = crate::api::metrics::ErrorCode(e.code());
         response.extensions_mut().insert(code);
         response

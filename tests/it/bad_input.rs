@@ -162,6 +162,24 @@ async fn bad_requests_get_clear_errors_and_the_hub_stays_up() {
         "PAYLOAD_TOO_LARGE",
     );
 
+    // The 413 closes its connection (the rest of the body is unread), saying so, so a pooled
+    // client does not send its next request into it.
+    let resp = hub
+        .http
+        .post(format!("{}{}", hub.base, s("send_line")))
+        .header("content-type", "application/json")
+        .body(json!({ "data": "x".repeat(3 << 20) }).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 413);
+    assert_eq!(
+        resp.headers()["connection"],
+        "close",
+        "{:?}",
+        resp.headers()
+    );
+
     // Sizes.
     for (cols, rows) in [(0, 10), (10, 0), (5000, 10), (10, 5000)] {
         expect(
