@@ -269,8 +269,7 @@ impl HttpClient {
             return serde_json::from_value(value)
                 .map_err(|e| ClientError::bad_reply(&self.base, format!("unexpected reply: {e}")));
         }
-        let mut body = serde_json::from_value::<ErrorBody>(value)
-            .unwrap_or_else(|_| ErrorBody::new("HTTP_ERROR", format!("HTTP {status}")));
+        let mut body = error_body(value, status);
         if body.error_code == "UNAUTHORIZED" {
             body.message = self.explain_refusal(body.message);
         }
@@ -332,6 +331,25 @@ impl HttpClient {
     }
 }
 
+/// The error body of a reply, read leniently: another process's bridge may leave out `ok` or
+/// `message`, and the fields particular to its code (`output`, `timeout_ms`, ...) are kept.
+fn error_body(value: Value, status: reqwest::StatusCode) -> ErrorBody {
+    let Value::Object(mut fields) = value else {
+        return ErrorBody::new("HTTP_ERROR", format!("HTTP {status}"));
+    };
+    let mut text = |key: &str| match fields.remove(key) {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    };
+    let error_code = text("error_code").unwrap_or_else(|| "HTTP_ERROR".into());
+    let message = text("message").unwrap_or_else(|| format!("HTTP {status}"));
+    fields.remove("ok");
+    ErrorBody {
+        details: fields,
+        ..ErrorBody::new(error_code, message)
+    }
+}
+
 /// reqwest's error with its causes, which say what actually failed (refused, timed out...).
 fn describe(e: &reqwest::Error) -> String {
     let mut text = e.to_string();
@@ -346,6 +364,37 @@ fn describe(e: &reqwest::Error) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn error_bodies_are_read_leniently_and_keep_their_details() {
+        use serde_json::json;
+        let status = reqwest::StatusCode::GATEWAY_TIMEOUT;
+        let full = json!({"ok": false, "error_code": "PTY_TIMEOUT", "message": "timed out",
+                          "timeout_ms": 50, "output": "so far"});
+        let body = super::error_body(full, status);
+        assert_eq!(
+            (body.error_code.as_str(), body.message.as_str()),
+            ("PTY_TIMEOUT", "timed out")
+        );
+        assert_eq!(body.details.get("timeout_ms"), Some(&json!(50)));
+        assert_eq!(body.details.get("output"), Some(&json!("so far")));
+        assert!(!body.details.contains_key("ok"));
+        // A bridge that sends only its code and details.
+        let sparse = super::error_body(
+            json!({"error_code": "PTY_PROCESS_EXITED", "exit_code": 3}),
+            status,
+        );
+        assert_eq!(sparse.error_code, "PTY_PROCESS_EXITED");
+        assert_eq!(sparse.message, "HTTP 504 Gateway Timeout");
+        assert_eq!(sparse.details.get("exit_code"), Some(&json!(3)));
+        for odd in [json!("proxy error"), json!({"detail": "x"})] {
+            let body = super::error_body(odd, status);
+            assert_eq!(
+                (body.error_code.as_str(), body.message.as_str()),
+                ("HTTP_ERROR", "HTTP 504 Gateway Timeout")
+            );
+        }
+    }
+
     #[test]
     fn components_are_percent_encoded() {
         assert_eq!(super::encode("abc-_.~09"), "abc-_.~09");

@@ -12,7 +12,8 @@
 //!   [`registry`] holds the live sessions, [`event_bus`] publishes lifecycle events: the narrow
 //!   handles the components get.
 //! - [`session`]: one terminal and the operations on it (send_line, keys, talk, resize, kill);
-//!   `session::input` turns lines and key names into bytes, `session::talk` finds a command's end.
+//!   `session::input` turns lines into bytes (key names and signals are [`term`]'s),
+//!   `session::talk` finds a command's end.
 //! - [`output`]: the per-session output pipeline (scrollback, activity, fan-out), written once
 //!   above all backends. [`scrollback`] is its pure byte ring; [`screen`] the rendered screen.
 //! - [`backend`]: backends only move bytes: host PTY (`pty`), tmux control mode (`tmux`), and

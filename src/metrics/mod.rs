@@ -2,8 +2,9 @@
 //! [`Metrics`] handle per hub, held next to the hub's other handles, with a cheap method per
 //! thing counted. Counters on hot paths are atomics handed out once (per session, per
 //! viewer), so the output path never looks up a label or takes a lock per chunk. Gauges that
-//! describe the hub's state (sessions, agents, agent states, engines) are read from the hub
-//! when scraped ([`scrape`]), so they cannot drift from it.
+//! describe the hub's state (sessions, agents, agent states, engines) are filled in when
+//! scraped ([`scrape`]) from the sessions and agent statuses `api::metrics` hands over, so
+//! they cannot drift from them.
 
 mod scrape;
 

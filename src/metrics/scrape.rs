@@ -1,5 +1,5 @@
-//! Gauges read from the hub when `/metrics` is scraped (sessions, agents, agent states,
-//! engines), and the text of a scrape.
+//! Gauges filled in when `/metrics` is scraped (sessions, agents, agent states, engines), from
+//! the sessions and agent statuses the caller hands over, and the text of a scrape.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;

@@ -109,7 +109,9 @@ struct Inner {
 }
 
 /// Loads the registry, restores its sessions, and starts the task that keeps the files
-/// current. Call before the Docker sync starts, so container sessions get their ids back.
+/// current. Call before the Docker sync starts, so container sessions get their ids back, and
+/// hand the result to the hub (`Hub::set_persistence`): until then `Hub::persist_now` saves
+/// nothing.
 pub async fn start(hub: Handles) -> Persistence {
     let dir = hub.config.data_dir.clone();
     let mut warnings = Vec::new();

@@ -109,9 +109,16 @@ fn code_of(line: &str) -> &str {
     line.split("//").next().unwrap_or("")
 }
 
-/// The names right after `crate::` in `code`, with those in a `crate::{a, b::c}` group; and
-/// after a `super::` chain of at least `depth` links (which reaches the crate root).
-fn imported_names(code: &str, depth: usize) -> Vec<String> {
+/// The code of a whole file, comments taken out line by line (so a `use` group that spans
+/// lines is read whole).
+fn code_of_file(text: &str) -> String {
+    text.lines().map(code_of).collect::<Vec<_>>().join("\n")
+}
+
+/// The names right after `crate::` in `code`, with those in a `crate::{a, b::c}` group (over
+/// as many lines as it takes); and after a `super::` chain of at least `depth` links (which
+/// reaches the crate root), a group there too. Each with the byte offset where it was found.
+fn imported_names_at(code: &str, depth: usize) -> Vec<(usize, String)> {
     let mut names = Vec::new();
     let ident = |s: &str| -> String {
         s.chars()
@@ -125,8 +132,8 @@ fn imported_names(code: &str, depth: usize) -> Vec<String> {
         }
         let rest = &code[at + "crate::".len()..];
         match rest.strip_prefix('{') {
-            Some(group) => names.extend(group_names(group)),
-            None => names.push(ident(rest)),
+            Some(group) => names.extend(group_names(group).into_iter().map(|n| (at, n))),
+            None => names.push((at, ident(rest))),
         }
     }
     for (at, _) in code.match_indices("super::") {
@@ -140,11 +147,22 @@ fn imported_names(code: &str, depth: usize) -> Vec<String> {
             links += 1;
         }
         if links >= depth {
-            names.push(ident(rest));
+            match rest.strip_prefix('{') {
+                Some(group) => names.extend(group_names(group).into_iter().map(|n| (at, n))),
+                None => names.push((at, ident(rest))),
+            }
         }
     }
-    names.retain(|n| !n.is_empty());
+    names.retain(|(_, n)| !n.is_empty());
     names
+}
+
+/// [`imported_names_at`] without the offsets.
+fn imported_names(code: &str, depth: usize) -> Vec<String> {
+    imported_names_at(code, depth)
+        .into_iter()
+        .map(|(_, n)| n)
+        .collect()
 }
 
 /// The first names of the paths in a `{a, b::c, d::{e}}` group (after its `{`).
@@ -186,13 +204,12 @@ fn import_graph(src: &Path) -> BTreeMap<(String, String), Vec<String>> {
         if from == "lib" || from == "main" {
             continue;
         }
-        let text = std::fs::read_to_string(file).unwrap();
-        for (n, line) in text.lines().enumerate() {
-            for to in imported_names(code_of(line), depth) {
-                if to != from && known.contains(&to) {
-                    let at = format!("{}:{}", file.strip_prefix(src).unwrap().display(), n + 1);
-                    graph.entry((from.clone(), to)).or_default().push(at);
-                }
+        let code = code_of_file(&std::fs::read_to_string(file).unwrap());
+        for (offset, to) in imported_names_at(&code, depth) {
+            if to != from && known.contains(&to) {
+                let line = code[..offset].matches('\n').count() + 1;
+                let at = format!("{}:{line}", file.strip_prefix(src).unwrap().display());
+                graph.entry((from.clone(), to)).or_default().push(at);
             }
         }
     }
@@ -319,6 +336,13 @@ fn the_checks_see_imports_and_cycles() {
     assert!(imported_names("use super::session::Session;", 2).is_empty());
     assert_eq!(imported_names("super::super::hub::Hub", 2), ["hub"]);
     assert!(imported_names(code_of("/// see [`crate::tasks`]"), 1).is_empty());
+    // A group over several lines (as rustfmt writes a long one), and a group after `super::`.
+    let spread = code_of_file("use crate::{\n    api::x, // crate::mcp\n    hub::{Hub, Y},\n};");
+    assert_eq!(imported_names(&spread, 1), ["api", "hub"]);
+    assert_eq!(
+        imported_names("use super::super::{hub::Hub, api};", 2),
+        ["hub", "api"]
+    );
     let edge = |a: &str, b: &str| (a.to_string(), b.to_string());
     let tree: BTreeSet<_> = [edge("a", "b"), edge("b", "c"), edge("a", "c")].into();
     assert!(cycles(&tree).is_empty());
