@@ -42,7 +42,7 @@ impl HubClient {
     /// the hub's unix socket (what container agents get as `AGENT_HUB_URL`).
     pub fn new(base: &str) -> Self {
         HubClient {
-            http: HttpClient::new(base),
+            http: HttpClient::new(base, None),
         }
     }
 

@@ -164,12 +164,13 @@ fn reqwest_client(
 
 impl HttpClient {
     /// A client for the API at `base`: `http://127.0.0.1:8100`, or `unix:///path/api.sock` for
-    /// the hub's unix socket.
-    pub fn new(base: &str) -> Self {
+    /// the hub's unix socket; connecting may take as long as the system allows, or
+    /// `connect_timeout` if given.
+    pub fn new(base: &str, connect_timeout: Option<Duration>) -> Self {
         let base = base.trim_end_matches('/');
         let unix = base.strip_prefix("unix://").map(std::path::PathBuf::from);
         HttpClient {
-            http: reqwest_client(unix.as_deref(), None),
+            http: reqwest_client(unix.as_deref(), connect_timeout),
             // Over a unix socket the URL's host is only the `Host` header: loopback.
             base: match unix {
                 Some(_) => "http://localhost".to_string(),
@@ -178,14 +179,6 @@ impl HttpClient {
             token: None,
             unix,
             credential_source: None,
-        }
-    }
-
-    /// The same client, giving up on a connection after `timeout`.
-    pub fn with_connect_timeout(self, timeout: Duration) -> Self {
-        HttpClient {
-            http: reqwest_client(self.unix.as_deref(), Some(timeout)),
-            ..self
         }
     }
 

@@ -10,7 +10,7 @@ use crate::actor::Actor;
 use crate::agents::Agents;
 use crate::audit::Audit;
 use crate::config::HubConfig;
-use crate::error::{HubError, HubResult};
+use crate::error::HubResult;
 use crate::event_bus::EventSink;
 use crate::guard::{Guard, GuardConfig};
 use crate::output::ExitInfo;
@@ -417,10 +417,7 @@ impl Hub {
 
     /// The session with this id.
     pub fn get(&self, id: &str) -> HubResult<Arc<Session>> {
-        self.inner
-            .sessions
-            .session(id)
-            .ok_or_else(|| HubError::SessionNotFound { id: id.to_string() })
+        self.inner.sessions.get(id)
     }
 
     /// All sessions, ordered by id.

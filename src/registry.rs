@@ -142,12 +142,16 @@ impl Registry {
             .remove(id)
     }
 
+    /// The session with this id, or `SessionNotFound`.
+    pub fn get(&self, id: &str) -> HubResult<Arc<Session>> {
+        self.session(id)
+            .ok_or_else(|| HubError::SessionNotFound { id: id.to_string() })
+    }
+
     /// Kills a session's processes (hang-up, then SIGKILL after a grace period), publishes
     /// `session_killed` and removes it. Returns the session and how the termination went.
     pub async fn kill(&self, id: &str) -> HubResult<(Arc<Session>, HubResult<()>)> {
-        let session = self
-            .session(id)
-            .ok_or_else(|| HubError::SessionNotFound { id: id.to_string() })?;
+        let session = self.get(id)?;
         if !session.capabilities().kill {
             return Err(HubError::KillUnsupported { id: id.into() });
         }

@@ -89,12 +89,6 @@ pub struct Externals {
 }
 
 impl Externals {
-    fn get(&self, id: &str) -> HubResult<Arc<Session>> {
-        self.sessions
-            .session(id)
-            .ok_or_else(|| HubError::SessionNotFound { id: id.to_string() })
-    }
-
     /// Adds a terminal served by a bridge. Registering the same session (same bridge and
     /// remote id) again updates its owner fields in place and returns `(session, false)`.
     pub async fn register(
@@ -114,7 +108,7 @@ impl Externals {
         if let Some(token) = &req.bridge_token {
             self.redactor.add_literals([token.as_str()]);
         }
-        if let Ok(existing) = self.get(&req.session_id) {
+        if let Ok(existing) = self.sessions.get(&req.session_id) {
             let same = existing
                 .external()
                 .is_some_and(|l| l.client.url() == client.url() && l.remote_id == remote_id);
@@ -169,7 +163,7 @@ impl Externals {
     /// Removes an external session from the registry (its program is not touched). A leader's
     /// session needs `force`.
     pub async fn unregister(&self, id: &str, force: bool) -> HubResult<Arc<Session>> {
-        let session = self.get(id)?;
+        let session = self.sessions.get(id)?;
         if session.external().is_none() {
             return Err(HubError::UnregisterUnsupported {
                 id: id.into(),

@@ -37,9 +37,7 @@ impl BridgeClient {
                 "bridge_url '{base}' must be http:// or https:// with a host"
             )));
         }
-        let http = HttpClient::new(base)
-            .with_connect_timeout(CONNECT_TIMEOUT)
-            .with_token(token);
+        let http = HttpClient::new(base, Some(CONNECT_TIMEOUT)).with_token(token);
         Ok(BridgeClient { http })
     }
 
