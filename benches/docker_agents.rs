@@ -244,7 +244,7 @@ impl HubUnderTest {
     /// Starts an agent through the API; returns its session id and container id.
     async fn start_agent(&self, id: &str) -> Result<(String, String)> {
         timed_out(
-            async { Ok(self.client.agent_op(id, "start").await?) },
+            async { Ok(self.client.agent_op(id, "start", false).await?) },
             OP_TIMEOUT,
             "agent start",
         )

@@ -1,4 +1,4 @@
-# agent-hub agent image: tmux + a shell, user `agent`, and an entrypoint that
+# agent-hub agent image: tmux, git and a shell, user `agent`, and an entrypoint that
 # runs the command in the tmux session "agent" the hub attaches to.
 #
 #   docker build -f docker/agent.Dockerfile -t agent-hub/agent docker/
@@ -8,7 +8,7 @@
 #   --build-arg CLAUDE_CODE_VERSION=2.1.330   npm @anthropic-ai/claude-code (`claude`)
 #   --build-arg CODEX_VERSION=0.169.0         npm @openai/codex (`codex`)
 #
-# BASE may be any Debian or Ubuntu image; one that already has tmux (>= 3.2)
+# BASE may be any Debian or Ubuntu image; one that already has tmux (>= 3.2), ps and git
 # skips the apt step, so this also builds offline on a debootstrapped base
 # (docker/build-offline.sh).
 ARG BASE=debian:bookworm-slim
@@ -20,10 +20,11 @@ ENV LANG=C.UTF-8 \
 USER root
 
 RUN set -eu; \
-    if ! command -v tmux >/dev/null 2>&1 || ! command -v ps >/dev/null 2>&1; then \
+    if ! command -v tmux >/dev/null 2>&1 || ! command -v ps >/dev/null 2>&1 \
+        || ! command -v git >/dev/null 2>&1; then \
         apt-get update; \
         DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-            tmux procps bash ca-certificates; \
+            tmux procps bash ca-certificates git; \
         rm -rf /var/lib/apt/lists/*; \
     fi; \
     version=$(tmux -V | sed -n 's/^tmux \([0-9][0-9]*\)\.\([0-9][0-9]*\).*/\1 \2/p'); \

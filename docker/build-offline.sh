@@ -5,9 +5,10 @@
 #
 # TAG defaults to $AGENT_HUB_TEST_IMAGE, then agent-hub/agent:test.
 #  1. A Debian bookworm rootfs from debootstrap (minbase + tmux, procps,
-#     ca-certificates) over Debian's package mirror, trimmed of apt lists,
+#     ca-certificates, git) over Debian's package mirror, trimmed of apt lists,
 #     caches, docs, man pages and translations, cached as a tarball in
-#     /var/cache/agent-hub/ and reused when present.
+#     /var/cache/agent-hub/ (named after its package list) and reused when
+#     present.
 #  2. `docker import` of that tarball as agent-hub/debian-base:bookworm.
 #  3. `docker build` of docker/agent.Dockerfile on top of it: the same
 #     Dockerfile a user builds with a registry.
@@ -32,9 +33,11 @@ tag=${tag:-${AGENT_HUB_TEST_IMAGE:-agent-hub/agent:test}}
 
 suite=bookworm
 mirror=${AGENT_HUB_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-base_image=agent-hub/debian-base:$suite
+packages=tmux,procps,ca-certificates,git
+packages_key=$(printf '%s' "$packages" | sha256sum | cut -c1-8)
+base_image=agent-hub/debian-base:$suite-$packages_key
 cache_dir=/var/cache/agent-hub
-base_tar=$cache_dir/debian-base-$suite.tar
+base_tar=$cache_dir/debian-base-$suite-$packages_key.tar
 
 now_ms() { local t=${EPOCHREALTIME/[.,]/}; echo $((t / 1000)); }
 start_ms=$(now_ms)
@@ -75,7 +78,7 @@ if [[ $force == 1 || ! -s $base_tar ]]; then
     }
     trap cleanup_rootfs EXIT
     log "debootstrap --variant=minbase $suite from $mirror"
-    debootstrap --variant=minbase --include=tmux,procps,ca-certificates \
+    debootstrap --variant=minbase --include="$packages" \
         "$suite" "$rootfs" "$mirror" >"$rootfs.log" 2>&1 || {
         tail -n 30 "$rootfs.log" >&2
         echo "build-offline.sh: debootstrap failed (full log: $rootfs.log)" >&2

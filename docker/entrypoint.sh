@@ -7,6 +7,9 @@
 #   AGENT_HUB_HISTORY_LIMIT  scrollback lines kept by the pane   (default 50000)
 #   AGENT_HUB_COLS/ROWS      initial pane size                   (default 120x30)
 #   AGENT_HUB_TOKEN_FILE     the hub's credential for this start, exported as AGENT_HUB_TOKEN
+#   AGENT_HUB_START_ARGS_FILE arguments the hub adds for this start, one a line, inserted
+#                            after the program (default /run/agent-hub-agent/start-args;
+#                            `--continue` resumes Claude Code's conversation)
 set -eu
 
 session=agent
@@ -27,6 +30,26 @@ fi
 
 if [ "$#" -eq 0 ]; then
     set -- bash
+fi
+
+# The arguments of this start, which the hub rewrites at every start: inserted after the
+# program (the rest of the command rotated back behind them).
+start_args=${AGENT_HUB_START_ARGS_FILE:-/run/agent-hub-agent/start-args}
+if [ -s "$start_args" ]; then
+    program=$1
+    shift
+    rest=$#
+    while IFS= read -r arg || [ -n "$arg" ]; do
+        set -- "$@" "$arg"
+    done <"$start_args"
+    i=0
+    while [ "$i" -lt "$rest" ]; do
+        arg=$1
+        shift
+        set -- "$@" "$arg"
+        i=$((i + 1))
+    done
+    set -- "$program" "$@"
 fi
 
 # shellcheck disable=SC2317 # called by the trap

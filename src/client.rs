@@ -231,12 +231,40 @@ impl HubClient {
     }
 
     /// `op` is `start`, `stop` or `restart` (only `start` sets `already_running`).
-    pub async fn agent_op(&self, id: &str, op: &str) -> Result<AgentStartReply, ClientError> {
+    /// `start`, `stop` or `restart`; a `fresh` start begins a new conversation.
+    pub async fn agent_op(
+        &self,
+        id: &str,
+        op: &str,
+        fresh: bool,
+    ) -> Result<AgentStartReply, ClientError> {
+        let query = if fresh { "?fresh=true" } else { "" };
         self.post(
-            &format!("/v1/agents/{}/{op}", encode(id)),
+            &format!("/v1/agents/{}/{op}{query}", encode(id)),
             &serde_json::json!({}),
         )
         .await
+    }
+
+    /// What the agent changed in its workspace (with the full diffs when `full`).
+    pub async fn agent_changes(
+        &self,
+        id: &str,
+        full: bool,
+    ) -> Result<crate::protocol::AgentChangesReply, ClientError> {
+        self.get(&format!("/v1/agents/{}/changes?full={full}", encode(id)))
+            .await
+    }
+
+    /// Deletes the agent's checkout (its branch stays).
+    pub async fn remove_workspace(
+        &self,
+        id: &str,
+        force: bool,
+    ) -> Result<crate::protocol::WorkspaceRemoveReply, ClientError> {
+        let path = format!("/v1/agents/{}/workspace?force={force}", encode(id));
+        self.call(reqwest::Method::DELETE, &path, None::<&Value>)
+            .await
     }
 
     /// Starts a task. A PTY task answers at once (`taskId`, `sessionId`); a piped one

@@ -185,6 +185,65 @@ pub async fn create_container(
         .map_err(|e| docker_error(endpoint, e))
 }
 
+/// A named volume the hub keeps for an agent.
+#[derive(Debug, Clone, Copy)]
+pub struct VolumeSpec<'a> {
+    pub name: &'a str,
+    /// A directory on the engine's machine the volume is bound to (`None`: Docker's own).
+    pub device: Option<&'a std::path::Path>,
+    pub agent_id: &'a str,
+    pub hub_id: &'a str,
+}
+
+/// Makes sure a volume exists as `spec` says: one bound to another directory (the data dir
+/// moved) is removed and made again.
+pub async fn ensure_volume(docker: &Docker, endpoint: &str, spec: VolumeSpec<'_>) -> HubResult<()> {
+    let device = spec.device.map(|d| d.display().to_string());
+    match docker.inspect_volume(spec.name).await {
+        Ok(v) if v.options.get("device") == device.as_ref() => return Ok(()),
+        Ok(_) => {
+            tracing::info!(
+                volume = spec.name,
+                "the volume is bound elsewhere; making it again"
+            );
+            docker
+                .remove_volume(
+                    spec.name,
+                    None::<bollard::query_parameters::RemoveVolumeOptions>,
+                )
+                .await
+                .map_err(|e| docker_error(endpoint, e))?;
+        }
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) => {}
+        Err(e) => return Err(docker_error(endpoint, e)),
+    }
+    let driver_opts = device.map(|d| {
+        HashMap::from([
+            ("type".to_string(), "none".to_string()),
+            ("o".to_string(), "bind".to_string()),
+            ("device".to_string(), d),
+        ])
+    });
+    let labels = HashMap::from([
+        (LABEL_MANAGED.to_string(), "true".to_string()),
+        (LABEL_AGENT.to_string(), spec.agent_id.to_string()),
+        (LABEL_HUB.to_string(), spec.hub_id.to_string()),
+    ]);
+    docker
+        .create_volume(bollard::models::VolumeCreateRequest {
+            name: Some(spec.name.to_string()),
+            driver: Some("local".into()),
+            driver_opts,
+            labels: Some(labels),
+            ..Default::default()
+        })
+        .await
+        .map(drop)
+        .map_err(|e| docker_error(endpoint, e))
+}
+
 /// Managed containers of this hub on an engine (running or not).
 pub async fn list_managed(
     docker: &Docker,

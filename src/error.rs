@@ -138,6 +138,17 @@ pub enum HubError {
     /// Something inside the hub failed; the message says what.
     #[error("internal error: {message}")]
     Internal { message: String },
+    /// The agent must be stopped first.
+    #[error("agent '{id}' is running; stop it first")]
+    AgentRunning { id: String },
+    /// A workspace operation failed; `code` is the workspace's own (`WORKSPACE_DIRTY`, ...).
+    #[error("{message}")]
+    Workspace {
+        code: &'static str,
+        message: String,
+        /// The uncommitted files, for `WORKSPACE_DIRTY`.
+        files: Vec<String>,
+    },
 }
 
 impl HubError {
@@ -180,6 +191,8 @@ impl HubError {
             HubError::AuditUnavailable { .. } => "AUDIT_UNAVAILABLE",
             HubError::AuditRecordNotFound { .. } => "NOT_FOUND",
             HubError::Internal { .. } => "INTERNAL",
+            HubError::AgentRunning { .. } => "AGENT_RUNNING",
+            HubError::Workspace { code, .. } => code,
         }
     }
 
@@ -207,7 +220,12 @@ impl HubError {
             HubError::AuditRecordNotFound { .. } => 404,
             HubError::Unauthorized { .. } => 401,
             HubError::RouteNotMatched { .. } => 404,
-            HubError::Ambiguous { .. } => 409,
+            HubError::Ambiguous { .. } | HubError::AgentRunning { .. } => 409,
+            HubError::Workspace { code, .. } => match *code {
+                "NO_WORKSPACE" | "WORKSPACE_MISSING" => 404,
+                "GIT_FAILED" => 500,
+                _ => 409,
+            },
             HubError::DockerUnavailable { .. } => 503,
             HubError::AgentStartFailed { .. } | HubError::Docker { .. } => 500,
             HubError::BadRequest { .. } => 400,

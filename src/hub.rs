@@ -94,14 +94,15 @@ impl Hub {
             crate::metrics::Metrics::new(redactor.counter(), guard.refusals(), audit.meters());
         let events = EventSink::new(redactor.clone());
         let policy = Arc::new(crate::policy::Engine::new(&config));
+        let profiles: crate::registry::ProfileSource = {
+            let policy = policy.clone();
+            Arc::new(move |cli_type| policy.loaded().profiles.resolve(cli_type))
+        };
         let sessions = Arc::new(Registry::new(
             events.clone(),
             guard.clone(),
             metrics.clone(),
-            {
-                let policy = policy.clone();
-                Arc::new(move |cli_type| policy.loaded().profiles.resolve(cli_type))
-            },
+            profiles.clone(),
         ));
         let endpoints = Arc::new(crate::docker::Endpoints::default());
         let credentials = Arc::new(crate::credentials::Credentials::open(&config.data_dir));
@@ -119,6 +120,7 @@ impl Hub {
                     &config.data_dir,
                     config.hub_binary.clone(),
                 ),
+                profiles,
             },
         ));
         let config = Arc::new(config);

@@ -88,3 +88,4 @@ pub mod tasks;
 pub mod term;
 pub mod toml_file;
 pub mod wire;
+pub mod workspace;

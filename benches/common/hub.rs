@@ -101,7 +101,7 @@ pub async fn agent_ops(hub: &HubClient, ids: &[String], op: &str) -> (Vec<OpResu
         async move {
             let t0 = Instant::now();
             let outcome = timed_out(
-                async { Ok(client.agent_op(id, op).await?.agent) },
+                async { Ok(client.agent_op(id, op, false).await?.agent) },
                 OP_TIMEOUT,
                 op,
             )

@@ -55,6 +55,14 @@ impl ContainerGuard {
             args.extend(ids.iter().map(String::as_str));
             let _ = docker_cli(&args);
         }
+        // The agents' home volumes go with them.
+        let volumes = docker_cli(&["volume", "ls", "-q", "--filter", &label]).unwrap_or_default();
+        let volumes: Vec<&str> = volumes.split_whitespace().collect();
+        if !volumes.is_empty() {
+            let mut args = vec!["volume", "rm", "-f"];
+            args.extend(volumes);
+            let _ = docker_cli(&args);
+        }
         ids.len()
     }
 }

@@ -111,6 +111,6 @@ pub async fn measure_producer(
         .await?;
         hub.push(producer::hub_run(ms, end - from, before));
     }
-    let _ = hut.client.agent_op("producer", "stop").await;
+    let _ = hut.client.agent_op("producer", "stop", false).await;
     Ok((bare, hub))
 }

@@ -72,6 +72,29 @@ struct ProfileFile {
     stuck_after_s: u64,
     #[serde(default)]
     rules: Vec<RuleFile>,
+    /// How the CLI resumes its last conversation.
+    resume: Option<ResumeFile>,
+}
+
+/// `[resume]` of a profile.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResumeFile {
+    args: Vec<Spanned<String>>,
+    #[serde(default)]
+    when: Vec<Spanned<String>>,
+}
+
+/// How a CLI resumes its last conversation: the arguments that do it, inserted after the
+/// program, and the files whose presence means there is one to resume.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResumeSpec {
+    /// `--continue` (Claude Code), `resume --last` (Codex).
+    pub args: Vec<String>,
+    /// Globs (`*` within one path segment) relative to the agent's home, where
+    /// `{workdir_slug}` is the agent's workdir with each non-alphanumeric character as `-`;
+    /// empty: whenever the agent has run before.
+    pub when: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -172,6 +195,8 @@ pub struct Profile {
     pub stuck_after: Duration,
     /// Ordered by priority, highest first (file order among equals).
     pub rules: Vec<Rule>,
+    /// How the CLI resumes its conversation (`None`: it does not).
+    pub resume: Option<ResumeSpec>,
 }
 
 /// A profile chosen for a `cli_type`, and why.
@@ -318,6 +343,7 @@ impl Profile {
                 dwell: Duration::from_millis(default_dwell_ms()),
                 stuck_after: Duration::from_secs(default_stuck_after_s()),
                 rules: Vec::new(),
+                resume: None,
             })
     }
 }
@@ -358,6 +384,10 @@ pub fn parse(text: &str, origin: &str, stem: &str) -> Result<Profile, AgentState
             origin: origin.to_string(),
         });
     }
+    let resume = match file.resume {
+        Some(r) => Some(resume_spec(r).map_err(|(span, m)| at(span, m))?),
+        None => None,
+    };
     let name = file.name.unwrap_or_else(|| stem.to_string());
     let mut names = vec![name.clone()];
     names.extend(file.names.into_iter().filter(|n| *n != name));
@@ -378,6 +408,33 @@ pub fn parse(text: &str, origin: &str, stem: &str) -> Result<Profile, AgentState
         dwell: Duration::from_millis(file.dwell_ms),
         stuck_after: Duration::from_secs(file.stuck_after_s),
         rules,
+        resume,
+    })
+}
+
+/// Checks `[resume]`: arguments that are not empty, globs that stay inside the home.
+fn resume_spec(file: ResumeFile) -> Result<ResumeSpec, (std::ops::Range<usize>, String)> {
+    if let Some(a) = file.args.iter().find(|a| a.get_ref().is_empty()) {
+        return Err((
+            a.span(),
+            "resume.args: an argument must not be empty".into(),
+        ));
+    }
+    if file.args.is_empty() {
+        return Err((0..0, "resume.args: give the arguments that resume".into()));
+    }
+    for w in &file.when {
+        let g = w.get_ref();
+        if g.is_empty() || g.starts_with('/') || g.split('/').any(|s| s == ".." || s.is_empty()) {
+            return Err((
+                w.span(),
+                format!("resume.when: '{g}' must be a relative path inside the home (no '..')"),
+            ));
+        }
+    }
+    Ok(ResumeSpec {
+        args: file.args.into_iter().map(Spanned::into_inner).collect(),
+        when: file.when.into_iter().map(Spanned::into_inner).collect(),
     })
 }
 

@@ -56,10 +56,24 @@ pub enum AttachError {
 /// Image labels by name.
 pub type Labels = HashMap<String, String>;
 
+/// What the hub reads of an image.
+#[derive(Debug, Clone, Default)]
+pub struct ImageInfo {
+    pub labels: Labels,
+    /// `NAME=value` entries of its environment.
+    pub env: Vec<String>,
+    /// The user it runs as (`agent`, `1000:1000`, empty for root).
+    pub user: String,
+}
+
+pub use crate::docker::VolumeSpec;
+
 /// The container operations of the agents.
 pub trait Containers: Send + Sync {
-    /// The labels of an image; `None` when the engine does not have it.
-    fn image_labels<'a>(&'a self, endpoint: &'a str, image: &'a str) -> Op<'a, Option<Labels>>;
+    /// What the hub reads of an image; `None` when the engine does not have it.
+    fn image_info<'a>(&'a self, endpoint: &'a str, image: &'a str) -> Op<'a, Option<ImageInfo>>;
+    /// Makes sure a volume exists as `spec` says (one bound elsewhere is made again).
+    fn ensure_volume<'a>(&'a self, endpoint: &'a str, spec: VolumeSpec<'a>) -> Op<'a, ()>;
     /// A container's state; `None` when there is no such container.
     fn inspect<'a>(&'a self, at: Place<'a>) -> Op<'a, Option<ContainerState>>;
     /// Creates the agent's container; returns its id.
@@ -134,11 +148,25 @@ fn found<T>(endpoint: &str, answer: Result<T, bollard::errors::Error>) -> HubRes
 }
 
 impl Containers for DockerContainers {
-    fn image_labels<'a>(&'a self, endpoint: &'a str, image: &'a str) -> Op<'a, Option<Labels>> {
+    fn image_info<'a>(&'a self, endpoint: &'a str, image: &'a str) -> Op<'a, Option<ImageInfo>> {
         Box::pin(async move {
             let docker = self.endpoints.client(endpoint).await?;
             let image = found(endpoint, docker.inspect_image(image).await)?;
-            Ok(image.map(|i| i.config.and_then(|c| c.labels).unwrap_or_default()))
+            Ok(image.map(|i| {
+                let config = i.config.unwrap_or_default();
+                ImageInfo {
+                    labels: config.labels.unwrap_or_default(),
+                    env: config.env.unwrap_or_default(),
+                    user: config.user.unwrap_or_default(),
+                }
+            }))
+        })
+    }
+
+    fn ensure_volume<'a>(&'a self, endpoint: &'a str, spec: VolumeSpec<'a>) -> Op<'a, ()> {
+        Box::pin(async move {
+            let docker = self.endpoints.client(endpoint).await?;
+            docker::ensure_volume(&docker, endpoint, spec).await
         })
     }
 

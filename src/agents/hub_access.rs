@@ -9,6 +9,9 @@
 //! - `AGENT_HUB_AGENT_ID` (set for every agent container);
 //! - the `agent-hub` executable, read-only at `/usr/local/bin/agent-hub` (local engines).
 //!
+//! The agent's directory is mounted for every agent on the local engine, `hub_access` or not:
+//! it also holds `start-args`, the arguments of each start (see [`super::resume`]).
+//!
 //! A tmux session the hub starts also gets `AGENT_HUB_TOKEN` itself.
 
 use std::path::{Path, PathBuf};
@@ -69,10 +72,19 @@ impl HubAccess {
     /// Adds the environment and mounts a new container of `def` gets (nothing when its
     /// `hub_access` is off).
     pub fn add_to(&self, def: &mut AgentDef) {
+        let local = def.docker_host.is_none();
+        if local {
+            // The agent's own directory: its credential, and the arguments of each start.
+            let dir = self.agent_dir(&def.id);
+            if let Err(e) = self.make_agent_dir(&def.id) {
+                tracing::warn!(agent = %def.id, "cannot make {}: {e}", dir.display());
+            }
+            def.mounts
+                .push(format!("{}:{AGENT_DIR_IN_CONTAINER}:ro", dir.display()));
+        }
         if !def.hub_access {
             return;
         }
-        let local = def.docker_host.is_none();
         let url = match &def.hub_url {
             Some(url) => url.clone(),
             None => format!("unix://{SOCKET_DIR_IN_CONTAINER}/{SOCKET_NAME}"),
@@ -85,9 +97,6 @@ impl HubAccess {
         if local {
             let token_file = format!("{AGENT_DIR_IN_CONTAINER}/token");
             def.env.insert("AGENT_HUB_TOKEN_FILE".into(), token_file);
-            let dir = self.agent_dir(&def.id);
-            def.mounts
-                .push(format!("{}:{AGENT_DIR_IN_CONTAINER}:ro", dir.display()));
         }
         if def.mounts_hub_binary() {
             if let Some(bin) = &self.binary {
@@ -121,17 +130,25 @@ impl HubAccess {
         Ok(())
     }
 
-    /// Writes the agent's credential where its container reads it.
-    pub fn write_token(&self, agent_id: &str, token: &str) -> std::io::Result<()> {
+    /// Makes the agent's directory, readable by the container's user (it is the agent's alone).
+    fn make_agent_dir(&self, agent_id: &str) -> std::io::Result<PathBuf> {
         let dir = self.agent_dir(agent_id);
         std::fs::create_dir_all(&dir)?;
-        let file = dir.join("token");
-        crate::persist::registry_file::write_atomic(&file, format!("{token}\n").as_bytes())?;
-        // Readable by the container's user (the directory is the agent's alone).
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
+        }
+        Ok(dir)
+    }
+
+    /// Writes the agent's credential where its container reads it.
+    pub fn write_token(&self, agent_id: &str, token: &str) -> std::io::Result<()> {
+        let file = self.make_agent_dir(agent_id)?.join("token");
+        crate::persist::registry_file::write_atomic(&file, format!("{token}\n").as_bytes())?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644))?;
         }
         Ok(())

@@ -14,12 +14,16 @@
 
 mod attach;
 pub mod containers;
+pub mod home;
 pub mod hub_access;
+mod prepare;
 pub mod reconcile;
+pub mod resume;
 pub mod sync;
 pub mod team;
 #[cfg(test)]
 mod tests;
+mod workspace;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -80,6 +84,8 @@ pub struct Handles {
     pub credentials: Arc<crate::credentials::Credentials>,
     /// How a container reaches the hub.
     pub access: hub_access::HubAccess,
+    /// The CLI profiles (how each CLI resumes its conversation).
+    pub profiles: crate::registry::ProfileSource,
 }
 
 /// The agents of a hub.
@@ -202,6 +208,7 @@ impl Agents {
             .as_deref()
             .and_then(|s| self.handles.sessions.session(s));
         let session_info = session.as_ref().map(|s| s.info());
+        let plan = self.resume_plan(def, false);
         Ok(AgentInfo {
             id: def.id.clone(),
             status: rt.status,
@@ -219,6 +226,10 @@ impl Agents {
             policy: def.policy.clone(),
             exit_code: rt.exit_code,
             error: rt.error,
+            resumes: plan.resumes(),
+            resume_reason: plan.reason,
+            home: self.host_home(def).map(|h| h.display().to_string()),
+            workspace: self.workspace_info(def),
         })
     }
 
@@ -232,9 +243,9 @@ impl Agents {
             .is_some_and(|s| s.output().exit().is_none())
     }
 
-    /// Starts an agent and waits until it is ready. Starting a running agent does nothing and
-    /// says so (`true` in the result).
-    pub async fn start(&self, id: &str) -> HubResult<(AgentInfo, bool)> {
+    /// Starts an agent and waits until it is ready, resuming its conversation unless `fresh`.
+    /// Starting a running agent does nothing and says so (`true` in the result).
+    pub async fn start(&self, id: &str, fresh: bool) -> HubResult<(AgentInfo, bool)> {
         let lock = self.op_lock(id)?;
         let _op = lock.lock().await;
         if self.status(id) == AgentStatus::Running && self.attached(id) {
@@ -247,13 +258,18 @@ impl Agents {
         });
         self.emit(id, EventKind::AgentStarting, "starting");
         let started = std::time::Instant::now();
-        let result = self.start_locked(id).await;
+        let result = self.start_locked(id, fresh).await;
         self.handles
             .metrics
             .agent_op("start", result.is_ok(), started);
         match result {
-            Ok(()) => {
-                self.emit(id, EventKind::AgentStarted, "running");
+            Ok(plan) => {
+                self.mark_started(id);
+                let detail = match plan.resumes() {
+                    true => format!("running (resumed: {})", plan.reason),
+                    false => format!("running (new conversation: {})", plan.reason),
+                };
+                self.emit(id, EventKind::AgentStarted, &detail);
                 Ok((self.info(id)?, false))
             }
             Err(e) => {
@@ -268,7 +284,7 @@ impl Agents {
         }
     }
 
-    async fn start_locked(&self, id: &str) -> HubResult<()> {
+    async fn start_locked(&self, id: &str, fresh: bool) -> HubResult<resume::Plan> {
         let containers = &self.handles.containers;
         let mut def = self.def(id)?.clone();
         let endpoint = def.endpoint().to_string();
@@ -278,9 +294,10 @@ impl Agents {
             screen,
         };
         let image = def.image.get_ref().clone();
-        match containers.image_labels(&endpoint, &image).await? {
-            Some(labels) => {
-                def.start_tmux = docker::resolve_start_tmux(def.start_tmux, Some(&labels));
+        let image_info = match containers.image_info(&endpoint, &image).await? {
+            Some(info) => {
+                def.start_tmux = docker::resolve_start_tmux(def.start_tmux, Some(&info.labels));
+                info
             }
             None => {
                 return Err(failed(
@@ -291,7 +308,14 @@ impl Agents {
                     None,
                 ))
             }
-        }
+        };
+        self.add_workspace(&mut def).await?;
+        let plan = self.resume_plan(&def, fresh);
+        let via = match docker::image_starts_tmux(&def) {
+            true => prepare::ArgsVia::File,
+            false => prepare::ArgsVia::Command,
+        };
+        self.apply_resume(&mut def, &plan, via)?;
         let token = self.mint_credential(&def);
         self.handles.access.add_to(&mut def);
         if let Err(e) = self.handles.access.add_pipe_dir(&mut def) {
@@ -307,9 +331,19 @@ impl Agents {
             .ok()
             .flatten();
         let running = existing.as_ref().is_some_and(|c| c.running);
+        let plan = match running {
+            true => resume::Plan {
+                args: Vec::new(),
+                reason: "its container was still running".into(),
+            },
+            false => plan,
+        };
         let container_id = match existing {
             Some(c) => c.id,
-            None => containers.create(&def, self.hub_id()).await?,
+            None => {
+                self.add_home(&mut def, &image_info).await?;
+                containers.create(&def, self.hub_id()).await?
+            }
         };
         self.update(id, |rt| rt.container_id = Some(container_id.clone()));
         if !running {
@@ -377,7 +411,7 @@ impl Agents {
             }
         }
         self.update(id, |rt| rt.status = AgentStatus::Running);
-        Ok(())
+        Ok(plan)
     }
 
     async fn detach_session(&self, id: &str) {
@@ -449,13 +483,13 @@ impl Agents {
         }
     }
 
-    /// Stops, then starts an agent.
-    pub async fn restart(&self, id: &str) -> HubResult<AgentInfo> {
+    /// Stops, then starts an agent (resuming its conversation unless `fresh`).
+    pub async fn restart(&self, id: &str, fresh: bool) -> HubResult<AgentInfo> {
         {
             let lock = self.op_lock(id)?;
             let _op = lock.lock().await;
             self.stop_locked(id).await?;
         }
-        self.start(id).await.map(|(info, _)| info)
+        self.start(id, fresh).await.map(|(info, _)| info)
     }
 }

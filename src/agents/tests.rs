@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
 
-use super::containers::{AttachError, Attaching, ContainerState, Containers, Labels, Op, Place};
+use super::containers::{
+    AttachError, Attaching, ContainerState, Containers, ImageInfo, Op, Place, VolumeSpec,
+};
 use super::*;
 use crate::backend::{Backend, BackendError, SpawnSpec, TermSize};
 use crate::guard::{Guard, GuardConfig};
@@ -110,6 +112,10 @@ struct World {
     screen: String,
     /// The container exits as soon as it is started.
     dies_at_start: bool,
+    /// The mounts of each container created.
+    mounts: Vec<Vec<String>>,
+    /// The program and arguments of each terminal attached.
+    commands: Vec<Vec<String>>,
 }
 
 #[derive(Default, Clone)]
@@ -151,8 +157,23 @@ fn ready<T: Send + 'static>(v: T) -> BoxFuture<'static, T> {
 }
 
 impl Containers for FakeContainers {
-    fn image_labels<'a>(&'a self, _: &'a str, image: &'a str) -> Op<'a, Option<Labels>> {
-        ready(Ok(self.world.lock().unwrap().images.get(image).cloned()))
+    fn image_info<'a>(&'a self, _: &'a str, image: &'a str) -> Op<'a, Option<ImageInfo>> {
+        let labels = self.world.lock().unwrap().images.get(image).cloned();
+        ready(Ok(labels.map(|labels| ImageInfo {
+            labels,
+            env: Vec::new(),
+            user: "agent".into(),
+        })))
+    }
+    fn ensure_volume<'a>(&'a self, _: &'a str, spec: VolumeSpec<'a>) -> Op<'a, ()> {
+        let device = spec.device.map(|d| d.display().to_string());
+        let mut w = self.world.lock().unwrap();
+        w.calls.push(format!(
+            "volume {} {}",
+            spec.name,
+            device.unwrap_or_default()
+        ));
+        ready(Ok(()))
     }
     fn inspect<'a>(&'a self, at: Place<'a>) -> Op<'a, Option<ContainerState>> {
         let mut w = self.world.lock().unwrap();
@@ -169,6 +190,7 @@ impl Containers for FakeContainers {
         let name = docker::container_name(hub_id, &def.id);
         let id = format!("cid-{}", w.containers.len() + 1);
         w.calls.push(format!("create {name}"));
+        w.mounts.push(def.mounts.clone());
         let created = FakeContainer {
             id: id.clone(),
             ..Default::default()
@@ -213,9 +235,16 @@ impl Containers for FakeContainers {
         let mut w = self.world.lock().unwrap();
         ready(Self::find(&mut w, at.container).is_some_and(|c| c.running && c.tmux))
     }
-    fn attach_tmux<'a>(&'a self, at: Place<'a>, _: &'a SpawnSpec, o: Arc<Output>) -> Attaching<'a> {
+    fn attach_tmux<'a>(
+        &'a self,
+        at: Place<'a>,
+        spec: &'a SpawnSpec,
+        o: Arc<Output>,
+    ) -> Attaching<'a> {
         let mut w = self.world.lock().unwrap();
         w.calls.push(format!("attach {}", at.container));
+        let command = std::iter::once(spec.program.clone()).chain(spec.args.iter().cloned());
+        w.commands.push(command.collect());
         let screen = w.screen.clone();
         let result = match Self::find(&mut w, at.container) {
             Some(c) if c.running => {
@@ -267,6 +296,7 @@ fn fixture(agent_toml: &str, containers: FakeContainers) -> Fixture {
             containers: Arc::new(containers.clone()),
             credentials: credentials.clone(),
             access: super::hub_access::HubAccess::new(data.path(), None),
+            profiles: Arc::new(|c| crate::agent_state::profile::ProfileSet::default().resolve(c)),
         },
     );
     Fixture {
@@ -288,14 +318,27 @@ fn event_types(rx: &mut tokio::sync::broadcast::Receiver<HubEvent>) -> Vec<Strin
 #[tokio::test]
 async fn a_start_creates_the_container_and_registers_its_terminal_as_a_session() {
     let mut f = fixture("label = \"worker-1\"\n", FakeContainers::with_image("img"));
-    let (info, already) = f.agents.start("a1").await.unwrap();
+    let (info, already) = f.agents.start("a1", false).await.unwrap();
     assert!(!already);
     assert_eq!(info.status, AgentStatus::Running);
     assert_eq!(info.container_id.as_deref(), Some("cid-1"));
+    let home = f.data.path().join("agents/a1/home");
     assert_eq!(
         f.containers.calls(),
-        ["create agent-hub-t-a1", "start cid-1", "attach cid-1"]
+        [
+            format!("volume agent-hub-t-a1-home {}", home.display()),
+            "create agent-hub-t-a1".into(),
+            "start cid-1".into(),
+            "attach cid-1".into()
+        ]
     );
+    assert!(home.is_dir(), "the home is made on the hub's machine");
+    assert!(
+        f.containers.world.lock().unwrap().mounts[0]
+            .contains(&"agent-hub-t-a1-home:/home/agent".to_string()),
+        "the home volume is mounted as the image user's home"
+    );
+    assert_eq!(info.home, Some(home.display().to_string()));
     let sid = info.session_id.expect("a session id");
     let session = f.registry.session(&sid).expect("registered");
     assert_eq!(session.spec().agent_id.as_deref(), Some("a1"));
@@ -307,7 +350,7 @@ async fn a_start_creates_the_container_and_registers_its_terminal_as_a_session()
         ["agent_starting", "agent_started"]
     );
     // Starting it again does nothing, and says so.
-    let (again, already) = f.agents.start("a1").await.unwrap();
+    let (again, already) = f.agents.start("a1", false).await.unwrap();
     assert!(already);
     assert_eq!(again.session_id.as_deref(), Some(sid.as_str()));
     assert_eq!(f.containers.count("create"), 1);
@@ -316,7 +359,7 @@ async fn a_start_creates_the_container_and_registers_its_terminal_as_a_session()
 #[tokio::test]
 async fn concurrent_starts_of_one_agent_create_one_container() {
     let f = fixture("", FakeContainers::with_image("img"));
-    let (a, b) = tokio::join!(f.agents.start("a1"), f.agents.start("a1"));
+    let (a, b) = tokio::join!(f.agents.start("a1", false), f.agents.start("a1", false));
     let (a, b) = (a.unwrap(), b.unwrap());
     assert!(
         a.1 ^ b.1,
@@ -331,7 +374,7 @@ async fn concurrent_starts_of_one_agent_create_one_container() {
 #[tokio::test]
 async fn a_missing_image_fails_the_start_with_the_reason() {
     let mut f = fixture("", FakeContainers::default());
-    let err = f.agents.start("a1").await.unwrap_err();
+    let err = f.agents.start("a1", false).await.unwrap_err();
     assert_eq!(err.code(), "AGENT_START_FAILED");
     assert!(err.to_string().contains("image 'img' not found"), "{err}");
     let info = f.agents.info("a1").unwrap();
@@ -348,7 +391,7 @@ async fn a_missing_image_fails_the_start_with_the_reason() {
 async fn a_container_that_exits_at_once_is_reported_with_its_exit_code() {
     let f = fixture("", FakeContainers::with_image("img"));
     f.containers.world.lock().unwrap().dies_at_start = true;
-    let err = f.agents.start("a1").await.unwrap_err();
+    let err = f.agents.start("a1", false).await.unwrap_err();
     assert!(
         err.to_string()
             .contains("the container exited at once (exit code 3)"),
@@ -365,7 +408,7 @@ async fn a_ready_pattern_not_seen_fails_the_start_with_the_screen_and_stops_the_
         FakeContainers::with_image("img"),
     );
     f.containers.world.lock().unwrap().screen = "still loading...".into();
-    let err = f.agents.start("a1").await.unwrap_err();
+    let err = f.agents.start("a1", false).await.unwrap_err();
     assert!(
         err.to_string()
             .contains("ready_pattern 'READY>' not seen within 2 s"),
@@ -391,14 +434,14 @@ async fn a_ready_pattern_on_screen_makes_the_agent_running() {
         FakeContainers::with_image("img"),
     );
     f.containers.world.lock().unwrap().screen = "welcome\r\nREADY> ".into();
-    let (info, _) = f.agents.start("a1").await.unwrap();
+    let (info, _) = f.agents.start("a1", false).await.unwrap();
     assert_eq!(info.status, AgentStatus::Running);
 }
 
 #[tokio::test]
 async fn a_stop_detaches_stops_and_removes_when_configured() {
     let mut f = fixture("remove_on_stop = true\n", FakeContainers::with_image("img"));
-    f.agents.start("a1").await.unwrap();
+    f.agents.start("a1", false).await.unwrap();
     event_types(&mut f.events);
     let info = f.agents.stop("a1").await.unwrap();
     assert_eq!(info.status, AgentStatus::Stopped);
@@ -419,8 +462,8 @@ async fn a_stop_detaches_stops_and_removes_when_configured() {
 #[tokio::test]
 async fn a_restart_replaces_the_old_session_with_a_new_one() {
     let f = fixture("", FakeContainers::with_image("img"));
-    let (first, _) = f.agents.start("a1").await.unwrap();
-    let again = f.agents.restart("a1").await.unwrap();
+    let (first, _) = f.agents.start("a1", false).await.unwrap();
+    let again = f.agents.restart("a1", false).await.unwrap();
     assert_eq!(again.status, AgentStatus::Running);
     let (old, new) = (first.session_id.unwrap(), again.session_id.unwrap());
     assert_ne!(old, new);
@@ -469,7 +512,7 @@ async fn a_running_container_found_by_reconcile_is_reattached_with_its_old_sessi
 #[tokio::test]
 async fn a_container_that_dies_behind_the_hubs_back_marks_the_agent_exited() {
     let mut f = fixture("", FakeContainers::with_image("img"));
-    f.agents.start("a1").await.unwrap();
+    f.agents.start("a1", false).await.unwrap();
     event_types(&mut f.events);
     f.agents.container_died("a1", Some(137));
     let info = f.agents.info("a1").unwrap();
@@ -486,7 +529,7 @@ async fn a_container_that_dies_behind_the_hubs_back_marks_the_agent_exited() {
 #[tokio::test]
 async fn reconcile_without_a_container_marks_a_running_agent_stopped() {
     let f = fixture("", FakeContainers::with_image("img"));
-    f.agents.start("a1").await.unwrap();
+    f.agents.start("a1", false).await.unwrap();
     f.containers.world.lock().unwrap().containers.clear();
     f.agents.reconcile("").await;
     let info = f.agents.info("a1").unwrap();
@@ -498,7 +541,7 @@ async fn reconcile_without_a_container_marks_a_running_agent_stopped() {
 async fn an_unknown_agent_is_agent_not_found() {
     let f = fixture("", FakeContainers::with_image("img"));
     for err in [
-        f.agents.start("nope").await.unwrap_err(),
+        f.agents.start("nope", false).await.unwrap_err(),
         f.agents.stop("nope").await.unwrap_err(),
         f.agents.info("nope").unwrap_err(),
     ] {
@@ -518,7 +561,7 @@ async fn each_start_mints_a_credential_the_container_can_read_and_a_stop_revokes
         "owner_role = \"leader\"\nteam = \"red\"\n",
         FakeContainers::with_image("img"),
     );
-    f.agents.start("a1").await.unwrap();
+    f.agents.start("a1", false).await.unwrap();
     let file = f.data.path().join("agents/a1/token");
     let first = std::fs::read_to_string(&file).unwrap().trim().to_string();
     let who = f
@@ -529,7 +572,7 @@ async fn each_start_mints_a_credential_the_container_can_read_and_a_stop_revokes
         (who.agent_id.as_str(), who.team.as_str(), who.leader),
         ("a1", "red", true)
     );
-    f.agents.restart("a1").await.unwrap();
+    f.agents.restart("a1", false).await.unwrap();
     let second = std::fs::read_to_string(&file).unwrap().trim().to_string();
     assert_ne!(first, second, "a restart mints a new credential");
     assert!(f.credentials.identify(&first).is_none());
@@ -547,10 +590,9 @@ async fn a_container_gets_the_hubs_address_its_credential_file_and_the_executabl
     let text = "hub_id = \"t\"\n[[agents]]\nid = \"a1\"\nimage = \"img\"\n";
     let config = HubConfig::parse(text, "test").unwrap();
     let mut def = config.agent_defs().next().unwrap().clone();
-    let access = super::hub_access::HubAccess::new(
-        std::path::Path::new("/data"),
-        Some("/opt/agent-hub".into()),
-    );
+    let data = tempfile::tempdir().unwrap();
+    let d = data.path().display();
+    let access = super::hub_access::HubAccess::new(data.path(), Some("/opt/agent-hub".into()));
     access.add_to(&mut def);
     assert_eq!(def.env["AGENT_HUB_URL"], "unix:///run/agent-hub/api.sock");
     assert_eq!(
@@ -560,16 +602,22 @@ async fn a_container_gets_the_hubs_address_its_credential_file_and_the_executabl
     assert_eq!(
         def.mounts,
         [
-            "/data/run:/run/agent-hub",
-            "/data/agents/a1:/run/agent-hub-agent:ro",
-            "/opt/agent-hub:/usr/local/bin/agent-hub:ro"
+            format!("{d}/agents/a1:/run/agent-hub-agent:ro"),
+            format!("{d}/run:/run/agent-hub"),
+            "/opt/agent-hub:/usr/local/bin/agent-hub:ro".into()
         ]
     );
-    // Switched off, and on a remote engine (no host paths to mount there).
+    assert!(data.path().join("agents/a1").is_dir());
+    // Switched off: only the agent's own directory (the arguments of each start).
     let off = "hub_id = \"t\"\n[[agents]]\nid = \"a2\"\nimage = \"img\"\nhub_access = false\n";
     let mut def = first_def(off);
     access.add_to(&mut def);
-    assert!(def.env.is_empty() && def.mounts.is_empty());
+    assert!(def.env.is_empty());
+    assert_eq!(
+        def.mounts,
+        [format!("{d}/agents/a2:/run/agent-hub-agent:ro")]
+    );
+    // On a remote engine: no host paths to mount there.
     let remote = "hub_id = \"t\"\n[[agents]]\nid = \"a3\"\nimage = \"img\"\ndocker_host = \"tcp://10.0.0.2:2375\"\nhub_url = \"http://10.0.0.1:8100\"\n";
     let mut def = first_def(remote);
     access.add_to(&mut def);
@@ -601,4 +649,65 @@ fn a_local_container_gets_a_fresh_pipe_directory_and_a_remote_one_none() {
     access.add_pipe_dir(&mut def).unwrap();
     assert!(def.mounts.is_empty(), "{:?}", def.mounts);
     assert!(!data.path().join("pipes/a3").exists());
+}
+
+#[tokio::test]
+async fn a_start_resumes_the_conversation_its_home_holds_unless_fresh() {
+    let f = fixture(
+        "cli_type = \"claude\"\ncommand = [\"claude\", \"--model\", \"x\"]\n",
+        FakeContainers::with_image("img"),
+    );
+    let commands = || f.containers.world.lock().unwrap().commands.clone();
+    let info = f.agents.info("a1").unwrap();
+    assert!(!info.resumes);
+    assert!(
+        info.resume_reason.contains("no conversation yet"),
+        "{}",
+        info.resume_reason
+    );
+    f.agents.start("a1", false).await.unwrap();
+    assert_eq!(commands()[0], ["claude", "--model", "x"]);
+
+    // Claude Code wrote its conversation into the home.
+    let project = f
+        .data
+        .path()
+        .join("agents/a1/home/.claude/projects/-workspace");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("c0ffee.jsonl"), "{}").unwrap();
+    let info = f.agents.info("a1").unwrap();
+    assert!(info.resumes, "{}", info.resume_reason);
+    f.agents.restart("a1", false).await.unwrap();
+    assert_eq!(commands()[1], ["claude", "--continue", "--model", "x"]);
+    f.agents.stop("a1").await.unwrap();
+    f.agents.start("a1", false).await.unwrap();
+    assert_eq!(commands()[2], ["claude", "--continue", "--model", "x"]);
+
+    // A fresh start on purpose.
+    f.agents.restart("a1", true).await.unwrap();
+    assert_eq!(commands()[3], ["claude", "--model", "x"]);
+}
+
+#[tokio::test]
+async fn resume_false_and_a_cli_without_a_way_to_resume_start_new_conversations() {
+    let f = fixture(
+        "cli_type = \"claude\"\nresume = false\ncommand = [\"claude\"]\n",
+        FakeContainers::with_image("img"),
+    );
+    let project = f.data.path().join("agents/a1/home/.claude/projects/p");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("c.jsonl"), "{}").unwrap();
+    let info = f.agents.info("a1").unwrap();
+    assert_eq!(
+        (info.resumes, info.resume_reason.as_str()),
+        (false, "resume = false")
+    );
+    f.agents.start("a1", false).await.unwrap();
+    assert_eq!(f.containers.world.lock().unwrap().commands[0], ["claude"]);
+
+    let g = fixture("command = [\"bash\"]\n", FakeContainers::with_image("img"));
+    g.agents.start("a1", false).await.unwrap();
+    g.agents.restart("a1", false).await.unwrap();
+    assert_eq!(g.containers.world.lock().unwrap().commands[1], ["bash"]);
+    assert!(!g.agents.info("a1").unwrap().resumes);
 }

@@ -1,12 +1,16 @@
-//! REST handlers for `/v1/agents`: list, get, start, stop, restart.
+//! REST handlers for `/v1/agents`: list, get, start, stop, restart, and the agent's workspace
+//! (its changes, removing its checkout).
 
 use axum::extract::{Path, State};
 use axum::Json;
 
-use super::error::ApiResult;
+use super::error::{ApiQuery, ApiResult};
 use crate::agents;
 use crate::hub::Hub;
-use crate::protocol::{AgentListReply, AgentReply, AgentStartReply};
+use crate::protocol::{
+    AgentChangesReply, AgentListReply, AgentReply, AgentStartReply, ChangesQuery, StartQuery,
+    WorkspaceRemoveQuery, WorkspaceRemoveReply,
+};
 
 pub async fn list_agents(
     State(hub): State<Hub>,
@@ -35,8 +39,9 @@ pub async fn get_agent(
 pub async fn start_agent(
     State(hub): State<Hub>,
     Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<StartQuery>,
 ) -> ApiResult<Json<AgentStartReply>> {
-    let (agent, already_running) = hub.agents().start(&id).await?;
+    let (agent, already_running) = hub.agents().start(&id, q.fresh).await?;
     let message = if already_running {
         "already running"
     } else {
@@ -60,6 +65,34 @@ pub async fn stop_agent(
 pub async fn restart_agent(
     State(hub): State<Hub>,
     Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<StartQuery>,
 ) -> ApiResult<Json<AgentReply>> {
-    Ok(reply(hub.agents().restart(&id).await?))
+    Ok(reply(hub.agents().restart(&id, q.fresh).await?))
+}
+
+pub async fn agent_changes(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<ChangesQuery>,
+) -> ApiResult<Json<AgentChangesReply>> {
+    let changes = hub.agents().changes(&id, q.full).await?;
+    Ok(Json(AgentChangesReply {
+        ok: true,
+        agent_id: id,
+        changes,
+    }))
+}
+
+pub async fn remove_workspace(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<WorkspaceRemoveQuery>,
+) -> ApiResult<Json<WorkspaceRemoveReply>> {
+    let removed = hub.agents().remove_workspace(&id, q.force).await?;
+    Ok(Json(WorkspaceRemoveReply {
+        ok: true,
+        agent_id: id,
+        path: removed.path,
+        branch: removed.branch,
+    }))
 }

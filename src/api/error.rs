@@ -61,6 +61,9 @@ impl IntoResponse for ApiError {
             HubError::Ambiguous { matches, .. } => {
                 d.insert("matches".into(), json!(matches));
             }
+            HubError::Workspace { files, .. } if !files.is_empty() => {
+                d.insert("files".into(), json!(files));
+            }
             HubError::AgentBlocked { evidence } => {
                 d.insert("receipt".into(), json!("blocked"));
                 d.insert("evidence".into(), json!(evidence));

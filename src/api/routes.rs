@@ -128,6 +128,8 @@ pub static ROUTES: &[Route] = &[
     route!(POST "/v1/agents/{id}/start", OPERATOR, As("agent_start"), CONTROL, agents::start_agent),
     route!(POST "/v1/agents/{id}/stop", OPERATOR, As("agent_stop"), CONTROL, agents::stop_agent),
     route!(POST "/v1/agents/{id}/restart", OPERATOR, As("agent_restart"), CONTROL, agents::restart_agent),
+    route!(GET "/v1/agents/{id}/changes", OBSERVER, No, LOOK, agents::agent_changes),
+    route!(DELETE "/v1/agents/{id}/workspace", OPERATOR, As("workspace_remove"), NEVER, agents::remove_workspace),
     route!(GET "/v1/tasks", OBSERVER, No, NEVER, tasks::list_tasks),
     route!(POST "/v1/tasks", OPERATOR, As("task_create"), NEVER, tasks::create_task),
     route!(GET "/v1/tasks/{id}", OBSERVER, No, NEVER, tasks::get_task),

@@ -1,5 +1,6 @@
 //! `agent-hub agents | start | stop | restart`: container agents from the command line.
 //! Several agents start (or stop) concurrently, with a line per agent as each finishes.
+//! (`diff` and `workspace` are in [`super::workspace`].)
 
 use std::io::IsTerminal;
 use std::time::Instant;
@@ -23,6 +24,16 @@ pub struct AgentOpArgs {
     pub opts: ClientOpts,
 }
 
+#[derive(Debug, Args)]
+pub struct StartArgs {
+    #[command(flatten)]
+    pub op: AgentOpArgs,
+    /// Begin a new conversation instead of resuming the agent's last one (the earlier ones
+    /// stay in its home; later starts resume the new one).
+    #[arg(long)]
+    pub fresh: bool,
+}
+
 pub async fn list(args: AgentsArgs) -> i32 {
     match args.opts.client().agents().await {
         Ok(v) if args.opts.json => {
@@ -30,16 +41,18 @@ pub async fn list(args: AgentsArgs) -> i32 {
             0
         }
         Ok(v) => {
-            println!("AGENT            STATUS    SESSION          LABEL          IMAGE");
+            println!("AGENT            STATUS    NEXT    SESSION          LABEL          IMAGE");
             for a in &v.agents {
                 let mut status = a.status.to_string();
                 if let Some(code) = a.exit_code.filter(|_| a.status == AgentStatus::Exited) {
                     status = format!("exited({code})");
                 }
+                let next = if a.resumes { "resume" } else { "new" };
                 println!(
-                    "{:<16} {:<9} {:<16} {:<14} {}",
+                    "{:<16} {:<9} {:<7} {:<16} {:<14} {}",
                     a.id,
                     status,
+                    next,
                     a.session_id.as_deref().unwrap_or("-"),
                     a.label.as_deref().unwrap_or("-"),
                     a.image,
@@ -57,8 +70,9 @@ pub async fn list(args: AgentsArgs) -> i32 {
     }
 }
 
-/// Runs `op` (start, stop, restart) on every agent at once and reports each as it finishes.
-pub async fn run_op(args: AgentOpArgs, op: &'static str) -> i32 {
+/// Runs `op` (start, stop, restart) on every agent at once and reports each as it finishes;
+/// a `fresh` (re)start begins a new conversation.
+pub async fn run_op(args: AgentOpArgs, op: &'static str, fresh: bool) -> i32 {
     let client = args.opts.client();
     let total = args.ids.len();
     let progress = !args.opts.json && std::io::stderr().is_terminal();
@@ -71,7 +85,7 @@ pub async fn run_op(args: AgentOpArgs, op: &'static str) -> i32 {
         let client = client.clone();
         tasks.spawn(async move {
             let started = Instant::now();
-            let result = client.agent_op(&id, op).await;
+            let result = client.agent_op(&id, op, fresh).await;
             (id, started.elapsed(), result)
         });
     }

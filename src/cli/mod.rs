@@ -16,6 +16,7 @@ mod run;
 mod serve;
 mod token;
 mod wait_state;
+mod workspace;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -97,12 +98,18 @@ pub enum Command {
     Unregister(registry::UnregisterArgs),
     /// List container agents and their status.
     Agents(agents::AgentsArgs),
-    /// Start container agents (several start at once) and wait until each is ready.
-    Start(agents::AgentOpArgs),
+    /// Start container agents (several start at once) and wait until each is ready; each
+    /// resumes its last conversation unless --fresh.
+    Start(agents::StartArgs),
     /// Stop container agents: detach cleanly, then stop their containers.
     Stop(agents::AgentOpArgs),
-    /// Restart container agents.
-    Restart(agents::AgentOpArgs),
+    /// Restart container agents (resuming their conversations unless --fresh).
+    Restart(agents::StartArgs),
+    /// What an agent changed in its workspace against its base: commits, committed and
+    /// uncommitted files with lines added and removed; --full prints the diffs.
+    Diff(workspace::DiffArgs),
+    /// An agent's workspace: `remove` deletes its checkout and keeps its branch.
+    Workspace(workspace::WorkspaceArgs),
     /// Policies: `check` (dry run: what each policy would do now, and why), `list`, `reload`.
     Policy(policy::PolicyArgs),
     /// Show the audit log (who typed what where, what the guard refused); --follow streams it.
@@ -153,9 +160,11 @@ pub fn run(cli: Cli) -> i32 {
             Command::Register(args) => registry::register(args).await,
             Command::Unregister(args) => registry::unregister(args).await,
             Command::Agents(args) => agents::list(args).await,
-            Command::Start(args) => agents::run_op(args, "start").await,
-            Command::Stop(args) => agents::run_op(args, "stop").await,
-            Command::Restart(args) => agents::run_op(args, "restart").await,
+            Command::Start(args) => agents::run_op(args.op, "start", args.fresh).await,
+            Command::Stop(args) => agents::run_op(args, "stop", false).await,
+            Command::Restart(args) => agents::run_op(args.op, "restart", args.fresh).await,
+            Command::Diff(args) => workspace::diff(args).await,
+            Command::Workspace(args) => workspace::run(args).await,
             Command::Policy(args) => policy::run(args).await,
             Command::Audit(args) => audit::run(args).await,
             Command::Doctor(args) => doctor::run(args).await,

@@ -23,6 +23,36 @@ pub enum StartTmux {
     Hub,
 }
 
+/// Whether the hub resumes the agent's conversation when it starts it again.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum Resume {
+    /// `true` (the default): as the agent's CLI profile says (`[resume]` in its profile);
+    /// `false`: never.
+    Enabled(bool),
+    /// The arguments that resume, inserted after the program (for a CLI no profile knows).
+    Args(Vec<String>),
+}
+
+impl Default for Resume {
+    fn default() -> Self {
+        Resume::Enabled(true)
+    }
+}
+
+/// A git checkout of the agent's own: `workspace = { repo = "/srv/app", base = "main" }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceDef {
+    /// A git repository on the hub's machine (an absolute path).
+    pub repo: Spanned<String>,
+    /// The branch (or any commit) the agent's branch starts from and its changes are shown
+    /// against; default: the branch the repository has checked out when the hub loads.
+    pub base: Option<Spanned<String>>,
+    /// The agent's branch; default `agent/<id>`.
+    pub branch: Option<Spanned<String>>,
+}
+
 /// The team of an agent with no `team`.
 pub const DEFAULT_TEAM: &str = "default";
 
@@ -94,6 +124,18 @@ pub struct AgentDef {
     /// Where the hub's API is reached from inside the container (default: the hub's unix
     /// socket, bind-mounted; set this for agents on a remote engine).
     pub hub_url: Option<String>,
+    /// Resume the conversation when the hub starts the agent again (see [`Resume`]).
+    #[serde(default)]
+    pub resume: Resume,
+    /// The agent user's home in the container, kept on the hub's machine
+    /// (`<data_dir>/agents/<id>/home`) across stops, restarts and removed containers. Default:
+    /// the image's `HOME`, else `/root` for root, else `/home/<user>`.
+    pub home: Option<String>,
+    /// Keep the home on the hub's machine (default: on).
+    #[serde(default = "default_true")]
+    pub keep_home: bool,
+    /// A git checkout of the agent's own, mounted at its workdir.
+    pub workspace: Option<WorkspaceDef>,
     /// Where `image` is written (`hub.toml:LINE:COL`), for errors found after loading.
     #[serde(skip)]
     pub image_location: String,
@@ -201,6 +243,24 @@ impl AgentDef {
         }
         crate::config::check_size(self.cols.unwrap_or(120), self.rows.unwrap_or(30))
             .or_else(|m| err("cols", None, m.to_string()))?;
+        if let Resume::Args(args) = &self.resume {
+            if args.is_empty() || args.iter().any(|a| a.is_empty() || a.contains('\n')) {
+                return err(
+                    "resume",
+                    None,
+                    "resume must be true, false or the arguments that resume (none empty, \
+                     no line breaks)"
+                        .into(),
+                );
+            }
+        }
+        if self.home.as_deref().is_some_and(|h| !h.starts_with('/')) {
+            return err(
+                "home",
+                None,
+                "home must be an absolute path in the container".into(),
+            );
+        }
         if self.ready_timeout == 0 {
             return err(
                 "ready_timeout",
@@ -226,6 +286,35 @@ impl AgentDef {
     /// The endpoint key ("" = the local default engine).
     pub fn endpoint(&self) -> &str {
         self.docker_host.as_deref().unwrap_or("")
+    }
+
+    /// The workdir in the container (`/workspace` for an agent with a workspace).
+    pub fn workdir_or_default(&self) -> Option<String> {
+        match (&self.workdir, &self.workspace) {
+            (Some(w), _) => Some(w.clone()),
+            (None, Some(_)) => Some("/workspace".into()),
+            (None, None) => None,
+        }
+    }
+
+    /// The workspace's base (filled in at load when not written).
+    pub fn workspace_base(&self) -> Option<String> {
+        let ws = self.workspace.as_ref()?;
+        Some(
+            ws.base
+                .as_ref()
+                .map(|b| b.get_ref().clone())
+                .unwrap_or_default(),
+        )
+    }
+
+    /// The agent's branch in its workspace.
+    pub fn workspace_branch(&self) -> Option<String> {
+        let ws = self.workspace.as_ref()?;
+        Some(match &ws.branch {
+            Some(b) => b.get_ref().clone(),
+            None => format!("agent/{}", self.id),
+        })
     }
 
     /// Memory limit in bytes.

@@ -12,8 +12,9 @@ mod agent;
 mod audit;
 pub mod policy;
 mod tokens;
+mod workspaces;
 
-pub use agent::{AgentDef, StartTmux, DEFAULT_TEAM};
+pub use agent::{AgentDef, Resume, StartTmux, WorkspaceDef, DEFAULT_TEAM};
 pub use audit::{AuditConfig, MAX_FIELD_BYTES};
 pub use tokens::{AuthMode, TokenConfig};
 
@@ -241,6 +242,7 @@ impl HubConfig {
                 return Err(fail("id", None, "duplicate agent id".into()));
             }
         }
+        workspaces::check(&mut config, text, origin)?;
         for agent in &mut config.agents {
             let (line, col, _) = locate(text, Some(agent.get_ref().image.span()));
             agent.get_mut().image_location = format!("{origin}:{line}:{col}");

@@ -162,6 +162,11 @@ const AGENT: Param = param(
     "The container agent's id (see k_agents list).",
 )
 .required();
+const FRESH: Param = query(
+    "fresh",
+    Kind::Bool,
+    "Start a new conversation instead of resuming the last one (default false).",
+);
 const TASK: Param = param(
     "task_id",
     Kind::Str,
@@ -304,9 +309,13 @@ pub static ACTIONS: &[Action] = &[
     }),
     action(Tool::Agents, "help", "Every action of k_agents with its parameters, and this hub's capabilities.", &[], Route::Help),
     action(Tool::Agents, "list", "Container agents: id, status, session_id, owner, policy.", &[], rest("GET", "/v1/agents")),
-    action(Tool::Agents, "start", "Start a container agent and wait until it is ready.", &[AGENT], rest("POST", "/v1/agents/{agent_id}/start")),
+    action(Tool::Agents, "start", "Start a container agent and wait until it is ready; it resumes its last conversation unless fresh.", &[AGENT, FRESH], rest("POST", "/v1/agents/{agent_id}/start")),
     action(Tool::Agents, "stop", "Stop a container agent (detach cleanly, stop its container).", &[AGENT], rest("POST", "/v1/agents/{agent_id}/stop")),
-    action(Tool::Agents, "restart", "Restart a container agent.", &[AGENT], rest("POST", "/v1/agents/{agent_id}/restart")),
+    action(Tool::Agents, "restart", "Restart a container agent; it resumes its last conversation unless fresh.", &[AGENT, FRESH], rest("POST", "/v1/agents/{agent_id}/restart")),
+    action(Tool::Agents, "changes", "What the agent changed in its workspace against its base: commits, committed and uncommitted files with lines added and removed; full: the diffs too.", &[
+        AGENT,
+        query("full", Kind::Bool, "Include the full diffs (default false)."),
+    ], rest("GET", "/v1/agents/{agent_id}/changes")),
     action(Tool::Agents, "state", "The agent's state: working, idle, blocked, exited (also when stopped) or unknown, and stuck.", &[AGENT, EXPLAIN], rest("GET", "/v1/agents/{agent_id}/state")),
     action(Tool::Agents, "wait_state", "Wait until the agent's state is one of states (reached: true), or the timeout (reached: false); a stopped agent is waited for until it starts.", &[AGENT, STATES, WAIT_TIMEOUT, EXPLAIN], rest("GET", "/v1/agents/{agent_id}/state")),
     action(Tool::Agents, "run", "Run a shell command as a task: in its own PTY (default; answers at once with taskId and sessionId) or with pipes (pty: false; answers when it ends with stdout, stderr, exitCode). Passes the command guard.", &[

@@ -196,7 +196,7 @@ impl PolicyRunner {
             Action::Restart => match &agent {
                 Some(id) => self
                     .agents
-                    .restart(id)
+                    .restart(id, false)
                     .await
                     .map(|_| ())
                     .map_err(Into::into),

@@ -39,7 +39,7 @@ impl PolicyRunner {
         let session = match resolve_session(&self.candidates(actor), keys) {
             Err(HubError::RouteNotMatched { .. }) if self.starts_on_message(actor, keys) => {
                 let id = keys.agent_id.clone().unwrap_or_default();
-                self.agents.start(&id).await?;
+                self.agents.start(&id, false).await?;
                 // Reported once the start succeeded (a failed start has its own event).
                 self.events.emit(EventKind::PolicyStarted {
                     agent_id: id.clone(),

@@ -196,6 +196,82 @@ pub struct AgentInfo {
     pub policy: Option<String>,
     pub exit_code: Option<i64>,
     pub error: Option<String>,
+    /// Whether the agent's next start resumes its conversation.
+    #[serde(default)]
+    pub resumes: bool,
+    /// Why it does or does not (`found .claude/projects/-workspace/<id>.jsonl`).
+    #[serde(default)]
+    pub resume_reason: String,
+    /// The agent's home on the hub's machine (kept across stops and removed containers).
+    #[serde(default)]
+    pub home: Option<String>,
+    /// The agent's git checkout, when its definition names a `workspace`.
+    #[serde(default)]
+    pub workspace: Option<WorkspaceInfo>,
+}
+
+/// An agent's git checkout of its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceInfo {
+    /// The user's repository.
+    pub repo: String,
+    /// What the branch started from and changes are shown against.
+    pub base: String,
+    /// The agent's branch (`agent/<id>`).
+    pub branch: String,
+    /// The checkout on the hub's machine.
+    pub path: String,
+    /// Whether the checkout exists (it is made at the agent's start).
+    pub exists: bool,
+}
+
+/// `GET /v1/agents/{id}/changes` query.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ChangesQuery {
+    /// Include the full diffs.
+    #[serde(default)]
+    pub full: bool,
+}
+
+/// `POST /v1/agents/{id}/start` and `.../restart` query.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct StartQuery {
+    /// Start a new conversation instead of resuming the last one.
+    #[serde(default)]
+    pub fresh: bool,
+}
+
+/// `DELETE /v1/agents/{id}/workspace` query.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct WorkspaceRemoveQuery {
+    /// Remove it even with uncommitted changes (they are lost; commits stay on the branch).
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// `GET /v1/agents/{id}/changes`
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AgentChangesReply {
+    pub ok: bool,
+    pub agent_id: String,
+    pub changes: crate::workspace::Changes,
+}
+
+/// `DELETE /v1/agents/{id}/workspace`
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct WorkspaceRemoveReply {
+    pub ok: bool,
+    pub agent_id: String,
+    /// The checkout that was removed.
+    pub path: String,
+    /// The branch, which is kept.
+    pub branch: String,
 }
 
 /// `POST /v1/tasks`

@@ -72,30 +72,27 @@ pub fn agent_toml(id: &str, extra: &str) -> String {
     )
 }
 
-/// Removes every container of a hub id, even when the test failed.
+/// Removes every container of a hub id, then its volumes (the agents' homes), even when the
+/// test failed.
 pub struct ContainerGuard(pub String);
 
 impl Drop for ContainerGuard {
     fn drop(&mut self) {
-        let out = Command::new("docker")
-            .args([
-                "ps",
-                "-aq",
-                "--filter",
-                &format!("label=agent-hub.hub={}", self.0),
-            ])
-            .output();
-        if let Ok(out) = out {
+        let label = format!("label=agent-hub.hub={}", self.0);
+        let steps: [(&[&str], &[&str]); 2] = [
+            (&["ps", "-aq", "--filter"], &["rm", "-f"]),
+            (&["volume", "ls", "-q", "--filter"], &["volume", "rm", "-f"]),
+        ];
+        for (list, remove) in steps {
+            let Ok(out) = Command::new("docker").args(list).arg(&label).output() else {
+                continue;
+            };
             let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
                 .split_whitespace()
                 .map(String::from)
                 .collect();
             if !ids.is_empty() {
-                let _ = Command::new("docker")
-                    .arg("rm")
-                    .arg("-f")
-                    .args(&ids)
-                    .output();
+                let _ = Command::new("docker").args(remove).args(&ids).output();
             }
         }
     }

@@ -2,7 +2,7 @@
 //! file imports a module of a higher layer, and the imports between top-level modules have no
 //! cycle. The layers, lowest first:
 //!
-//! - **core**: the terminal's vocabulary, the output pipeline, screen, redaction, the guard,
+//! - **core**: the terminal's vocabulary, the output pipeline, screen, redaction, the guard, the git workspaces,
 //!   agent states, the settings, backends, sessions and the wire types;
 //! - **components**: what the hub is made of (agents, tasks, policy, audit, persistence,
 //!   metrics, external sessions, ...), each holding narrow handles, never the hub;
@@ -23,6 +23,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "term",
             "wire",
             "toml_file",
+            "workspace",
             "error",
             "actor",
             "escape",

@@ -8,7 +8,8 @@
 //! - `please fail`: an HTTP 400 error (not retried by the CLIs);
 //! - anything else: an instant answer, `Instant answer here.`
 //!
-//! Every request's method and path is recorded, so a test can show what a CLI called.
+//! Every request's method and path is recorded, so a test can show what a CLI called, and
+//! every model request's body, so a test can show which earlier turns a CLI sent.
 
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
@@ -39,6 +40,7 @@ pub const AFTER_TOOL: &str = "The file is made.";
 #[derive(Clone, Default)]
 struct Shared {
     requests: Arc<Mutex<Vec<String>>>,
+    bodies: Arc<Mutex<Vec<Value>>>,
 }
 
 pub struct ModelStandIn {
@@ -75,6 +77,17 @@ impl ModelStandIn {
     /// `METHOD /path` of every request so far.
     pub fn requests(&self) -> Vec<String> {
         self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// The bodies of the model requests (Messages and Responses) that carry `words`, as text:
+    /// what a CLI sent along with a prompt (its earlier turns included).
+    pub fn turns_with(&self, words: &str) -> Vec<String> {
+        let bodies = self.shared.bodies.lock().unwrap();
+        bodies
+            .iter()
+            .map(|b| b.to_string())
+            .filter(|b| b.contains(words))
+            .collect()
     }
 }
 
@@ -180,7 +193,8 @@ fn error_400() -> Response {
 
 /// The Anthropic Messages API. The scripted words are the last user message's last text
 /// block (system reminders, which start with `<`, are not the user's words).
-async fn messages(Json(body): Json<Value>) -> Response {
+async fn messages(State(shared): State<Shared>, Json(body): Json<Value>) -> Response {
+    shared.bodies.lock().unwrap().push(body.clone());
     let user = body["messages"]
         .as_array()
         .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
@@ -277,7 +291,8 @@ async fn messages(Json(body): Json<Value>) -> Response {
 
 /// The OpenAI Responses API as Codex calls it. A request for a title (a JSON schema output)
 /// gets one; a `function_call_output` last is the turn after a tool call.
-async fn responses(Json(body): Json<Value>) -> Response {
+async fn responses(State(shared): State<Shared>, Json(body): Json<Value>) -> Response {
+    shared.bodies.lock().unwrap().push(body.clone());
     let input = body["input"].as_array().cloned().unwrap_or_default();
     let last = input.last().cloned().unwrap_or_default();
     let after_tool = last["type"] == "function_call_output";

@@ -68,6 +68,21 @@ pub fn write_claude_config(dir: &std::path::Path, project: &str, ask_api_key: bo
     .unwrap();
 }
 
+/// Codex's config in `dir` (its `CODEX_HOME`): the stand-in as its model provider (key in
+/// `STANDIN_API_KEY`), `project` trusted, no update check.
+pub fn write_codex_config(dir: &std::path::Path, standin: &ModelStandIn, project: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    let config = format!(
+        "model = \"gpt-standin\"\nmodel_provider = \"standin\"\n\
+         check_for_update_on_startup = false\n\n\
+         [model_providers.standin]\nname = \"Stand-in\"\nbase_url = \"{}/v1\"\n\
+         wire_api = \"responses\"\nenv_key = \"STANDIN_API_KEY\"\n\n\
+         [projects.\"{project}\"]\ntrust_level = \"trusted\"\n",
+        standin.base,
+    );
+    std::fs::write(dir.join("config.toml"), config).unwrap();
+}
+
 /// Claude Code's environment: its config dir and the stand-in, and no other traffic.
 pub fn claude_env(standin: &ModelStandIn, config_dir: &str) -> Value {
     json!({
@@ -132,17 +147,7 @@ impl Home {
 
     fn codex_env(&self, standin: &ModelStandIn) -> Value {
         let home = self.dir.path().join("codex");
-        std::fs::create_dir_all(&home).unwrap();
-        let config = format!(
-            "model = \"gpt-standin\"\nmodel_provider = \"standin\"\n\
-             check_for_update_on_startup = false\n\n\
-             [model_providers.standin]\nname = \"Stand-in\"\nbase_url = \"{}/v1\"\n\
-             wire_api = \"responses\"\nenv_key = \"STANDIN_API_KEY\"\n\n\
-             [projects.\"{}\"]\ntrust_level = \"trusted\"\n",
-            standin.base,
-            self.proj()
-        );
-        std::fs::write(home.join("config.toml"), config).unwrap();
+        write_codex_config(&home, standin, &self.proj());
         json!({ "HOME": self.dir.path(), "CODEX_HOME": home, "STANDIN_API_KEY": "sk-standin" })
     }
 }

@@ -17,7 +17,7 @@ use crate::require_docker;
 use crate::support::wait_until;
 
 /// Makes `dir` and everything in it writable by the container's user.
-fn open_up(dir: &std::path::Path) {
+pub fn open_up(dir: &std::path::Path) {
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         if entry.path().is_dir() {
             open_up(&entry.path());
@@ -26,6 +26,17 @@ fn open_up(dir: &std::path::Path) {
         std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(mode)).unwrap();
     }
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+}
+
+/// A JSON object of strings as the inside of a TOML inline table (`K = "v", ...`).
+pub fn toml_table(env: &serde_json::Value) -> String {
+    let pairs: Vec<String> = env
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| format!("{k} = {v}"))
+        .collect();
+    pairs.join(", ")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -41,13 +52,7 @@ async fn claude_code_in_a_container_answers_goes_idle_and_its_policy_stops_it() 
         "{}/tests/agent-clis/node_modules",
         env!("CARGO_MANIFEST_DIR")
     );
-    let env = claude_env(&standin, "/cfg");
-    let env: Vec<String> = env
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| format!("{k} = {v}"))
-        .collect();
+    let env = toml_table(&claude_env(&standin, "/cfg"));
     let hub_id = unique_hub_id();
     let _guard = ContainerGuard(hub_id.clone());
     let agent = format!(
@@ -59,7 +64,6 @@ async fn claude_code_in_a_container_answers_goes_idle_and_its_policy_stops_it() 
          ready_pattern = '\\? for shortcuts'\nready_timeout = 60\nstop_grace = 2\ncols = 100\nrows = 30\n",
         image = test_image(),
         files = files.path().display(),
-        env = env.join(", "),
     );
     let dir = policies_dir();
     let hub = hub_with_policies(&dir, &agent).await;

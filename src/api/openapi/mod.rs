@@ -66,6 +66,8 @@ use crate::protocol::*;
         start_agent,
         stop_agent,
         restart_agent,
+        agent_changes,
+        remove_workspace,
         list_tasks,
         create_task,
         get_task,

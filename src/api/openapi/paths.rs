@@ -478,8 +478,8 @@ pub(super) fn get_agent() {}
     post,
     path = "/v1/agents/{id}/start",
     operation_id = "start_agent",
-    summary = "Start a container agent and wait until it is ready.",
-    params(("id" = String, Path, description = "Session, agent, task or record id")),
+    summary = "Start a container agent and wait until it is ready (resuming its conversation unless `fresh`).",
+    params(("id" = String, Path, description = "Session, agent, task or record id"), StartQuery),
     responses((status = 200, body = AgentStartReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 pub(super) fn start_agent() {}
@@ -498,11 +498,31 @@ pub(super) fn stop_agent() {}
     post,
     path = "/v1/agents/{id}/restart",
     operation_id = "restart_agent",
-    summary = "Restart a container agent.",
-    params(("id" = String, Path, description = "Session, agent, task or record id")),
+    summary = "Restart a container agent (resuming its conversation unless `fresh`).",
+    params(("id" = String, Path, description = "Session, agent, task or record id"), StartQuery),
     responses((status = 200, body = AgentReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 pub(super) fn restart_agent() {}
+
+#[utoipa::path(
+    get,
+    path = "/v1/agents/{id}/changes",
+    operation_id = "agent_changes",
+    summary = "What the agent changed in its workspace against its base: committed and uncommitted files apart, the full diffs with `full`.",
+    params(("id" = String, Path, description = "Session, agent, task or record id"), ChangesQuery),
+    responses((status = 200, body = AgentChangesReply), (status = "default", body = ErrorBody, description = "Failed"))
+)]
+pub(super) fn agent_changes() {}
+
+#[utoipa::path(
+    delete,
+    path = "/v1/agents/{id}/workspace",
+    operation_id = "remove_workspace",
+    summary = "Delete the agent's checkout and keep its branch (refused while it runs, or with uncommitted changes unless `force`).",
+    params(("id" = String, Path, description = "Session, agent, task or record id"), WorkspaceRemoveQuery),
+    responses((status = 200, body = WorkspaceRemoveReply), (status = "default", body = ErrorBody, description = "Failed"))
+)]
+pub(super) fn remove_workspace() {}
 
 #[utoipa::path(
     get,

@@ -1,0 +1,131 @@
+//! Each agent's home, kept on the hub's machine: `<data_dir>/agents/<id>/home`, mounted as the
+//! agent user's home in its container, so the CLI's own state (its conversations, settings and
+//! credentials) outlives the container, even one removed at every stop.
+//!
+//! The mount is a named volume (`agent-hub-<hub>-<agent>-home`) of Docker's `local` driver bound
+//! to that directory: Docker fills an empty volume from the image at its first mount, with the
+//! image's owners, so the home starts as the image made it (`.bashrc`, config) and belongs to
+//! the agent's user, whatever user the hub runs as. On a remote engine the volume lives on that
+//! engine (the hub's machine has no directory of it).
+
+use std::path::{Path, PathBuf};
+
+use crate::config::AgentDef;
+
+/// The volume that holds an agent's home.
+pub fn volume_name(hub_id: &str, agent_id: &str) -> String {
+    format!("agent-hub-{hub_id}-{agent_id}-home")
+}
+
+/// The agent's home in its container: its `home`, else the image's `HOME`, else `/root` for
+/// root, else `/home/<user>`. `None` when nothing says (a numeric user without `HOME`).
+pub fn home_in_container(def: &AgentDef, image_env: &[String], image_user: &str) -> Option<String> {
+    if let Some(home) = &def.home {
+        return Some(home.clone());
+    }
+    if let Some(home) = image_env.iter().find_map(|e| e.strip_prefix("HOME=")) {
+        return Some(home.to_string());
+    }
+    let user = image_user.split(':').next().unwrap_or_default();
+    match user {
+        "" | "root" | "0" => Some("/root".into()),
+        u if u.chars().all(|c| c.is_ascii_digit()) => None,
+        u => Some(format!("/home/{u}")),
+    }
+}
+
+/// The agent's directory in the data dir (`<data_dir>/agents/<id>`).
+pub fn agent_dir(agents_dir: &Path, agent_id: &str) -> PathBuf {
+    agents_dir.join(agent_id)
+}
+
+/// The agent's home on the hub's machine.
+pub fn home_dir(agents_dir: &Path, agent_id: &str) -> PathBuf {
+    agent_dir(agents_dir, agent_id).join("home")
+}
+
+/// The agent's workspace checkout on the hub's machine.
+pub fn workspace_dir(agents_dir: &Path, agent_id: &str) -> PathBuf {
+    agent_dir(agents_dir, agent_id).join("workspace")
+}
+
+/// The file the entrypoint reads the arguments of this start from, one a line.
+pub fn start_args_file(agents_dir: &Path, agent_id: &str) -> PathBuf {
+    agent_dir(agents_dir, agent_id).join("start-args")
+}
+
+/// The mark that the hub started the agent before.
+pub fn started_mark(agents_dir: &Path, agent_id: &str) -> PathBuf {
+    agent_dir(agents_dir, agent_id).join("started")
+}
+
+/// Writes the arguments of this start for the entrypoint (none: the file is removed).
+pub fn write_start_args(file: &Path, args: &[String]) -> std::io::Result<()> {
+    if args.is_empty() {
+        return match std::fs::remove_file(file) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        };
+    }
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let text: String = args.iter().map(|a| format!("{a}\n")).collect();
+    crate::persist::registry_file::write_atomic(file, text.as_bytes())?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o644))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(extra: &str) -> AgentDef {
+        toml::from_str(&format!("id = \"a\"\nimage = \"i\"\n{extra}")).unwrap()
+    }
+
+    #[test]
+    fn the_home_comes_from_the_definition_then_the_image() {
+        let env = vec!["PATH=/bin".to_string(), "HOME=/srv/me".to_string()];
+        assert_eq!(
+            home_in_container(&def("home = \"/h\""), &env, "agent").as_deref(),
+            Some("/h")
+        );
+        assert_eq!(
+            home_in_container(&def(""), &env, "agent").as_deref(),
+            Some("/srv/me")
+        );
+        assert_eq!(
+            home_in_container(&def(""), &[], "agent").as_deref(),
+            Some("/home/agent")
+        );
+        assert_eq!(
+            home_in_container(&def(""), &[], "agent:agent").as_deref(),
+            Some("/home/agent")
+        );
+        assert_eq!(
+            home_in_container(&def(""), &[], "").as_deref(),
+            Some("/root")
+        );
+        assert_eq!(
+            home_in_container(&def(""), &[], "0:0").as_deref(),
+            Some("/root")
+        );
+        assert_eq!(home_in_container(&def(""), &[], "1000"), None);
+    }
+
+    #[test]
+    fn start_arguments_are_written_a_line_each_and_removed_when_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = start_args_file(dir.path(), "a");
+        write_start_args(&file, &["resume".into(), "--last".into()]).unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "resume\n--last\n");
+        write_start_args(&file, &[]).unwrap();
+        assert!(!file.exists());
+        write_start_args(&file, &[]).unwrap();
+    }
+}

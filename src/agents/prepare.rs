@@ -1,0 +1,166 @@
+//! What a start does before the container runs: the agent's home and workspace mounted into a
+//! new container, and the arguments that resume its conversation (see [`super::resume`]).
+
+use std::path::{Path, PathBuf};
+
+use super::containers::{ImageInfo, VolumeSpec};
+use super::{home, resume, Agents};
+use crate::config::AgentDef;
+use crate::error::{HubError, HubResult};
+use crate::protocol::WorkspaceInfo;
+use crate::workspace::{self, WorkspaceError};
+
+/// Where the tmux session gets the arguments of this start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ArgsVia {
+    /// The image's entrypoint reads them from the agent's `start-args` file.
+    File,
+    /// The hub starts the session with them.
+    Command,
+}
+
+/// A workspace error as the hub says it.
+pub(super) fn workspace_error(e: WorkspaceError) -> HubError {
+    let files = match &e {
+        WorkspaceError::Dirty { files, .. } => files.clone(),
+        _ => Vec::new(),
+    };
+    HubError::Workspace {
+        code: e.code(),
+        message: e.to_string(),
+        files,
+    }
+}
+
+impl Agents {
+    /// The agent's home on the hub's machine, when it keeps one there (local engines).
+    pub(super) fn host_home(&self, def: &AgentDef) -> Option<PathBuf> {
+        (def.keep_home && def.docker_host.is_none())
+            .then(|| home::home_dir(&self.handles.access.agents_dir, &def.id))
+    }
+
+    /// What the next start of `def` does about its conversation.
+    pub(super) fn resume_plan(&self, def: &AgentDef, fresh: bool) -> resume::Plan {
+        let profile = (self.handles.profiles)(def.cli_type.as_deref()).profile;
+        let home = self.host_home(def);
+        let started_before = home::started_mark(&self.handles.access.agents_dir, &def.id).exists();
+        resume::plan(
+            def,
+            profile.resume.as_ref(),
+            resume::Past {
+                home: home.as_deref(),
+                started_before,
+                fresh,
+            },
+        )
+    }
+
+    /// Passes the plan's arguments to this start.
+    pub(super) fn apply_resume(
+        &self,
+        def: &mut AgentDef,
+        plan: &resume::Plan,
+        via: ArgsVia,
+    ) -> HubResult<()> {
+        let file = home::start_args_file(&self.handles.access.agents_dir, &def.id);
+        match via {
+            ArgsVia::File => {
+                home::write_start_args(&file, &plan.args).map_err(|e| HubError::Internal {
+                    message: format!("cannot write {}: {e}", file.display()),
+                })
+            }
+            ArgsVia::Command => {
+                if def.command.is_empty() {
+                    def.command.push("bash".into());
+                }
+                def.command = resume::with_args(&def.command, &plan.args);
+                Ok(())
+            }
+        }
+    }
+
+    /// The agent started: from now on a profile without files to look for resumes it.
+    pub(super) fn mark_started(&self, id: &str) {
+        let mark = home::started_mark(&self.handles.access.agents_dir, id);
+        if let Err(e) = std::fs::write(&mark, b"") {
+            tracing::warn!(agent = id, "cannot write {}: {e}", mark.display());
+        }
+    }
+
+    /// Mounts the agent's home into a new container of `def` (its volume made when missing).
+    pub(super) async fn add_home(&self, def: &mut AgentDef, image: &ImageInfo) -> HubResult<()> {
+        if !def.keep_home {
+            return Ok(());
+        }
+        let Some(target) = home::home_in_container(def, &image.env, &image.user) else {
+            tracing::warn!(
+                agent = %def.id,
+                "no home kept: the image runs as user '{}' with no HOME; set `home`",
+                image.user
+            );
+            return Ok(());
+        };
+        let device = self.host_home(def);
+        if let Some(dir) = &device {
+            std::fs::create_dir_all(dir).map_err(|e| HubError::Internal {
+                message: format!("cannot make the agent's home {}: {e}", dir.display()),
+            })?;
+        }
+        let name = home::volume_name(self.hub_id(), &def.id);
+        let spec = VolumeSpec {
+            name: &name,
+            device: device.as_deref(),
+            agent_id: &def.id,
+            hub_id: self.hub_id(),
+        };
+        self.handles
+            .containers
+            .ensure_volume(def.endpoint(), spec)
+            .await?;
+        def.mounts.push(format!("{name}:{target}"));
+        Ok(())
+    }
+
+    /// Makes sure the agent's checkout exists and mounts it at the workdir, with the
+    /// repository's git directory at its own path (the checkout's `.git` names it).
+    pub(super) async fn add_workspace(&self, def: &mut AgentDef) -> HubResult<()> {
+        let Some(ws) = self.workspace_info(def) else {
+            return Ok(());
+        };
+        let path = PathBuf::from(&ws.path);
+        let common_dir = super::workspace::blocking(move || {
+            let repo = workspace::check(Path::new(&ws.repo), &ws.base)?;
+            workspace::ensure(&super::workspace::checkout(&ws))?;
+            Ok(repo.common_dir)
+        })
+        .await?;
+        let workdir = def
+            .workdir_or_default()
+            .unwrap_or_else(|| "/workspace".into());
+        def.mounts.push(format!("{}:{workdir}", path.display()));
+        let git = common_dir.display();
+        def.mounts.push(format!("{git}:{git}"));
+        def.workdir = Some(workdir);
+        // The checkout belongs to the repository's owner, not necessarily the agent's user.
+        if !def.env.contains_key("GIT_CONFIG_COUNT") {
+            def.env.insert("GIT_CONFIG_COUNT".into(), "1".into());
+            def.env
+                .insert("GIT_CONFIG_KEY_0".into(), "safe.directory".into());
+            def.env.insert("GIT_CONFIG_VALUE_0".into(), "*".into());
+        }
+        Ok(())
+    }
+
+    /// The agent's workspace as clients see it.
+    pub(super) fn workspace_info(&self, def: &AgentDef) -> Option<WorkspaceInfo> {
+        let ws = def.workspace.as_ref()?;
+        let path = home::workspace_dir(&self.handles.access.agents_dir, &def.id);
+        Some(WorkspaceInfo {
+            repo: ws.repo.get_ref().clone(),
+            base: def.workspace_base().unwrap_or_default(),
+            branch: def.workspace_branch().unwrap_or_default(),
+            exists: path.join(".git").exists(),
+            path: path.display().to_string(),
+        })
+    }
+}

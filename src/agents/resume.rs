@@ -1,0 +1,278 @@
+//! Whether the next start of an agent resumes its conversation, and with which arguments: a
+//! pure decision ([`plan`]) over the agent's definition, its CLI profile's `[resume]`, and what
+//! its home on the hub's machine holds ([`find_in`]).
+//!
+//! The arguments are inserted after the program (`claude --continue ...`,
+//! `codex resume --last ...`): the hub passes them to the tmux session it starts, or writes them
+//! to the agent's `start-args` file, which the shipped entrypoint reads at every start.
+
+use std::path::{Path, PathBuf};
+
+use crate::agent_state::profile::ResumeSpec;
+use crate::config::{AgentDef, Resume};
+
+/// What the next start does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// The arguments inserted after the program; empty: a new conversation.
+    pub args: Vec<String>,
+    /// Why, in a few words (`found .claude/projects/-workspace/1.jsonl`).
+    pub reason: String,
+}
+
+impl Plan {
+    /// Whether this start resumes.
+    pub fn resumes(&self) -> bool {
+        !self.args.is_empty()
+    }
+
+    fn fresh(reason: impl Into<String>) -> Self {
+        Plan {
+            args: Vec::new(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// What the hub knows of the agent's past when it decides.
+#[derive(Debug, Clone, Copy)]
+pub struct Past<'a> {
+    /// The agent's home on the hub's machine, when it keeps one.
+    pub home: Option<&'a Path>,
+    /// The hub started the agent before (with this data dir).
+    pub started_before: bool,
+    /// A fresh start was asked for.
+    pub fresh: bool,
+}
+
+/// Decides the next start. `profile` is the `[resume]` of the agent's CLI profile.
+pub fn plan(def: &AgentDef, profile: Option<&ResumeSpec>, past: Past) -> Plan {
+    if past.fresh {
+        return Plan::fresh("a fresh start was asked for");
+    }
+    let args = match (&def.resume, profile) {
+        (Resume::Enabled(false), _) => return Plan::fresh("resume = false"),
+        (Resume::Args(args), _) => args.clone(),
+        (Resume::Enabled(true), Some(p)) => p.args.clone(),
+        (Resume::Enabled(true), None) => {
+            return Plan::fresh("its CLI profile does not say how to resume");
+        }
+    };
+    let Some(home) = past.home else {
+        return Plan::fresh(if def.docker_host.is_some() {
+            "its home is on a remote engine, where the hub cannot look for a conversation"
+        } else {
+            "keep_home = false: the CLI's state is not kept"
+        });
+    };
+    let when = profile.map(|p| p.when.as_slice()).unwrap_or_default();
+    if when.is_empty() {
+        return if past.started_before {
+            Plan {
+                args,
+                reason: "the agent ran before".into(),
+            }
+        } else {
+            Plan::fresh("the agent never ran")
+        };
+    }
+    let slug = def
+        .workdir_or_default()
+        .map_or_else(|| "*".to_string(), |w| workdir_slug(&w));
+    let when: Vec<String> = when
+        .iter()
+        .map(|g| g.replace("{workdir_slug}", &slug))
+        .collect();
+    match when.iter().find_map(|g| find_in(home, g)) {
+        Some(found) => Plan {
+            args,
+            reason: format!("found {}", found.display()),
+        },
+        None => Plan::fresh(format!("no conversation yet ({})", when.join(", "))),
+    }
+}
+
+/// A working directory as Claude Code names its project directory: every character but ASCII
+/// letters and digits becomes `-` (`/workspace` is `-workspace`).
+pub fn workdir_slug(workdir: &str) -> String {
+    workdir
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+/// The program and its arguments with `extra` inserted after the program.
+pub fn with_args(command: &[String], extra: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(command.len() + extra.len());
+    out.extend(command.first().cloned());
+    out.extend(extra.iter().cloned());
+    out.extend(command.iter().skip(1).cloned());
+    out
+}
+
+/// The first path under `root` that `glob` (relative, `/`-separated, `*` matching within one
+/// segment) names, relative to `root`. Symbolic links are not followed.
+pub fn find_in(root: &Path, glob: &str) -> Option<PathBuf> {
+    let segments: Vec<&str> = glob.split('/').filter(|s| !s.is_empty()).collect();
+    walk(root, &segments).map(|p| p.strip_prefix(root).unwrap_or(&p).to_path_buf())
+}
+
+fn walk(dir: &Path, segments: &[&str]) -> Option<PathBuf> {
+    let (first, rest) = segments.split_first()?;
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| wild_match(first, n)))
+        .collect();
+    names.sort_by_key(|e| e.file_name());
+    names.into_iter().find_map(|e| {
+        let kind = e.file_type().ok()?;
+        match rest.is_empty() {
+            true if kind.is_file() => Some(e.path()),
+            false if kind.is_dir() => walk(&e.path(), rest),
+            _ => None,
+        }
+    })
+}
+
+/// `*` matches any run of characters (none included); everything else itself.
+pub fn wild_match(pattern: &str, name: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == name,
+        Some((head, tail)) => {
+            let Some(rest) = name.strip_prefix(head) else {
+                return false;
+            };
+            (0..=rest.len())
+                .filter(|i| rest.is_char_boundary(*i))
+                .any(|i| wild_match(tail, &rest[i..]))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(extra: &str) -> AgentDef {
+        let text = format!("id = \"a\"\nimage = \"i\"\nworkdir = \"/workspace\"\n{extra}");
+        toml::from_str(&text).unwrap()
+    }
+
+    fn claude() -> ResumeSpec {
+        ResumeSpec {
+            args: vec!["--continue".into()],
+            when: vec![".claude/projects/{workdir_slug}/*.jsonl".into()],
+        }
+    }
+
+    fn past(home: &Path) -> Past<'_> {
+        Past {
+            home: Some(home),
+            started_before: true,
+            fresh: false,
+        }
+    }
+
+    #[test]
+    fn wildcards_match_within_a_segment() {
+        assert!(wild_match("*.jsonl", "a.jsonl"));
+        assert!(wild_match("rollout-*.jsonl", "rollout-2026-11-26.jsonl"));
+        assert!(wild_match("*", ""));
+        assert!(!wild_match("*.jsonl", "a.json"));
+        assert!(!wild_match("rollout-*", "other"));
+        assert!(wild_match("a*b*c", "aXXbYYc"));
+        assert!(!wild_match("a*b*c", "aXXcYYb"));
+        assert!(wild_match("é*", "éa"));
+    }
+
+    #[test]
+    fn a_conversation_in_the_home_resumes_and_nothing_else_does() {
+        let home = tempfile::tempdir().unwrap();
+        let d = def("");
+        let p = plan(&d, Some(&claude()), past(home.path()));
+        assert!(!p.resumes(), "{p:?}");
+        assert!(p.reason.contains("no conversation yet"), "{p:?}");
+
+        let project = home.path().join(".claude/projects/-workspace");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(project.join("notes.txt"), "").unwrap();
+        assert!(!plan(&d, Some(&claude()), past(home.path())).resumes());
+        std::fs::create_dir_all(project.join("dir.jsonl")).unwrap();
+        assert!(
+            !plan(&d, Some(&claude()), past(home.path())).resumes(),
+            "a directory is not a conversation"
+        );
+        let elsewhere = home.path().join(".claude/projects/-srv-other");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("1.jsonl"), "{}").unwrap();
+        assert!(
+            !plan(&d, Some(&claude()), past(home.path())).resumes(),
+            "a conversation of another directory is not continued"
+        );
+
+        std::fs::write(project.join("4b1f.jsonl"), "{}").unwrap();
+        let p = plan(&d, Some(&claude()), past(home.path()));
+        assert_eq!(p.args, ["--continue"]);
+        assert_eq!(p.reason, "found .claude/projects/-workspace/4b1f.jsonl");
+
+        let fresh = Past {
+            fresh: true,
+            ..past(home.path())
+        };
+        assert!(!plan(&d, Some(&claude()), fresh).resumes());
+        assert!(!plan(&def("resume = false"), Some(&claude()), past(home.path())).resumes());
+        let own = plan(
+            &def("resume = [\"-c\"]"),
+            Some(&claude()),
+            past(home.path()),
+        );
+        assert_eq!(own.args, ["-c"]);
+        assert!(!plan(&d, None, past(home.path())).resumes(), "no profile");
+        let no_home = Past {
+            home: None,
+            ..past(home.path())
+        };
+        assert!(!plan(&d, Some(&claude()), no_home).resumes());
+    }
+
+    #[test]
+    fn own_arguments_without_files_to_look_for_resume_once_the_agent_ran() {
+        let home = tempfile::tempdir().unwrap();
+        let d = def("resume = [\"--resume-last\"]");
+        let first = Past {
+            started_before: false,
+            ..past(home.path())
+        };
+        assert!(!plan(&d, None, first).resumes());
+        assert_eq!(plan(&d, None, past(home.path())).args, ["--resume-last"]);
+    }
+
+    #[test]
+    fn symbolic_links_are_not_followed() {
+        let home = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(elsewhere.path().join("p")).unwrap();
+        std::fs::write(elsewhere.path().join("p/x.jsonl"), "").unwrap();
+        std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), home.path().join(".claude/projects")).unwrap();
+        assert_eq!(find_in(home.path(), ".claude/projects/*/*.jsonl"), None);
+    }
+
+    #[test]
+    fn working_directories_are_named_as_claude_code_names_them() {
+        assert_eq!(workdir_slug("/workspace"), "-workspace");
+        assert_eq!(workdir_slug("/home/me/my_proj.v2"), "-home-me-my-proj-v2");
+    }
+
+    #[test]
+    fn arguments_go_after_the_program() {
+        let cmd = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            with_args(&cmd(&["codex", "-c", "x=1"]), &cmd(&["resume", "--last"])),
+            cmd(&["codex", "resume", "--last", "-c", "x=1"])
+        );
+        assert_eq!(with_args(&cmd(&["claude"]), &[]), cmd(&["claude"]));
+        assert_eq!(with_args(&[], &cmd(&["--continue"])), cmd(&["--continue"]));
+    }
+}

@@ -1,0 +1,193 @@
+//! An agent's workspace: its own git worktree of a repository on the hub's machine.
+//!
+//! An agent definition may name a repository and a base (`workspace = { repo = "/srv/app",
+//! base = "main" }`, with an optional `branch`, `agent/<id>` by default). The hub gives the
+//! agent a checkout of that repository on the branch, at `<data_dir>/agents/<id>/workspace`,
+//! which becomes the agent's working directory in its container.
+//!
+//! # Design
+//! - The checkout is a **`git worktree`, not a clone**: a commit the agent makes lands on the
+//!   branch in the user's repository at once, with nothing to fetch or copy back, and the
+//!   objects are shared, so a checkout costs only its files.
+//! - A worktree's `.git` is a file naming its administrative directory inside the repository's
+//!   common git dir (`/srv/app/.git/worktrees/<name>`) by absolute path, so the container mounts
+//!   the common dir ([`Repo::common_dir`]) **at the same absolute path**: git then works inside
+//!   the container as it does on the host.
+//! - The hub may run as root on a user's repository: every git call passes
+//!   `-c safe.directory=*`, runs with `LC_ALL=C`, never prompts and runs none of the
+//!   repository's hooks ([`git`]); a checkout created as root is given to the owner of the
+//!   repository ([`owner`]), so the user can go on using their repository and the checkout.
+//! - Everything here is synchronous `git` processes: callers run it in `spawn_blocking`.
+//!
+//! The operations: [`check`] (at load), [`ensure`] (before the agent starts), [`changes`] (what
+//! the agent changed against its base), [`dirty_files`] and [`remove`].
+
+mod changes;
+mod git;
+mod owner;
+mod repo;
+mod worktree;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+
+pub use changes::{changes, dirty_files};
+pub use repo::{check, current_branch, valid_branch_name};
+pub use worktree::{ensure, remove};
+
+/// The repository facts found at load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repo {
+    /// The canonical root of the repository's (main) work tree.
+    pub toplevel: PathBuf,
+    /// The canonical absolute git common dir, e.g. `/srv/app/.git`: what the container mounts
+    /// at the same path.
+    pub common_dir: PathBuf,
+}
+
+/// One agent's checkout.
+#[derive(Debug, Clone, Copy)]
+pub struct Checkout<'a> {
+    /// The user's repository (any directory of its work tree).
+    pub repo: &'a Path,
+    /// What a new branch starts from (a branch, tag or commit).
+    pub base: &'a str,
+    /// The agent's branch.
+    pub branch: &'a str,
+    /// Where the checkout lives (`<data_dir>/agents/<id>/workspace`).
+    pub path: &'a Path,
+}
+
+/// What the agent changed against its base.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct Changes {
+    pub branch: String,
+    pub base: String,
+    /// The checkout's path.
+    pub path: String,
+    /// The commit the checkout's `HEAD` is at (the branch's head).
+    pub head: String,
+    /// The merge base of `base` and `head`: where the committed changes start.
+    pub merge_base: String,
+    /// The commits `merge_base..head`, newest first.
+    pub commits: Vec<Commit>,
+    /// The files changed by those commits.
+    pub committed: Vec<FileChange>,
+    /// The files changed in the work tree and index against `head`, untracked ones included.
+    pub uncommitted: Vec<FileChange>,
+    /// The diffs, when asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<Diffs>,
+}
+
+/// One commit.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct Commit {
+    pub sha: String,
+    pub subject: String,
+}
+
+/// One changed file.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct FileChange {
+    /// The path in the work tree (the new path of a renamed file).
+    pub path: String,
+    /// Lines added; `None` for a binary file.
+    pub added: Option<u64>,
+    /// Lines removed; `None` for a binary file.
+    pub removed: Option<u64>,
+    /// `added`, `modified`, `deleted`, `renamed` or `untracked`.
+    pub status: String,
+}
+
+/// The unified diffs of [`Changes`].
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct Diffs {
+    /// `merge_base..head`.
+    pub committed: String,
+    /// The work tree against `head`, untracked files as new files.
+    pub uncommitted: String,
+}
+
+/// Why a workspace operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    #[error(
+        "{} is not a git repository with a work tree: {detail}; point workspace.repo at a \
+         directory of a non-bare git repository",
+        path.display()
+    )]
+    NotARepo { path: PathBuf, detail: String },
+    #[error(
+        "{base:?} names no commit in {}; set workspace.base to an existing branch, tag or commit",
+        repo.display()
+    )]
+    NoSuchBase { repo: PathBuf, base: String },
+    #[error(
+        "branch {branch:?} is already checked out at {}; a branch can be checked out in one \
+         place only: remove that checkout (`git worktree remove`) or give the agent another \
+         workspace.branch",
+        path.display()
+    )]
+    BranchCheckedOutElsewhere { branch: String, path: PathBuf },
+    #[error(
+        "the checkout at {} has uncommitted changes ({}); commit or discard them, or remove it \
+         with force",
+        path.display(),
+        list_files(files)
+    )]
+    Dirty { path: PathBuf, files: Vec<String> },
+    #[error("there is no checkout at {}; it is created when the agent starts", path.display())]
+    WorkspaceMissing { path: PathBuf },
+    #[error(
+        "{} is in the way of the agent's checkout: {detail}; move it away or delete it",
+        path.display()
+    )]
+    PathInUse { path: PathBuf, detail: String },
+    #[error("`git {args}` failed: {stderr}")]
+    Git { args: String, stderr: String },
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl WorkspaceError {
+    /// The stable machine code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::NotARepo { .. } => "WORKSPACE_NOT_A_REPO",
+            Self::NoSuchBase { .. } => "WORKSPACE_NO_BASE",
+            Self::BranchCheckedOutElsewhere { .. } => "WORKSPACE_BRANCH_IN_USE",
+            Self::Dirty { .. } => "WORKSPACE_DIRTY",
+            Self::WorkspaceMissing { .. } => "WORKSPACE_MISSING",
+            Self::PathInUse { .. } => "WORKSPACE_PATH_IN_USE",
+            Self::Git { .. } | Self::Io { .. } => "GIT_FAILED",
+        }
+    }
+
+    /// An I/O error with what was being done.
+    pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Self {
+        let context = context.into();
+        move |source| Self::Io { context, source }
+    }
+}
+
+/// The first few files of a list, and how many more there are.
+fn list_files(files: &[String]) -> String {
+    const SHOWN: usize = 10;
+    let mut text = files
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if files.len() > SHOWN {
+        text.push_str(&format!(" and {} more", files.len() - SHOWN));
+    }
+    text
+}

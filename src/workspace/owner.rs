@@ -1,0 +1,116 @@
+//! Giving what a root hub created to the repository's owner: the checkout, its administrative
+//! directory in the common dir, and the branch's ref and reflog when they are new. In the
+//! common dir only what root owns is changed, so nothing of the user's is touched.
+
+use std::os::unix::fs::{lchown, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use super::{Repo, WorkspaceError};
+
+/// When the hub runs as root, gives the new checkout at `checkout` (on `branch`) and what git
+/// created for it to the owner of the repository's common dir.
+///
+/// The hub is root when what git just created as it, the checkout's `.git`, belongs to root
+/// (this needs no user-id call).
+pub(super) fn give_to_repo_owner(
+    repo: &Repo,
+    checkout: &Path,
+    branch: &str,
+) -> Result<(), WorkspaceError> {
+    if !created_by_root(checkout)? {
+        return Ok(());
+    }
+    let meta = std::fs::metadata(&repo.common_dir).map_err(WorkspaceError::io(format!(
+        "could not inspect {}",
+        repo.common_dir.display()
+    )))?;
+    let owner = Owner {
+        uid: meta.uid(),
+        gid: meta.gid(),
+    };
+    owner.take(checkout, &|_| true)?;
+    let common = &repo.common_dir;
+    if let Some(admin) = admin_dir(checkout)? {
+        owner.take_with_parents(&admin, common)?;
+    }
+    owner.take_with_parents(&common.join("refs/heads").join(branch), common)?;
+    owner.take_with_parents(&common.join("logs/refs/heads").join(branch), common)
+}
+
+fn created_by_root(checkout: &Path) -> Result<bool, WorkspaceError> {
+    let file = checkout.join(".git");
+    let meta = std::fs::symlink_metadata(&file).map_err(WorkspaceError::io(format!(
+        "could not inspect {}",
+        file.display()
+    )))?;
+    Ok(meta.uid() == 0)
+}
+
+/// The checkout's administrative directory, named by its `.git` file (`gitdir: <path>`).
+pub(super) fn admin_dir(checkout: &Path) -> Result<Option<PathBuf>, WorkspaceError> {
+    let file = checkout.join(".git");
+    let text = std::fs::read_to_string(&file).map_err(WorkspaceError::io(format!(
+        "could not read {}",
+        file.display()
+    )))?;
+    Ok(text
+        .lines()
+        .find_map(|line| line.strip_prefix("gitdir: "))
+        .map(|dir| {
+            let dir = checkout.join(dir.trim());
+            dir.canonicalize().unwrap_or(dir)
+        }))
+}
+
+struct Owner {
+    uid: u32,
+    gid: u32,
+}
+
+impl Owner {
+    /// `path` and everything under it that `which` selects (links themselves, not followed).
+    fn take(
+        &self,
+        path: &Path,
+        which: &dyn Fn(&std::fs::Metadata) -> bool,
+    ) -> Result<(), WorkspaceError> {
+        let meta = match std::fs::symlink_metadata(path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io_at(path)(e)),
+        };
+        if which(&meta) {
+            lchown(path, Some(self.uid), Some(self.gid)).map_err(io_at(path))?;
+        }
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(path).map_err(io_at(path))? {
+                self.take(&entry.map_err(io_at(path))?.path(), which)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// What root owns of `path` (recursively) and of its parents up to `top` (exclusive).
+    fn take_with_parents(&self, path: &Path, top: &Path) -> Result<(), WorkspaceError> {
+        let root_owned = |meta: &std::fs::Metadata| meta.uid() == 0;
+        self.take(path, &root_owned)?;
+        for parent in path
+            .ancestors()
+            .skip(1)
+            .take_while(|p| p.starts_with(top) && *p != top)
+        {
+            let meta = std::fs::symlink_metadata(parent).map_err(io_at(parent))?;
+            if root_owned(&meta) {
+                lchown(parent, Some(self.uid), Some(self.gid)).map_err(io_at(parent))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn io_at(path: &Path) -> impl FnOnce(std::io::Error) -> WorkspaceError {
+    WorkspaceError::io(format!(
+        "could not give {} to the repository's owner",
+        path.display()
+    ))
+}

@@ -1,0 +1,315 @@
+//! Agents keep their conversations: the real Claude Code in a container of the offline test
+//! image, against the model stand-in, its home kept by the hub in its data dir. Every way the
+//! hub starts an agent again resumes: after its idle policy stopped it and a message started
+//! it, `restart`, a hub SIGKILLed and started again with the container gone, a container
+//! removed at every stop; and `start --fresh` does not. Codex resumes the same way.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::docker_support::{docker, test_image, unique_hub_id, ContainerGuard};
+use crate::hub_process::{FreshHub, HubProcess};
+use crate::model_standin::ModelStandIn;
+use crate::real_cli::{claude_env, cli, write_claude_config, write_codex_config};
+use crate::real_cli_docker::{open_up, toml_table};
+use crate::require_docker;
+use crate::support::wait_until;
+
+/// An agent running the mounted Claude Code with its config in its kept home.
+fn claude_agent(id: &str, standin: &ModelStandIn, extra: &str) -> String {
+    let modules = format!(
+        "{}/tests/agent-clis/node_modules",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let env = toml_table(&claude_env(standin, "/home/agent/.claude"));
+    format!(
+        "[[agents]]\nid = \"{id}\"\nimage = \"{image}\"\ncommand = [\"/clis/.bin/claude\"]\n\
+         mounts = [\"{modules}:/clis:ro\"]\nworkdir = \"/workspace\"\nnetwork = \"host\"\n\
+         env = {{ {env} }}\ncli_type = \"claude\"\npolicy = \"nap\"\n\
+         ready_pattern = '\\? for shortcuts'\nready_timeout = 60\nstop_grace = 2\n{extra}\n",
+        image = test_image(),
+    )
+}
+
+/// Claude Code's config (onboarding done, `/workspace` trusted) in the agent's home.
+fn seed_home(data_dir: &str, id: &str) {
+    let home = std::path::Path::new(data_dir)
+        .join("agents")
+        .join(id)
+        .join("home");
+    write_claude_config(&home.join(".claude"), "/workspace", false);
+    open_up(&home);
+}
+
+/// A hub process whose agents are `agents` (`[[agents]]` text), with the policy `nap`: an idle
+/// timeout of `idle_s` and start on message. Its containers and volumes go when it is dropped.
+struct Setup {
+    fresh: FreshHub,
+    hub_id: String,
+    _guard: ContainerGuard,
+    _files: [tempfile::TempDir; 2],
+}
+
+impl Setup {
+    async fn start(tag: &str, idle_s: u64, agents: &str) -> Self {
+        let hub_id = unique_hub_id();
+        let _guard = ContainerGuard(hub_id.clone());
+        let policies = crate::policy_support::policies_dir();
+        let nap = format!("idle_timeout_s = {idle_s}\nstart_on_message = true\n");
+        std::fs::write(policies.path().join("nap.toml"), nap).unwrap();
+        let config_dir = tempfile::tempdir().unwrap();
+        let config = config_dir.path().join("hub.toml");
+        let policies_dir = policies.path().display();
+        let text = format!("hub_id = \"{hub_id}\"\npolicies_dir = '{policies_dir}'\n{agents}");
+        std::fs::write(&config, text).unwrap();
+        let config_arg = config.display().to_string();
+        let fresh = FreshHub::start(tag, &["--config", &config_arg], &[]).await;
+        Setup {
+            fresh,
+            hub_id,
+            _guard,
+            _files: [policies, config_dir],
+        }
+    }
+}
+
+async fn agent(hub: &HubProcess, id: &str) -> Value {
+    hub.call(Method::GET, &format!("/v1/agents/{id}"), json!({}))
+        .await["agent"]
+        .clone()
+}
+
+/// Sends a prompt to the agent (starting it when stopped) and waits for the stand-in to get
+/// it; returns the bodies that carried it.
+async fn prompt(hub: &HubProcess, standin: &ModelStandIn, id: &str, words: &str) -> Vec<String> {
+    let (status, v) = hub
+        .call_status(
+            Method::POST,
+            "/v1/pty/send_line_to_agent",
+            json!({"agent_id": id, "data": words}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let got = wait_until(Duration::from_secs(40), || async {
+        !standin.turns_with(words).is_empty()
+    })
+    .await;
+    assert!(
+        got,
+        "the stand-in never got {words:?}; agent: {}",
+        agent(hub, id).await
+    );
+    standin.turns_with(words)
+}
+
+async fn wait_status(hub: &HubProcess, id: &str, want: &str, within: Duration) {
+    let reached = wait_until(within, || async { agent(hub, id).await["status"] == want }).await;
+    assert!(
+        reached,
+        "agent {id} is not {want}: {}",
+        agent(hub, id).await
+    );
+}
+
+/// Waits until the agent's answer is in its conversation file and it is idle again.
+async fn settle(hub: &HubProcess, id: &str) {
+    let idle = wait_until(Duration::from_secs(30), || async {
+        let v = hub
+            .call(Method::GET, &format!("/v1/agents/{id}/state"), json!({}))
+            .await;
+        v["state"] == "idle"
+    })
+    .await;
+    assert!(idle, "agent {id} did not settle");
+}
+
+fn carries(turns: &[String], earlier: &str) -> bool {
+    turns.iter().any(|t| t.contains(earlier))
+}
+
+/// The user's words in each request (for failure messages: the bodies are long).
+fn users(turns: &[String]) -> Vec<Vec<String>> {
+    turns
+        .iter()
+        .map(|t| {
+            let v: Value = serde_json::from_str(t).unwrap_or_default();
+            let messages = v["messages"].as_array().cloned().unwrap_or_default();
+            messages
+                .iter()
+                .filter(|m| m["role"] == "user")
+                .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+                .filter_map(|c| c["text"].as_str().map(String::from))
+                .filter(|t| !t.starts_with('<'))
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_resumes_its_conversation_whenever_the_hub_starts_it_again() {
+    require_docker!();
+    let Some(_) = cli("claude") else { return };
+    let standin = ModelStandIn::start().await;
+    let agents =
+        claude_agent("cc", &standin, "") + &claude_agent("cr", &standin, "remove_on_stop = true");
+    let mut setup = Setup::start("resume", 4, &agents).await;
+    let hub_id = setup.hub_id.clone();
+    let fresh = &mut setup.fresh;
+    seed_home(&fresh.dir, "cc");
+    seed_home(&fresh.dir, "cr");
+    let hub = &fresh.hub;
+    let info = agent(hub, "cc").await;
+    assert_eq!(info["resumes"], false, "{info}");
+    assert!(
+        info["home"].as_str().unwrap().ends_with("/agents/cc/home"),
+        "{info}"
+    );
+
+    // The first prompt starts it (start on message); the idle policy stops it.
+    let first = prompt(hub, &standin, "cc", "remember the word PAPAYA").await;
+    assert!(!first.is_empty());
+    settle(hub, "cc").await;
+    wait_status(hub, "cc", "stopped", Duration::from_secs(30)).await;
+    let info = agent(hub, "cc").await;
+    assert_eq!(info["resumes"], true, "{info}");
+    assert!(
+        info["resume_reason"].as_str().unwrap().contains(".jsonl"),
+        "{info}"
+    );
+
+    // A message starts it again: the conversation goes on.
+    let second = prompt(hub, &standin, "cc", "which word was it").await;
+    assert!(
+        carries(&second, "PAPAYA"),
+        "no earlier turn after the policy stop: {:?}",
+        users(&second)
+    );
+    settle(hub, "cc").await;
+
+    // `restart` resumes.
+    let (status, v) = hub
+        .call_status(Method::POST, "/v1/agents/cc/restart", json!({}))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let third = prompt(hub, &standin, "cc", "third turn now").await;
+    assert!(
+        carries(&third, "PAPAYA"),
+        "no earlier turn after restart: {:?}",
+        users(&third)
+    );
+    settle(hub, "cc").await;
+
+    // The hub is SIGKILLed and its agent's container dies with the machine: the hub started
+    // again starts the agent again at the next message, resumed.
+    let container = agent(hub, "cc").await["container_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    fresh.hub.kill9();
+    // (The idle policy may have stopped it already.)
+    let _ = std::process::Command::new("docker")
+        .args(["kill", &container])
+        .output();
+    fresh.respawn().await;
+    let hub = &fresh.hub;
+    let after = prompt(hub, &standin, "cc", "after the crash").await;
+    assert!(
+        carries(&after, "PAPAYA"),
+        "no earlier turn after a hub crash: {:?}",
+        users(&after)
+    );
+    settle(hub, "cc").await;
+
+    // A fresh start on purpose has no earlier turn.
+    let (status, v) = hub
+        .call_status(Method::POST, "/v1/agents/cc/restart?fresh=true", json!({}))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let new = prompt(hub, &standin, "cc", "a fresh start here").await;
+    assert!(
+        !carries(&new, "PAPAYA"),
+        "a fresh start carried an earlier turn: {:?}",
+        users(&new)
+    );
+    settle(hub, "cc").await;
+
+    // A container removed at every stop: the home outlives it.
+    prompt(hub, &standin, "cr", "remember the word MANGO").await;
+    settle(hub, "cr").await;
+    wait_status(hub, "cr", "stopped", Duration::from_secs(30)).await;
+    let gone = docker(&[
+        "ps",
+        "-aq",
+        "--filter",
+        &format!("name=agent-hub-{hub_id}-cr"),
+    ]);
+    assert!(
+        gone.trim().is_empty(),
+        "the container was not removed: {gone}"
+    );
+    let again = prompt(hub, &standin, "cr", "which fruit was it").await;
+    assert!(
+        carries(&again, "MANGO"),
+        "no earlier turn after a removed container: {:?}",
+        users(&again)
+    );
+}
+
+/// An agent running the mounted Codex (its static binary) with its config in its kept home.
+fn codex_agent(id: &str, extra: &str) -> String {
+    let codex = format!(
+        "{}/tests/agent-clis/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    format!(
+        "[[agents]]\nid = \"{id}\"\nimage = \"{image}\"\ncommand = [\"/codex/bin/codex\"]\n\
+         mounts = [\"{codex}:/codex:ro\"]\nworkdir = \"/workspace\"\nnetwork = \"host\"\n\
+         env = {{ CODEX_HOME = \"/home/agent/.codex\", STANDIN_API_KEY = \"sk-standin\" }}\n\
+         cli_type = \"codex\"\npolicy = \"nap\"\nready_pattern = '\\? for shortcuts'\n\
+         ready_timeout = 60\nstop_grace = 2\n{extra}\n",
+        image = test_image(),
+    )
+}
+
+/// Codex's config (the stand-in as its provider, `/workspace` trusted) in the agent's home.
+fn seed_codex_home(data_dir: &str, id: &str, standin: &ModelStandIn) {
+    let home = std::path::Path::new(data_dir)
+        .join("agents")
+        .join(id)
+        .join("home");
+    write_codex_config(&home.join(".codex"), standin, "/workspace");
+    open_up(&home);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_resumes_its_session_when_the_hub_starts_it_again() {
+    require_docker!();
+    let Some(_) = cli("codex") else { return };
+    let standin = ModelStandIn::start().await;
+    let setup = Setup::start("resume-codex", 600, &codex_agent("cx", "")).await;
+    let fresh = &setup.fresh;
+    seed_codex_home(&fresh.dir, "cx", &standin);
+    let hub = &fresh.hub;
+
+    prompt(hub, &standin, "cx", "remember the word KIWI").await;
+    settle(hub, "cx").await;
+    let (status, v) = hub
+        .call_status(Method::POST, "/v1/agents/cx/stop", json!({}))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let info = agent(hub, "cx").await;
+    assert_eq!(info["resumes"], true, "{info}");
+    assert!(
+        info["resume_reason"].as_str().unwrap().contains("rollout-"),
+        "{info}"
+    );
+
+    let again = prompt(hub, &standin, "cx", "which word was it").await;
+    assert!(
+        carries(&again, "KIWI"),
+        "no earlier turn after a stop and start: {} requests",
+        again.len()
+    );
+}
