@@ -4,6 +4,7 @@
 //! never by name (the name filter is a prefix match).
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bollard::models::{ContainerCreateBody, HostConfig};
@@ -244,6 +245,51 @@ pub async fn ensure_volume(docker: &Docker, endpoint: &str, spec: VolumeSpec<'_>
         .map_err(|e| docker_error(endpoint, e))
 }
 
+/// Where `local`, a path of this process, is on the machine of the local engine: `local`
+/// itself for a hub on that machine; for a hub in a container (`/.dockerenv`), through the
+/// container's own mounts (a bind's source, a volume's directory on the host); `None` when no
+/// mount holds it (the container's own layer, which the engine cannot bind from).
+pub async fn engine_path(docker: &Docker, local: &Path) -> Option<PathBuf> {
+    if !Path::new("/.dockerenv").exists() {
+        return Some(local.to_path_buf());
+    }
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let id = own_container_id(&mountinfo)?;
+    let mounts = docker.inspect_container(&id, None).await.ok()?.mounts?;
+    let mounts = mounts
+        .iter()
+        .filter_map(|m| Some((PathBuf::from(m.destination.as_ref()?), m.source.as_ref()?)));
+    translate(local, mounts)
+}
+
+/// The container id in the mount of `/etc/hostname`, which Docker binds from
+/// `/var/lib/docker/containers/<id>/hostname`.
+fn own_container_id(mountinfo: &str) -> Option<String> {
+    mountinfo.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(' ').collect();
+        if fields.get(4) != Some(&"/etc/hostname") {
+            return None;
+        }
+        let rest = fields.get(3)?.split("/containers/").nth(1)?;
+        let id: String = rest.chars().take_while(char::is_ascii_hexdigit).collect();
+        (id.len() == 64).then_some(id)
+    })
+}
+
+/// `local` through the mount (destination, source) with the longest destination holding it.
+fn translate<'a>(
+    local: &Path,
+    mounts: impl Iterator<Item = (PathBuf, &'a String)>,
+) -> Option<PathBuf> {
+    mounts
+        .filter_map(|(dest, source)| {
+            let rest = local.strip_prefix(&dest).ok()?;
+            Some((dest.components().count(), Path::new(source).join(rest)))
+        })
+        .max_by_key(|(depth, _)| *depth)
+        .map(|(_, path)| path)
+}
+
 /// Managed containers of this hub on an engine (running or not).
 pub async fn list_managed(
     docker: &Docker,
@@ -304,6 +350,42 @@ pub async fn remove_container(docker: &Docker, endpoint: &str, id: &str) -> HubR
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_in_a_container_is_found_through_its_mounts() {
+        let info = "1 0 0:1 / / rw - overlay overlay rw\n\
+            2 1 8:1 /var/lib/docker/containers/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef/hostname /etc/hostname rw - ext4 /dev/sda1 rw\n";
+        assert_eq!(
+            own_container_id(info).as_deref(),
+            Some("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+        );
+        assert_eq!(
+            own_container_id("1 0 0:1 / / rw - overlay overlay rw\n"),
+            None
+        );
+        let (data, vol) = (
+            "/var/lib/docker/volumes/d/_data".to_string(),
+            "/srv".to_string(),
+        );
+        let mounts = || {
+            [
+                (PathBuf::from("/var/lib/agent-hub"), &data),
+                (PathBuf::from("/"), &vol),
+            ]
+            .into_iter()
+        };
+        assert_eq!(
+            translate(Path::new("/var/lib/agent-hub/agents/a/home"), mounts()),
+            Some(PathBuf::from(
+                "/var/lib/docker/volumes/d/_data/agents/a/home"
+            ))
+        );
+        assert_eq!(
+            translate(Path::new("/tmp/x"), mounts()),
+            Some(PathBuf::from("/srv/tmp/x"))
+        );
+        assert_eq!(translate(Path::new("/tmp/x"), mounts().take(1)), None);
+    }
 
     #[test]
     fn auto_follows_the_image_label_and_explicit_modes_stay() {

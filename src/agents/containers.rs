@@ -74,6 +74,12 @@ pub trait Containers: Send + Sync {
     fn image_info<'a>(&'a self, endpoint: &'a str, image: &'a str) -> Op<'a, Option<ImageInfo>>;
     /// Makes sure a volume exists as `spec` says (one bound elsewhere is made again).
     fn ensure_volume<'a>(&'a self, endpoint: &'a str, spec: VolumeSpec<'a>) -> Op<'a, ()>;
+    /// Where a path of the hub is on the engine's machine (see [`docker::engine_path`]).
+    fn engine_path<'a>(
+        &'a self,
+        endpoint: &'a str,
+        local: &'a std::path::Path,
+    ) -> BoxFuture<'a, Option<std::path::PathBuf>>;
     /// A container's state; `None` when there is no such container.
     fn inspect<'a>(&'a self, at: Place<'a>) -> Op<'a, Option<ContainerState>>;
     /// Creates the agent's container; returns its id.
@@ -167,6 +173,17 @@ impl Containers for DockerContainers {
         Box::pin(async move {
             let docker = self.endpoints.client(endpoint).await?;
             docker::ensure_volume(&docker, endpoint, spec).await
+        })
+    }
+
+    fn engine_path<'a>(
+        &'a self,
+        endpoint: &'a str,
+        local: &'a std::path::Path,
+    ) -> BoxFuture<'a, Option<std::path::PathBuf>> {
+        Box::pin(async move {
+            let docker = self.endpoints.client(endpoint).await.ok()?;
+            docker::engine_path(&docker, local).await
         })
     }
 

@@ -100,11 +100,24 @@ impl Agents {
             );
             return Ok(());
         };
-        let device = self.host_home(def);
-        if let Some(dir) = &device {
-            std::fs::create_dir_all(dir).map_err(|e| HubError::Internal {
+        let mut device = None;
+        if let Some(dir) = self.host_home(def) {
+            std::fs::create_dir_all(&dir).map_err(|e| HubError::Internal {
                 message: format!("cannot make the agent's home {}: {e}", dir.display()),
             })?;
+            device = self
+                .handles
+                .containers
+                .engine_path(def.endpoint(), &dir)
+                .await;
+            if device.is_none() {
+                tracing::warn!(
+                    agent = %def.id,
+                    "the engine cannot see the data dir (the hub runs in a container without \
+                     it on a mount): the agent's home is a Docker volume the hub cannot look \
+                     into, and its conversations do not resume"
+                );
+            }
         }
         let name = home::volume_name(self.hub_id(), &def.id);
         let spec = VolumeSpec {

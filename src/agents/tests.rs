@@ -116,6 +116,8 @@ struct World {
     mounts: Vec<Vec<String>>,
     /// The program and arguments of each terminal attached.
     commands: Vec<Vec<String>>,
+    /// The engine cannot see the hub's data dir (a hub in a container, its data dir in its layer).
+    data_dir_hidden: bool,
 }
 
 #[derive(Default, Clone)]
@@ -164,6 +166,14 @@ impl Containers for FakeContainers {
             env: Vec::new(),
             user: "agent".into(),
         })))
+    }
+    fn engine_path<'a>(
+        &'a self,
+        _: &'a str,
+        local: &'a std::path::Path,
+    ) -> BoxFuture<'a, Option<std::path::PathBuf>> {
+        let hidden = self.world.lock().unwrap().data_dir_hidden;
+        ready((!hidden).then(|| local.to_path_buf()))
     }
     fn ensure_volume<'a>(&'a self, _: &'a str, spec: VolumeSpec<'a>) -> Op<'a, ()> {
         let device = spec.device.map(|d| d.display().to_string());
@@ -710,4 +720,15 @@ async fn resume_false_and_a_cli_without_a_way_to_resume_start_new_conversations(
     g.agents.restart("a1", false).await.unwrap();
     assert_eq!(g.containers.world.lock().unwrap().commands[1], ["bash"]);
     assert!(!g.agents.info("a1").unwrap().resumes);
+}
+
+#[tokio::test]
+async fn a_home_the_engine_cannot_bind_is_a_plain_volume() {
+    let containers = FakeContainers::with_image("img");
+    containers.world.lock().unwrap().data_dir_hidden = true;
+    let f = fixture("", containers);
+    f.agents.start("a1", false).await.unwrap();
+    assert_eq!(f.containers.calls()[0], "volume agent-hub-t-a1-home ");
+    assert!(f.containers.world.lock().unwrap().mounts[0]
+        .contains(&"agent-hub-t-a1-home:/home/agent".to_string()));
 }

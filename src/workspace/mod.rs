@@ -114,17 +114,20 @@ pub struct Diffs {
 /// Why a workspace operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
+    /// `workspace.repo` is missing, not a repository, bare, or inside a `.git` directory.
     #[error(
         "{} is not a git repository with a work tree: {detail}; point workspace.repo at a \
          directory of a non-bare git repository",
         path.display()
     )]
     NotARepo { path: PathBuf, detail: String },
+    /// `workspace.base` names no commit.
     #[error(
         "{base:?} names no commit in {}; set workspace.base to an existing branch, tag or commit",
         repo.display()
     )]
     NoSuchBase { repo: PathBuf, base: String },
+    /// The branch is checked out in another worktree (or the repository's own).
     #[error(
         "branch {branch:?} is already checked out at {}; a branch can be checked out in one \
          place only: remove that checkout (`git worktree remove`) or give the agent another \
@@ -132,6 +135,7 @@ pub enum WorkspaceError {
         path.display()
     )]
     BranchCheckedOutElsewhere { branch: String, path: PathBuf },
+    /// The checkout has uncommitted changes (untracked files included).
     #[error(
         "the checkout at {} has uncommitted changes ({}); commit or discard them, or remove it \
          with force",
@@ -139,15 +143,20 @@ pub enum WorkspaceError {
         list_files(files)
     )]
     Dirty { path: PathBuf, files: Vec<String> },
+    /// There is no checkout at the path.
     #[error("there is no checkout at {}; it is created when the agent starts", path.display())]
     WorkspaceMissing { path: PathBuf },
+    /// Something else is at the checkout's path: files, or the checkout switched to another
+    /// branch.
     #[error(
         "{} is in the way of the agent's checkout: {detail}; move it away or delete it",
         path.display()
     )]
     PathInUse { path: PathBuf, detail: String },
+    /// A git command failed.
     #[error("`git {args}` failed: {stderr}")]
     Git { args: String, stderr: String },
+    /// Running git or a file operation failed.
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -171,7 +180,7 @@ impl WorkspaceError {
     }
 
     /// An I/O error with what was being done.
-    pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Self {
+    fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Self {
         let context = context.into();
         move |source| Self::Io { context, source }
     }

@@ -141,7 +141,7 @@ fn check_refuses_a_bare_repository() {
     );
     let err = check(&bare, "main").unwrap_err();
     assert_eq!(err.code(), "WORKSPACE_NOT_A_REPO", "{err}");
-    assert!(err.to_string().contains("bare"), "{err}");
+    assert!(err.to_string().contains("it is a bare repository"), "{err}");
 }
 
 #[test]
@@ -667,4 +667,31 @@ fn dirty_lists_at_most_ten_files_in_its_message() {
     let text = err.to_string();
     assert!(text.contains("f9 and 2 more"), "{text}");
     assert!(!text.contains("f10"), "{text}");
+}
+
+#[test]
+fn a_prune_where_the_checkout_is_not_seen_keeps_it() {
+    let fx = fixture();
+    let a = agent(&fx, "a");
+    let sha = checkout_with_a_commit(&a);
+    // Another agent's container sees the repository's git directory, not this checkout: its
+    // `git worktree prune` finds the checkout's path missing.
+    let aside = fx.data.join("aside");
+    fs::rename(&a.path, &aside).unwrap();
+    git(&fx.repo, &["worktree", "prune"]);
+    fs::rename(&aside, &a.path).unwrap();
+    assert_eq!(
+        git(&a.path, &["rev-parse", "HEAD"]),
+        sha,
+        "the checkout still works"
+    );
+    assert!(!ensure(&a.checkout()).unwrap(), "kept as it is");
+
+    // Deleted by hand: the next ensure checks the branch out again.
+    fs::remove_dir_all(&a.path).unwrap();
+    assert!(ensure(&a.checkout()).unwrap());
+    assert_eq!(git(&a.path, &["rev-parse", "HEAD"]), sha);
+    remove(&a.checkout(), false).unwrap();
+    assert!(!a.path.exists());
+    assert!(git(&fx.repo, &["worktree", "list"]).lines().count() == 1);
 }

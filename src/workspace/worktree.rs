@@ -17,9 +17,18 @@ pub fn ensure(c: &Checkout) -> Result<bool, WorkspaceError> {
     let repo = locate(c.repo)?;
     let path = absolute(c.path)?;
     prune(&repo.toplevel)?;
-    let worktrees = list(&repo.toplevel)?;
+    let mut worktrees = list(&repo.toplevel)?;
     if let Some(found) = worktrees.iter().find(|w| same_path(&w.path, &path)) {
-        return keep(found, c.branch, &path).map(|()| false);
+        if path.join(".git").exists() {
+            return keep(found, c.branch, &path).map(|()| false);
+        }
+        // Our locked entry whose files were deleted by hand: forget it, and check out again.
+        let _ = Git::new(&repo.toplevel)
+            .args(["worktree", "unlock"])
+            .arg(&found.path)
+            .run();
+        prune(&repo.toplevel)?;
+        worktrees = list(&repo.toplevel)?;
     }
     if let Some(other) = worktrees.iter().find(|w| w.is_on(c.branch)) {
         return Err(WorkspaceError::BranchCheckedOutElsewhere {
@@ -29,8 +38,25 @@ pub fn ensure(c: &Checkout) -> Result<bool, WorkspaceError> {
     }
     make_room(&path)?;
     add(&repo, c, &path)?;
+    lock(&repo.toplevel, &path)?;
     owner::give_to_repo_owner(&repo, &path, c.branch)?;
     Ok(true)
+}
+
+/// Locks the new worktree: a `git worktree prune` run where its path does not exist (in
+/// another agent's container, where only the repository's git directory is mounted) must not
+/// take it away from its agent.
+fn lock(repo: &Path, path: &Path) -> Result<(), WorkspaceError> {
+    Git::new(repo)
+        .args([
+            "worktree",
+            "lock",
+            "--reason",
+            "an agent-hub agent's workspace",
+        ])
+        .arg(path)
+        .run()
+        .map(drop)
 }
 
 /// Deletes the checkout, keeping its branch; a checkout with uncommitted changes only with
@@ -49,9 +75,16 @@ pub fn remove(c: &Checkout, force: bool) -> Result<(), WorkspaceError> {
             return Err(WorkspaceError::Dirty { path, files });
         }
     }
+    // Locked (see `lock`): `--force` twice removes a locked, dirty worktree; without force it
+    // is unlocked first and git checks again that nothing is uncommitted.
     let mut remove = Git::new(&repo.toplevel).args(["worktree", "remove"]);
     if force {
-        remove = remove.arg("--force");
+        remove = remove.args(["--force", "--force"]);
+    } else {
+        Git::new(&repo.toplevel)
+            .args(["worktree", "unlock"])
+            .arg(&found.path)
+            .run()?;
     }
     remove.arg(&found.path).run()?;
     prune(&repo.toplevel)
@@ -109,13 +142,6 @@ fn keep(found: &Worktree, branch: &str, path: &Path) -> Result<(), WorkspaceErro
         path: path.to_path_buf(),
         detail,
     };
-    if !path.join(".git").exists() {
-        return Err(in_the_way(
-            "it is registered as a locked worktree but its files are gone; run `git worktree \
-             unlock` and `git worktree prune` in the repository"
-                .into(),
-        ));
-    }
     match &found.branch {
         Some(other) if other != branch => Err(in_the_way(format!(
             "it is a checkout of branch {other:?}, not {branch:?}; switch it back (`git switch \

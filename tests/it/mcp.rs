@@ -57,7 +57,7 @@ fn http_transport(hub: &TestHub, token: &str) -> StreamableHttpClientTransport<r
     )
 }
 
-async fn http_client(hub: &TestHub, token: &str) -> Client {
+pub async fn http_client(hub: &TestHub, token: &str) -> Client {
     ().serve(http_transport(hub, token))
         .await
         .expect("initialize over /mcp")
@@ -81,7 +81,7 @@ async fn call(client: &Client, tool: &'static str, args: Value) -> (bool, Value)
     (result.is_error == Some(true), body)
 }
 
-async fn ok(client: &Client, tool: &'static str, args: Value) -> Value {
+pub async fn ok(client: &Client, tool: &'static str, args: Value) -> Value {
     let (is_error, body) = call(client, tool, args.clone()).await;
     assert!(!is_error && body["ok"] == true, "{tool} {args}: {body}");
     body

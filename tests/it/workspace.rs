@@ -103,7 +103,14 @@ async fn two_agents_on_one_repository_commit_on_their_own_branches() {
         "workspace = {{ repo = \"{}\", base = \"main\" }}",
         repo.path().display()
     );
-    let agents = format!("{}{}", agent_toml("w1", &ws), agent_toml("w2", &ws));
+    let agents = format!(
+        "{}{}",
+        agent_toml("w1", &format!("{ws}\nteam = \"a\"")),
+        agent_toml(
+            "w2",
+            &format!("{ws}\nteam = \"a\"\nowner_role = \"leader\"")
+        ),
+    );
     let (hub, _guard) = hub_with_agents(&agents).await;
     let (s1, s2) = (session_of(&hub, "w1").await, session_of(&hub, "w2").await);
 
@@ -166,6 +173,42 @@ async fn two_agents_on_one_repository_commit_on_their_own_branches() {
     assert!(
         diff["uncommitted"].as_str().unwrap().contains("+draft"),
         "{diff}"
+    );
+
+    // Through MCP (k_agents changes), and within a team's scope: the leader sees its worker's
+    // changes, the worker not its leader's.
+    let mcp = crate::mcp::http_client(&hub, &hub.owner_token).await;
+    let v = crate::mcp::ok(
+        &mcp,
+        "k_agents",
+        serde_json::json!({"action": "changes", "agent_id": "w2", "full": true}),
+    )
+    .await;
+    assert_eq!(
+        names(&v["changes"]["committed"]),
+        [("w2.txt".into(), "added".into())]
+    );
+    assert!(
+        v["changes"]["diff"]["committed"]
+            .as_str()
+            .unwrap()
+            .contains("+from w2"),
+        "{v}"
+    );
+    let token = |id: &str| {
+        std::fs::read_to_string(hub.data_dir().join(format!("agents/{id}/token"))).unwrap()
+    };
+    let as_agent = |id: &str, path: &str| {
+        let http = crate::support::authed_http(token(id).trim());
+        let url = format!("{}{path}", hub.base);
+        async move { http.get(url).send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(as_agent("w2", "/v1/agents/w1/changes").await, 200);
+    assert_eq!(as_agent("w1", "/v1/agents/w1/changes").await, 200);
+    let refused = as_agent("w1", "/v1/agents/w2/changes").await;
+    assert!(
+        matches!(refused, 403 | 404),
+        "a worker read its leader's changes: {refused}"
     );
 
     // The same from the command line.
