@@ -9,7 +9,8 @@
 #   AGENT_HUB_TOKEN_FILE     the hub's credential for this start, exported as AGENT_HUB_TOKEN
 #   AGENT_HUB_START_ARGS_FILE arguments the hub adds for this start, one a line, inserted
 #                            after the program (default /run/agent-hub-agent/start-args;
-#                            `--continue` resumes Claude Code's conversation)
+#                            `--continue` resumes Claude Code's conversation); when the file
+#                            <it>-when lists globs under $HOME, only if one of them exists
 set -eu
 
 session=agent
@@ -33,9 +34,26 @@ if [ "$#" -eq 0 ]; then
 fi
 
 # The arguments of this start, which the hub rewrites at every start: inserted after the
-# program (the rest of the command rotated back behind them).
+# program (the rest of the command rotated back behind them), if what they need is there.
 start_args=${AGENT_HUB_START_ARGS_FILE:-/run/agent-hub-agent/start-args}
-if [ -s "$start_args" ]; then
+
+# Whether one of the globs in "$start_args-when" (under $HOME, one a line) names a file; true
+# when there is no such list. Looked at here, as the agent's user, who can read its own home.
+start_args_apply() {
+    [ -s "$start_args-when" ] || return 0
+    while IFS= read -r pattern || [ -n "$pattern" ]; do
+        # The pattern is unquoted on purpose: the shell expands its globs.
+        # shellcheck disable=SC2086
+        for path in "${HOME:-/}"/$pattern; do
+            if [ -e "$path" ]; then
+                return 0
+            fi
+        done
+    done <"$start_args-when"
+    return 1
+}
+
+if [ -s "$start_args" ] && start_args_apply; then
     program=$1
     shift
     rest=$#

@@ -245,17 +245,24 @@ pub async fn ensure_volume(docker: &Docker, endpoint: &str, spec: VolumeSpec<'_>
         .map_err(|e| docker_error(endpoint, e))
 }
 
-/// Where `local`, a path of this process, is on the machine of the local engine: `local`
-/// itself for a hub on that machine; for a hub in a container (`/.dockerenv`), through the
-/// container's own mounts (a bind's source, a volume's directory on the host); `None` when no
-/// mount holds it (the container's own layer, which the engine cannot bind from).
+/// Where `local`, a path of this process, is on the machine of the local engine: for a hub in
+/// a container of that engine, through the container's own mounts (a bind's source, a volume's
+/// directory on the host), `None` when no mount holds it (the container's own layer, which the
+/// engine cannot bind from); else (a hub on the engine's machine, or in a container the engine
+/// does not know, such as one that runs the engine too) `local` itself.
 pub async fn engine_path(docker: &Docker, local: &Path) -> Option<PathBuf> {
+    let same = Some(local.to_path_buf());
     if !Path::new("/.dockerenv").exists() {
-        return Some(local.to_path_buf());
+        return same;
     }
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let id = own_container_id(&mountinfo)?;
-    let mounts = docker.inspect_container(&id, None).await.ok()?.mounts?;
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let Some(id) = own_container_id(&mountinfo) else {
+        return same;
+    };
+    let Ok(me) = docker.inspect_container(&id, None).await else {
+        return same;
+    };
+    let mounts = me.mounts.unwrap_or_default();
     let mounts = mounts
         .iter()
         .filter_map(|m| Some((PathBuf::from(m.destination.as_ref()?), m.source.as_ref()?)));

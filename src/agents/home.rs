@@ -59,9 +59,23 @@ pub fn started_mark(agents_dir: &Path, agent_id: &str) -> PathBuf {
     agent_dir(agents_dir, agent_id).join("started")
 }
 
-/// Writes the arguments of this start for the entrypoint (none: the file is removed).
-pub fn write_start_args(file: &Path, args: &[String]) -> std::io::Result<()> {
-    if args.is_empty() {
+/// The file of globs under the home of which one must exist for the start arguments to apply.
+pub fn start_args_when_file(args_file: &Path) -> PathBuf {
+    let mut name = args_file.as_os_str().to_owned();
+    name.push("-when");
+    PathBuf::from(name)
+}
+
+/// Writes the arguments of this start for the entrypoint, and the globs under the home that
+/// must match for them to apply (one a line; none: the file is removed).
+pub fn write_start_args(file: &Path, args: &[String], when: &[String]) -> std::io::Result<()> {
+    write_lines(file, args)?;
+    let when = if args.is_empty() { &[] } else { when };
+    write_lines(&start_args_when_file(file), when)
+}
+
+fn write_lines(file: &Path, lines: &[String]) -> std::io::Result<()> {
+    if lines.is_empty() {
         return match std::fs::remove_file(file) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
@@ -70,7 +84,7 @@ pub fn write_start_args(file: &Path, args: &[String]) -> std::io::Result<()> {
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let text: String = args.iter().map(|a| format!("{a}\n")).collect();
+    let text: String = lines.iter().map(|a| format!("{a}\n")).collect();
     crate::persist::registry_file::write_atomic(file, text.as_bytes())?;
     #[cfg(unix)]
     {
@@ -122,10 +136,19 @@ mod tests {
     fn start_arguments_are_written_a_line_each_and_removed_when_none() {
         let dir = tempfile::tempdir().unwrap();
         let file = start_args_file(dir.path(), "a");
-        write_start_args(&file, &["resume".into(), "--last".into()]).unwrap();
+        let when_file = start_args_when_file(&file);
+        assert_eq!(when_file, dir.path().join("a/start-args-when"));
+        let when = [".codex/sessions/*/*/*/rollout-*.jsonl".to_string()];
+        write_start_args(&file, &["resume".into(), "--last".into()], &when).unwrap();
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "resume\n--last\n");
-        write_start_args(&file, &[]).unwrap();
-        assert!(!file.exists());
-        write_start_args(&file, &[]).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&when_file).unwrap(),
+            ".codex/sessions/*/*/*/rollout-*.jsonl\n"
+        );
+        write_start_args(&file, &["-c".into()], &[]).unwrap();
+        assert!(!when_file.exists(), "arguments without a condition");
+        write_start_args(&file, &[], &when).unwrap();
+        assert!(!file.exists() && !when_file.exists());
+        write_start_args(&file, &[], &[]).unwrap();
     }
 }

@@ -226,7 +226,7 @@ impl Agents {
             policy: def.policy.clone(),
             exit_code: rt.exit_code,
             error: rt.error,
-            resumes: plan.resumes(),
+            resumes: plan.resumes,
             resume_reason: plan.reason,
             home: self.host_home(def).map(|h| h.display().to_string()),
             workspace: self.workspace_info(def),
@@ -265,9 +265,9 @@ impl Agents {
         match result {
             Ok(plan) => {
                 self.mark_started(id);
-                let detail = match plan.resumes() {
+                let detail = match plan.resumes {
                     true => format!("running (resumed: {})", plan.reason),
-                    false => format!("running (new conversation: {})", plan.reason),
+                    false => format!("running ({})", plan.reason),
                 };
                 self.emit(id, EventKind::AgentStarted, &detail);
                 Ok((self.info(id)?, false))
@@ -332,10 +332,7 @@ impl Agents {
             .flatten();
         let running = existing.as_ref().is_some_and(|c| c.running);
         let plan = match running {
-            true => resume::Plan {
-                args: Vec::new(),
-                reason: "its container was still running".into(),
-            },
+            true => resume::Plan::fresh("its container was still running"),
             false => plan,
         };
         let container_id = match existing {

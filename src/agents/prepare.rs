@@ -64,16 +64,18 @@ impl Agents {
     ) -> HubResult<()> {
         let file = home::start_args_file(&self.handles.access.agents_dir, &def.id);
         match via {
-            ArgsVia::File => {
-                home::write_start_args(&file, &plan.args).map_err(|e| HubError::Internal {
+            ArgsVia::File => home::write_start_args(&file, &plan.args, &plan.when).map_err(|e| {
+                HubError::Internal {
                     message: format!("cannot write {}: {e}", file.display()),
-                })
-            }
+                }
+            }),
             ArgsVia::Command => {
                 if def.command.is_empty() {
                     def.command.push("bash".into());
                 }
-                def.command = resume::with_args(&def.command, &plan.args);
+                if plan.resumes {
+                    def.command = resume::with_args(&def.command, &plan.args);
+                }
                 Ok(())
             }
         }
@@ -131,6 +133,8 @@ impl Agents {
             .ensure_volume(def.endpoint(), spec)
             .await?;
         def.mounts.push(format!("{name}:{target}"));
+        // The CLI keeps its state under $HOME: make it the kept home (a `home` of its own).
+        def.env.entry("HOME".into()).or_insert(target);
         Ok(())
     }
 

@@ -14,21 +14,25 @@ use crate::config::{AgentDef, Resume};
 /// What the next start does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
-    /// The arguments inserted after the program; empty: a new conversation.
+    /// The arguments that resume, inserted after the program; empty: none to pass.
     pub args: Vec<String>,
-    /// Why, in a few words (`found .claude/projects/-workspace/1.jsonl`).
+    /// Files under the home (globs) of which one must exist for `args` to apply: the
+    /// entrypoint looks again at start, as the agent's user (who can read its home when the hub
+    /// cannot); empty: `args` apply as they are.
+    pub when: Vec<String>,
+    /// Whether the start resumes, as far as the hub can see.
+    pub resumes: bool,
+    /// Why, in a few words (`found .claude/projects/-workspace/<id>.jsonl`).
     pub reason: String,
 }
 
 impl Plan {
-    /// Whether this start resumes.
-    pub fn resumes(&self) -> bool {
-        !self.args.is_empty()
-    }
-
-    fn fresh(reason: impl Into<String>) -> Self {
+    /// A new conversation, for `reason`.
+    pub fn fresh(reason: impl Into<String>) -> Self {
         Plan {
             args: Vec::new(),
+            when: Vec::new(),
+            resumes: false,
             reason: reason.into(),
         }
     }
@@ -70,6 +74,8 @@ pub fn plan(def: &AgentDef, profile: Option<&ResumeSpec>, past: Past) -> Plan {
         return if past.started_before {
             Plan {
                 args,
+                when: Vec::new(),
+                resumes: true,
                 reason: "the agent ran before".into(),
             }
         } else {
@@ -83,12 +89,38 @@ pub fn plan(def: &AgentDef, profile: Option<&ResumeSpec>, past: Past) -> Plan {
         .iter()
         .map(|g| g.replace("{workdir_slug}", &slug))
         .collect();
-    match when.iter().find_map(|g| find_in(home, g)) {
-        Some(found) => Plan {
-            args,
-            reason: format!("found {}", found.display()),
-        },
-        None => Plan::fresh(format!("no conversation yet ({})", when.join(", "))),
+    let looks: Vec<Look> = when.iter().map(|g| find_in(home, g)).collect();
+    decide(args, when, &looks)
+}
+
+/// The plan from what the looks for `when` found in the home.
+fn decide(args: Vec<String>, when: Vec<String>, looks: &[Look]) -> Plan {
+    let found = looks.iter().find_map(|l| match l {
+        Look::Found(path) => Some(path),
+        _ => None,
+    });
+    let unreadable = looks.iter().find_map(|l| match l {
+        Look::Unreadable(dir) => Some(dir),
+        _ => None,
+    });
+    let (resumes, reason) = match (found, unreadable) {
+        (Some(path), _) => (true, format!("found {}", path.display())),
+        (None, Some(dir)) => (
+            true,
+            format!(
+                "if its home has {} (the hub cannot read {}; the agent's entrypoint looks at \
+                 start)",
+                when.join(" or "),
+                dir.display()
+            ),
+        ),
+        (None, None) => (false, format!("no conversation yet ({})", when.join(", "))),
+    };
+    Plan {
+        args,
+        when,
+        resumes,
+        reason,
     }
 }
 
@@ -110,29 +142,58 @@ pub fn with_args(command: &[String], extra: &[String]) -> Vec<String> {
     out
 }
 
-/// The first path under `root` that `glob` (relative, `/`-separated, `*` matching within one
-/// segment) names, relative to `root`. Symbolic links are not followed.
-pub fn find_in(root: &Path, glob: &str) -> Option<PathBuf> {
-    let segments: Vec<&str> = glob.split('/').filter(|s| !s.is_empty()).collect();
-    walk(root, &segments).map(|p| p.strip_prefix(root).unwrap_or(&p).to_path_buf())
+/// What a look for a glob in the home found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Look {
+    /// The first path it names, relative to the home.
+    Found(PathBuf),
+    /// Nothing.
+    Absent,
+    /// A directory on the way the hub may not read (the agent's user made it private).
+    Unreadable(PathBuf),
 }
 
-fn walk(dir: &Path, segments: &[&str]) -> Option<PathBuf> {
-    let (first, rest) = segments.split_first()?;
-    let mut names: Vec<_> = std::fs::read_dir(dir)
-        .ok()?
+/// Looks under `root` for what `glob` (relative, `/`-separated, `*` matching within one
+/// segment) names. Symbolic links are not followed.
+pub fn find_in(root: &Path, glob: &str) -> Look {
+    let segments: Vec<&str> = glob.split('/').filter(|s| !s.is_empty()).collect();
+    match walk(root, &segments) {
+        Look::Found(p) => Look::Found(p.strip_prefix(root).unwrap_or(&p).to_path_buf()),
+        other => other,
+    }
+}
+
+fn walk(dir: &Path, segments: &[&str]) -> Look {
+    let Some((first, rest)) = segments.split_first() else {
+        return Look::Absent;
+    };
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            return Look::Unreadable(dir.to_path_buf());
+        }
+        Err(_) => return Look::Absent,
+    };
+    let mut names: Vec<_> = entries
         .flatten()
         .filter(|e| e.file_name().to_str().is_some_and(|n| wild_match(first, n)))
         .collect();
     names.sort_by_key(|e| e.file_name());
-    names.into_iter().find_map(|e| {
-        let kind = e.file_type().ok()?;
-        match rest.is_empty() {
-            true if kind.is_file() => Some(e.path()),
+    let mut unreadable = None;
+    for e in names {
+        let Ok(kind) = e.file_type() else { continue };
+        let look = match rest.is_empty() {
+            true if kind.is_file() => Look::Found(e.path()),
             false if kind.is_dir() => walk(&e.path(), rest),
-            _ => None,
+            _ => Look::Absent,
+        };
+        match look {
+            Look::Found(_) => return look,
+            Look::Unreadable(_) => unreadable = unreadable.or(Some(look)),
+            Look::Absent => {}
         }
-    })
+    }
+    unreadable.unwrap_or(Look::Absent)
 }
 
 /// `*` matches any run of characters (none included); everything else itself.
@@ -191,23 +252,23 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let d = def("");
         let p = plan(&d, Some(&claude()), past(home.path()));
-        assert!(!p.resumes(), "{p:?}");
+        assert!(!p.resumes, "{p:?}");
         assert!(p.reason.contains("no conversation yet"), "{p:?}");
 
         let project = home.path().join(".claude/projects/-workspace");
         std::fs::create_dir_all(&project).unwrap();
         std::fs::write(project.join("notes.txt"), "").unwrap();
-        assert!(!plan(&d, Some(&claude()), past(home.path())).resumes());
+        assert!(!plan(&d, Some(&claude()), past(home.path())).resumes);
         std::fs::create_dir_all(project.join("dir.jsonl")).unwrap();
         assert!(
-            !plan(&d, Some(&claude()), past(home.path())).resumes(),
+            !plan(&d, Some(&claude()), past(home.path())).resumes,
             "a directory is not a conversation"
         );
         let elsewhere = home.path().join(".claude/projects/-srv-other");
         std::fs::create_dir_all(&elsewhere).unwrap();
         std::fs::write(elsewhere.join("1.jsonl"), "{}").unwrap();
         assert!(
-            !plan(&d, Some(&claude()), past(home.path())).resumes(),
+            !plan(&d, Some(&claude()), past(home.path())).resumes,
             "a conversation of another directory is not continued"
         );
 
@@ -220,20 +281,20 @@ mod tests {
             fresh: true,
             ..past(home.path())
         };
-        assert!(!plan(&d, Some(&claude()), fresh).resumes());
-        assert!(!plan(&def("resume = false"), Some(&claude()), past(home.path())).resumes());
+        assert!(!plan(&d, Some(&claude()), fresh).resumes);
+        assert!(!plan(&def("resume = false"), Some(&claude()), past(home.path())).resumes);
         let own = plan(
             &def("resume = [\"-c\"]"),
             Some(&claude()),
             past(home.path()),
         );
         assert_eq!(own.args, ["-c"]);
-        assert!(!plan(&d, None, past(home.path())).resumes(), "no profile");
+        assert!(!plan(&d, None, past(home.path())).resumes, "no profile");
         let no_home = Past {
             home: None,
             ..past(home.path())
         };
-        assert!(!plan(&d, Some(&claude()), no_home).resumes());
+        assert!(!plan(&d, Some(&claude()), no_home).resumes);
     }
 
     #[test]
@@ -244,7 +305,7 @@ mod tests {
             started_before: false,
             ..past(home.path())
         };
-        assert!(!plan(&d, None, first).resumes());
+        assert!(!plan(&d, None, first).resumes);
         assert_eq!(plan(&d, None, past(home.path())).args, ["--resume-last"]);
     }
 
@@ -256,7 +317,34 @@ mod tests {
         std::fs::write(elsewhere.path().join("p/x.jsonl"), "").unwrap();
         std::fs::create_dir_all(home.path().join(".claude")).unwrap();
         std::os::unix::fs::symlink(elsewhere.path(), home.path().join(".claude/projects")).unwrap();
-        assert_eq!(find_in(home.path(), ".claude/projects/*/*.jsonl"), None);
+        assert_eq!(
+            find_in(home.path(), ".claude/projects/*/*.jsonl"),
+            Look::Absent
+        );
+    }
+
+    #[test]
+    fn a_home_the_hub_cannot_read_leaves_the_look_to_the_entrypoint() {
+        let when = vec![".claude/projects/-workspace/*.jsonl".to_string()];
+        let args = vec!["--continue".to_string()];
+        let private = Look::Unreadable(PathBuf::from("/h/.claude"));
+        let p = decide(args.clone(), when.clone(), &[Look::Absent, private]);
+        assert_eq!(
+            (p.args.as_slice(), p.when.as_slice()),
+            (args.as_slice(), when.as_slice())
+        );
+        assert!(p.resumes, "{p:?}");
+        assert!(p.reason.contains("the hub cannot read /h/.claude"), "{p:?}");
+        let found = Look::Found(PathBuf::from("x.jsonl"));
+        let p = decide(
+            args.clone(),
+            when.clone(),
+            &[Look::Unreadable("/h".into()), found],
+        );
+        assert_eq!((p.resumes, p.reason.as_str()), (true, "found x.jsonl"));
+        let p = decide(args.clone(), when.clone(), &[Look::Absent]);
+        assert!(!p.resumes, "{p:?}");
+        assert_eq!(p.args, args, "the entrypoint looks again at start");
     }
 
     #[test]
