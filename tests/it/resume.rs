@@ -91,7 +91,7 @@ async fn prompt(hub: &HubProcess, standin: &ModelStandIn, id: &str, words: &str)
             json!({"agent_id": id, "data": words}),
         )
         .await;
-    assert_eq!(status, 200, "{v}");
+    assert_eq!(status, 200, "{v}\n{}", what_the_cli_logged(hub, id));
     let got = wait_until(Duration::from_secs(40), || async {
         !standin.turns_with(words).is_empty()
     })
@@ -102,6 +102,42 @@ async fn prompt(hub: &HubProcess, standin: &ModelStandIn, id: &str, words: &str)
         agent(hub, id).await
     );
     standin.turns_with(words)
+}
+
+/// The CLI's own logs in the agent's home (Codex: `.codex/log/`, Claude Code: `.claude/debug/`),
+/// their last lines: why a CLI ended at once is there, not on a screen nobody saw.
+fn what_the_cli_logged(hub: &HubProcess, id: &str) -> String {
+    let home = hub.data_dir.join("agents").join(id).join("home");
+    let mut out = String::new();
+    for dir in [".codex/log", ".claude/debug"] {
+        for entry in std::fs::read_dir(home.join(dir))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = lines[lines.len().saturating_sub(30)..].join("\n");
+            out += &format!("--- {}\n{tail}\n", entry.path().display());
+        }
+    }
+    out
+}
+
+/// `agent-hub ARGS` against the hub process; its JSON output (it must succeed).
+fn cli_json(hub: &HubProcess, args: &[&str]) -> Value {
+    let out = std::process::Command::new(crate::cli::BIN)
+        .args(args)
+        .args(["--hub", &hub.base, "--token", &hub.owner_token])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{args:?}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: {e}: {text}"))
 }
 
 async fn wait_status(hub: &HubProcess, id: &str, want: &str, within: Duration) {
@@ -223,10 +259,16 @@ async fn claude_code_resumes_its_conversation_whenever_the_hub_starts_it_again()
     settle(hub, "cc").await;
 
     // A fresh start on purpose has no earlier turn.
-    let (status, v) = hub
-        .call_status(Method::POST, "/v1/agents/cc/restart?fresh=true", json!({}))
-        .await;
-    assert_eq!(status, 200, "{v}");
+    let agents = cli_json(hub, &["agents", "--json"]);
+    let cc = &agents["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == "cc")
+        .unwrap();
+    assert_eq!(cc["resumes"], true, "{agents}");
+    let restarted = cli_json(hub, &["restart", "--fresh", "cc", "--json"]);
+    assert_eq!(restarted["agent"]["status"], "running", "{restarted}");
     let new = prompt(hub, &standin, "cc", "a fresh start here").await;
     assert!(
         !carries(&new, "PAPAYA"),
