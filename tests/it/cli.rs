@@ -301,18 +301,27 @@ async fn attach_roundtrip(backend: &str) {
         "no detach:\n{}",
         term.raw_text()
     );
-    assert!(
-        wait_until(Duration::from_secs(5), || async {
-            term.raw_text().contains("speed")
-        })
-        .await
-    );
+    // `stty -a` prints over several writes: wait until every flag is there, on or off.
+    const FLAGS: [&str; 5] = ["icanon", "echo", "icrnl", "opost", "isig"];
+    let after_exit = || {
+        let raw = term.raw_text();
+        let at = raw.find("ATTACH_EXIT=0").unwrap_or(0);
+        raw[at..].to_string()
+    };
+    let printed = wait_until(Duration::from_secs(5), || async {
+        let text = after_exit();
+        let words: Vec<&str> = text.split_whitespace().collect();
+        FLAGS
+            .iter()
+            .all(|f| words.contains(f) || words.contains(&format!("-{f}").as_str()))
+    })
+    .await;
+    assert!(printed, "stty -a did not finish: {}", after_exit());
     let raw = term.raw_text();
     assert!(raw.contains("[detached from"), "{raw}");
-    let stty: Vec<&str> = raw[raw.find("ATTACH_EXIT=0").unwrap()..]
-        .split_whitespace()
-        .collect();
-    for flag in ["icanon", "echo", "icrnl", "opost", "isig"] {
+    let text = after_exit();
+    let stty: Vec<&str> = text.split_whitespace().collect();
+    for flag in FLAGS {
         assert!(
             stty.contains(&flag),
             "terminal not restored ({flag} is off): {stty:?}"
