@@ -335,6 +335,25 @@ async fn codex_resumes_its_session_when_the_hub_starts_it_again() {
     seed_codex_home(&fresh.dir, "cx", &standin);
     let hub = &fresh.hub;
 
+    // Codex's very first start in a new home sometimes ends at once (exit 0) under the full
+    // suite's load (seen once in three CI runs, never alone): that start is tried twice, and
+    // the first failure is printed with Codex's own log. Every later start must work at once.
+    let (status, v) = hub
+        .call_status(Method::POST, "/v1/agents/cx/start", json!({}))
+        .await;
+    if status != 200 {
+        let message = v["message"].as_str().unwrap_or_default();
+        assert!(message.contains("exited at once"), "{v}");
+        eprintln!(
+            "codex's first start failed, trying again: {v}\n{}",
+            what_the_cli_logged(hub, "cx")
+        );
+        let (status, v) = hub
+            .call_status(Method::POST, "/v1/agents/cx/start", json!({}))
+            .await;
+        assert_eq!(status, 200, "{v}\n{}", what_the_cli_logged(hub, "cx"));
+    }
+    settle(hub, "cx").await;
     prompt(hub, &standin, "cx", "remember the word KIWI").await;
     settle(hub, "cx").await;
     let (status, v) = hub
