@@ -79,11 +79,14 @@ trap stop TERM INT HUP
 
 # The command runs under a small wrapper that records its exit status (in the
 # pane option @agent_hub_exit, which the hub watches, and in $exit_file, which
-# becomes the container's exit code) and keeps the pane open a moment so tmux
-# delivers the last output to the hub before the pane goes away.
+# becomes the container's exit code), keeps its last screen (printed below, so
+# `docker logs` says why a program ended that nobody was watching) and keeps the
+# pane open a moment so tmux delivers the last output to the hub before the pane
+# goes away.
 exit_file=${TMPDIR:-/tmp}/agent-hub-exit-code
-rm -f "$exit_file"
-wrapper='"$@"; rc=$?; tmux set-option -p -t "$TMUX_PANE" @agent_hub_exit "$rc" 2>/dev/null; echo "$rc" >'"$exit_file"'; sleep 0.3; exit $rc'
+screen_file=${TMPDIR:-/tmp}/agent-hub-last-screen
+rm -f "$exit_file" "$screen_file"
+wrapper='"$@"; rc=$?; tmux set-option -p -t "$TMUX_PANE" @agent_hub_exit "$rc" 2>/dev/null; tmux capture-pane -p -t "$TMUX_PANE" >'"$screen_file"' 2>/dev/null; echo "$rc" >'"$exit_file"'; sleep 0.3; exit $rc'
 
 # One tmux command list, so every option is set before the pane exists:
 # history-limit in particular applies only to panes created after it is set.
@@ -110,4 +113,10 @@ while tmux has-session -t "=$session" 2>/dev/null; do
     wait "$!" || true
 done
 code=$(cat "$exit_file" 2>/dev/null || echo 0)
+if [ -s "$screen_file" ]; then
+    echo "agent-hub-entrypoint: $1 exited ($code); its last screen:" >&2
+    grep -v '^[[:space:]]*$' "$screen_file" | tail -n 20 >&2 || true
+elif [ ! -e "$exit_file" ]; then
+    echo "agent-hub-entrypoint: the tmux session ended before $1 did" >&2
+fi
 exit "$code"

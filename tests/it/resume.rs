@@ -299,17 +299,14 @@ async fn claude_code_resumes_its_conversation_whenever_the_hub_starts_it_again()
     );
 }
 
-/// An agent running the mounted Codex (its static binary) with its config in its kept home, in
-/// embedded mode (a `-c` override on its command line): Codex's default background app-server
-/// daemon, whose state lives in the kept home, made a restarted container end at once (exit 0)
-/// under the full suite's load, twice in five runs.
+/// An agent running the mounted Codex (its static binary) with its config in its kept home.
 fn codex_agent(id: &str, extra: &str) -> String {
     let codex = format!(
         "{}/tests/agent-clis/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl",
         env!("CARGO_MANIFEST_DIR")
     );
     format!(
-        "[[agents]]\nid = \"{id}\"\nimage = \"{image}\"\ncommand = [\"/codex/bin/codex\", \"-c\", \"check_for_update_on_startup=false\"]\n\
+        "[[agents]]\nid = \"{id}\"\nimage = \"{image}\"\ncommand = [\"/codex/bin/codex\"]\n\
          mounts = [\"{codex}:/codex:ro\"]\nworkdir = \"/workspace\"\nnetwork = \"host\"\n\
          env = {{ CODEX_HOME = \"/home/agent/.codex\", STANDIN_API_KEY = \"sk-standin\" }}\n\
          cli_type = \"codex\"\npolicy = \"nap\"\nready_pattern = '\\? for shortcuts'\n\
@@ -328,6 +325,32 @@ fn seed_codex_home(data_dir: &str, id: &str, standin: &ModelStandIn) {
     open_up(&home);
 }
 
+/// Starts the Codex agent. Under the full suite's load a Codex container sometimes ends at once
+/// (exit 0) at a start, before the hub sees its screen (three times in six runs, never when run
+/// alone, in its default mode or embedded): such a start is tried again, up to three times,
+/// printing what the container logged (the entrypoint prints the program's last screen).
+async fn start_codex(hub: &HubProcess, hub_id: &str) {
+    for attempt in 1..=3 {
+        let (status, v) = hub
+            .call_status(Method::POST, "/v1/agents/cx/start", json!({}))
+            .await;
+        if status == 200 {
+            return;
+        }
+        let logs = std::process::Command::new("docker")
+            .args(["logs", "--tail", "40", &format!("agent-hub-{hub_id}-cx")])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+            .unwrap_or_default();
+        let at_once = v["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("exited at once");
+        assert!(at_once && attempt < 3, "{v}\n{logs}");
+        eprintln!("codex's start {attempt} ended at once: {v}\n{logs}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_resumes_its_session_when_the_hub_starts_it_again() {
     require_docker!();
@@ -338,6 +361,8 @@ async fn codex_resumes_its_session_when_the_hub_starts_it_again() {
     seed_codex_home(&fresh.dir, "cx", &standin);
     let hub = &fresh.hub;
 
+    start_codex(hub, &setup.hub_id).await;
+    settle(hub, "cx").await;
     prompt(hub, &standin, "cx", "remember the word KIWI").await;
     settle(hub, "cx").await;
     let (status, v) = hub
@@ -351,6 +376,8 @@ async fn codex_resumes_its_session_when_the_hub_starts_it_again() {
         "{info}"
     );
 
+    start_codex(hub, &setup.hub_id).await;
+    settle(hub, "cx").await;
     let again = prompt(hub, &standin, "cx", "which word was it").await;
     assert!(
         carries(&again, "KIWI"),
