@@ -66,7 +66,7 @@ impl HubAccess {
     }
 
     fn agent_dir(&self, agent_id: &str) -> PathBuf {
-        self.agents_dir.join(agent_id)
+        super::home::agent_dir(&self.agents_dir, agent_id)
     }
 
     /// Adds the environment and mounts a new container of `def` gets (nothing when its

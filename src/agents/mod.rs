@@ -310,12 +310,6 @@ impl Agents {
             }
         };
         self.add_workspace(&mut def).await?;
-        let plan = self.resume_plan(&def, fresh);
-        let via = match docker::image_starts_tmux(&def) {
-            true => prepare::ArgsVia::File,
-            false => prepare::ArgsVia::Command,
-        };
-        self.apply_resume(&mut def, &plan, via)?;
         let token = self.mint_credential(&def);
         self.handles.access.add_to(&mut def);
         if let Err(e) = self.handles.access.add_pipe_dir(&mut def) {
@@ -331,9 +325,16 @@ impl Agents {
             .ok()
             .flatten();
         let running = existing.as_ref().is_some_and(|c| c.running);
-        let plan = match running {
-            true => resume::Plan::fresh("its container was still running"),
-            false => plan,
+        let plan = if running {
+            resume::Plan::fresh("its container was still running")
+        } else {
+            let plan = self.resume_plan(&def, fresh);
+            let via = match docker::image_starts_tmux(&def) {
+                true => prepare::ArgsVia::File,
+                false => prepare::ArgsVia::Command,
+            };
+            self.apply_resume(&mut def, &plan, via)?;
+            plan
         };
         let container_id = match existing {
             Some(c) => c.id,

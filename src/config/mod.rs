@@ -181,6 +181,38 @@ impl Default for HubConfig {
     }
 }
 
+/// An `[[agents]]` entry in a config's text, for errors that name their place in it.
+pub(crate) struct AgentPlace<'a> {
+    pub text: &'a str,
+    /// The file (or other source) the text came from.
+    pub origin: &'a str,
+    /// The entry's table.
+    pub table: std::ops::Range<usize>,
+    pub agent: &'a str,
+}
+
+impl AgentPlace<'_> {
+    /// A refusal of `field` at `span`, else at the field's key (`workspace.repo`: `workspace`).
+    pub fn error(
+        &self,
+        field: &'static str,
+        span: Option<std::ops::Range<usize>>,
+        message: String,
+    ) -> ConfigError {
+        let key = field.split('.').next().unwrap_or(field);
+        let at = span.unwrap_or_else(|| field_span(self.text, self.table.clone(), key));
+        let (line, col, _) = locate(self.text, Some(at));
+        ConfigError::Agent {
+            origin: self.origin.to_string(),
+            line,
+            col,
+            agent: self.agent.to_string(),
+            field,
+            message,
+        }
+    }
+}
+
 /// The data dir when neither the config nor `--data-dir` / `AGENT_HUB_DATA_DIR` names one:
 /// `$XDG_DATA_HOME/agent-hub`, else `~/.local/share/agent-hub`. Client commands look for the
 /// owner's token there too.
@@ -221,25 +253,18 @@ impl HubConfig {
         })?;
         let mut ids = std::collections::HashSet::new();
         for agent in &config.agents {
-            let table = agent.span();
             let def = agent.get_ref();
-            let fail = |field: &'static str, span: Option<std::ops::Range<usize>>, message| {
-                let at = span.unwrap_or_else(|| field_span(text, table.clone(), field));
-                let (line, col, _) = locate(text, Some(at));
-                ConfigError::Agent {
-                    origin: origin.to_string(),
-                    line,
-                    col,
-                    agent: def.id.clone(),
-                    field,
-                    message,
-                }
+            let place = AgentPlace {
+                text,
+                origin,
+                table: agent.span(),
+                agent: &def.id,
             };
             if let Err(e) = def.validate() {
-                return Err(fail(e.field, e.span, e.message));
+                return Err(place.error(e.field, e.span, e.message));
             }
             if !ids.insert(def.id.clone()) {
-                return Err(fail("id", None, "duplicate agent id".into()));
+                return Err(place.error("id", None, "duplicate agent id".into()));
             }
         }
         workspaces::check(&mut config, text, origin)?;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use toml::Spanned;
 
-use super::{field_span, locate, ConfigError, HubConfig};
+use super::{AgentPlace, ConfigError, HubConfig};
 use crate::workspace::{self, WorkspaceError};
 
 /// Checks every agent's workspace and fills in the bases not written (the branch the
@@ -22,18 +22,13 @@ pub(super) fn check(config: &mut HubConfig, text: &str, origin: &str) -> Result<
             continue;
         };
         let id = def.id.clone();
-        let fail = |field: &'static str, span: Option<Range<usize>>, message: String| {
-            let at = span.unwrap_or_else(|| field_span(text, table.clone(), "workspace"));
-            let (line, col, _) = locate(text, Some(at));
-            ConfigError::Agent {
-                origin: origin.to_string(),
-                line,
-                col,
-                agent: id.clone(),
-                field,
-                message,
-            }
+        let place = AgentPlace {
+            text,
+            origin,
+            table,
+            agent: &id,
         };
+        let fail = |field, span, message| place.error(field, span, message);
         if def.docker_host.is_some() {
             return Err(fail(
                 "workspace",
