@@ -539,3 +539,38 @@ async fn tmux_output_comes_through_the_pane_pipe_losslessly() {
     assert_eq!(status, 200);
     assert!(!pane_piped(&hub, &target));
 }
+
+/// Attaching to a tmux pane while it prints leaves its tmux server alive. The hub once turned
+/// the pane's `%output` off after `pipe-pane` with `refresh-client -A '%N:off'`, which in tmux
+/// 3.3a keeps the blocks already queued while freeing their bytes: the server died of SIGSEGV
+/// about half the time (an agent's container then ended at once). Eight attaches in a row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attaching_to_a_pane_that_prints_leaves_the_tmux_server_alive() {
+    let hub = TestHub::start().await;
+    let sock = hub.tmux_socket.clone();
+    let tmux = |args: &[&str]| {
+        std::process::Command::new("tmux")
+            .args(["-L", &sock])
+            .args(args)
+            .env("LANG", "C.UTF-8")
+            .status()
+            .unwrap()
+            .success()
+    };
+    for n in 0..8 {
+        let name = format!("printing{n}");
+        let loop_ = "sh -c 'while :; do echo printing; done'";
+        assert!(tmux(&["new-session", "-d", "-s", &name, loop_]));
+        let id = hub
+            .create_with(json!({ "backend": "tmux", "tmux_session": name }))
+            .await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            tmux(&["has-session", "-t", &name]),
+            "the tmux server died when the hub attached to a printing pane (attach {n})"
+        );
+        let (status, _) = hub.delete(&format!("/v1/pty/sessions/{id}")).await;
+        assert_eq!(status, 200);
+        tmux(&["kill-session", "-t", &name]);
+    }
+}

@@ -199,7 +199,7 @@ async fn open_pipe(
     if opened {
         tokio::spawn(p.stream(output, exit));
         let (off, _) = oneshot::channel();
-        let _ = commands.send(Request::new(vec![pipe::output_off_command(pane_id)], off));
+        let _ = commands.send(Request::new(vec![pipe::output_pause_command(pane_id)], off));
     } else {
         tracing::warn!(pane = %pane_id, "pipe-pane failed: pane output through control mode");
         p.abandon(server).await;

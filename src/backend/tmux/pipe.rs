@@ -19,8 +19,14 @@
 //! client runs `pipe-pane` (the writer opens the FIFO, removes its directory where it may,
 //! then copies); from tmux's reply on, the control reader ignores `%output` (bytes before the
 //! reply came that way, bytes after it come through the pipe, so nothing is lost or doubled);
-//! then `refresh-client -A '%N:off'` spares tmux the formatting. If anything fails, the session
+//! then `refresh-client -A '%N:pause'` spares tmux the formatting. If anything fails, the session
 //! keeps streaming through `%output`.
+//!
+//! `pause`, not `off`: tmux 3.3a's `off` keeps the `%output` blocks already queued for the
+//! client but stops holding the pane's buffer for them, so when the pane was printing at that
+//! moment tmux later formats bytes it has already freed and the server dies of SIGSEGV (every
+//! session on it with it; half the time with a pane printing in a loop). `pause` drops the
+//! queued blocks first. The `%pause %N` it prints comes inside its own reply.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -89,9 +95,10 @@ fn open_command(pane_id: &str, dir: &str) -> Option<String> {
     })
 }
 
-/// The control-mode command that stops tmux formatting the pane's output for this client.
-pub(super) fn output_off_command(pane_id: &str) -> String {
-    format!("refresh-client -A '{pane_id}:off'")
+/// The control-mode command that stops tmux formatting the pane's output for this client
+/// (`pause`, never `off`: see the module's note).
+pub(super) fn output_pause_command(pane_id: &str) -> String {
+    format!("refresh-client -A '{pane_id}:pause'")
 }
 
 /// The control-mode command that closes the pane's pipe (the reader then ends).
@@ -313,7 +320,7 @@ mod tests {
             assert_eq!(open_command("%3", dir), None, "{dir}");
         }
         assert_eq!(open_command("%3; kill-server", "/tmp/x"), None);
-        assert_eq!(output_off_command("%3"), "refresh-client -A '%3:off'");
+        assert_eq!(output_pause_command("%3"), "refresh-client -A '%3:pause'");
         assert_eq!(close_command("%3"), "pipe-pane -t %3");
     }
 }
