@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use super::profile::{Profile, Source};
+use super::menu;
+use super::profile::{Matcher, Order, Profile, Rule, Source};
 use super::State;
 
 /// What the screen says, and why.
@@ -23,6 +24,9 @@ pub struct Classification {
 pub struct Look<'a> {
     /// The screen's rows, top to bottom.
     pub rows: &'a [String],
+    /// How long each row's text has been on the screen unchanged, aligned with `rows`; empty
+    /// when not known (then every working indicator counts as alive).
+    pub row_still_for: &'a [Duration],
     /// The window title the program last set (empty when none).
     pub title: &'a str,
     /// How long the screen has not changed meaningfully.
@@ -31,8 +35,23 @@ pub struct Look<'a> {
     pub title_still_for: Duration,
 }
 
-/// Classifies one look at a terminal: the first rule (by priority) that applies and matches,
-/// else the stability fallback.
+/// What one rule reads in a look: its lines and the rows they are on (none for the title).
+struct Reading<'p> {
+    rule: &'p Rule,
+    evidence: Vec<String>,
+    rows: Vec<usize>,
+}
+
+impl Reading<'_> {
+    /// The lowest row it matched; `None` for a title rule.
+    fn lowest(&self) -> Option<usize> {
+        self.rows.iter().copied().max()
+    }
+}
+
+/// Classifies one look at a terminal: of the rules that apply and match, the one the
+/// profile's order picks (position: lowest on the screen; priority: highest), with a working
+/// indicator counting only while alive; else the stability fallback.
 pub fn classify(profile: &Profile, look: &Look) -> Classification {
     // The bottom of the content: trailing empty rows are not part of it.
     let used = look
@@ -41,34 +60,18 @@ pub fn classify(profile: &Profile, look: &Look) -> Classification {
         .rposition(|r| !r.trim().is_empty())
         .map_or(0, |i| i + 1);
     let content = &look.rows[..used];
-    for rule in &profile.rules {
-        let still_for = match rule.on {
-            Source::Screen => look.screen_still_for,
-            Source::Title => look.title_still_for,
+    let readings: Vec<Reading> = profile
+        .rules
+        .iter()
+        .filter(|rule| applies(rule, look))
+        .filter_map(|rule| read(rule, content, look.title))
+        .collect();
+    if let Some(r) = pick(profile, look, &readings) {
+        return Classification {
+            state: r.rule.state,
+            rule: r.rule.name.clone(),
+            evidence: r.evidence.clone(),
         };
-        if still_for < rule.stable || rule.changing.is_some_and(|c| still_for >= c) {
-            continue;
-        }
-        let evidence: Vec<String> = match rule.on {
-            Source::Screen => content[content.len().saturating_sub(rule.rows as usize)..]
-                .iter()
-                .filter(|line| rule.regex.is_match(line))
-                .map(|line| line.trim_end().to_string())
-                .collect(),
-            Source::Title => rule
-                .regex
-                .is_match(look.title)
-                .then(|| format!("title: {}", look.title))
-                .into_iter()
-                .collect(),
-        };
-        if !evidence.is_empty() {
-            return Classification {
-                state: rule.state,
-                rule: rule.name.clone(),
-                evidence,
-            };
-        }
     }
     if look.screen_still_for >= profile.stable_after {
         Classification {
@@ -82,5 +85,86 @@ pub fn classify(profile: &Profile, look: &Look) -> Classification {
             rule: "fallback:changing".into(),
             evidence: Vec::new(),
         }
+    }
+}
+
+/// Whether a rule's timing conditions hold (`stable_ms`, `changing_ms`).
+fn applies(rule: &Rule, look: &Look) -> bool {
+    let still_for = match rule.on {
+        Source::Screen => look.screen_still_for,
+        Source::Title => look.title_still_for,
+    };
+    still_for >= rule.stable && rule.changing.is_none_or(|c| still_for < c)
+}
+
+/// What `rule` matches in the content rows (or the title); `None` when nothing.
+fn read<'p>(rule: &'p Rule, content: &[String], title: &str) -> Option<Reading<'p>> {
+    let from = content.len().saturating_sub(rule.rows as usize);
+    let (evidence, rows) = match (&rule.matcher, rule.on) {
+        (Matcher::Pattern(regex), Source::Screen) => (from..content.len())
+            .filter(|&i| regex.is_match(&content[i]))
+            .map(|i| (content[i].trim_end().to_string(), i))
+            .unzip(),
+        (Matcher::Pattern(regex), Source::Title) => {
+            let matched = regex.is_match(title).then(|| format!("title: {title}"));
+            (matched.into_iter().collect(), Vec::new())
+        }
+        (Matcher::Choices, _) => {
+            let (lowest, lines) = menu::find(content, rule.rows as usize)?;
+            (lines, vec![lowest])
+        }
+    };
+    (!evidence.is_empty()).then_some(Reading {
+        rule,
+        evidence,
+        rows,
+    })
+}
+
+/// The reading that wins (`readings` are in priority order).
+fn pick<'a, 'p>(
+    profile: &Profile,
+    look: &Look,
+    readings: &'a [Reading<'p>],
+) -> Option<&'a Reading<'p>> {
+    let first = readings.first()?;
+    let chosen = match (profile.order, first.lowest()) {
+        // The lowest screen reading; among equals the first (highest priority).
+        (Order::Position, Some(_)) => {
+            readings
+                .iter()
+                .filter(|r| r.lowest().is_some())
+                .fold(
+                    first,
+                    |best, r| if r.lowest() > best.lowest() { r } else { best },
+                )
+        }
+        _ => first,
+    };
+    let Some(at) = chosen.lowest() else {
+        return Some(chosen);
+    };
+    let alive = |r: &Reading| {
+        look.row_still_for.is_empty()
+            || r.rows
+                .iter()
+                .any(|&i| look.row_still_for.get(i).is_none_or(|s| *s < profile.grace))
+    };
+    let below = |r: &&Reading| r.lowest().is_some_and(|l| l > at);
+    let above = |r: &&Reading| r.lowest().is_some_and(|l| l < at);
+    match chosen.rule.state {
+        // A working indicator left standing above a prompt drawn since is not work.
+        State::Working if !alive(chosen) => readings
+            .iter()
+            .filter(below)
+            .find(|r| r.rule.state == State::Idle)
+            .or(Some(chosen)),
+        // A prompt under a working indicator that is alive (Codex, Claude Code draw both).
+        State::Idle => readings
+            .iter()
+            .filter(above)
+            .find(|r| r.rule.state == State::Working && alive(r))
+            .or(Some(chosen)),
+        _ => Some(chosen),
     }
 }

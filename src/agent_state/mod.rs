@@ -16,12 +16,14 @@
 //! The watch also owns the session's meaningful-activity clock ([`crate::activity`]).
 
 pub mod classify;
+mod menu;
 pub mod profile;
 pub mod question;
 mod view;
 pub mod wait;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -107,6 +109,9 @@ pub struct Watch {
     /// The window title last seen, and when it changed.
     title: String,
     title_changed_at: Instant,
+    /// Each row text on the screen, and since when it has been there (a working indicator
+    /// counts only while its row changes).
+    rows_since: std::collections::HashMap<String, Instant>,
 }
 
 impl Watch {
@@ -128,6 +133,7 @@ impl Watch {
             last_observed: None,
             title: String::new(),
             title_changed_at: now,
+            rows_since: std::collections::HashMap::new(),
         }
     }
 
@@ -250,10 +256,12 @@ impl Watch {
             }
         }
         let rows = activity::content_rows(screen, &self.profile.masks);
+        let row_still_for = self.note_rows(&rows, happened, now);
         let seen = classify(
             &self.profile,
             &Look {
                 rows: &rows,
+                row_still_for: &row_still_for,
                 title: &self.title,
                 screen_still_for: now.duration_since(changed_at),
                 title_still_for: now.duration_since(self.title_changed_at),
@@ -273,6 +281,24 @@ impl Watch {
             seen_since = seen_since.max(input);
         }
         self.settle(seen, seen_since.min(now), now);
+    }
+
+    /// Records since when each row's text has been on the screen; returns how long each has
+    /// been there unchanged.
+    fn note_rows(&mut self, rows: &[String], happened: Instant, now: Instant) -> Vec<Duration> {
+        let mut since = std::collections::HashMap::with_capacity(rows.len());
+        for row in rows.iter().filter(|r| !r.trim().is_empty()) {
+            let at = self.rows_since.get(row).copied().unwrap_or(happened);
+            since.insert(row.clone(), at);
+        }
+        self.rows_since = since;
+        rows.iter()
+            .map(|r| {
+                self.rows_since
+                    .get(r)
+                    .map_or(Duration::MAX, |at| now.saturating_duration_since(*at))
+            })
+            .collect()
     }
 
     /// Adopts `seen` once it has held for the profile's dwell (at once from `unknown`);
@@ -340,6 +366,12 @@ impl Watch {
         ]
         .into_iter()
         .chain(rule_edges)
+        .chain(
+            self.rows_since
+                .values()
+                .filter(|_| live)
+                .map(|at| Some(*at + p.grace)),
+        )
         .flatten()
         .filter(|due| *due > now)
         .min()

@@ -70,6 +70,12 @@ struct ProfileFile {
     dwell_ms: u64,
     #[serde(default = "default_stuck_after_s")]
     stuck_after_s: u64,
+    /// Which reading wins when rules on the screen disagree.
+    #[serde(default)]
+    order: Order,
+    /// How long a working indicator may stand unchanged above a prompt and still count.
+    #[serde(default = "default_grace_ms")]
+    grace_ms: u64,
     #[serde(default)]
     rules: Vec<RuleFile>,
     /// How the CLI resumes its last conversation.
@@ -102,7 +108,11 @@ pub struct ResumeSpec {
 struct RuleFile {
     name: Option<String>,
     state: State,
-    pattern: Spanned<String>,
+    /// A regex on each row (or on the title); or else `detect`.
+    pattern: Option<Spanned<String>>,
+    /// A shape recognised by the hub instead of a pattern: `choices` (a menu with one
+    /// highlighted choice, or a yes/no prompt, at the bottom: [`super::menu`]).
+    detect: Option<Spanned<String>>,
     #[serde(default)]
     on: Source,
     #[serde(default)]
@@ -113,6 +123,27 @@ struct RuleFile {
     stable_ms: u64,
     /// The rule applies only while what it reads changed less than this long ago.
     changing_ms: Option<u64>,
+}
+
+/// Which screen reading wins when rules disagree.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    /// What is lowest on the screen (drawn last) wins; equals by priority.
+    #[default]
+    Position,
+    /// The highest priority wins wherever it is (Claude Code draws its prompt under its
+    /// spinner).
+    Priority,
+}
+
+/// How a rule recognises its lines.
+#[derive(Debug, Clone)]
+pub enum Matcher {
+    /// A regex on each row, or on the title.
+    Pattern(Regex),
+    /// A question by its shape ([`super::menu`]).
+    Choices,
 }
 
 /// What a rule reads.
@@ -151,6 +182,9 @@ fn default_dwell_ms() -> u64 {
 fn default_stuck_after_s() -> u64 {
     300
 }
+fn default_grace_ms() -> u64 {
+    3000
+}
 
 /// One classification rule.
 #[derive(Debug, Clone)]
@@ -158,7 +192,7 @@ pub struct Rule {
     /// `name` from the file, else `STATE#INDEX`.
     pub name: String,
     pub state: State,
-    pub regex: Regex,
+    pub matcher: Matcher,
     /// The screen's bottom rows or the title.
     pub on: Source,
     pub priority: i32,
@@ -193,6 +227,10 @@ pub struct Profile {
     pub dwell: Duration,
     /// `working` with no meaningful change for this long is reported as stuck.
     pub stuck_after: Duration,
+    /// Which screen reading wins when rules disagree.
+    pub order: Order,
+    /// A working indicator unchanged this long, with a prompt drawn below it, is not work.
+    pub grace: Duration,
     /// Ordered by priority, highest first (file order among equals).
     pub rules: Vec<Rule>,
     /// How the CLI resumes its conversation (`None`: it does not).
@@ -342,6 +380,8 @@ impl Profile {
                 input_hold: Duration::from_millis(default_input_hold_ms()),
                 dwell: Duration::from_millis(default_dwell_ms()),
                 stuck_after: Duration::from_secs(default_stuck_after_s()),
+                order: Order::default(),
+                grace: Duration::from_millis(default_grace_ms()),
                 rules: Vec::new(),
                 resume: None,
             })
@@ -360,13 +400,33 @@ pub fn parse(text: &str, origin: &str, stem: &str) -> Result<Profile, AgentState
     };
     let mut rules = Vec::new();
     for (i, r) in file.rules.iter().enumerate() {
+        let matcher = match (&r.pattern, &r.detect) {
+            (Some(p), None) => Matcher::Pattern(regex(p)?),
+            (None, Some(d)) if d.get_ref() == "choices" && r.on == Source::Screen => {
+                Matcher::Choices
+            }
+            (None, Some(d)) => {
+                return Err(at(
+                    d.span(),
+                    format!(
+                        "detect: '{}' is not a shape the hub knows (choices, on the screen)",
+                        d.get_ref()
+                    ),
+                )
+                .into())
+            }
+            _ => {
+                let m = format!("rules[{i}]: give a pattern or detect = \"choices\", one of them");
+                return Err(TomlFileError::invalid(text, origin, None, m).into());
+            }
+        };
         rules.push(Rule {
             name: r
                 .name
                 .clone()
                 .unwrap_or_else(|| format!("{}#{i}", r.state.as_str())),
             state: r.state,
-            regex: regex(&r.pattern)?,
+            matcher,
             on: r.on,
             priority: r.priority,
             rows: r.rows.unwrap_or(file.bottom_rows).max(1),
@@ -407,6 +467,8 @@ pub fn parse(text: &str, origin: &str, stem: &str) -> Result<Profile, AgentState
         input_hold: Duration::from_millis(file.input_hold_ms),
         dwell: Duration::from_millis(file.dwell_ms),
         stuck_after: Duration::from_secs(file.stuck_after_s),
+        order: file.order,
+        grace: Duration::from_millis(file.grace_ms),
         rules,
         resume,
     })
@@ -507,6 +569,12 @@ mod tests {
                 "p.toml:4:",
                 "changing_ms",
             ),
+            (
+                "[[rules]]\nstate = \"blocked\"\ndetect = \"menus\"\n",
+                "p.toml:3:",
+                "detect",
+            ),
+            ("order = \"lowest\"\n", "p.toml:1:", "order"),
         ];
         for (text, at, key) in table {
             let e = parse(text, "p.toml", "p").unwrap_err().to_string();

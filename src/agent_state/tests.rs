@@ -61,8 +61,12 @@ fn shipped_profiles_classify_their_test_screens() {
                     .unwrap_or_default()
             };
             let title = std::fs::read_to_string(path.with_extension("title")).ok();
+            // A `stale` screen has stood still for an hour, every row of it: a working
+            // indicator on it is not alive. Elsewhere row ages are not known (alive).
+            let stale = vec![Duration::from_secs(3600); rows.len()];
             let look = classify::Look {
                 rows: &rows,
+                row_still_for: if stem.contains("stale") { &stale } else { &[] },
                 title: title.as_deref().map_or("", str::trim_end),
                 screen_still_for: stable_for,
                 title_still_for: match title {
@@ -120,6 +124,7 @@ fn recorded_titles_over_recorded_screens() {
             let rows = crate::activity::content_rows(p.screen(), &profile.masks);
             let look = |title_still_for| classify::Look {
                 rows: &rows,
+                row_still_for: &[],
                 title,
                 screen_still_for: Duration::ZERO,
                 title_still_for,
@@ -319,6 +324,21 @@ fn codex_streaming_screen() -> vt100::Parser {
     parser(&std::fs::read_to_string(path).unwrap(), 24)
 }
 
+/// Sleeps (in paused time) until each moment `next_due` names and looks again, until the
+/// watch reads `idle`, in a few wakes; returns how long that took.
+async fn sleep_until_idle(w: &mut Watch, look: impl Fn(&mut Watch)) -> Duration {
+    let stopped = Instant::now();
+    let mut wakes = 0;
+    while w.state() != State::Idle {
+        let due = w.next_due(Instant::now()).expect("a lapse is due");
+        tokio::time::advance(due - Instant::now()).await;
+        look(w);
+        wakes += 1;
+        assert!(wakes < 6, "{wakes} wakes");
+    }
+    Instant::now() - stopped
+}
+
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
 #[tokio::test(start_paused = true)]
@@ -381,18 +401,11 @@ async fn a_spinner_left_standing_in_the_title_does_not_pin_working() {
         tokio::time::advance(Duration::from_millis(100)).await;
     }
     assert_eq!(w.state(), State::Working);
-    let stopped = Instant::now();
-    let mut wakes = 0;
-    while w.state() != State::Idle {
-        let due = w
-            .next_due(Instant::now())
-            .expect("the spinner's lapse is due");
-        tokio::time::advance(due - Instant::now()).await;
-        w.observe_output(screen.screen(), "⠼ proj", false, None, Instant::now());
-        wakes += 1;
-        assert!(wakes < 5, "{wakes} wakes");
-    }
-    assert!(Instant::now() - stopped <= Duration::from_millis(1000) + profile.dwell);
+    let took = sleep_until_idle(&mut w, |w| {
+        w.observe_output(screen.screen(), "⠼ proj", false, None, Instant::now())
+    })
+    .await;
+    assert!(took <= Duration::from_millis(1000) + profile.dwell);
 }
 
 /// Codex shows its composer before it is ready and sets its first title once it is.
@@ -410,4 +423,31 @@ async fn codex_is_working_until_it_sets_its_first_title() {
     tokio::time::advance(profile.dwell).await;
     w.observe_output(screen.screen(), "proj", false, None, Instant::now());
     assert_eq!(w.state(), State::Idle);
+}
+
+/// A spinner line above a prompt is work while it turns; left standing (the user typed while
+/// it spun, so it was never overwritten) it stops counting after the profile's grace, woken
+/// by `next_due` rather than by polling (#29: a `wait_state idle` timed out after 20 s).
+#[tokio::test(start_paused = true)]
+async fn a_spinner_line_left_standing_above_a_prompt_stops_counting_after_the_grace() {
+    let profile = shell();
+    let mut w = Watch::new(profile.clone(), Instant::now());
+    for frame in &SPINNER[..5] {
+        let screen = parser(&format!("{frame} Working… (esc to interrupt)\r\n\r\n> "), 6);
+        w.observe(screen.screen(), false, Instant::now());
+        tokio::time::advance(Duration::from_millis(500)).await;
+        assert_eq!(w.state(), State::Working, "turning at {frame}");
+    }
+    let standing = parser("⠴ Working… (esc to interrupt)\r\nhello\r\n> ", 6);
+    w.observe(standing.screen(), false, Instant::now());
+    let took = sleep_until_idle(&mut w, |w| {
+        w.observe(standing.screen(), false, Instant::now())
+    })
+    .await;
+    assert!(took >= profile.grace, "{took:?}");
+    assert!(
+        took <= profile.grace + profile.dwell + Duration::from_millis(600),
+        "{took:?}"
+    );
+    assert_eq!(w.report(Instant::now()).rule, "prompt");
 }

@@ -276,3 +276,17 @@ fn a_repaint_replaces_the_screen_and_keeps_modes_history_and_title() {
     s.feed(out.len() as u64, b"more");
     assert_eq!(s.text(), "line5 is now\nreflowed\nmore");
 }
+
+/// Setting a scroll region moves the cursor to the top left, origin mode or not, and a region
+/// of one row changes nothing, as in tmux (the vendored vt100's patch, #29 item 6).
+#[test]
+fn a_scroll_region_homes_the_cursor_like_tmux() {
+    let row_of = |bytes: &[u8], word: &str| {
+        let mut s = Screen::new(size());
+        s.feed(0, bytes);
+        s.text().lines().position(|l| l.contains(word))
+    };
+    assert_eq!(row_of(b"\x1b[3;1Hx\x1b[2;4rHERE", "HERE"), Some(0));
+    assert_eq!(row_of(b"\x1b[?6h\x1b[3;1Hx\x1b[2;4rHERE", "HERE"), Some(0));
+    assert_eq!(row_of(b"\x1b[2;1Hx\x1b[3;3rHERE", "HERE"), Some(1));
+}

@@ -107,6 +107,12 @@ async fn viewport_matches_tmux_capture_pane_over_a_corpus() {
         ("scroll region, lines below it", "clear; printf '\\033[2;6r\\033[10;1H'; seq 1 8; printf '\\033[r'"),
         ("scroll region, origin mode", "clear; printf '\\033[4;9r\\033[?6h\\033[1;1H'; seq 1 9; printf '\\033[?6l\\033[r\\033[14;1H'"),
         ("scroll region, scroll up and down", "clear; seq 1 14; printf '\\033[3;10r\\033[2S\\033[1T\\033[r\\033[14;1H'"),
+        // Setting a region moves the cursor to the top left, even in origin mode, and what is
+        // printed next starts there (#29 item 6: the typed command wraps onto a second row).
+        ("scroll region set, then printing without placing the cursor", "printf '\\033[3;10r'; for i in $(seq 1 20); do echo region$i; done; printf '\\033[r'"),
+        ("scroll region set in origin mode, then printing", "clear; printf '\\033[?6h\\033[3;10r'; for i in $(seq 1 14); do echo origin$i; done; printf '\\033[?6l\\033[r\\033[14;1H'"),
+        ("scroll region set from inside another region", "clear; printf '\\033[2;12r\\033[6;1H'; seq 1 3; printf '\\033[4;8r'; seq 101 112; printf '\\033[r\\033[14;1H'"),
+        ("a one-row scroll region changes nothing", "clear; printf '\\033[2;6r\\033[4;1H\\033[5;5r'; seq 1 9; printf '\\033[r\\033[14;1H'"),
         ("a top-like redraw in place", "clear; for i in 1 2 3; do printf '\\033[H\\033[2Ktick %s\\n\\033[Kload %s%s\\n' $i $i $i; done; printf '\\033[6;1H'"),
     ];
     for (n, (case, command)) in corpus.iter().enumerate() {
