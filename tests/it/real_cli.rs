@@ -276,6 +276,18 @@ impl<'a> RealCli<'a> {
         }
     }
 
+    /// `working` held for `for_`, then read by `rule` with a first evidence line that
+    /// `evidence` accepts.
+    pub async fn works_by(&self, for_: Duration, rule: &str, evidence: impl Fn(&str) -> bool) {
+        self.holds("working", for_).await;
+        let working = self.state().await;
+        assert_eq!(working["rule"], rule, "{working}");
+        assert!(
+            working["evidence"][0].as_str().is_some_and(evidence),
+            "{working}"
+        );
+    }
+
     /// A slow stream of 8 s, longer than the 3 s idle timeout of `fast-idle`, until the pane
     /// satisfies `done`: never stuck, never stopped (`events` subscribed before).
     pub async fn streams_unstopped(
@@ -544,15 +556,9 @@ async fn codex_states_on_the_real_cli() {
     // A slow stream: the composer stays on screen, the spinner turns in the title.
     run.submit("answer slowly").await;
     assert!(run.shows("word1", T).await);
-    run.holds("working", Duration::from_secs(3)).await;
-    let working = run.state().await;
-    assert_eq!(working["rule"], "title-spinner", "{working}");
-    assert!(
-        working["evidence"][0]
-            .as_str()
-            .is_some_and(|e| e.starts_with("title: ") && e.ends_with("| proj")),
-        "{working}"
-    );
+    let in_title = |e: &str| e.starts_with("title: ") && e.ends_with("| proj");
+    run.works_by(Duration::from_secs(3), "title-spinner", in_title)
+        .await;
     samples.push(run.latency(|p| p.contains("word7"), "idle").await);
 
     for _ in 0..3 {
