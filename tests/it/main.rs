@@ -29,6 +29,7 @@ mod ops_cli;
 mod policy;
 mod policy_support;
 mod real_cli;
+mod real_cli_aider;
 mod real_cli_docker;
 mod redaction;
 mod resume;

@@ -1,10 +1,14 @@
 //! A stand-in of the model APIs the real agent CLIs call, on 127.0.0.1:0 (nothing beyond
 //! loopback): the Anthropic Messages API with SSE streaming (Claude Code, through
-//! `ANTHROPIC_BASE_URL`) and the OpenAI Responses API with SSE (Codex, through a custom
-//! `model_providers` entry). The turn is scripted by the user's last words:
+//! `ANTHROPIC_BASE_URL`), the OpenAI Responses API with SSE (Codex, through a custom
+//! `model_providers` entry) and the OpenAI Chat Completions API, streamed or not (Aider, through
+//! `OPENAI_API_BASE`). The turn is scripted by the user's last words:
 //! - `answer slowly`: a reply streamed one word a second ([`SLOW_WORDS`] words);
 //! - `run a tool`: a shell tool call (`touch made-by-tool.txt`) that makes the CLI ask for
-//!   permission; the turn after the tool's result answers `The file is made.`;
+//!   permission; the turn after the tool's result answers `The file is made.`. Aider has no
+//!   tools: it gets a reply naming a file of its repository that is not in its chat
+//!   ([`MENTIONED_FILE`]), which makes it ask `Add file to the chat?`; its turn after a yes
+//!   answers `The file is made.`;
 //! - `please fail`: an HTTP 400 error (not retried by the CLIs);
 //! - anything else: an instant answer, `Instant answer here.`
 //!
@@ -36,6 +40,8 @@ pub const SLOW_WORDS: usize = 8;
 /// The instant reply and the reply after a tool call.
 pub const INSTANT: &str = "Instant answer here.";
 pub const AFTER_TOOL: &str = "The file is made.";
+/// The file Aider is pointed at by `run a tool` (the test commits it in Aider's repository).
+pub const MENTIONED_FILE: &str = "hello.py";
 
 #[derive(Clone, Default)]
 struct Shared {
@@ -63,6 +69,7 @@ impl ModelStandIn {
             .route("/v1/messages/count_tokens", post(count_tokens))
             .route("/v1/models", get(models))
             .route("/v1/responses", post(responses))
+            .route("/v1/chat/completions", post(chat_completions))
             .fallback(not_found)
             .layer(axum::middleware::from_fn_with_state(shared.clone(), record))
             .with_state(shared.clone());
@@ -79,7 +86,8 @@ impl ModelStandIn {
         self.shared.requests.lock().unwrap().clone()
     }
 
-    /// The bodies of the model requests (Messages and Responses) that carry `words`, as text:
+    /// The bodies of the model requests (Messages, Responses, Chat Completions) that carry
+    /// `words`, as text:
     /// what a CLI sent along with a prompt (its earlier turns included).
     pub fn turns_with(&self, words: &str) -> Vec<String> {
         let bodies = self.shared.bodies.lock().unwrap();
@@ -175,7 +183,15 @@ struct Sender(tokio::sync::mpsc::Sender<Result<Bytes, Infallible>>);
 
 impl Sender {
     async fn event(&self, name: &str, data: Value) {
-        let text = format!("event: {name}\ndata: {data}\n\n");
+        self.send(format!("event: {name}\ndata: {data}\n\n")).await;
+    }
+
+    /// An unnamed event (`data: ...` only), as the Chat Completions API streams.
+    async fn data(&self, data: impl std::fmt::Display) {
+        self.send(format!("data: {data}\n\n")).await;
+    }
+
+    async fn send(&self, text: String) {
         let _ = self.0.send(Ok(Bytes::from(text))).await;
     }
 }
@@ -367,5 +383,71 @@ async fn responses(State(shared): State<Shared>, Json(body): Json<Value>) -> Res
                       "output_tokens_details": null, "total_tokens": 2}}}),
         )
         .await;
+    })
+}
+
+/// The OpenAI Chat Completions API as Aider calls it: its chat streamed, its commit messages
+/// (after an edit) not. Aider appends a reminder of its edit format to the typed text, which
+/// can hold any word, so the script reads the last user message's first line only; the
+/// message Aider sends by itself once a file was added to the chat is the turn after a tool.
+async fn chat_completions(State(shared): State<Shared>, Json(body): Json<Value>) -> Response {
+    shared.bodies.lock().unwrap().push(body.clone());
+    let text = body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .map(|m| match &m["content"] {
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+            content => content.as_str().unwrap_or_default().to_string(),
+        })
+        .unwrap_or_default();
+    let first_line = text.lines().next().unwrap_or_default();
+    let turn = turn_for(
+        first_line,
+        first_line.starts_with("I added these files to the chat"),
+    );
+    if turn == Turn::Error {
+        return error_400();
+    }
+    let pieces = match turn {
+        Turn::Tool => vec![format!("Please look at {MENTIONED_FILE} for the details.")],
+        _ => words(&turn),
+    };
+    let model = body["model"].clone();
+    let created = 1_700_000_000;
+    if body["stream"] != true {
+        return Json(json!({
+            "id": "chatcmpl-standin", "object": "chat.completion", "created": created,
+            "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": pieces.join(" ")}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }))
+        .into_response();
+    }
+    sse(move |tx| async move {
+        let chunk = |delta: Value, finish: Value| {
+            json!({"id": "chatcmpl-standin", "object": "chat.completion.chunk",
+                   "created": created, "model": model,
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        };
+        tx.data(chunk(
+            json!({"role": "assistant", "content": ""}),
+            Value::Null,
+        ))
+        .await;
+        for (i, w) in pieces.iter().enumerate() {
+            if turn == Turn::Slow {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            let piece = if i == 0 { w.clone() } else { format!(" {w}") };
+            tx.data(chunk(json!({ "content": piece }), Value::Null))
+                .await;
+        }
+        tx.data(chunk(json!({}), json!("stop"))).await;
+        tx.data("[DONE]").await;
     })
 }

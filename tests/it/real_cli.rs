@@ -3,6 +3,7 @@
 //! stand-in of their model APIs ([`crate::model_standin`]): every state their profiles claim,
 //! and how soon a state change on the screen is reported (p50/p95 printed). Without the CLIs
 //! the tests skip and say so; `AGENT_HUB_REAL_CLI_TESTS=required` (CI) makes them fail instead.
+//! Aider's tests are in [`crate::real_cli_aider`], on the helpers here.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,18 +18,23 @@ use crate::support::{wait_until, TestHub};
 /// How long a state or a screen is waited for, unless a step says otherwise.
 const T: Duration = Duration::from_secs(30);
 
-/// The installed CLI `name`, or `None` (after saying so) when the test should skip.
+/// The installed CLI `name`, or `None` (after saying so) when the test should skip. Aider is a
+/// Python program in a venv of its own; the others are npm packages.
 pub fn cli(name: &str) -> Option<PathBuf> {
+    let (dir, install) = match name {
+        "aider" => ("tests/agent-clis/venv/bin", AIDER_INSTALL),
+        _ => (
+            "tests/agent-clis/node_modules/.bin",
+            "npm ci --prefix tests/agent-clis",
+        ),
+    };
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/agent-clis/node_modules/.bin")
+        .join(dir)
         .join(name);
     if path.exists() {
         return Some(path);
     }
-    let why = format!(
-        "{} is not installed (run `npm ci --prefix tests/agent-clis`)",
-        path.display()
-    );
+    let why = format!("{} is not installed (run `{install}`)", path.display());
     if std::env::var("AGENT_HUB_REAL_CLI_TESTS").as_deref() == Ok("required") {
         panic!("{why}; AGENT_HUB_REAL_CLI_TESTS=required");
     }
@@ -36,10 +42,13 @@ pub fn cli(name: &str) -> Option<PathBuf> {
     None
 }
 
+/// How Aider (pinned in tests/agent-clis/requirements.txt) is installed, as `.ci/run` does.
+const AIDER_INSTALL: &str = "bash tests/agent-clis/install-aider.sh";
+
 /// A home for a CLI: config that skips onboarding and the trust question (and, unless
 /// `ask_api_key`, Claude Code's question about the API key), and a project directory.
-struct Home {
-    dir: tempfile::TempDir,
+pub struct Home {
+    pub dir: tempfile::TempDir,
 }
 
 const API_KEY: &str = "sk-ant-standin-0000000000000000000000";
@@ -110,7 +119,7 @@ impl Drop for Home {
 }
 
 impl Home {
-    fn new() -> Self {
+    pub fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("proj")).unwrap();
         Home { dir }
@@ -133,7 +142,7 @@ impl Home {
             .collect()
     }
 
-    fn proj(&self) -> String {
+    pub fn proj(&self) -> String {
         self.dir.path().join("proj").display().to_string()
     }
 
@@ -153,7 +162,7 @@ impl Home {
 }
 
 /// The request that starts `program` as `cli_type` in `home`'s project, with `env`, in tmux.
-fn session_request(program: &Path, cli_type: &str, home: &Home, env: Value) -> Value {
+pub fn session_request(program: &Path, cli_type: &str, home: &Home, env: Value) -> Value {
     json!({
         "backend": "tmux", "shell": program, "args": [], "cwd": home.proj(),
         "cols": 80, "rows": 24, "env": env, "cli_type": cli_type,
@@ -162,11 +171,11 @@ fn session_request(program: &Path, cli_type: &str, home: &Home, env: Value) -> V
 
 /// A real CLI in a tmux session of the hub, in a home of its own, as a test drives and
 /// watches it. Dropping it ends every process the CLI started (before the hub goes).
-struct RealCli<'a> {
+pub struct RealCli<'a> {
     _home: Home,
-    hub: &'a TestHub,
-    id: String,
-    target: String,
+    pub hub: &'a TestHub,
+    pub id: String,
+    pub target: String,
 }
 
 impl<'a> RealCli<'a> {
@@ -187,7 +196,7 @@ impl<'a> RealCli<'a> {
     }
 
     /// The CLI the hub's reply `v` to a start request names.
-    fn started(hub: &'a TestHub, home: Home, v: &Value) -> Self {
+    pub fn started(hub: &'a TestHub, home: Home, v: &Value) -> Self {
         RealCli {
             _home: home,
             hub,
@@ -196,7 +205,7 @@ impl<'a> RealCli<'a> {
         }
     }
 
-    async fn keys(&self, keys: &[&str]) {
+    pub async fn keys(&self, keys: &[&str]) {
         let (status, v) = self
             .hub
             .post(
@@ -208,7 +217,7 @@ impl<'a> RealCli<'a> {
     }
 
     /// The pane as tmux shows it (the ground truth of "the screen shows it").
-    fn pane(&self) -> String {
+    pub fn pane(&self) -> String {
         let out = std::process::Command::new("tmux")
             .args(["-L", &self.hub.tmux_socket, "capture-pane", "-p", "-t"])
             .arg(&self.target)
@@ -218,21 +227,21 @@ impl<'a> RealCli<'a> {
     }
 
     /// Whether the pane shows `text` within `within`.
-    async fn shows(&self, text: &str, within: Duration) -> bool {
+    pub async fn shows(&self, text: &str, within: Duration) -> bool {
         wait_until(within, || async { self.pane().contains(text) }).await
     }
 
-    async fn state(&self) -> Value {
+    pub async fn state(&self) -> Value {
         state(self.hub, &self.id).await
     }
 
     /// Waits (`T` at most) until the hub reports `want`; returns that state.
-    async fn wait_state(&self, want: &str) -> Value {
+    pub async fn wait_state(&self, want: &str) -> Value {
         wait_state(self.hub, &self.id, want, T).await
     }
 
     /// Submits `text` as a line.
-    async fn submit(&self, text: &str) {
+    pub async fn submit(&self, text: &str) {
         submit(self.hub, &self.id, text, false).await;
     }
 
@@ -245,7 +254,7 @@ impl<'a> RealCli<'a> {
 
     /// Waits until tmux's pane satisfies `shows` and the hub reports `want`; returns how long
     /// after the pane first showed it the hub reported it (zero when the hub was first).
-    async fn latency(&self, shows: impl Fn(&str) -> bool, want: &str) -> Duration {
+    pub async fn latency(&self, shows: impl Fn(&str) -> bool, want: &str) -> Duration {
         let deadline = Instant::now() + Duration::from_secs(30);
         let mut seen_at = None;
         loop {
@@ -267,8 +276,44 @@ impl<'a> RealCli<'a> {
         }
     }
 
+    /// `working` held for `for_`, then read by `rule` with a first evidence line that
+    /// `evidence` accepts.
+    pub async fn works_by(&self, for_: Duration, rule: &str, evidence: impl Fn(&str) -> bool) {
+        self.holds("working", for_).await;
+        let working = self.state().await;
+        assert_eq!(working["rule"], rule, "{working}");
+        assert!(
+            working["evidence"][0].as_str().is_some_and(evidence),
+            "{working}"
+        );
+    }
+
+    /// A slow stream of 8 s, longer than the 3 s idle timeout of `fast-idle`, until the pane
+    /// satisfies `done`: never stuck, never stopped (`events` subscribed before).
+    pub async fn streams_unstopped(
+        &self,
+        events: &mut tokio::sync::broadcast::Receiver<agent_hub::protocol::HubEvent>,
+        done: impl Fn(&str) -> bool,
+    ) {
+        self.submit("answer slowly").await;
+        let streamed = wait_until(Duration::from_secs(30), || async {
+            let s = self.state().await;
+            assert_eq!(s["stuck"], false, "stuck while streaming: {s}");
+            done(&self.pane())
+        })
+        .await;
+        assert!(streamed, "{}", self.pane());
+        while let Ok(e) = events.try_recv() {
+            let e = crate::policy_support::event_value(&e);
+            assert!(
+                !(e["type"] == "policy_stopped" && e["sessionId"] == self.id.as_str()),
+                "stopped while streaming: {e}"
+            );
+        }
+    }
+
     /// A state held for `for_` (polled every 100 ms).
-    async fn holds(&self, want: &str, for_: Duration) {
+    pub async fn holds(&self, want: &str, for_: Duration) {
         let until = Instant::now() + for_;
         while Instant::now() < until {
             let s = self.state().await;
@@ -296,6 +341,28 @@ impl<'a> RealCli<'a> {
     }
 }
 
+/// A hub running policies (`fast-idle` among them) with the shipped profile `name` (its text
+/// `shipped`) given a stuck detector of `stuck_after_s`; the policies directory lives as long
+/// as the first of the pair.
+pub async fn policy_hub_with_stuck_after(
+    name: &str,
+    shipped: &str,
+    stuck_after_s: u64,
+) -> (tempfile::TempDir, TestHub) {
+    let dir = crate::policy_support::policies_dir();
+    assert!(shipped.contains("stuck_after_s = 600"));
+    std::fs::write(
+        dir.path().join(format!("agents/{name}.toml")),
+        shipped.replace(
+            "stuck_after_s = 600",
+            &format!("stuck_after_s = {stuck_after_s}"),
+        ),
+    )
+    .unwrap();
+    let hub = crate::policy_support::hub_with_policies(&dir, "").await;
+    (dir, hub)
+}
+
 fn percentile(samples: &mut [Duration], p: f64) -> Duration {
     samples.sort();
     let i = ((samples.len() as f64 - 1.0) * p).round() as usize;
@@ -304,7 +371,7 @@ fn percentile(samples: &mut [Duration], p: f64) -> Duration {
 
 /// Prints p50 and p95; fails at a p50 of 1 s or more (the bound on reporting a change
 /// the screen shows) or a p95 past 3 s (one slow look on a loaded machine is tolerated).
-fn report_latency(cli: &str, samples: &mut [Duration]) {
+pub fn report_latency(cli: &str, samples: &mut [Duration]) {
     let p50 = percentile(samples, 0.5);
     let p95 = percentile(samples, 0.95);
     println!(
@@ -489,15 +556,9 @@ async fn codex_states_on_the_real_cli() {
     // A slow stream: the composer stays on screen, the spinner turns in the title.
     run.submit("answer slowly").await;
     assert!(run.shows("word1", T).await);
-    run.holds("working", Duration::from_secs(3)).await;
-    let working = run.state().await;
-    assert_eq!(working["rule"], "title-spinner", "{working}");
-    assert!(
-        working["evidence"][0]
-            .as_str()
-            .is_some_and(|e| e.starts_with("title: ") && e.ends_with("| proj")),
-        "{working}"
-    );
+    let in_title = |e: &str| e.starts_with("title: ") && e.ends_with("| proj");
+    run.works_by(Duration::from_secs(3), "title-spinner", in_title)
+        .await;
     samples.push(run.latency(|p| p.contains("word7"), "idle").await);
 
     for _ in 0..3 {
@@ -530,15 +591,8 @@ async fn codex_states_on_the_real_cli() {
 async fn an_idle_policy_stops_real_claude_code_on_time_and_never_while_it_streams() {
     let Some(claude) = cli("claude") else { return };
     let standin = ModelStandIn::start().await;
-    let dir = crate::policy_support::policies_dir();
     let shipped = include_str!("../../policies/agents/claude-code.toml");
-    assert!(shipped.contains("stuck_after_s = 600"));
-    std::fs::write(
-        dir.path().join("agents/claude-code.toml"),
-        shipped.replace("stuck_after_s = 600", "stuck_after_s = 2"),
-    )
-    .unwrap();
-    let hub = crate::policy_support::hub_with_policies(&dir, "").await;
+    let (_dir, hub) = policy_hub_with_stuck_after("claude-code", shipped, 2).await;
     let home = Home::new();
     let env = home.claude_env(&standin, false);
     let mut events = hub.hub.subscribe_events();
@@ -549,22 +603,8 @@ async fn an_idle_policy_stops_real_claude_code_on_time_and_never_while_it_stream
     let run = RealCli::started(&hub, home, &v);
     run.claude_prompt().await;
 
-    // A slow stream of 8 s, longer than the 3 s idle timeout: never stopped, never stuck.
-    run.submit("answer slowly").await;
-    let streamed = wait_until(Duration::from_secs(20), || async {
-        let s = run.state().await;
-        assert_eq!(s["stuck"], false, "stuck while streaming: {s}");
-        run.pane().contains("word7")
-    })
-    .await;
-    assert!(streamed, "{}", run.pane());
-    while let Ok(e) = events.try_recv() {
-        let e = crate::policy_support::event_value(&e);
-        assert!(
-            !(e["type"] == "policy_stopped" && e["sessionId"] == run.id.as_str()),
-            "stopped while streaming: {e}"
-        );
-    }
+    run.streams_unstopped(&mut events, |p| p.contains("word7"))
+        .await;
 
     // A tool call, answered; then idle, and stopped 3 s after its last activity.
     run.submit("please run a tool").await;

@@ -1,0 +1,337 @@
+//! The real Aider (`aider-chat` from PyPI, pinned in tests/agent-clis/requirements.txt and
+//! installed into tests/agent-clis/venv) in host tmux sessions through the hub, against the
+//! stand-in's Chat Completions API ([`crate::model_standin`]), offline: no update check, no
+//! analytics, the model's metadata from a file, litellm's price map from its package. Aider
+//! works in a git repository holding one committed file, [`MENTIONED_FILE`]: a reply naming it
+//! makes Aider ask `Add file to the chat?`, its only question that a reply without an edit
+//! raises. Skipped without Aider, as the other real-CLI tests are.
+//!
+//! `AGENT_HUB_RECORD_SCREENS=DIR` writes the pane at each state the first test asserts to
+//! `DIR/STATE-NAME.txt` (how tests/fixtures/screens/aider was recorded).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::time::Instant;
+
+use crate::model_standin::{ModelStandIn, AFTER_TOOL, INSTANT, MENTIONED_FILE};
+use crate::real_cli::{
+    cli, policy_hub_with_stuck_after, report_latency, session_request, Home, RealCli,
+};
+use crate::support::{wait_until, TestHub};
+
+/// How long a state or a screen is waited for, unless a step says otherwise.
+const T: Duration = Duration::from_secs(30);
+
+/// The question a reply naming [`MENTIONED_FILE`] raises.
+const ADD_FILE: &str = "Add file to the chat?";
+
+/// The pinned version (the one line of tests/agent-clis/requirements.txt that is not a comment).
+fn pinned_version() -> String {
+    include_str!("../agent-clis/requirements.txt")
+        .lines()
+        .find_map(|l| l.strip_prefix("aider-chat=="))
+        .expect("aider-chat pinned in tests/agent-clis/requirements.txt")
+        .trim()
+        .to_string()
+}
+
+/// Aider's environment and files for `home`: its repository (`proj`, one committed file), a
+/// git identity, the stand-in as an OpenAI-compatible API, the model's metadata (no lookup of the context window
+/// on the network) and `~/.aider/installs.json` saying this version has run before (its first
+/// run loads litellm before the prompt and takes 10 s or more instead of 3).
+fn aider_env(home: &Home, standin: &ModelStandIn, aider: &Path) -> Value {
+    let proj = PathBuf::from(home.proj());
+    std::fs::write(proj.join(MENTIONED_FILE), "print(\"hello\")\n").unwrap();
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["add", MENTIONED_FILE],
+        &["commit", "-q", "-m", "A file for Aider to be pointed at"],
+    ] {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
+            .args(["-c", "commit.gpgsign=false"])
+            .args(args)
+            .current_dir(&proj)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+    let dir = home.dir.path();
+    // Aider asks for a git identity at start when it has none.
+    std::fs::write(
+        dir.join(".gitconfig"),
+        "[user]\n\tname = Test\n\temail = test@example.com\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("model.metadata.json"),
+        json!({"openai/standin": {"max_input_tokens": 32768, "max_output_tokens": 4096,
+               "input_cost_per_token": 0, "output_cost_per_token": 0,
+               "litellm_provider": "openai", "mode": "chat"}})
+        .to_string(),
+    )
+    .unwrap();
+    // Keyed by `str((version, sys.executable))`: the venv's interpreter, Aider's shebang.
+    let script = std::fs::read_to_string(aider).unwrap();
+    let python = script
+        .lines()
+        .next()
+        .unwrap()
+        .trim_start_matches("#!")
+        .trim();
+    std::fs::create_dir_all(dir.join(".aider")).unwrap();
+    std::fs::write(
+        dir.join(".aider/installs.json"),
+        json!({ format!("('{}', '{python}')", pinned_version()): true }).to_string(),
+    )
+    .unwrap();
+    json!({
+        "HOME": dir,
+        "OPENAI_API_BASE": format!("{}/v1", standin.base),
+        "OPENAI_API_KEY": "sk-standin",
+        // litellm's price map from its package, not fetched when it is imported.
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    })
+}
+
+/// Aider's arguments: the stand-in's model, and nothing that reaches beyond it or asks at start.
+fn aider_args(home: &Home) -> Value {
+    json!([
+        "--model",
+        "openai/standin",
+        "--model-metadata-file",
+        home.dir.path().join("model.metadata.json"),
+        "--no-check-update",
+        "--analytics-disable",
+        "--no-show-model-warnings",
+        "--no-gitignore",
+        "--no-show-release-notes",
+    ])
+}
+
+/// Starts Aider in a tmux session of `hub` (120x30, the hub's default size, as the recorded
+/// screens), under `policy` if given, and waits for its prompt.
+async fn start_aider<'a>(
+    hub: &'a TestHub,
+    aider: &Path,
+    standin: &ModelStandIn,
+    policy: Option<&str>,
+) -> RealCli<'a> {
+    let home = Home::new();
+    let env = aider_env(&home, standin, aider);
+    let mut request = session_request(aider, "aider", &home, env);
+    request["args"] = aider_args(&home);
+    request["cols"] = json!(120);
+    request["rows"] = json!(30);
+    if let Some(policy) = policy {
+        request["policy"] = json!(policy);
+    }
+    let (status, v) = hub.post("/v1/pty/sessions", request).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["warnings"], json!([]), "{v}");
+    let run = RealCli::started(hub, home, &v);
+    // About 3 s on an idle machine; the whole suite on two cores can take much longer.
+    let up = wait_until(Duration::from_secs(90), || async { at_prompt(&run.pane()) }).await;
+    assert!(up, "no Aider prompt; pane:\n{}", run.pane());
+    run
+}
+
+/// The pane's last line that is not blank.
+fn last_line(pane: &str) -> &str {
+    pane.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default()
+}
+
+/// Whether the pane's last line is Aider's empty prompt `>`.
+fn at_prompt(pane: &str) -> bool {
+    last_line(pane) == ">"
+}
+
+/// With `AGENT_HUB_RECORD_SCREENS=DIR`, the pane as `DIR/NAME.txt` (trailing blank rows cut).
+fn record(run: &RealCli, name: &str) {
+    let Ok(dir) = std::env::var("AGENT_HUB_RECORD_SCREENS") else {
+        return;
+    };
+    let pane = run.pane();
+    let text = pane.trim_end_matches(['\n', ' ']);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        Path::new(&dir).join(format!("{name}.txt")),
+        format!("{text}\n"),
+    )
+    .unwrap();
+}
+
+/// Polls the hub's state until the pane satisfies `done`, failing at any state but `working`
+/// (the hold after our own input counts as `working`). Returns the rules that read it. The
+/// state is asked before the pane is looked at, so a state is only held against a pane that
+/// did not satisfy `done` yet when it was reported.
+async fn working_until(run: &RealCli<'_>, done: impl Fn(&str) -> bool) -> Vec<String> {
+    let deadline = Instant::now() + T;
+    let mut rules: Vec<String> = Vec::new();
+    loop {
+        let s = run.state().await;
+        let pane = run.pane();
+        if done(&pane) {
+            return rules;
+        }
+        assert_eq!(s["state"], "working", "{s}\npane:\n{pane}");
+        let rule = s["rule"].as_str().unwrap_or_default().to_string();
+        if rules.last() != Some(&rule) {
+            rules.push(rule);
+        }
+        assert!(Instant::now() < deadline, "{s}\npane:\n{pane}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Idle at its prompt; working from the submit to the end of a slow stream (no spinner while
+/// the words arrive, and no prompt below them); blocked on `Add file to the chat?`; idle again
+/// after the answer. Each read through the hub's state API, with the latency of each change.
+#[tokio::test]
+async fn aider_states_on_the_real_cli() {
+    let Some(aider) = cli("aider") else { return };
+    let standin = ModelStandIn::start().await;
+    let hub = TestHub::start().await;
+    let run = start_aider(&hub, &aider, &standin, None).await;
+
+    let idle = run.wait_state("idle").await;
+    assert_eq!(idle["profile"], "aider", "{idle}");
+    assert_eq!(idle["rule"], "prompt", "{idle}");
+    let checked_with = format!("aider {}", pinned_version());
+    assert_eq!(
+        idle["profile_checked_with"],
+        json!([checked_with]),
+        "{idle}"
+    );
+    record(&run, "idle-prompt");
+
+    let mut samples = Vec::new();
+    // Instant answers: idle again. Before the first, Aider scans the repository for its map
+    // (seconds, with a spinner and no other change): working.
+    for i in 0..3 {
+        run.submit(&format!("say something {i}")).await;
+        if i == 0 {
+            working_until(&run, |p| {
+                p.contains("Updating repo map") || p.contains(INSTANT)
+            })
+            .await;
+            if run.pane().contains("Updating repo map") {
+                record(&run, "working-updating-repo-map");
+            }
+        }
+        let answered = |p: &str| p.matches(INSTANT).count() > i && at_prompt(p);
+        samples.push(run.latency(answered, "idle").await);
+    }
+
+    // A line typed at the prompt and not sent: the same screen as for the second after Enter
+    // while the repository map is built, so `working`; erased (C-u), idle again.
+    let typed: Vec<String> = "answer slowly".chars().map(String::from).collect();
+    run.keys(&typed.iter().map(String::as_str).collect::<Vec<_>>())
+        .await;
+    let shown = wait_until(T, || async { last_line(&run.pane()) == "> answer slowly" }).await;
+    assert!(shown, "{}", run.pane());
+    let typing = run.wait_state("working").await;
+    assert_eq!(typing["rule"], "reply", "{typing}");
+    record(&run, "working-typed-not-sent");
+    run.keys(&["C-u"]).await;
+    assert_eq!(run.wait_state("idle").await["rule"], "prompt");
+
+    // A slow stream: working from the submit on (the repository map, `Waiting for` with a
+    // spinner, then the words growing a second apart with nothing below them), never
+    // anything else, until the prompt is back.
+    run.submit("answer slowly").await;
+    let waited = working_until(&run, |p| p.contains("Waiting for") || p.contains("word0")).await;
+    if run.pane().contains("Waiting for") {
+        record(&run, "working-waiting-for-model");
+    }
+    let streamed = working_until(&run, |p| p.contains("word2")).await;
+    record(&run, "working-streaming");
+    let growing = |e: &str| e.starts_with("word0 word1 word2");
+    run.works_by(Duration::from_secs(2), "reply", growing).await;
+    let rest = working_until(&run, |p| p.contains("word7")).await;
+    println!("aider working rules: {waited:?} {streamed:?} {rest:?}");
+    samples.push(run.latency(at_prompt, "idle").await);
+    record(&run, "idle-after-slow-answer");
+
+    // A reply naming a file of the repository: Aider asks to add it; blocked.
+    run.submit("please run a tool").await;
+    let asking = |p: &str| p.contains(ADD_FILE);
+    samples.push(run.latency(asking, "blocked").await);
+    let blocked = run.state().await;
+    assert_eq!(blocked["rule"], "question", "{blocked}");
+    assert!(
+        blocked["evidence"].to_string().contains(ADD_FILE),
+        "{blocked}"
+    );
+    record(&run, "blocked-add-file");
+
+    // Yes: Aider adds the file and asks the model again by itself, which answers at once;
+    // idle, with the file listed above the prompt.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    run.keys(&["y", "Enter"]).await;
+    if last_line(&run.pane()).ends_with("[Yes]: y") {
+        record(&run, "working-answered");
+    }
+    let done = |p: &str| p.contains(AFTER_TOOL) && at_prompt(p);
+    samples.push(run.latency(done, "idle").await);
+    let pane = run.pane();
+    let lines: Vec<&str> = pane.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines[lines.len() - 2..], [MENTIONED_FILE, ">"], "{pane}");
+    record(&run, "idle-after-answering");
+    report_latency("aider", &mut samples);
+
+    // Held still: a stable idle, however long nobody looks.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(run.state().await["state"], "idle");
+
+    run.submit("/exit").await;
+    run.wait_state("exited").await;
+    let calls = standin.requests();
+    assert!(
+        calls.iter().all(|c| c == "POST /v1/chat/completions"),
+        "{calls:?}"
+    );
+    assert_eq!(
+        standin.turns_with("I added these files to the chat").len(),
+        1,
+        "{calls:?}"
+    );
+}
+
+/// An idle policy (3 s) on a real Aider: never stopped while a reply streams a word a second,
+/// nor reported stuck with a stuck detector of 3 s (the growing words are progress); stopped on
+/// time once idle after its question was answered.
+#[tokio::test]
+async fn an_idle_policy_stops_real_aider_on_time_and_never_while_it_streams() {
+    let Some(aider) = cli("aider") else { return };
+    let standin = ModelStandIn::start().await;
+    let shipped = include_str!("../../policies/agents/aider.toml");
+    let (_dir, hub) = policy_hub_with_stuck_after("aider", shipped, 3).await;
+    let mut events = hub.hub.subscribe_events();
+    let run = start_aider(&hub, &aider, &standin, Some("fast-idle")).await;
+
+    // A first message: Aider maps the repository first (seconds with nothing but a spinner,
+    // which a stuck detector of 3 s would call stuck).
+    run.submit("say something").await;
+    assert!(run.shows(INSTANT, T).await, "{}", run.pane());
+    let answered = wait_until(T, || async { at_prompt(&run.pane()) }).await;
+    assert!(answered, "{}", run.pane());
+
+    // A slow stream of 8 s, longer than the 3 s idle timeout: never stopped, never stuck.
+    run.streams_unstopped(&mut events, |p| p.contains("word7") && at_prompt(p))
+        .await;
+
+    // The question, answered; then idle, and stopped 3 s after its last activity.
+    run.submit("please run a tool").await;
+    assert!(run.shows(ADD_FILE, T).await, "{}", run.pane());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    run.keys(&["y", "Enter"]).await;
+    assert!(run.shows(AFTER_TOOL, T).await, "{}", run.pane());
+    let session = hub.hub.get(&run.id).unwrap();
+    crate::policy_support::assert_stopped_on_time(&hub, session, events).await;
+}
