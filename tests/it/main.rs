@@ -30,6 +30,7 @@ mod policy;
 mod policy_support;
 mod real_cli;
 mod real_cli_docker;
+mod real_cli_gemini;
 mod redaction;
 mod resume;
 mod routing;

@@ -15,7 +15,7 @@ use crate::policy_support::{state, submit, wait_state};
 use crate::support::{wait_until, TestHub};
 
 /// How long a state or a screen is waited for, unless a step says otherwise.
-const T: Duration = Duration::from_secs(30);
+pub const T: Duration = Duration::from_secs(30);
 
 /// The installed CLI `name`, or `None` (after saying so) when the test should skip.
 pub fn cli(name: &str) -> Option<PathBuf> {
@@ -38,7 +38,7 @@ pub fn cli(name: &str) -> Option<PathBuf> {
 
 /// A home for a CLI: config that skips onboarding and the trust question (and, unless
 /// `ask_api_key`, Claude Code's question about the API key), and a project directory.
-struct Home {
+pub struct Home {
     dir: tempfile::TempDir,
 }
 
@@ -110,7 +110,7 @@ impl Drop for Home {
 }
 
 impl Home {
-    fn new() -> Self {
+    pub fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("proj")).unwrap();
         Home { dir }
@@ -133,7 +133,11 @@ impl Home {
             .collect()
     }
 
-    fn proj(&self) -> String {
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn proj(&self) -> String {
         self.dir.path().join("proj").display().to_string()
     }
 
@@ -153,7 +157,7 @@ impl Home {
 }
 
 /// The request that starts `program` as `cli_type` in `home`'s project, with `env`, in tmux.
-fn session_request(program: &Path, cli_type: &str, home: &Home, env: Value) -> Value {
+pub fn session_request(program: &Path, cli_type: &str, home: &Home, env: Value) -> Value {
     json!({
         "backend": "tmux", "shell": program, "args": [], "cwd": home.proj(),
         "cols": 80, "rows": 24, "env": env, "cli_type": cli_type,
@@ -162,10 +166,10 @@ fn session_request(program: &Path, cli_type: &str, home: &Home, env: Value) -> V
 
 /// A real CLI in a tmux session of the hub, in a home of its own, as a test drives and
 /// watches it. Dropping it ends every process the CLI started (before the hub goes).
-struct RealCli<'a> {
+pub struct RealCli<'a> {
     _home: Home,
     hub: &'a TestHub,
-    id: String,
+    pub id: String,
     target: String,
 }
 
@@ -187,7 +191,7 @@ impl<'a> RealCli<'a> {
     }
 
     /// The CLI the hub's reply `v` to a start request names.
-    fn started(hub: &'a TestHub, home: Home, v: &Value) -> Self {
+    pub fn started(hub: &'a TestHub, home: Home, v: &Value) -> Self {
         RealCli {
             _home: home,
             hub,
@@ -196,7 +200,7 @@ impl<'a> RealCli<'a> {
         }
     }
 
-    async fn keys(&self, keys: &[&str]) {
+    pub async fn keys(&self, keys: &[&str]) {
         let (status, v) = self
             .hub
             .post(
@@ -208,7 +212,7 @@ impl<'a> RealCli<'a> {
     }
 
     /// The pane as tmux shows it (the ground truth of "the screen shows it").
-    fn pane(&self) -> String {
+    pub fn pane(&self) -> String {
         let out = std::process::Command::new("tmux")
             .args(["-L", &self.hub.tmux_socket, "capture-pane", "-p", "-t"])
             .arg(&self.target)
@@ -217,22 +221,33 @@ impl<'a> RealCli<'a> {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The pane's title as tmux has it (the last one the program set).
+    pub fn title(&self) -> String {
+        let out = std::process::Command::new("tmux")
+            .args(["-L", &self.hub.tmux_socket, "display", "-p", "-t"])
+            .arg(&self.target)
+            .arg("#{pane_title}")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+    }
+
     /// Whether the pane shows `text` within `within`.
-    async fn shows(&self, text: &str, within: Duration) -> bool {
+    pub async fn shows(&self, text: &str, within: Duration) -> bool {
         wait_until(within, || async { self.pane().contains(text) }).await
     }
 
-    async fn state(&self) -> Value {
+    pub async fn state(&self) -> Value {
         state(self.hub, &self.id).await
     }
 
     /// Waits (`T` at most) until the hub reports `want`; returns that state.
-    async fn wait_state(&self, want: &str) -> Value {
+    pub async fn wait_state(&self, want: &str) -> Value {
         wait_state(self.hub, &self.id, want, T).await
     }
 
     /// Submits `text` as a line.
-    async fn submit(&self, text: &str) {
+    pub async fn submit(&self, text: &str) {
         submit(self.hub, &self.id, text, false).await;
     }
 
@@ -245,7 +260,7 @@ impl<'a> RealCli<'a> {
 
     /// Waits until tmux's pane satisfies `shows` and the hub reports `want`; returns how long
     /// after the pane first showed it the hub reported it (zero when the hub was first).
-    async fn latency(&self, shows: impl Fn(&str) -> bool, want: &str) -> Duration {
+    pub async fn latency(&self, shows: impl Fn(&str) -> bool, want: &str) -> Duration {
         let deadline = Instant::now() + Duration::from_secs(30);
         let mut seen_at = None;
         loop {
@@ -268,12 +283,36 @@ impl<'a> RealCli<'a> {
     }
 
     /// A state held for `for_` (polled every 100 ms).
-    async fn holds(&self, want: &str, for_: Duration) {
+    pub async fn holds(&self, want: &str, for_: Duration) {
         let until = Instant::now() + for_;
         while Instant::now() < until {
             let s = self.state().await;
             assert_eq!(s["state"], want, "{s}");
             tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Asks for the slow reply (8 s, longer than `fast-idle`'s 3 s idle timeout): never stuck
+    /// while the words arrive (they are progress), and never stopped (no `policy_stopped` for
+    /// it among `events`).
+    pub async fn streams_slowly_unstopped(
+        &self,
+        events: &mut tokio::sync::broadcast::Receiver<agent_hub::protocol::HubEvent>,
+    ) {
+        self.submit("answer slowly").await;
+        let streamed = wait_until(Duration::from_secs(20), || async {
+            let s = self.state().await;
+            assert_eq!(s["stuck"], false, "stuck while streaming: {s}");
+            self.pane().contains("word7")
+        })
+        .await;
+        assert!(streamed, "{}", self.pane());
+        while let Ok(e) = events.try_recv() {
+            let e = crate::policy_support::event_value(&e);
+            assert!(
+                !(e["type"] == "policy_stopped" && e["sessionId"] == self.id.as_str()),
+                "stopped while streaming: {e}"
+            );
         }
     }
 
@@ -289,11 +328,24 @@ impl<'a> RealCli<'a> {
 
     /// Answers the question on screen with `key` (after a pause, so the TUI takes it as a key
     /// and not a paste); returns the latency of `idle` once the screen satisfies `done`.
-    async fn answer(&self, key: &str, done: impl Fn(&str) -> bool) -> Duration {
+    pub async fn answer(&self, key: &str, done: impl Fn(&str) -> bool) -> Duration {
         tokio::time::sleep(Duration::from_millis(300)).await;
         self.keys(&[key]).await;
         self.latency(done, "idle").await
     }
+}
+
+/// A policies directory ([`crate::policy_support::policies_dir`]: `fast-idle` and more) with
+/// the shipped profile `file` (its text `shipped`) calling an agent stuck after 2 s, not 600.
+pub fn policies_stuck_after_2_s(file: &str, shipped: &str) -> tempfile::TempDir {
+    let dir = crate::policy_support::policies_dir();
+    assert!(shipped.contains("stuck_after_s = 600"), "{file}");
+    std::fs::write(
+        dir.path().join("agents").join(file),
+        shipped.replace("stuck_after_s = 600", "stuck_after_s = 2"),
+    )
+    .unwrap();
+    dir
 }
 
 fn percentile(samples: &mut [Duration], p: f64) -> Duration {
@@ -304,7 +356,7 @@ fn percentile(samples: &mut [Duration], p: f64) -> Duration {
 
 /// Prints p50 and p95; fails at a p50 of 1 s or more (the bound on reporting a change
 /// the screen shows) or a p95 past 3 s (one slow look on a loaded machine is tolerated).
-fn report_latency(cli: &str, samples: &mut [Duration]) {
+pub fn report_latency(cli: &str, samples: &mut [Duration]) {
     let p50 = percentile(samples, 0.5);
     let p95 = percentile(samples, 0.95);
     println!(
@@ -530,14 +582,10 @@ async fn codex_states_on_the_real_cli() {
 async fn an_idle_policy_stops_real_claude_code_on_time_and_never_while_it_streams() {
     let Some(claude) = cli("claude") else { return };
     let standin = ModelStandIn::start().await;
-    let dir = crate::policy_support::policies_dir();
-    let shipped = include_str!("../../policies/agents/claude-code.toml");
-    assert!(shipped.contains("stuck_after_s = 600"));
-    std::fs::write(
-        dir.path().join("agents/claude-code.toml"),
-        shipped.replace("stuck_after_s = 600", "stuck_after_s = 2"),
-    )
-    .unwrap();
+    let dir = policies_stuck_after_2_s(
+        "claude-code.toml",
+        include_str!("../../policies/agents/claude-code.toml"),
+    );
     let hub = crate::policy_support::hub_with_policies(&dir, "").await;
     let home = Home::new();
     let env = home.claude_env(&standin, false);
@@ -548,23 +596,7 @@ async fn an_idle_policy_stops_real_claude_code_on_time_and_never_while_it_stream
     assert_eq!(status, 200, "{v}");
     let run = RealCli::started(&hub, home, &v);
     run.claude_prompt().await;
-
-    // A slow stream of 8 s, longer than the 3 s idle timeout: never stopped, never stuck.
-    run.submit("answer slowly").await;
-    let streamed = wait_until(Duration::from_secs(20), || async {
-        let s = run.state().await;
-        assert_eq!(s["stuck"], false, "stuck while streaming: {s}");
-        run.pane().contains("word7")
-    })
-    .await;
-    assert!(streamed, "{}", run.pane());
-    while let Ok(e) = events.try_recv() {
-        let e = crate::policy_support::event_value(&e);
-        assert!(
-            !(e["type"] == "policy_stopped" && e["sessionId"] == run.id.as_str()),
-            "stopped while streaming: {e}"
-        );
-    }
+    run.streams_slowly_unstopped(&mut events).await;
 
     // A tool call, answered; then idle, and stopped 3 s after its last activity.
     run.submit("please run a tool").await;
