@@ -4,8 +4,8 @@
 //! after the paste has been taken in, and an Enter that was swallowed must be pressed again.
 //!
 //! Steps: refuse when the agent is `blocked` (a prompt would answer its question) unless
-//! forced; paste or type the text; pause; Enter; wait for a meaningful screen change; Enter once
-//! more if none; receipt `submitted` or `stalled`.
+//! forced; paste or type the text; wait until the screen shows it; pause; Enter; wait for a
+//! meaningful screen change; Enter once more if none; receipt `submitted` or `stalled`.
 
 use std::time::Duration;
 
@@ -128,7 +128,12 @@ pub async fn submit(
         }
     };
     if !body.is_empty() {
+        let echo = Echo::new(session, text);
         write(body).await?;
+        // Enter only once the program has shown the text (or has had `confirm_within` to): a
+        // TUI that was busy when the text came reads it and the Enter behind it at once (Gemini
+        // CLI then drops the Enter, or takes it for a newline).
+        echo.shown(session, opts.confirm_within).await;
         tokio::time::sleep(opts.pause).await;
     }
     for enters in 1..=2u8 {
@@ -152,6 +157,53 @@ pub async fn submit(
         bytes_written,
         state_before: before.state,
     })
+}
+
+/// The end of a prompt's text as the program will show it, and how often the screen showed
+/// it before the text was sent (the same words may be on the screen already).
+struct Echo {
+    tail: String,
+    before: usize,
+}
+
+/// How much of the text's end is looked for: short enough to stay on one row.
+const ECHO_CHARS: usize = 12;
+
+impl Echo {
+    fn new(session: &Session, text: &str) -> Self {
+        let last = text
+            .trim_end()
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .trim_end();
+        let skip = last.chars().count().saturating_sub(ECHO_CHARS);
+        let tail: String = last.chars().skip(skip).collect();
+        let before = Self::count(session, &tail);
+        Echo { tail, before }
+    }
+
+    fn count(session: &Session, tail: &str) -> usize {
+        if tail.is_empty() {
+            return 0;
+        }
+        session.with_screen(|s| s.vt().contents().matches(tail).count())
+    }
+
+    /// Waits up to `within` for the screen to show the tail once more than before (or the
+    /// program to end).
+    async fn shown(&self, session: &Session, within: Duration) {
+        let mut progress = session.output().watch_progress();
+        let deadline = tokio::time::Instant::now() + within;
+        while session.output().exit().is_none() && Self::count(session, &self.tail) <= self.before {
+            if !matches!(
+                tokio::time::timeout_at(deadline, progress.changed()).await,
+                Ok(Ok(()))
+            ) {
+                return;
+            }
+        }
+    }
 }
 
 /// Waits up to `within` for the screen's fingerprint to differ from `baseline` (or the

@@ -37,6 +37,10 @@ const BUILTIN: &[(&str, &str)] = &[
         "aider.toml",
         include_str!("../../policies/agents/aider.toml"),
     ),
+    (
+        "gemini-cli.toml",
+        include_str!("../../policies/agents/gemini-cli.toml"),
+    ),
 ];
 
 /// The profile used when a session names no known `cli_type`.
@@ -507,7 +511,10 @@ mod tests {
     #[test]
     fn shipped_profiles_load() {
         let set = ProfileSet::default();
-        assert_eq!(set.names(), ["aider", "claude-code", "codex", "shell"]);
+        assert_eq!(
+            set.names(),
+            ["aider", "claude-code", "codex", "gemini-cli", "shell"]
+        );
         assert_eq!(set.for_cli_type(Some("nope")).name, "shell");
         assert_eq!(set.for_cli_type(Some("codex")).name, "codex");
     }

@@ -31,6 +31,7 @@ mod policy_support;
 mod real_cli;
 mod real_cli_aider;
 mod real_cli_docker;
+mod real_cli_gemini;
 mod redaction;
 mod resume;
 mod routing;

@@ -1,8 +1,9 @@
 //! A stand-in of the model APIs the real agent CLIs call, on 127.0.0.1:0 (nothing beyond
 //! loopback): the Anthropic Messages API with SSE streaming (Claude Code, through
 //! `ANTHROPIC_BASE_URL`), the OpenAI Responses API with SSE (Codex, through a custom
-//! `model_providers` entry) and the OpenAI Chat Completions API, streamed or not (Aider, through
-//! `OPENAI_API_BASE`). The turn is scripted by the user's last words:
+//! `model_providers` entry), the OpenAI Chat Completions API, streamed or not (Aider, through
+//! `OPENAI_API_BASE`) and the Gemini API with SSE (Gemini CLI, through
+//! `GOOGLE_GEMINI_BASE_URL`). The turn is scripted by the user's last words:
 //! - `answer slowly`: a reply streamed one word a second ([`SLOW_WORDS`] words);
 //! - `run a tool`: a shell tool call (`touch made-by-tool.txt`) that makes the CLI ask for
 //!   permission; the turn after the tool's result answers `The file is made.`. Aider has no
@@ -20,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -70,6 +71,7 @@ impl ModelStandIn {
             .route("/v1/models", get(models))
             .route("/v1/responses", post(responses))
             .route("/v1/chat/completions", post(chat_completions))
+            .route("/v1beta/models/{call}", post(gemini))
             .fallback(not_found)
             .layer(axum::middleware::from_fn_with_state(shared.clone(), record))
             .with_state(shared.clone());
@@ -86,8 +88,7 @@ impl ModelStandIn {
         self.shared.requests.lock().unwrap().clone()
     }
 
-    /// The bodies of the model requests (Messages, Responses, Chat Completions) that carry
-    /// `words`, as text:
+    /// The bodies of the model requests (of every API) that carry `words`, as text:
     /// what a CLI sent along with a prompt (its earlier turns included).
     pub fn turns_with(&self, words: &str) -> Vec<String> {
         let bodies = self.shared.bodies.lock().unwrap();
@@ -193,6 +194,11 @@ impl Sender {
 
     async fn send(&self, text: String) {
         let _ = self.0.send(Ok(Bytes::from(text))).await;
+    }
+
+    /// An event with data only, each line ended by CR LF (as the Gemini API streams).
+    async fn data_crlf(&self, data: Value) {
+        self.send(format!("data: {data}\r\n\r\n")).await;
     }
 }
 
@@ -450,4 +456,117 @@ async fn chat_completions(State(shared): State<Shared>, Json(body): Json<Value>)
         tx.data(chunk(json!({}), json!("stop"))).await;
         tx.data("[DONE]").await;
     })
+}
+
+/// The Gemini API as Gemini CLI calls it: `POST /v1beta/models/MODEL:streamGenerateContent`
+/// for every turn (`?alt=sse`: one `data:` event per chunk; the last chunk carries
+/// `finishReason`, without which the CLI retries the turn), and `MODEL:generateContent` for
+/// side calls (the Auto model's router, a session's title), answered by one plain chunk. The
+/// scripted words are the last text part of the last user content (the first turn's earlier
+/// part is the CLI's own listing of the directory); a `functionResponse` there is the turn
+/// after a tool call.
+async fn gemini(
+    State(shared): State<Shared>,
+    Path(call): Path<String>,
+    Json(body): Json<Value>,
+) -> Response {
+    shared.bodies.lock().unwrap().push(body.clone());
+    let Some((_model, method)) = call.split_once(':') else {
+        return not_found().await.into_response();
+    };
+    let parts = body["contents"]
+        .as_array()
+        .and_then(|c| c.iter().rev().find(|c| c["role"] == "user"))
+        .and_then(|c| c["parts"].as_array())
+        .cloned()
+        .unwrap_or_default();
+    let after_tool = parts.iter().any(|p| p.get("functionResponse").is_some());
+    let text = parts
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .next_back()
+        .unwrap_or_default();
+    // A side call asks for JSON that fits a schema (a wrong answer is retried for seconds).
+    let schema = &body["generationConfig"]["responseJsonSchema"];
+    let wants_json = body["generationConfig"]["responseMimeType"] == "application/json";
+    let turn = if wants_json {
+        Turn::Instant
+    } else {
+        turn_for(text, after_tool)
+    };
+    if turn == Turn::Error {
+        return gemini_error_400();
+    }
+    match method {
+        "generateContent" => {
+            let reply = if wants_json {
+                fitting(schema).to_string()
+            } else {
+                words(&turn).join(" ")
+            };
+            Json(gemini_chunk(json!([{ "text": reply }]), true)).into_response()
+        }
+        "streamGenerateContent" => sse(move |tx| async move {
+            if turn == Turn::Tool {
+                let call = json!({"functionCall": {"name": "run_shell_command",
+                    "args": {"command": "touch made-by-tool.txt", "description": "Create a file"}}});
+                tx.data_crlf(gemini_chunk(json!([call]), true)).await;
+                return;
+            }
+            let all = words(&turn);
+            for (i, w) in all.iter().enumerate() {
+                if turn == Turn::Slow {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                let piece = if i == 0 { w.clone() } else { format!(" {w}") };
+                tx.data_crlf(gemini_chunk(json!([{ "text": piece }]), i + 1 == all.len()))
+                    .await;
+            }
+        }),
+        _ => not_found().await.into_response(),
+    }
+}
+
+/// One Gemini response chunk of `parts`; the `last` one ends the turn.
+fn gemini_chunk(parts: Value, last: bool) -> Value {
+    let mut candidate = json!({"content": {"role": "model", "parts": parts}, "index": 0});
+    let mut chunk = json!({"modelVersion": "stand-in"});
+    if last {
+        candidate["finishReason"] = json!("STOP");
+        chunk["usageMetadata"] =
+            json!({"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15});
+    }
+    chunk["candidates"] = json!([candidate]);
+    chunk
+}
+
+/// A value that fits a Gemini JSON schema (upper-case type names).
+fn fitting(schema: &Value) -> Value {
+    match schema["type"]
+        .as_str()
+        .unwrap_or("OBJECT")
+        .to_uppercase()
+        .as_str()
+    {
+        "OBJECT" => schema["properties"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), fitting(v)))
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+        "ARRAY" => json!([]),
+        "INTEGER" | "NUMBER" => json!(1),
+        "BOOLEAN" => json!(false),
+        _ => schema["enum"].get(0).cloned().unwrap_or(json!("stand-in")),
+    }
+}
+
+fn gemini_error_400() -> Response {
+    (
+        StatusCode::BAD_REQUEST,
+        Json(json!({"error": {"code": 400, "message": "stand-in error",
+                              "status": "INVALID_ARGUMENT"}})),
+    )
+        .into_response()
 }

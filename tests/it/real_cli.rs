@@ -16,7 +16,7 @@ use crate::policy_support::{state, submit, wait_state};
 use crate::support::{wait_until, TestHub};
 
 /// How long a state or a screen is waited for, unless a step says otherwise.
-const T: Duration = Duration::from_secs(30);
+pub const T: Duration = Duration::from_secs(30);
 
 /// The installed CLI `name`, or `None` (after saying so) when the test should skip. Aider is a
 /// Python program in a venv of its own; the others are npm packages.
@@ -142,6 +142,10 @@ impl Home {
             .collect()
     }
 
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
     pub fn proj(&self) -> String {
         self.dir.path().join("proj").display().to_string()
     }
@@ -224,6 +228,17 @@ impl<'a> RealCli<'a> {
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The pane's title as tmux has it (the last one the program set).
+    pub fn title(&self) -> String {
+        let out = std::process::Command::new("tmux")
+            .args(["-L", &self.hub.tmux_socket, "display", "-p", "-t"])
+            .arg(&self.target)
+            .arg("#{pane_title}")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim_end().to_string()
     }
 
     /// Whether the pane shows `text` within `within`.
@@ -334,7 +349,7 @@ impl<'a> RealCli<'a> {
 
     /// Answers the question on screen with `key` (after a pause, so the TUI takes it as a key
     /// and not a paste); returns the latency of `idle` once the screen satisfies `done`.
-    async fn answer(&self, key: &str, done: impl Fn(&str) -> bool) -> Duration {
+    pub async fn answer(&self, key: &str, done: impl Fn(&str) -> bool) -> Duration {
         tokio::time::sleep(Duration::from_millis(300)).await;
         self.keys(&[key]).await;
         self.latency(done, "idle").await
