@@ -233,6 +233,8 @@ impl HostSessions {
             ("AGENT_HUB_URL".to_string(), format!("http://{host}")),
             ("AGENT_HUB_TOKEN".to_string(), token),
             ("AGENT_HUB_AGENT_ID".to_string(), agent_id),
+            // Its own session, which `agent-hub hook` reports for.
+            ("AGENT_HUB_SESSION_ID".to_string(), id.to_string()),
         ]))
     }
 }

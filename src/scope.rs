@@ -30,6 +30,8 @@ pub enum AgentAccess {
     Control,
     /// `send_line_to_agent`: the resolved target is checked with [`decide`].
     SendToAgent,
+    /// Only the caller's own session or agent (an agent reporting its state through a hook).
+    Own,
 }
 
 /// The session or agent an agent credential aims at.
@@ -70,6 +72,7 @@ pub fn decide(who: &AgentIdentity, access: AgentAccess, target: &Target) -> Verd
         AgentAccess::Filtered => return Verdict::Allowed,
         AgentAccess::Look => seen,
         AgentAccess::Type | AgentAccess::Control => seen && who.leader,
+        AgentAccess::Own => own,
         AgentAccess::SendToAgent => {
             let to_leader = team && target.leader && !own;
             (who.leader && team) || to_leader
@@ -149,6 +152,13 @@ mod tests {
             (&lead, SendToAgent, t_lb, Hidden),
             (&lead, Look, host, Hidden),
             (&lead, Never, t_w1, Forbidden),
+            // Its own state, through a hook: its own session only, leader or not.
+            (&w1, Own, t_w1, Allowed),
+            (&w1, Own, t_lead, Hidden),
+            (&w1, Own, t_w2, Hidden),
+            (&lead, Own, t_lead, Allowed),
+            (&lead, Own, t_w1, Forbidden),
+            (&lead, Own, t_wb, Hidden),
         ];
         for (caller, access, target, want) in table {
             assert_eq!(

@@ -81,6 +81,9 @@ pub struct StateReport {
     /// `working` with no meaningful change for the profile's `stuck_after`.
     pub stuck: bool,
     pub rule: String,
+    /// Where the reading comes from: `hook:EVENT[/DETAIL]`, `screen:rule NAME`,
+    /// `fallback:stable`, `input:sent`, ...; a screen reading that overruled a signal says so.
+    pub source: String,
     /// The screen lines the rule matched (`title: TITLE` for a title rule).
     pub evidence: Vec<String>,
     pub profile: String,
@@ -112,6 +115,20 @@ pub struct Watch {
     /// Each row text on the screen, and since when it has been there (a working indicator
     /// counts only while its row changes).
     rows_since: std::collections::HashMap<String, Instant>,
+    /// The state the agent last reported itself (a hook), until the screen overrules it.
+    signal: Option<Signal>,
+    /// Since when the screen has read otherwise than the signal.
+    disagree_from: Option<Instant>,
+    /// The signal the screen last overruled, and how it read (for `explain`).
+    overruled: Option<String>,
+}
+
+/// A state the agent reported itself, named by its source (`hook:Stop`), and when.
+#[derive(Debug, Clone)]
+struct Signal {
+    state: State,
+    source: String,
+    at: Instant,
 }
 
 impl Watch {
@@ -134,6 +151,9 @@ impl Watch {
             title: String::new(),
             title_changed_at: now,
             rows_since: std::collections::HashMap::new(),
+            signal: None,
+            disagree_from: None,
+            overruled: None,
         }
     }
 
@@ -168,6 +188,30 @@ impl Watch {
                 );
             }
         }
+    }
+
+    /// The agent reported its state itself (`source`: `hook:EVENT[/DETAIL]`): adopted at once,
+    /// ahead of the screen, which stays the cross-check (see [`Watch::observe_output`]).
+    pub fn note_signal(&mut self, state: State, source: String, now: Instant) {
+        if self.current.state == State::Exited {
+            return;
+        }
+        self.pending_input = None;
+        self.overruled = None;
+        self.disagree_from = None;
+        self.signal = Some(Signal {
+            state,
+            source: source.clone(),
+            at: now,
+        });
+        self.set(
+            Classification {
+                state,
+                rule: source,
+                evidence: Vec::new(),
+            },
+            now,
+        );
     }
 
     /// The hub is about to make the program repaint (resize).
@@ -280,7 +324,46 @@ impl Watch {
         if let Some(input) = self.last_input_at {
             seen_since = seen_since.max(input);
         }
-        self.settle(seen, seen_since.min(now), now);
+        let (reading, since) = self.cross_check(seen, seen_since.min(now), now);
+        self.settle(reading, since, now);
+    }
+
+    /// The agent's own signal while the screen agrees with it, or has read otherwise for less
+    /// than the profile's signal grace (with the screen's lines, which carry a question's
+    /// choices); after that the screen's reading, and the signal is dropped as overruled (a
+    /// CLI upgrade that breaks a hook degrades to the screen, never freezes a state).
+    fn cross_check(
+        &mut self,
+        seen: Classification,
+        seen_since: Instant,
+        now: Instant,
+    ) -> (Classification, Instant) {
+        let Some(signal) = &self.signal else {
+            return (seen, seen_since);
+        };
+        let from_signal = |evidence| Classification {
+            state: signal.state,
+            rule: signal.source.clone(),
+            evidence,
+        };
+        if seen.state == signal.state {
+            self.disagree_from = None;
+            return (from_signal(seen.evidence), signal.at);
+        }
+        let from = *self.disagree_from.get_or_insert(signal.at.max(seen_since));
+        let grace = self.profile.signals.grace;
+        if now.duration_since(from) < grace {
+            return (from_signal(Vec::new()), signal.at);
+        }
+        self.overruled = Some(format!(
+            "over {}: the screen read {} for {} ms",
+            signal.source,
+            seen.state.as_str(),
+            grace.as_millis()
+        ));
+        self.signal = None;
+        self.disagree_from = None;
+        (seen, seen_since)
     }
 
     /// Records since when each row's text has been on the screen; returns how long each has
@@ -363,6 +446,7 @@ impl Watch {
             self.pending_input.map(|sent| sent + p.input_hold),
             live.then_some(changed_at + p.stable_after),
             working.then(|| self.last_activity_at() + p.stuck_after),
+            self.disagree_from.map(|from| from + p.signals.grace),
         ]
         .into_iter()
         .chain(rule_edges)
@@ -377,6 +461,22 @@ impl Watch {
         .min()
     }
 
+    /// Where the current reading comes from, for `explain`.
+    fn source(&self) -> String {
+        let rule = &self.current.rule;
+        let own = ["hook:", "fallback:", "input:", "process:"]
+            .iter()
+            .any(|p| rule.starts_with(p))
+            || rule == "start";
+        if own {
+            return rule.clone();
+        }
+        match &self.overruled {
+            Some(over) => format!("screen:rule {rule} ({over})"),
+            None => format!("screen:rule {rule}"),
+        }
+    }
+
     /// The report for the API.
     pub fn report(&self, now: Instant) -> StateReport {
         let last = self.last_activity_at();
@@ -385,6 +485,7 @@ impl Watch {
             since: activity::wall_clock(self.since),
             stuck: self.stuck(now),
             rule: self.current.rule.clone(),
+            source: self.source(),
             evidence: self.current.evidence.clone(),
             profile: self.profile.name.clone(),
             profile_checked_with: self.profile.checked_with.clone(),

@@ -84,6 +84,40 @@ struct ProfileFile {
     rules: Vec<RuleFile>,
     /// How the CLI resumes its last conversation.
     resume: Option<ResumeFile>,
+    /// What the CLI's own hooks say about its state.
+    signals: Option<SignalsFile>,
+}
+
+/// `[signals]` of a profile.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SignalsFile {
+    #[serde(default = "default_signal_grace_ms")]
+    grace_ms: u64,
+    /// `EVENT` or `EVENT/DETAIL` (a hook's matcher, such as `Notification/permission_prompt`)
+    /// to the state it means.
+    #[serde(default)]
+    hooks: BTreeMap<String, State>,
+}
+
+/// What a CLI's own hooks mean ([`Profile::signals`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Signals {
+    /// How long the screen may read otherwise before its reading wins over a signal.
+    pub grace: Duration,
+    /// `EVENT` or `EVENT/DETAIL` to a state.
+    pub hooks: BTreeMap<String, State>,
+}
+
+impl Signals {
+    /// The state a hook event means: `EVENT/DETAIL` first, then `EVENT`; `None` when the
+    /// profile gives it none. Returns the key that matched, as the signal's name.
+    pub fn hook(&self, event: &str, detail: Option<&str>) -> Option<(String, State)> {
+        let full = detail.map(|d| format!("{event}/{d}"));
+        full.into_iter()
+            .chain(std::iter::once(event.to_string()))
+            .find_map(|key| self.hooks.get(&key).map(|s| (key, *s)))
+    }
 }
 
 /// `[resume]` of a profile.
@@ -189,6 +223,9 @@ fn default_stuck_after_s() -> u64 {
 fn default_grace_ms() -> u64 {
     3000
 }
+fn default_signal_grace_ms() -> u64 {
+    5000
+}
 
 /// One classification rule.
 #[derive(Debug, Clone)]
@@ -239,6 +276,8 @@ pub struct Profile {
     pub rules: Vec<Rule>,
     /// How the CLI resumes its conversation (`None`: it does not).
     pub resume: Option<ResumeSpec>,
+    /// What its own hooks mean (empty: the screen alone).
+    pub signals: Signals,
 }
 
 /// A profile chosen for a `cli_type`, and why.
@@ -388,6 +427,7 @@ impl Profile {
                 grace: Duration::from_millis(default_grace_ms()),
                 rules: Vec::new(),
                 resume: None,
+                signals: Signals::default(),
             })
     }
 }
@@ -475,6 +515,10 @@ pub fn parse(text: &str, origin: &str, stem: &str) -> Result<Profile, AgentState
         grace: Duration::from_millis(file.grace_ms),
         rules,
         resume,
+        signals: file.signals.map_or_else(Signals::default, |s| Signals {
+            grace: Duration::from_millis(s.grace_ms),
+            hooks: s.hooks,
+        }),
     })
 }
 

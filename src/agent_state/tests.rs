@@ -451,3 +451,59 @@ async fn a_spinner_line_left_standing_above_a_prompt_stops_counting_after_the_gr
     );
     assert_eq!(w.report(Instant::now()).rule, "prompt");
 }
+
+/// A hook's state is adopted at once, named by its source, with the screen's lines when the
+/// screen agrees; when the screen reads otherwise for the profile's signal grace, the screen
+/// wins and says over which signal (a CLI whose hook broke degrades, never freezes).
+#[tokio::test(start_paused = true)]
+async fn a_hook_leads_and_the_screen_overrules_it_after_the_grace() {
+    let profile = shell();
+    let grace = profile.signals.grace;
+    assert_eq!(
+        profile.signals.hook("blocked", None),
+        Some(("blocked".into(), State::Blocked))
+    );
+    assert_eq!(profile.signals.hook("nope", Some("x")), None);
+    let mut w = Watch::new(profile.clone(), Instant::now());
+    let prompt = parser("$ ", 5);
+    w.observe(prompt.screen(), false, Instant::now());
+    assert_eq!(w.state(), State::Idle);
+
+    // The hook says blocked: at once, before any screen agrees.
+    w.note_signal(State::Blocked, "hook:blocked".into(), Instant::now());
+    assert_eq!(w.state(), State::Blocked);
+    assert_eq!(w.report(Instant::now()).source, "hook:blocked");
+    // The screen draws the question: they agree, and the report carries its line.
+    tokio::time::advance(Duration::from_millis(200)).await;
+    let asked = parser("$ rm -i f\r\nrm: remove regular file 'f'? (y/n) ", 5);
+    w.observe(asked.screen(), false, Instant::now());
+    let r = w.report(Instant::now());
+    assert_eq!(
+        (r.state, r.source.as_str()),
+        (State::Blocked, "hook:blocked")
+    );
+    assert!(r.evidence[0].contains("(y/n)"), "{:?}", r.evidence);
+
+    // The hook says working, but the screen shows the prompt and stays so: the hook holds
+    // for the grace, then the screen wins and says so.
+    tokio::time::advance(Duration::from_millis(200)).await;
+    let done = parser("$ rm -i f\r\nrm: remove regular file 'f'? (y/n) y\r\n$ ", 5);
+    w.observe(done.screen(), false, Instant::now());
+    w.note_signal(State::Working, "hook:working".into(), Instant::now());
+    let said = Instant::now();
+    w.observe(done.screen(), false, Instant::now());
+    assert_eq!(w.state(), State::Working);
+    tokio::time::advance(grace / 2).await;
+    w.observe(done.screen(), false, Instant::now());
+    assert_eq!(w.state(), State::Working, "within the grace the hook holds");
+    let took = sleep_until_idle(&mut w, |w| w.observe(done.screen(), false, Instant::now())).await;
+    let overruled_after = Instant::now() - said;
+    assert!(overruled_after >= grace, "{overruled_after:?} {took:?}");
+    assert!(overruled_after <= grace + profile.dwell + Duration::from_millis(10));
+    let r = w.report(Instant::now());
+    assert_eq!(r.rule, "prompt");
+    assert_eq!(
+        r.source,
+        "screen:rule prompt (over hook:working: the screen read idle for 5000 ms)"
+    );
+}

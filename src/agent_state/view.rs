@@ -25,6 +25,11 @@ pub struct StateView {
     pub rule: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Vec<String>>,
+    /// Where the reading comes from: `hook:EVENT[/DETAIL]` (the agent's own hook),
+    /// `screen:rule NAME` (saying so when it overruled a hook), `fallback:stable`,
+    /// `input:sent`, `process:exited`, `agent:not_running`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     /// Which profile and why (from the session's `cli_type`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_reason: Option<String>,

@@ -73,6 +73,7 @@ mod tests {
             since: now,
             stuck,
             rule: String::new(),
+            source: String::new(),
             evidence: Vec::new(),
             profile: "shell".into(),
             profile_checked_with: Vec::new(),

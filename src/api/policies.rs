@@ -7,14 +7,15 @@ use std::time::Duration;
 use axum::extract::{Path, State};
 use axum::Json;
 
-use super::error::{ApiQuery, ApiResult};
+use super::error::{ApiJson, ApiQuery, ApiResult};
 use crate::agent_state::wait::Wanted;
 use crate::agent_state::{question, State as AgentState, StateReport};
 use crate::error::HubError;
 use crate::hub::Hub;
 use crate::protocol::{
-    AgentStateReply, CheckQuery, EventKind, HubEvent, PolicyCheckReply, PolicyEntry,
-    PolicyListReply, PolicyReloadReply, SessionStateReply, StateQuery, StateView,
+    hook_name_ok, AgentStateReply, CheckQuery, EventKind, HookReply, HookRequest, HubEvent,
+    PolicyCheckReply, PolicyEntry, PolicyListReply, PolicyReloadReply, SessionStateReply,
+    StateQuery, StateView,
 };
 use crate::session::Session;
 
@@ -68,6 +69,7 @@ pub(super) fn state_view(
         idle_for_ms: Some(report.idle_for_ms),
         rule: explain.then_some(report.rule),
         evidence: explain.then_some(report.evidence),
+        source: explain.then_some(report.source),
         profile_reason,
         profile_checked_with: explain.then_some(report.profile_checked_with),
         reached: None,
@@ -124,6 +126,7 @@ pub async fn agent_state(
             evidence: q
                 .explain
                 .then(|| vec![format!("agent status: {}", info.status)]),
+            source: q.explain.then(|| "agent:not_running".into()),
             profile_reason: None,
             profile_checked_with: None,
             reached: None,
@@ -150,6 +153,57 @@ fn live_session(
         .as_deref()
         .and_then(|s| hub.get(s).ok())
         .filter(|s| s.output().exit().is_none())
+}
+
+/// Checks a hook request: the event and detail are 1-64 of `A-Z a-z 0-9 _ . -`.
+fn check_hook(req: &HookRequest) -> Result<(), HubError> {
+    let names = std::iter::once(("event", req.event.as_str()))
+        .chain(req.detail.as_deref().map(|d| ("detail", d)));
+    for (what, name) in names {
+        if !hook_name_ok(name) {
+            return Err(HubError::bad_request(format!(
+                "{what} must be 1-64 of A-Z a-z 0-9 _ . - (got {name:?})"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The reply to a hook event on `session`: the state its profile gives the event, now adopted.
+fn hook_reply(session: &Session, req: &HookRequest) -> HookReply {
+    let noted = session.note_hook(&req.event, req.detail.as_deref());
+    HookReply {
+        ok: true,
+        session_id: session.id().to_string(),
+        state: noted.as_ref().map(|(_, state)| *state),
+        source: noted.map(|(source, _)| source),
+    }
+}
+
+/// `POST /v1/pty/sessions/{id}/hook`: an event from the session's agent's own hook.
+pub async fn session_hook(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<HookRequest>,
+) -> ApiResult<Json<HookReply>> {
+    check_hook(&req)?;
+    let session = hub.get(&id)?;
+    Ok(Json(hook_reply(&session, &req)))
+}
+
+/// `POST /v1/agents/{id}/hook`: an event from a running container agent's own hook.
+pub async fn agent_hook(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<HookRequest>,
+) -> ApiResult<Json<HookReply>> {
+    check_hook(&req)?;
+    let info = hub.agents().info(&id)?;
+    let session = live_session(&hub, &info).ok_or_else(|| HubError::AgentNotRunning {
+        id: id.clone(),
+        status: info.status.to_string(),
+    })?;
+    Ok(Json(hook_reply(&session, &req)))
 }
 
 /// Waits until a container agent's state is one of `wanted`: on its running session, and

@@ -67,6 +67,7 @@ const LOOK: AgentAccess = AgentAccess::Look;
 const TYPE: AgentAccess = AgentAccess::Type;
 const CONTROL: AgentAccess = AgentAccess::Control;
 const SEND_TO_AGENT: AgentAccess = AgentAccess::SendToAgent;
+const OWN: AgentAccess = AgentAccess::Own;
 
 /// The table. Reads need an observer, changes an operator; changing who owns what, the
 /// registry, policies and the audit log's storage need an admin.
@@ -106,6 +107,8 @@ pub static ROUTES: &[Route] = &[
     route!(GET "/v1/pty/sessions/{id}/stream", OBSERVER, Raw("stream"), LOOK, stream::stream),
     route!(GET "/v1/pty/sessions/{id}/state", OBSERVER, No, LOOK, policies::session_state),
     route!(GET "/v1/agents/{id}/state", OBSERVER, No, LOOK, policies::agent_state),
+    route!(POST "/v1/pty/sessions/{id}/hook", OPERATOR, No, OWN, policies::session_hook),
+    route!(POST "/v1/agents/{id}/hook", OPERATOR, No, OWN, policies::agent_hook),
     route!(GET "/v1/policies", OBSERVER, No, NEVER, policies::list_policies),
     route!(GET "/v1/policies/check", OBSERVER, No, NEVER, policies::check),
     route!(POST "/v1/policies/reload", ADMIN, As("policies_reload"), NEVER, policies::reload),

@@ -7,6 +7,7 @@ mod audit;
 mod completions;
 pub mod credential;
 mod doctor;
+mod hook;
 pub mod logging;
 mod mcp;
 mod ops;
@@ -124,6 +125,10 @@ pub enum Command {
     /// Wait until a session's (or agent's) state is one of STATES (idle, blocked, working,
     /// stuck, exited); exits 0 when reached, 124 at the timeout.
     WaitState(wait_state::WaitStateArgs),
+    /// Tell the hub an agent's own hook fired (run by the agent CLI's hooks, which the hub
+    /// configures): `agent-hub hook Notification permission_prompt`. Always exits 0 unless
+    /// --strict, so the CLI is never disturbed.
+    Hook(hook::HookArgs),
     /// Serve the MCP tools k_pty and k_agents on stdin/stdout for an agent CLI
     /// (`claude mcp add agent-hub -- agent-hub mcp`), talking to the hub at --hub.
     Mcp(mcp::McpArgs),
@@ -171,6 +176,7 @@ pub fn run(cli: Cli) -> i32 {
             Command::Completions(args) => completions::run(args),
             Command::Token(args) => token::run(args).await,
             Command::WaitState(args) => wait_state::run(args).await,
+            Command::Hook(args) => hook::run(args).await,
             Command::Mcp(args) => mcp::run(args).await,
         }
     })

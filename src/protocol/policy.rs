@@ -88,6 +88,39 @@ fn wait_schema() -> utoipa::openapi::Object {
 
 pub use crate::agent_state::StateView;
 
+/// `POST .../hook`: an event from the agent's own hook (`agent-hub hook EVENT [DETAIL]`).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HookRequest {
+    /// The hook event (`Stop`, `UserPromptSubmit`, `Notification`).
+    #[schema(pattern = r"^[A-Za-z0-9_.-]{1,64}$")]
+    pub event: String,
+    /// What the hook matched (`permission_prompt`, `idle_prompt`).
+    #[schema(pattern = r"^[A-Za-z0-9_.-]{1,64}$")]
+    pub detail: Option<String>,
+}
+
+/// `POST .../hook`
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct HookReply {
+    pub ok: bool,
+    pub session_id: String,
+    /// The state the session's profile gives the event (it is the state now); `null`: the
+    /// profile gives it none, and nothing changed.
+    #[schema(value_type = Option<String>, example = "blocked")]
+    pub state: Option<State>,
+    /// The signal's name, as `explain` shows it (`hook:Notification/permission_prompt`).
+    pub source: Option<String>,
+}
+
+/// Whether `name` is a hook event or detail the hub takes: 1-64 of `A-Z a-z 0-9 _ . -`.
+pub fn hook_name_ok(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
 /// `GET /v1/pty/sessions/{id}/state`
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct SessionStateReply {

@@ -58,8 +58,8 @@ pub struct Session {
     /// Interactive viewers attached (WebSocket screen mode): while there is one, its terminal
     /// answers the program's terminal queries; otherwise the hub does (PTY sessions only).
     viewers: std::sync::atomic::AtomicUsize,
-    /// Counts input written by users of the session: state waiters wake on it (input turns the
-    /// state to `working` at once, before any output).
+    /// Counts input written by users of the session, and the agent's own hook events: state
+    /// waiters wake on it (both change the state at once, before any output).
     inputs: tokio::sync::watch::Sender<u64>,
     /// Told of every change of the reported agent state (the hub publishes it as an event).
     on_state_change: std::sync::OnceLock<Box<dyn Fn(StateChange) + Send + Sync>>,

@@ -94,6 +94,22 @@ impl Session {
         self.lock_watch().report(now)
     }
 
+    /// An event from the agent's own hook: the state its profile gives `event` (or
+    /// `event/detail`) is adopted at once, named `hook:KEY`; `None` when the profile gives it
+    /// none. Wakes the screen follower and state waiters, as input does.
+    pub fn note_hook(
+        &self,
+        event: &str,
+        detail: Option<&str>,
+    ) -> Option<(String, crate::agent_state::State)> {
+        let (key, state) = self.profile().signals.hook(event, detail)?;
+        let source = format!("hook:{key}");
+        let now = tokio::time::Instant::now();
+        self.watch_changing(|w| w.note_signal(state, source.clone(), now));
+        self.inputs.send_modify(|n| *n += 1);
+        Some((source, state))
+    }
+
     /// When the session's watch started (its program's start, as the hub saw it).
     pub fn started_at(&self) -> tokio::time::Instant {
         self.lock_watch().created()

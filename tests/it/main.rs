@@ -3,6 +3,7 @@
 
 mod browser_support;
 mod docker_support;
+mod hooks;
 mod hub_process;
 mod model_standin;
 mod persist;

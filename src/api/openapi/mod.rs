@@ -45,6 +45,8 @@ use crate::protocol::*;
         stream,
         session_state,
         agent_state,
+        session_hook,
+        agent_hook,
         list_policies,
         check_policies,
         reload_policies,
@@ -355,6 +357,26 @@ mod tests {
         check("signal", &signal, &samples, &|s| {
             crate::session::input::signal_action(s).is_ok()
         });
+
+        let hook = &schemas["HookRequest"]["properties"];
+        for field in ["event", "detail"] {
+            let pattern = re(&hook[field]["pattern"]);
+            let samples = [
+                "Stop",
+                "permission_prompt",
+                "a.b-c_9",
+                "",
+                "a b",
+                "é",
+                "x\n",
+                &"x".repeat(64),
+                &"x".repeat(65),
+            ]
+            .map(String::from);
+            check(field, &pattern, &samples, &|s| {
+                crate::protocol::hook_name_ok(s)
+            });
+        }
 
         let wait = regex::Regex::new(&schema::wait_states()).unwrap();
         let samples = around(&[

@@ -290,6 +290,28 @@ pub(super) fn stream() {}
 pub(super) fn session_state() {}
 
 #[utoipa::path(
+    post,
+    path = "/v1/pty/sessions/{id}/hook",
+    operation_id = "session_hook",
+    summary = "An event from the agent's own hook (`agent-hub hook EVENT [DETAIL]`): the state its profile gives it, at once; the screen stays the cross-check.",
+    params(("id" = String, Path, description = "Session, agent, task or record id")),
+    request_body = HookRequest,
+    responses((status = 200, body = HookReply), (status = "default", body = ErrorBody, description = "Failed"))
+)]
+pub(super) fn session_hook() {}
+
+#[utoipa::path(
+    post,
+    path = "/v1/agents/{id}/hook",
+    operation_id = "agent_hook",
+    summary = "An event from a running container agent's own hook, as for a session.",
+    params(("id" = String, Path, description = "Agent id")),
+    request_body = HookRequest,
+    responses((status = 200, body = HookReply), (status = "default", body = ErrorBody, description = "Failed"))
+)]
+pub(super) fn agent_hook() {}
+
+#[utoipa::path(
     get,
     path = "/v1/agents/{id}/state",
     operation_id = "agent_state",
