@@ -350,17 +350,25 @@ impl Watch {
             self.disagree_from = None;
             return (from_signal(seen.evidence), signal.at);
         }
+        // A question on the screen outranks a `working` signal at once: the CLI asks after
+        // saying it works, and may say that it asks only much later (Claude Code 2.1.330 sends
+        // its permission notification about 6 s after drawing the question).
+        let asking = seen.state == State::Blocked && signal.state == State::Working;
         let from = *self.disagree_from.get_or_insert(signal.at.max(seen_since));
         let grace = self.profile.signals.grace;
-        if now.duration_since(from) < grace {
+        if now.duration_since(from) < grace && !asking {
             return (from_signal(Vec::new()), signal.at);
         }
-        self.overruled = Some(format!(
-            "over {}: the screen read {} for {} ms",
-            signal.source,
-            seen.state.as_str(),
-            grace.as_millis()
-        ));
+        self.overruled = Some(if asking {
+            format!("over {}: a question on the screen", signal.source)
+        } else {
+            format!(
+                "over {}: the screen read {} for {} ms",
+                signal.source,
+                seen.state.as_str(),
+                grace.as_millis()
+            )
+        });
         self.signal = None;
         self.disagree_from = None;
         (seen, seen_since)

@@ -98,6 +98,8 @@ struct SignalsFile {
     /// to the state it means.
     #[serde(default)]
     hooks: BTreeMap<String, State>,
+    /// Whose settings the hub writes these hooks into at an agent's start: `claude-code`.
+    install: Option<Spanned<String>>,
 }
 
 /// What a CLI's own hooks mean ([`Profile::signals`]).
@@ -107,6 +109,8 @@ pub struct Signals {
     pub grace: Duration,
     /// `EVENT` or `EVENT/DETAIL` to a state.
     pub hooks: BTreeMap<String, State>,
+    /// Whose settings the hub writes the hooks into at an agent's start (`claude-code`).
+    pub install: Option<String>,
 }
 
 impl Signals {
@@ -515,10 +519,23 @@ pub fn parse(text: &str, origin: &str, stem: &str) -> Result<Profile, AgentState
         grace: Duration::from_millis(file.grace_ms),
         rules,
         resume,
-        signals: file.signals.map_or_else(Signals::default, |s| Signals {
-            grace: Duration::from_millis(s.grace_ms),
-            hooks: s.hooks,
-        }),
+        signals: match file.signals {
+            Some(s) => Signals {
+                grace: Duration::from_millis(s.grace_ms),
+                install: match s.install {
+                    Some(i) if i.get_ref() != "claude-code" => {
+                        let m = format!(
+                            "signals.install: '{}' is not one the hub writes (claude-code)",
+                            i.get_ref()
+                        );
+                        return Err(at(i.span(), m).into());
+                    }
+                    i => i.map(Spanned::into_inner),
+                },
+                hooks: s.hooks,
+            },
+            None => Signals::default(),
+        },
     })
 }
 
@@ -626,6 +643,7 @@ mod tests {
                 "detect",
             ),
             ("order = \"lowest\"\n", "p.toml:1:", "order"),
+            ("[signals]\ninstall = \"vim\"\n", "p.toml:2:", "install"),
         ];
         for (text, at, key) in table {
             let e = parse(text, "p.toml", "p").unwrap_err().to_string();

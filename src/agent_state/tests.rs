@@ -507,3 +507,28 @@ async fn a_hook_leads_and_the_screen_overrules_it_after_the_grace() {
         "screen:rule prompt (over hook:working: the screen read idle for 5000 ms)"
     );
 }
+
+/// A question on the screen outranks a `working` signal at once (the CLI asks after saying it
+/// works, and may say it asks only seconds later); the later `blocked` signal agrees with it.
+#[tokio::test(start_paused = true)]
+async fn a_question_on_the_screen_outranks_a_working_signal_at_once() {
+    let profile = shell();
+    let mut w = Watch::new(profile.clone(), Instant::now());
+    let prompt = parser("$ ", 5);
+    w.observe(prompt.screen(), false, Instant::now());
+    w.note_signal(State::Working, "hook:working".into(), Instant::now());
+    tokio::time::advance(Duration::from_millis(100)).await;
+    let asked = parser("$ rm -i f\r\nrm: remove regular file 'f'? (y/n) ", 5);
+    w.observe(asked.screen(), false, Instant::now());
+    tokio::time::advance(profile.dwell).await;
+    w.observe(asked.screen(), false, Instant::now());
+    let r = w.report(Instant::now());
+    assert_eq!(r.state, State::Blocked, "{r:?}");
+    assert_eq!(
+        r.source,
+        "screen:rule choices (over hook:working: a question on the screen)"
+    );
+    w.note_signal(State::Blocked, "hook:blocked".into(), Instant::now());
+    w.observe(asked.screen(), false, Instant::now());
+    assert_eq!(w.report(Instant::now()).source, "hook:blocked");
+}

@@ -15,6 +15,7 @@
 mod attach;
 pub mod containers;
 pub mod home;
+pub mod hooks;
 pub mod hub_access;
 mod prepare;
 pub mod reconcile;
@@ -343,6 +344,9 @@ impl Agents {
                 containers.create(&def, self.hub_id()).await?
             }
         };
+        if !running {
+            self.install_hooks(&def);
+        }
         self.update(id, |rt| rt.container_id = Some(container_id.clone()));
         if !running {
             containers

@@ -81,6 +81,35 @@ impl Agents {
         }
     }
 
+    /// Writes the CLI's own hooks into the agent's kept home (profiles with `[signals]
+    /// install`), after its container is made (Docker fills a new home from the image then)
+    /// and before it starts; needs the hub's executable in the container. A failure is logged:
+    /// the screen alone reads the agent then.
+    pub(super) fn install_hooks(&self, def: &AgentDef) {
+        let profile = (self.handles.profiles)(def.cli_type.as_deref()).profile;
+        let (Some(how), Some(home)) = (profile.signals.install.as_deref(), self.host_home(def))
+        else {
+            return;
+        };
+        // Claude Code reads ~/.claude unless CLAUDE_CONFIG_DIR names another directory.
+        let elsewhere = def
+            .env
+            .get("CLAUDE_CONFIG_DIR")
+            .is_some_and(|d| !d.trim_end_matches('/').ends_with("/.claude"));
+        if !def.mounts_hub_binary() || elsewhere {
+            tracing::info!(
+                agent = %def.id,
+                "{how} hooks not written: no hub executable in the container, or \
+                 CLAUDE_CONFIG_DIR is not the home's .claude"
+            );
+            return;
+        }
+        let binary = super::hub_access::BINARY_IN_CONTAINER;
+        if let Err(e) = super::hooks::install_claude(&home, binary, &profile.signals.hooks) {
+            tracing::warn!(agent = %def.id, "{how} hooks not written: {e}");
+        }
+    }
+
     /// The agent started: from now on a profile without files to look for resumes it.
     pub(super) fn mark_started(&self, id: &str) {
         let mark = home::started_mark(&self.handles.access.agents_dir, id);

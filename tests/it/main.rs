@@ -33,6 +33,7 @@ mod real_cli;
 mod real_cli_aider;
 mod real_cli_docker;
 mod real_cli_gemini;
+mod real_cli_hooks;
 mod redaction;
 mod resume;
 mod routing;

@@ -150,7 +150,7 @@ impl Home {
         self.dir.path().join("proj").display().to_string()
     }
 
-    fn claude_env(&self, standin: &ModelStandIn, ask_api_key: bool) -> Value {
+    pub fn claude_env(&self, standin: &ModelStandIn, ask_api_key: bool) -> Value {
         let config = self.dir.path().join("claude");
         write_claude_config(&config, &self.proj(), ask_api_key);
         let mut env = claude_env(standin, &config.display().to_string());
@@ -262,7 +262,7 @@ impl<'a> RealCli<'a> {
 
     /// Waits for Claude Code's prompt (its footer `? for shortcuts`); a start-up on a loaded
     /// machine (the whole suite on two cores) can take well over its usual two seconds.
-    async fn claude_prompt(&self) {
+    pub async fn claude_prompt(&self) {
         let shown = self.shows("? for shortcuts", Duration::from_secs(90)).await;
         assert!(shown, "no Claude Code prompt; pane:\n{}", self.pane());
     }

@@ -376,3 +376,60 @@ async fn codex_resumes_its_session_when_the_hub_starts_it_again() {
         again.len()
     );
 }
+
+/// The state of agent `id` (explained) once `ok` holds, within 30 s.
+async fn state_when(hub: &HubProcess, id: &str, ok: impl Fn(&Value) -> bool) -> Value {
+    let path = format!("/v1/agents/{id}/state?explain=true");
+    let held = wait_until(Duration::from_secs(40), || async {
+        ok(&hub.call(Method::GET, &path, json!({})).await)
+    })
+    .await;
+    let now = hub.call(Method::GET, &path, json!({})).await;
+    assert!(held, "{now}");
+    now
+}
+
+/// The hub writes Claude Code's hooks into the agent's kept home at its start, merged with the
+/// settings there, and the agent's states then come from them (#29 item 1): the end of a turn
+/// from `Stop`, the permission question from `Notification/permission_prompt`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_in_a_container_reports_its_states_through_the_hooks_the_hub_writes() {
+    require_docker!();
+    let Some(_) = cli("claude") else { return };
+    let standin = ModelStandIn::start().await;
+    let setup = Setup::start("hooks", 600, &claude_agent("ch", &standin, "")).await;
+    let fresh = &setup.fresh;
+    seed_home(&fresh.dir, "ch");
+    let hub = &fresh.hub;
+    let (status, v) = hub
+        .call_status(Method::POST, "/v1/agents/ch/start", json!({}))
+        .await;
+    assert_eq!(status, 200, "{v}\n{}", what_the_cli_logged(hub, "ch"));
+    let file = hub.data_dir.join("agents/ch/home/.claude/settings.json");
+    let settings: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        settings["permissions"]["defaultMode"], "default",
+        "{settings}"
+    );
+    let hooks = settings["hooks"].to_string();
+    for command in [
+        "/usr/local/bin/agent-hub hook Stop",
+        "/usr/local/bin/agent-hub hook Notification permission_prompt",
+    ] {
+        assert!(hooks.contains(command), "{command}: {settings}");
+    }
+
+    prompt(hub, &standin, "ch", "say hello").await;
+    state_when(hub, "ch", |s| {
+        s["state"] == "idle" && s["source"] == "hook:Stop"
+    })
+    .await;
+    prompt(hub, &standin, "ch", "please run a tool").await;
+    // Blocked by the question on the screen at once, then confirmed by the Notification hook
+    // (about 6 s after the question is drawn, in 2.1.330).
+    let s = state_when(hub, "ch", |s| {
+        s["state"] == "blocked" && s["source"] == "hook:Notification/permission_prompt"
+    })
+    .await;
+    assert!(s["evidence"].to_string().contains("1. Yes"), "{s}");
+}
