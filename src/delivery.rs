@@ -193,36 +193,37 @@ impl Echo {
     /// Waits up to `within` for the screen to show the tail once more than before (or the
     /// program to end).
     async fn shown(&self, session: &Session, within: Duration) {
-        let mut progress = session.output().watch_progress();
-        let deadline = tokio::time::Instant::now() + within;
-        while session.output().exit().is_none() && Self::count(session, &self.tail) <= self.before {
-            if !matches!(
-                tokio::time::timeout_at(deadline, progress.changed()).await,
-                Ok(Ok(()))
-            ) {
-                return;
-            }
-        }
+        let shown = || Self::count(session, &self.tail) > self.before;
+        screen_until(session, within, Duration::ZERO, shown).await;
     }
 }
 
 /// Waits up to `within` for the screen's fingerprint to differ from `baseline` (or the
 /// program to end).
 async fn screen_changes(session: &Session, baseline: u64, within: Duration) -> bool {
+    // Let a burst of output land before looking again.
+    let changed = || session.screen_fingerprint() != baseline;
+    screen_until(session, within, Duration::from_millis(10), changed).await
+}
+
+/// Waits up to `within` for `done` to hold, looking again when output comes (`settle` after
+/// it) or the program ends; whether `done` holds (or the program ended) at the end.
+async fn screen_until(
+    session: &Session,
+    within: Duration,
+    settle: Duration,
+    done: impl Fn() -> bool,
+) -> bool {
     let mut progress = session.output().watch_progress();
     let deadline = tokio::time::Instant::now() + within;
     loop {
-        if session.output().exit().is_some() || session.screen_fingerprint() != baseline {
+        if session.output().exit().is_some() || done() {
             return true;
         }
-        if tokio::time::timeout_at(deadline, progress.changed())
-            .await
-            .is_err()
-        {
-            return session.screen_fingerprint() != baseline;
+        match tokio::time::timeout_at(deadline, progress.changed()).await {
+            Ok(Ok(())) => tokio::time::sleep(settle).await,
+            _ => return done(),
         }
-        // Let a burst of output land before looking again.
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 

@@ -112,9 +112,9 @@ pub struct Watch {
     /// The window title last seen, and when it changed.
     title: String,
     title_changed_at: Instant,
-    /// Each row text on the screen, and since when it has been there (a working indicator
-    /// counts only while its row changes).
-    rows_since: std::collections::HashMap<String, Instant>,
+    /// Each row text on the screen (by its hash), and since when it has been there (a working
+    /// indicator counts only while its row changes).
+    rows_since: std::collections::HashMap<u64, Instant>,
     /// The state the agent last reported itself (a hook), until the screen overrules it.
     signal: Option<Signal>,
     /// Since when the screen has read otherwise than the signal.
@@ -376,18 +376,22 @@ impl Watch {
 
     /// Records since when each row's text has been on the screen; returns how long each has
     /// been there unchanged.
+    /// Runs at every look, so rows are kept by hash, not copied.
     fn note_rows(&mut self, rows: &[String], happened: Instant, now: Instant) -> Vec<Duration> {
+        let keys: Vec<Option<u64>> = rows
+            .iter()
+            .map(|r| (!r.trim().is_empty()).then(|| row_hash(r)))
+            .collect();
         let mut since = std::collections::HashMap::with_capacity(rows.len());
-        for row in rows.iter().filter(|r| !r.trim().is_empty()) {
-            let at = self.rows_since.get(row).copied().unwrap_or(happened);
-            since.insert(row.clone(), at);
+        for key in keys.iter().flatten() {
+            let at = self.rows_since.get(key).copied().unwrap_or(happened);
+            since.insert(*key, at);
         }
         self.rows_since = since;
-        rows.iter()
-            .map(|r| {
-                self.rows_since
-                    .get(r)
-                    .map_or(Duration::MAX, |at| now.saturating_duration_since(*at))
+        keys.iter()
+            .map(|key| match key.and_then(|k| self.rows_since.get(&k)) {
+                Some(at) => now.saturating_duration_since(*at),
+                None => Duration::MAX,
             })
             .collect()
     }
@@ -501,6 +505,14 @@ impl Watch {
             idle_for_ms: now.duration_since(last).as_millis() as u64,
         }
     }
+}
+
+/// A row's text as a key.
+fn row_hash(row: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    row.hash(&mut h);
+    h.finish()
 }
 
 #[cfg(test)]

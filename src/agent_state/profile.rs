@@ -98,8 +98,16 @@ struct SignalsFile {
     /// to the state it means.
     #[serde(default)]
     hooks: BTreeMap<String, State>,
-    /// Whose settings the hub writes these hooks into at an agent's start: `claude-code`.
-    install: Option<Spanned<String>>,
+    /// Whose settings the hub writes these hooks into at an agent's start.
+    install: Option<Install>,
+}
+
+/// Whose settings the hub writes a profile's hooks into at an agent's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Install {
+    /// `~/.claude/settings.json` ([`crate::agents::hooks`]).
+    ClaudeCode,
 }
 
 /// What a CLI's own hooks mean ([`Profile::signals`]).
@@ -109,8 +117,8 @@ pub struct Signals {
     pub grace: Duration,
     /// `EVENT` or `EVENT/DETAIL` to a state.
     pub hooks: BTreeMap<String, State>,
-    /// Whose settings the hub writes the hooks into at an agent's start (`claude-code`).
-    pub install: Option<String>,
+    /// Whose settings the hub writes the hooks into at an agent's start.
+    pub install: Option<Install>,
 }
 
 impl Signals {
@@ -519,23 +527,11 @@ pub fn parse(text: &str, origin: &str, stem: &str) -> Result<Profile, AgentState
         grace: Duration::from_millis(file.grace_ms),
         rules,
         resume,
-        signals: match file.signals {
-            Some(s) => Signals {
-                grace: Duration::from_millis(s.grace_ms),
-                install: match s.install {
-                    Some(i) if i.get_ref() != "claude-code" => {
-                        let m = format!(
-                            "signals.install: '{}' is not one the hub writes (claude-code)",
-                            i.get_ref()
-                        );
-                        return Err(at(i.span(), m).into());
-                    }
-                    i => i.map(Spanned::into_inner),
-                },
-                hooks: s.hooks,
-            },
-            None => Signals::default(),
-        },
+        signals: file.signals.map_or_else(Signals::default, |s| Signals {
+            grace: Duration::from_millis(s.grace_ms),
+            install: s.install,
+            hooks: s.hooks,
+        }),
     })
 }
 

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::containers::{ImageInfo, VolumeSpec};
 use super::{home, resume, Agents};
+use crate::agent_state::profile::Install;
 use crate::config::AgentDef;
 use crate::error::{HubError, HubResult};
 use crate::protocol::WorkspaceInfo;
@@ -87,7 +88,8 @@ impl Agents {
     /// the screen alone reads the agent then.
     pub(super) fn install_hooks(&self, def: &AgentDef) {
         let profile = (self.handles.profiles)(def.cli_type.as_deref()).profile;
-        let (Some(how), Some(home)) = (profile.signals.install.as_deref(), self.host_home(def))
+        let (Some(Install::ClaudeCode), Some(home)) =
+            (profile.signals.install, self.host_home(def))
         else {
             return;
         };
@@ -99,14 +101,14 @@ impl Agents {
         if !def.mounts_hub_binary() || elsewhere {
             tracing::info!(
                 agent = %def.id,
-                "{how} hooks not written: no hub executable in the container, or \
+                "Claude Code hooks not written: no hub executable in the container, or \
                  CLAUDE_CONFIG_DIR is not the home's .claude"
             );
             return;
         }
         let binary = super::hub_access::BINARY_IN_CONTAINER;
         if let Err(e) = super::hooks::install_claude(&home, binary, &profile.signals.hooks) {
-            tracing::warn!(agent = %def.id, "{how} hooks not written: {e}");
+            tracing::warn!(agent = %def.id, "Claude Code hooks not written: {e}");
         }
     }
 
