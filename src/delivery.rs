@@ -3,9 +3,10 @@
 //! paste (when the program enabled DECSET 2004) or its newlines submit early, Enter must come
 //! after the paste has been taken in, and an Enter that was swallowed must be pressed again.
 //!
-//! Steps: refuse when the agent is `blocked` (a prompt would answer its question) unless
-//! forced; paste or type the text; wait until the screen shows it; pause; Enter; wait for a
-//! meaningful screen change; Enter once more if none; receipt `submitted` or `stalled`.
+//! Steps: wait while the agent's MCP connection to the hub is awaited; refuse when the agent
+//! is `blocked` (a prompt would answer its question) unless forced; paste or type the text;
+//! wait until the screen shows it; pause; Enter; wait for a meaningful screen change; Enter
+//! once more if none; receipt `submitted` or `stalled`.
 
 use std::time::Duration;
 
@@ -111,6 +112,9 @@ pub async fn submit(
     if let By::Caller(actor) = by {
         session.check_line(actor, text)?;
     }
+    // A prompt taken before the program's MCP connection to the hub is up is answered
+    // without the hub's tools.
+    session.mcp_ready().await;
     let before = session.state_report();
     if before.state == State::Blocked && !opts.force {
         return Err(HubError::AgentBlocked {

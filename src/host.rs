@@ -19,7 +19,7 @@ use crate::output::Output;
 use crate::protocol::BackendKind;
 use crate::redact::Redactor;
 use crate::registry::{NewSession, Origin, Registry, SessionRegistry};
-use crate::session::{Owner, Session, SessionSpec};
+use crate::session::{AgentHome, Owner, Session, SessionSpec};
 
 /// What a new session should run.
 #[derive(Debug, Clone, Default)]
@@ -177,6 +177,16 @@ impl HostSessions {
                 (Box::new(b), Some(name))
             }
         };
+        let home = AgentHome {
+            dir: spawn
+                .env
+                .get("HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(PathBuf::from))
+                .unwrap_or_else(|| PathBuf::from("/")),
+            env: spawn.env.clone(),
+            on_host: true,
+        };
         let spec = SessionSpec {
             id: id.clone(),
             backend: kind,
@@ -200,6 +210,7 @@ impl HostSessions {
             },
             Origin::Created,
         );
+        session.follow_status_file(home);
         Ok(session)
     }
 

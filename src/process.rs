@@ -56,6 +56,13 @@ fn processes_where(index: usize, value: u32) -> Vec<u32> {
         .collect()
 }
 
+/// The session id of process `pid` (`None`: no such process, or no `/proc`).
+pub fn session_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(3)?.parse().ok()
+}
+
 /// Without `/proc`, the leader's process group is the best available approximation.
 #[cfg(not(target_os = "linux"))]
 pub fn session_processes(sid: u32) -> Vec<u32> {

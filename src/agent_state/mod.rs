@@ -19,6 +19,7 @@ pub mod classify;
 mod menu;
 pub mod profile;
 pub mod question;
+pub mod status_file;
 mod view;
 pub mod wait;
 
@@ -121,6 +122,9 @@ pub struct Watch {
     disagree_from: Option<Instant>,
     /// The signal the screen last overruled, and how it read (for `explain`).
     overruled: Option<String>,
+    /// Until when at most the agent's MCP connection to the hub is awaited: its program is
+    /// not ready before (see [`Watch::expect_mcp`]).
+    mcp_wait: Option<Instant>,
 }
 
 /// A state the agent reported itself, named by its source (`hook:Stop`), and when.
@@ -154,6 +158,7 @@ impl Watch {
             signal: None,
             disagree_from: None,
             overruled: None,
+            mcp_wait: None,
         }
     }
 
@@ -204,14 +209,55 @@ impl Watch {
             source: source.clone(),
             at: now,
         });
+        // The screen's lines stay while it reads the same (a question's choices).
+        let evidence = match self.current.state == state {
+            true => std::mem::take(&mut self.current.evidence),
+            false => Vec::new(),
+        };
         self.set(
             Classification {
                 state,
                 rule: source,
-                evidence: Vec::new(),
+                evidence,
             },
             now,
         );
+    }
+
+    /// The program will connect to the hub's MCP server (`agent-hub mcp`) and is not ready
+    /// until it has (for `within` at most): its prompt reads `working` (`mcp:connecting`)
+    /// meanwhile. A CLI may draw its prompt and take a prompt before its MCP servers are
+    /// connected, and then answers it without their tools (Claude Code 2.1.330).
+    pub fn expect_mcp(&mut self, within: Duration, now: Instant) {
+        self.mcp_wait = Some(now + within);
+    }
+
+    /// The program's MCP connection to the hub is up (its server listed its tools).
+    pub fn note_mcp_ready(&mut self) {
+        self.mcp_wait = None;
+    }
+
+    /// Whether the program's MCP connection was awaited and has not come (awaited still, or
+    /// given up on).
+    pub fn mcp_missing(&self) -> bool {
+        self.mcp_wait.is_some()
+    }
+
+    /// Whether the program's MCP connection is still awaited now.
+    pub fn mcp_pending(&self, now: Instant) -> bool {
+        self.mcp_wait.is_some_and(|until| now < until)
+    }
+
+    /// `idle` is `working` while the MCP connection is awaited.
+    fn hold_for_mcp(&self, reading: Classification, now: Instant) -> Classification {
+        if reading.state != State::Idle || !self.mcp_pending(now) {
+            return reading;
+        }
+        Classification {
+            state: State::Working,
+            rule: "mcp:connecting".into(),
+            evidence: vec!["waiting for the agent's MCP connection to the hub".into()],
+        }
     }
 
     /// The hub is about to make the program repaint (resize).
@@ -325,6 +371,7 @@ impl Watch {
             seen_since = seen_since.max(input);
         }
         let (reading, since) = self.cross_check(seen, seen_since.min(now), now);
+        let reading = self.hold_for_mcp(reading, now);
         self.settle(reading, since, now);
     }
 
@@ -350,10 +397,11 @@ impl Watch {
             self.disagree_from = None;
             return (from_signal(seen.evidence), signal.at);
         }
-        // A question on the screen outranks a `working` signal at once: the CLI asks after
+        // A question on the screen outranks any other signal at once: the CLI asks after
         // saying it works, and may say that it asks only much later (Claude Code 2.1.330 sends
-        // its permission notification about 6 s after drawing the question).
-        let asking = seen.state == State::Blocked && signal.state == State::Working;
+        // its permission notification about 6 s after drawing the question), or not at all
+        // (its status file stays `idle` under a start-up dialog).
+        let asking = seen.state == State::Blocked;
         let from = *self.disagree_from.get_or_insert(signal.at.max(seen_since));
         let grace = self.profile.signals.grace;
         if now.duration_since(from) < grace && !asking {
@@ -459,6 +507,7 @@ impl Watch {
             live.then_some(changed_at + p.stable_after),
             working.then(|| self.last_activity_at() + p.stuck_after),
             self.disagree_from.map(|from| from + p.signals.grace),
+            self.mcp_wait,
         ]
         .into_iter()
         .chain(rule_edges)
@@ -476,9 +525,16 @@ impl Watch {
     /// Where the current reading comes from, for `explain`.
     fn source(&self) -> String {
         let rule = &self.current.rule;
-        let own = ["hook:", "fallback:", "input:", "process:"]
-            .iter()
-            .any(|p| rule.starts_with(p))
+        let own = [
+            "hook:",
+            "status-file:",
+            "mcp:",
+            "fallback:",
+            "input:",
+            "process:",
+        ]
+        .iter()
+        .any(|p| rule.starts_with(p))
             || rule == "start";
         if own {
             return rule.clone();

@@ -15,6 +15,7 @@ use regex::Regex;
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::status_file::StatusFileSpec;
 use super::{AgentStateError, State};
 use crate::activity::Masks;
 use crate::toml_file::TomlFileError;
@@ -100,6 +101,8 @@ struct SignalsFile {
     hooks: BTreeMap<String, State>,
     /// Whose settings the hub writes these hooks into at an agent's start.
     install: Option<Install>,
+    /// The CLI's own status files.
+    status_file: Option<StatusFileSpec>,
 }
 
 /// Whose settings the hub writes a profile's hooks into at an agent's start.
@@ -119,6 +122,8 @@ pub struct Signals {
     pub hooks: BTreeMap<String, State>,
     /// Whose settings the hub writes the hooks into at an agent's start.
     pub install: Option<Install>,
+    /// Where the CLI writes its status, and what each status means.
+    pub status_file: Option<StatusFileSpec>,
 }
 
 impl Signals {
@@ -531,6 +536,7 @@ pub fn parse(text: &str, origin: &str, stem: &str) -> Result<Profile, AgentState
             grace: Duration::from_millis(s.grace_ms),
             install: s.install,
             hooks: s.hooks,
+            status_file: s.status_file,
         }),
     })
 }

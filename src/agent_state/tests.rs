@@ -508,27 +508,75 @@ async fn a_hook_leads_and_the_screen_overrules_it_after_the_grace() {
     );
 }
 
-/// A question on the screen outranks a `working` signal at once (the CLI asks after saying it
-/// works, and may say it asks only seconds later); the later `blocked` signal agrees with it.
+/// A question on the screen outranks any other signal at once (the CLI asks after saying it
+/// works, and may say it asks only seconds later, or not at all); the later `blocked` signal
+/// agrees with it and keeps the question's lines at once.
 #[tokio::test(start_paused = true)]
-async fn a_question_on_the_screen_outranks_a_working_signal_at_once() {
+async fn a_question_on_the_screen_outranks_any_other_signal_at_once() {
     let profile = shell();
-    let mut w = Watch::new(profile.clone(), Instant::now());
+    for (said, name) in [(State::Working, "working"), (State::Idle, "idle")] {
+        let mut w = Watch::new(profile.clone(), Instant::now());
+        let prompt = parser("$ ", 5);
+        w.observe(prompt.screen(), false, Instant::now());
+        w.note_signal(said, format!("hook:{name}"), Instant::now());
+        tokio::time::advance(Duration::from_millis(100)).await;
+        let asked = parser("$ rm -i f\r\nrm: remove regular file 'f'? (y/n) ", 5);
+        w.observe(asked.screen(), false, Instant::now());
+        tokio::time::advance(profile.dwell).await;
+        w.observe(asked.screen(), false, Instant::now());
+        let r = w.report(Instant::now());
+        assert_eq!(r.state, State::Blocked, "{r:?}");
+        assert_eq!(
+            r.source,
+            format!("screen:rule choices (over hook:{name}: a question on the screen)")
+        );
+        w.note_signal(State::Blocked, "hook:blocked".into(), Instant::now());
+        let r = w.report(Instant::now());
+        assert_eq!(r.source, "hook:blocked");
+        assert!(r.evidence[0].contains("(y/n)"), "{:?}", r.evidence);
+    }
+}
+
+/// While the agent's MCP connection to the hub is awaited, its prompt is not ready: `idle`
+/// reads `working` (`mcp:connecting`) until the connection is up, or the wait runs out; other
+/// states are not touched.
+#[tokio::test(start_paused = true)]
+async fn an_awaited_mcp_connection_holds_the_prompt_back() {
+    let profile = shell();
+    let within = Duration::from_secs(30);
     let prompt = parser("$ ", 5);
+    let mut w = Watch::new(profile.clone(), Instant::now());
+    w.expect_mcp(within, Instant::now());
     w.observe(prompt.screen(), false, Instant::now());
-    w.note_signal(State::Working, "hook:working".into(), Instant::now());
-    tokio::time::advance(Duration::from_millis(100)).await;
+    let r = w.report(Instant::now());
+    assert_eq!(
+        (r.state, r.source.as_str()),
+        (State::Working, "mcp:connecting")
+    );
+    assert!(w.mcp_pending(Instant::now()));
     let asked = parser("$ rm -i f\r\nrm: remove regular file 'f'? (y/n) ", 5);
     w.observe(asked.screen(), false, Instant::now());
     tokio::time::advance(profile.dwell).await;
     w.observe(asked.screen(), false, Instant::now());
-    let r = w.report(Instant::now());
-    assert_eq!(r.state, State::Blocked, "{r:?}");
-    assert_eq!(
-        r.source,
-        "screen:rule choices (over hook:working: a question on the screen)"
-    );
-    w.note_signal(State::Blocked, "hook:blocked".into(), Instant::now());
-    w.observe(asked.screen(), false, Instant::now());
-    assert_eq!(w.report(Instant::now()).source, "hook:blocked");
+    assert_eq!(w.state(), State::Blocked, "a question is a question");
+    w.observe(prompt.screen(), false, Instant::now());
+    tokio::time::advance(profile.dwell).await;
+    w.observe(prompt.screen(), false, Instant::now());
+    assert_eq!(w.state(), State::Working);
+    w.note_mcp_ready();
+    w.observe(prompt.screen(), false, Instant::now());
+    assert_eq!(w.state(), State::Idle);
+    assert!(!w.mcp_pending(Instant::now()) && !w.mcp_missing());
+
+    // Never connected: idle once the wait runs out, which the watch marks as due.
+    let mut w = Watch::new(profile.clone(), Instant::now());
+    w.expect_mcp(within, Instant::now());
+    w.observe(prompt.screen(), false, Instant::now());
+    assert_eq!(w.state(), State::Working);
+    let due = w.next_due(Instant::now()).unwrap();
+    assert!(due <= Instant::now() + within, "{due:?}");
+    tokio::time::advance(within).await;
+    w.observe(prompt.screen(), false, Instant::now());
+    assert_eq!(w.state(), State::Idle);
+    assert!(w.mcp_missing());
 }

@@ -12,7 +12,7 @@ use crate::config::{AgentDef, StartTmux};
 use crate::error::{HubError, HubResult};
 use crate::output::Output;
 use crate::registry::{NewSession, Origin};
-use crate::session::{Owner, SessionSpec};
+use crate::session::{AgentHome, Owner, SessionSpec};
 
 impl Agents {
     /// Waits for the container's tmux session (starting it when the image does not and
@@ -143,6 +143,14 @@ impl Agents {
             .and_then(|rt| rt.session_id.replace(session_id.clone()));
         if let Some(prev) = previous.filter(|p| *p != session_id) {
             sessions.remove(&prev);
+        }
+        if let Some(dir) = self.host_home(def) {
+            // Its config dir as the container names it means nothing here: the home's.
+            session.follow_status_file(AgentHome {
+                dir,
+                env: Default::default(),
+                on_host: false,
+            });
         }
         if let Err(e) = session.resize(size).await {
             let reason = self.exited_reason(endpoint, container_id).await;

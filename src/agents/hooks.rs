@@ -76,6 +76,42 @@ fn is_ours(entry: &Value, ours: &str) -> bool {
     !commands.is_empty() && commands.iter().all(|c| c.starts_with(ours))
 }
 
+/// Claude Code's state files in a home that may name MCP servers: `~/.claude.json`, and
+/// `$CLAUDE_CONFIG_DIR/.claude.json` with the config dir at `~/.claude`.
+const CLAUDE_STATE: [&str; 2] = [".claude.json", ".claude/.claude.json"];
+
+/// Whether Claude Code in `home` runs the hub's MCP server over stdio (`agent-hub mcp`, in the
+/// `mcpServers` of its user scope or of a project).
+pub fn claude_runs_hub_mcp(home: &Path) -> bool {
+    CLAUDE_STATE
+        .iter()
+        .any(|f| std::fs::read_to_string(home.join(f)).is_ok_and(|text| names_hub_mcp(&text)))
+}
+
+/// Whether a Claude Code state file names an MCP server whose command line runs
+/// `agent-hub mcp` (directly, or through a wrapper such as `sh -c`).
+fn names_hub_mcp(text: &str) -> bool {
+    let Ok(state) = serde_json::from_str::<Value>(text) else {
+        return false;
+    };
+    let projects = state["projects"]
+        .as_object()
+        .into_iter()
+        .flat_map(|p| p.values());
+    std::iter::once(&state)
+        .chain(projects)
+        .filter_map(|scope| scope["mcpServers"].as_object())
+        .flat_map(|servers| servers.values())
+        .any(|server| {
+            let args = server["args"].as_array().into_iter().flatten();
+            let words: Vec<&str> = std::iter::once(&server["command"])
+                .chain(args)
+                .filter_map(Value::as_str)
+                .collect();
+            words.join(" ").contains("agent-hub mcp")
+        })
+}
+
 /// Writes the merged settings into `home` (the agent's home on this machine), owned like the
 /// home itself (the agent's user, whoever the hub runs as).
 pub fn install_claude(
@@ -158,6 +194,28 @@ mod tests {
         for bad in ["[1]", "{", r#"{"hooks": 3}"#, r#"{"hooks": {"Stop": 1}}"#] {
             assert!(merge_claude_settings(bad, BIN, &hooks()).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_hubs_mcp_server_is_found_in_any_scope_however_it_is_started() {
+        let user = json!({"mcpServers": {"hub": {"command": "/usr/local/bin/agent-hub", "args": ["mcp"]}}});
+        let project = json!({"projects": {"/w": {"mcpServers": {"k": {"type": "stdio",
+            "command": "sh", "args": ["-c", "sleep 1; exec agent-hub mcp"]}}}}});
+        for named in [user, project] {
+            assert!(names_hub_mcp(&named.to_string()), "{named}");
+        }
+        let others = json!({"mcpServers": {"fs": {"command": "npx", "args": ["fs-server"]},
+            "web": {"type": "http", "url": "http://127.0.0.1:8100/mcp"}},
+            "projects": {"/w": {"allowedTools": []}}});
+        for not in [others.to_string(), "{".into(), "[]".into(), String::new()] {
+            assert!(!names_hub_mcp(&not), "{not}");
+        }
+        let home = tempfile::tempdir().unwrap();
+        assert!(!claude_runs_hub_mcp(home.path()));
+        std::fs::create_dir(home.path().join(".claude")).unwrap();
+        let state = json!({"mcpServers": {"hub": {"command": "agent-hub", "args": ["mcp"]}}});
+        std::fs::write(home.path().join(".claude/.claude.json"), state.to_string()).unwrap();
+        assert!(claude_runs_hub_mcp(home.path()));
     }
 
     #[test]

@@ -346,6 +346,7 @@ impl Agents {
         };
         if !running {
             self.install_hooks(&def);
+            self.clear_status_files(&def);
         }
         self.update(id, |rt| rt.container_id = Some(container_id.clone()));
         if !running {
@@ -369,6 +370,9 @@ impl Agents {
             def.env.insert("AGENT_HUB_TOKEN".into(), token);
         }
         let session_id = self.attach(&def, &container_id, true).await?;
+        if !running {
+            self.expect_hub_mcp(&def, &session_id);
+        }
         if let Some(pattern) = def.ready_regex() {
             let session = self.handles.sessions.session(&session_id).ok_or_else(|| {
                 HubError::SessionNotFound {
@@ -412,6 +416,7 @@ impl Agents {
                 .await;
             }
         }
+        self.wait_for_hub_mcp(&def, &session_id).await;
         self.update(id, |rt| rt.status = AgentStatus::Running);
         Ok(plan)
     }

@@ -112,6 +112,61 @@ impl Agents {
         }
     }
 
+    /// A Claude Code agent whose config runs the hub's MCP server (`agent-hub mcp`) is not
+    /// ready until that server says it is connected: deliveries wait, and its prompt reads
+    /// `working` (`mcp:connecting`) meanwhile, for `ready_timeout` at most. Claude Code draws
+    /// its prompt, says `idle` in its status file and takes a prompt before its MCP servers
+    /// are connected (2.1.330), and answers that prompt without their tools; it has no signal
+    /// of its own for it (see docs/agents.md).
+    pub(super) fn expect_hub_mcp(&self, def: &AgentDef, session_id: &str) {
+        let profile = (self.handles.profiles)(def.cli_type.as_deref()).profile;
+        let (Some(Install::ClaudeCode), Some(home)) =
+            (profile.signals.install, self.host_home(def))
+        else {
+            return;
+        };
+        if !def.mounts_hub_binary() || !super::hooks::claude_runs_hub_mcp(&home) {
+            return;
+        }
+        if let Some(session) = self.handles.sessions.session(session_id) {
+            session.expect_mcp(def.ready_timeout());
+        }
+    }
+
+    /// Waits (as long as the session awaits it) for the agent's MCP connection to the hub;
+    /// says so when it never came.
+    pub(super) async fn wait_for_hub_mcp(&self, def: &AgentDef, session_id: &str) {
+        let Some(session) = self.handles.sessions.session(session_id) else {
+            return;
+        };
+        if !session.awaits_mcp() {
+            return;
+        }
+        if !session.mcp_ready().await {
+            tracing::warn!(
+                agent = %def.id,
+                "its MCP connection to the hub (agent-hub mcp) did not come within {} s",
+                def.ready_timeout
+            );
+        }
+    }
+
+    /// Removes the status files an earlier run of the agent's CLI left in its kept home (its
+    /// container is not running, so none is live): the newest file is then the new run's.
+    pub(super) fn clear_status_files(&self, def: &AgentDef) {
+        let profile = (self.handles.profiles)(def.cli_type.as_deref()).profile;
+        let (Some(spec), Some(home)) = (&profile.signals.status_file, self.host_home(def)) else {
+            return;
+        };
+        let dir = spec.dir_in(&home, &Default::default());
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            if crate::agent_state::status_file::is_status_file(&name.to_string_lossy()) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+
     /// The agent started: from now on a profile without files to look for resumes it.
     pub(super) fn mark_started(&self, id: &str) {
         let mark = home::started_mark(&self.handles.access.agents_dir, id);

@@ -15,7 +15,7 @@ use crate::hub::Hub;
 use crate::protocol::{
     hook_name_ok, AgentStateReply, CheckQuery, EventKind, HookReply, HookRequest, HubEvent,
     PolicyCheckReply, PolicyEntry, PolicyListReply, PolicyReloadReply, SessionStateReply,
-    StateQuery, StateView,
+    StateQuery, StateView, MCP_READY_EVENT,
 };
 use crate::session::Session;
 
@@ -171,6 +171,15 @@ fn check_hook(req: &HookRequest) -> Result<(), HubError> {
 
 /// The reply to a hook event on `session`: the state its profile gives the event, now adopted.
 fn hook_reply(session: &Session, req: &HookRequest) -> HookReply {
+    if req.event == MCP_READY_EVENT {
+        session.note_mcp_ready();
+        return HookReply {
+            ok: true,
+            session_id: session.id().to_string(),
+            state: Some(session.state_report().state),
+            source: Some("mcp:ready".into()),
+        };
+    }
     let noted = session.note_hook(&req.event, req.detail.as_deref());
     HookReply {
         ok: true,

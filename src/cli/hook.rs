@@ -39,25 +39,38 @@ pub struct HookArgs {
     pub opts: ClientOpts,
 }
 
+/// Where an event for `session` (else `agent`) goes; `None` when neither is known.
+pub fn hook_path(session: Option<&str>, agent: Option<&str>) -> Option<String> {
+    match (session, agent) {
+        (Some(s), _) => Some(format!("/v1/pty/sessions/{}/hook", encode(s))),
+        (None, Some(a)) => Some(format!("/v1/agents/{}/hook", encode(a))),
+        (None, None) => None,
+    }
+}
+
+/// Tells the hub `event` (with `detail`) at `path`, waiting [`TIMEOUT`] at most.
+pub async fn tell(
+    opts: &ClientOpts,
+    path: &str,
+    event: &str,
+    detail: Option<&str>,
+) -> Result<serde_json::Value, crate::client::ClientError> {
+    let body = json!({ "event": event, "detail": detail });
+    opts.client()
+        .call_within::<serde_json::Value>(reqwest::Method::POST, path, Some(&body), TIMEOUT)
+        .await
+}
+
 pub async fn run(args: HookArgs) -> i32 {
     let failed = if args.strict { 1 } else { 0 };
-    let path = match (&args.session, &args.agent) {
-        (Some(s), _) => format!("/v1/pty/sessions/{}/hook", encode(s)),
-        (None, Some(a)) => format!("/v1/agents/{}/hook", encode(a)),
-        (None, None) => {
-            eprintln!(
-                "agent-hub hook: no session or agent to report for (AGENT_HUB_SESSION_ID or \
-                 AGENT_HUB_AGENT_ID, or --session/--agent)"
-            );
-            return failed;
-        }
+    let Some(path) = hook_path(args.session.as_deref(), args.agent.as_deref()) else {
+        eprintln!(
+            "agent-hub hook: no session or agent to report for (AGENT_HUB_SESSION_ID or \
+             AGENT_HUB_AGENT_ID, or --session/--agent)"
+        );
+        return failed;
     };
-    let body = json!({ "event": args.event, "detail": args.detail });
-    let reply = args
-        .opts
-        .client()
-        .call_within::<serde_json::Value>(reqwest::Method::POST, &path, Some(&body), TIMEOUT)
-        .await;
+    let reply = tell(&args.opts, &path, &args.event, args.detail.as_deref()).await;
     match reply {
         Ok(reply) => {
             if args.opts.json {

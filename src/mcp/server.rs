@@ -38,11 +38,15 @@ impl CallerExecutor for InProcess {
     }
 }
 
+/// Called once, the first time a client lists the tools.
+type OnListed = Arc<dyn Fn() + Send + Sync>;
+
 /// The MCP server over one executor.
 #[derive(Clone)]
 pub struct McpServer<E> {
     exec: E,
     tools: Arc<Vec<rmcp::model::Tool>>,
+    on_listed: Option<(OnListed, Arc<std::sync::atomic::AtomicBool>)>,
 }
 
 impl<E: CallerExecutor> McpServer<E> {
@@ -56,7 +60,15 @@ impl<E: CallerExecutor> McpServer<E> {
         McpServer {
             exec,
             tools: Arc::new(tools),
+            on_listed: None,
         }
+    }
+
+    /// Calls `f` the first time a client lists the tools: its connection is then up, and its
+    /// model gets the tools from then on.
+    pub fn on_tools_listed(mut self, f: impl Fn() + Send + Sync + 'static) -> Self {
+        self.on_listed = Some((Arc::new(f), Arc::default()));
+        self
     }
 }
 
@@ -74,6 +86,11 @@ impl<E: CallerExecutor> ServerHandler for McpServer<E> {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        if let Some((f, done)) = &self.on_listed {
+            if !done.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                f();
+            }
+        }
         Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
     }
 

@@ -113,6 +113,10 @@ pub struct HookReply {
     pub source: Option<String>,
 }
 
+/// The hook event `agent-hub mcp` sends once its client has listed the tools: the agent's MCP
+/// connection to the hub is up (handled by the hub itself, whatever the profile says).
+pub const MCP_READY_EVENT: &str = "McpReady";
+
 /// Whether `name` is a hook event or detail the hub takes: 1-64 of `A-Z a-z 0-9 _ . -`.
 pub fn hook_name_ok(name: &str) -> bool {
     (1..=64).contains(&name.len())

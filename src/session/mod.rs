@@ -7,9 +7,12 @@ mod info;
 pub mod input;
 mod rendered;
 mod state;
+mod status_file;
 pub mod talk;
 mod wait;
 pub mod write;
+
+pub use status_file::AgentHome;
 
 use std::sync::{Arc, Mutex};
 

@@ -20,6 +20,9 @@ const SCREEN_FOLLOW_INTERVAL: Duration = Duration::from_millis(20);
 /// this only bounds the wait where nothing is due (100 idle sessions: 20 looks a second).
 const QUIET_LOOK_INTERVAL: Duration = Duration::from_secs(5);
 
+/// How often a delivery looks whether the MCP connection it waits for is up.
+const MCP_POLL: Duration = Duration::from_millis(50);
+
 /// The reported agent state changed (`session_state_changed` on the event bus).
 #[derive(Debug, Clone)]
 pub struct StateChange {
@@ -108,6 +111,35 @@ impl Session {
         self.watch_changing(|w| w.note_signal(state, source.clone(), now));
         self.inputs.send_modify(|n| *n += 1);
         Some((source, state))
+    }
+
+    /// The program will connect to the hub's MCP server, and is not ready until it has (for
+    /// `within` at most; see [`crate::agent_state::Watch::expect_mcp`]).
+    pub fn expect_mcp(&self, within: Duration) {
+        let now = tokio::time::Instant::now();
+        self.watch_changing(|w| w.expect_mcp(within, now));
+        self.inputs.send_modify(|n| *n += 1);
+    }
+
+    /// The program's MCP server told the hub it is connected (`agent-hub mcp`, once its client
+    /// listed the tools).
+    pub fn note_mcp_ready(&self) {
+        self.watch_changing(|w| w.note_mcp_ready());
+        self.inputs.send_modify(|n| *n += 1);
+    }
+
+    /// Whether the program's MCP connection is awaited now.
+    pub fn awaits_mcp(&self) -> bool {
+        self.lock_watch().mcp_pending(tokio::time::Instant::now())
+    }
+
+    /// Waits while the program's MCP connection is awaited (as long as the watch awaits it);
+    /// `false` when it was awaited and did not come.
+    pub async fn mcp_ready(&self) -> bool {
+        while self.awaits_mcp() {
+            tokio::time::sleep(MCP_POLL).await;
+        }
+        !self.lock_watch().mcp_missing()
     }
 
     /// When the session's watch started (its program's start, as the hub saw it).

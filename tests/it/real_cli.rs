@@ -378,6 +378,20 @@ pub async fn policy_hub_with_stuck_after(
     (dir, hub)
 }
 
+/// A hub whose Claude Code profile has no status file (its shipped `[signals.status_file]`
+/// table left out): the screen and the hooks read it alone, for the tests of those. The
+/// policies directory lives as long as the first of the pair.
+pub async fn hub_without_status_file() -> (tempfile::TempDir, TestHub) {
+    let dir = crate::policy_support::policies_dir();
+    let shipped = include_str!("../../policies/agents/claude-code.toml");
+    let start = shipped.find("[signals.status_file]").unwrap();
+    let end = start + shipped[start..].find("\n\n").unwrap();
+    let profile = format!("{}{}", &shipped[..start], &shipped[end..]);
+    std::fs::write(dir.path().join("agents/claude-code.toml"), profile).unwrap();
+    let hub = crate::policy_support::hub_with_policies(&dir, "").await;
+    (dir, hub)
+}
+
 fn percentile(samples: &mut [Duration], p: f64) -> Duration {
     samples.sort();
     let i = ((samples.len() as f64 - 1.0) * p).round() as usize;
@@ -403,7 +417,8 @@ pub fn report_latency(cli: &str, samples: &mut [Duration]) {
 async fn claude_code_states_on_the_real_cli() {
     let Some(claude) = cli("claude") else { return };
     let standin = ModelStandIn::start().await;
-    let hub = TestHub::start().await;
+    // The screen alone, as for a CLI that says nothing itself.
+    let (_policies, hub) = hub_without_status_file().await;
     let run = RealCli::start(&hub, &claude, "claude", |home| {
         home.claude_env(&standin, false)
     })

@@ -10,7 +10,9 @@ use serde_json::{json, Value};
 
 use crate::cli::BIN;
 use crate::model_standin::{ModelStandIn, AFTER_TOOL, INSTANT};
-use crate::real_cli::{cli, report_latency, session_request, Home, RealCli};
+use crate::real_cli::{
+    cli, hub_without_status_file, report_latency, session_request, Home, RealCli,
+};
 use crate::support::{wait_until, TestHub};
 
 /// Adds hooks that report to the hub to Claude Code's settings in `config`, keeping the rest.
@@ -47,7 +49,8 @@ async fn source_is(run: &RealCli<'_>, state: &str, source: &str) -> Value {
 async fn claude_code_states_come_from_its_own_hooks() {
     let Some(claude) = cli("claude") else { return };
     let standin = ModelStandIn::start().await;
-    let hub = TestHub::start().await;
+    // The hooks alone, not the status file (see the next test).
+    let (_policies, hub) = hub_without_status_file().await;
     let home = Home::new();
     let env = home.claude_env(&standin, false);
     write_hooks(&home.path().join("claude"));
@@ -97,4 +100,68 @@ async fn claude_code_states_come_from_its_own_hooks() {
     report_latency("claude-code (hooks: idle)", &mut idle);
     report_latency("claude-code (hooks: blocked)", &mut blocked);
     report_latency("claude-code (hooks)", &mut all);
+}
+
+/// The real Claude Code on its own status file (#29 items 1 and 4), with no hooks: the hub
+/// follows `<config dir>/sessions/<pid>.json` of the session's own program (not another's in
+/// the same config dir); the end of a turn is `idle` and the permission question `blocked`
+/// from it, and the latency from tmux's pane showing the change to the hub reporting it is
+/// printed.
+#[tokio::test]
+async fn claude_code_states_come_from_its_status_file() {
+    let Some(claude) = cli("claude") else { return };
+    let standin = ModelStandIn::start().await;
+    let hub = TestHub::start().await;
+    let home = Home::new();
+    let env = home.claude_env(&standin, false);
+    let sessions = home.path().join("claude/sessions");
+    let request = session_request(&claude, "claude", &home, env);
+    let (status, v) = hub.post("/v1/pty/sessions", request).await;
+    assert_eq!(status, 200, "{v}");
+    let run = RealCli::started(&hub, home, &v);
+    run.claude_prompt().await;
+    source_is(&run, "idle", "status-file:idle").await;
+
+    // Another program's status file in the same config dir (pid 1: not of this terminal) says
+    // nothing about this session.
+    let other = sessions.join("1.json");
+    let now_ms = chrono::Utc::now().timestamp_millis();
+    let busy = json!({"pid": 1, "startedAt": now_ms, "status": "busy"});
+    std::fs::write(&other, busy.to_string()).unwrap();
+    run.holds("idle", Duration::from_secs(1)).await;
+    std::fs::remove_file(&other).unwrap();
+
+    let mut idle = Vec::new();
+    for i in 0..4 {
+        let prompt = format!("say something {i}");
+        run.submit(&prompt).await;
+        let asked = format!("❯ {prompt}");
+        let answered = |p: &str| p.contains(&asked) && p.matches(INSTANT).count() > i;
+        idle.push(run.latency(answered, "idle").await);
+        source_is(&run, "idle", "status-file:idle").await;
+    }
+
+    // The question: `waiting` in the file as it is drawn.
+    let mut blocked = Vec::new();
+    run.submit("please run a tool").await;
+    blocked.push(
+        run.latency(|p| p.contains("Do you want to proceed?"), "blocked")
+            .await,
+    );
+    source_is(&run, "blocked", "status-file:waiting").await;
+    // Claude Code writes the file as it starts drawing: the question's lines follow.
+    let choices = wait_until(Duration::from_secs(5), || async {
+        let s = run.state().await;
+        s["source"] == "status-file:waiting" && s["evidence"].to_string().contains("1. Yes")
+    })
+    .await;
+    assert!(choices, "{}", run.state().await);
+    let done = |p: &str| p.contains(AFTER_TOOL) && !p.contains("Do you want to proceed?");
+    idle.push(run.answer("1", done).await);
+    source_is(&run, "idle", "status-file:idle").await;
+
+    let mut all: Vec<Duration> = idle.iter().chain(&blocked).copied().collect();
+    report_latency("claude-code (status file: idle)", &mut idle);
+    report_latency("claude-code (status file: blocked)", &mut blocked);
+    report_latency("claude-code (status file)", &mut all);
 }

@@ -390,8 +390,9 @@ async fn state_when(hub: &HubProcess, id: &str, ok: impl Fn(&Value) -> bool) -> 
 }
 
 /// The hub writes Claude Code's hooks into the agent's kept home at its start, merged with the
-/// settings there, and the agent's states then come from them (#29 item 1): the end of a turn
-/// from `Stop`, the permission question from `Notification/permission_prompt`.
+/// settings there, and the agent's states then come from them and from its status file, read
+/// through the kept home (#29 item 1): the end of a turn from `Stop` or the file, the
+/// permission question from the file as it is drawn, then `Notification/permission_prompt`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_in_a_container_reports_its_states_through_the_hooks_the_hub_writes() {
     require_docker!();
@@ -420,16 +421,67 @@ async fn claude_code_in_a_container_reports_its_states_through_the_hooks_the_hub
     }
 
     prompt(hub, &standin, "ch", "say hello").await;
+    // The end of the turn: the Stop hook and the status file say it at about the same moment.
     state_when(hub, "ch", |s| {
-        s["state"] == "idle" && s["source"] == "hook:Stop"
+        s["state"] == "idle" && (s["source"] == "hook:Stop" || s["source"] == "status-file:idle")
     })
     .await;
     prompt(hub, &standin, "ch", "please run a tool").await;
-    // Blocked by the question on the screen at once, then confirmed by the Notification hook
-    // (about 6 s after the question is drawn, in 2.1.330).
+    // Blocked as the question is drawn, from Claude Code's status file read through the kept
+    // home, then confirmed by the Notification hook (about 6 s later, in 2.1.330).
+    state_when(hub, "ch", |s| {
+        s["state"] == "blocked" && s["source"] == "status-file:waiting"
+    })
+    .await;
     let s = state_when(hub, "ch", |s| {
         s["state"] == "blocked" && s["source"] == "hook:Notification/permission_prompt"
     })
     .await;
     assert!(s["evidence"].to_string().contains("1. Yes"), "{s}");
+}
+
+/// A Claude Code agent whose config runs the hub's MCP server is ready only once that server
+/// is connected (#29 item 5). Claude Code draws its prompt, says `idle` and takes a prompt
+/// before its MCP servers are up (here the hub's starts 4 s late) and answers it without their
+/// tools. So the agent reads `working` (`mcp:connecting`) until `agent-hub mcp` tells the hub
+/// its client listed the tools; its start returns then, and a prompt sent meanwhile waits and
+/// goes out with the hub's tools.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claude_code_agent_is_ready_only_once_its_mcp_connection_to_the_hub_is_up() {
+    require_docker!();
+    let Some(_) = cli("claude") else { return };
+    let standin = ModelStandIn::start().await;
+    let agent = claude_agent("cm", &standin, "hub_access = true");
+    let setup = Setup::start("mcp", 600, &agent).await;
+    let fresh = &setup.fresh;
+    seed_home(&fresh.dir, "cm");
+    let file = std::path::Path::new(&fresh.dir).join("agents/cm/home/.claude/.claude.json");
+    let mut state: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    state["mcpServers"] = json!({"hub": {"type": "stdio", "command": "sh",
+        "args": ["-c", "sleep 4; exec agent-hub mcp"]}});
+    std::fs::write(&file, state.to_string()).unwrap();
+    let hub = &fresh.hub;
+
+    let began = std::time::Instant::now();
+    let start = hub.call_status(Method::POST, "/v1/agents/cm/start", json!({}));
+    let meanwhile = async {
+        let s = state_when(hub, "cm", |s| s["source"] == "mcp:connecting").await;
+        assert_eq!(s["state"], "working", "{s}");
+        // Sent while the connection is awaited: it waits for it.
+        prompt(hub, &standin, "cm", "say hi early").await
+    };
+    let ((status, v), turns) = tokio::join!(start, meanwhile);
+    assert_eq!(status, 200, "{v}\n{}", what_the_cli_logged(hub, "cm"));
+    assert!(
+        began.elapsed() >= Duration::from_secs(4),
+        "{:?}",
+        began.elapsed()
+    );
+    assert!(
+        turns[0].contains("k_pty"),
+        "the first prompt went out without the hub's tools: {:?}",
+        users(&turns)
+    );
+    let s = state_when(hub, "cm", |s| s["state"] == "idle").await;
+    assert_ne!(s["source"], "mcp:connecting", "{s}");
 }
