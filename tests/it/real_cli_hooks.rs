@@ -68,6 +68,13 @@ async fn instant_turns_end_idle_by(run: &RealCli<'_>, glyph: &str, source: &str)
     idle
 }
 
+/// Whether the pane shows the answer after a tool call below the latest `prompt` (the answer of
+/// an earlier call may still be on the screen).
+fn tool_answered(pane: &str, prompt: &str) -> bool {
+    pane.rsplit_once(prompt)
+        .is_some_and(|(_, after)| after.contains(AFTER_TOOL))
+}
+
 /// Prints (and bounds) the latencies of `idle` and `blocked` reports, and of both together,
 /// as `NAME: idle)`, `NAME: blocked)` and `NAME)`.
 fn report_signal_latency(name: &str, idle: &mut [Duration], blocked: &mut [Duration]) {
@@ -156,12 +163,14 @@ async fn codex_turns_end_idle_by_its_notify_and_its_questions_block_from_the_scr
     let mut idle = instant_turns_end_idle_by(&run, "›", "hook:agent-turn-complete").await;
 
     let mut blocked = Vec::new();
-    for _ in 0..2 {
+    for i in 0..2 {
+        let prompt = format!("please run a tool {i}");
+        run.submit(&prompt).await;
         let question = "Would you like to run the following command?";
-        let (took, asked) = run.ask_for_a_tool(question, "approval").await;
+        blocked.push(run.latency(|p| p.contains(question), "blocked").await);
+        let asked = run.state().await;
         assert_eq!(asked["source"], "screen:rule approval", "{asked}");
-        blocked.push(took);
-        let done = |p: &str| !p.contains("Would you like to run") && p.contains(AFTER_TOOL);
+        let done = |p: &str| !p.contains(question) && tool_answered(p, &prompt);
         idle.push(run.answer("y", done).await);
         source_is(&run, "idle", "hook:agent-turn-complete").await;
     }
@@ -184,8 +193,9 @@ async fn gemini_cli_states_come_from_its_own_hooks() {
     let mut idle = instant_turns_end_idle_by(&run, ">", "hook:AfterAgent").await;
 
     let mut blocked = Vec::new();
-    for _ in 0..2 {
-        run.submit("please run a tool").await;
+    for i in 0..2 {
+        let prompt = format!("please run a tool {i}");
+        run.submit(&prompt).await;
         blocked.push(run.latency(|p| p.contains(QUESTION), "blocked").await);
         source_is(&run, "blocked", "hook:Notification").await;
         // The screen agrees (the hook may come first): the report carries its reading (the
@@ -197,7 +207,7 @@ async fn gemini_cli_states_come_from_its_own_hooks() {
         })
         .await;
         assert!(agrees, "{}", run.state().await);
-        let done = |p: &str| p.contains(AFTER_TOOL) && !p.contains(QUESTION);
+        let done = |p: &str| !p.contains(QUESTION) && tool_answered(p, &prompt);
         idle.push(run.answer("Enter", done).await);
         source_is(&run, "idle", "hook:AfterAgent").await;
         assert!(proj.join("made-by-tool.txt").exists(), "{}", run.pane());
