@@ -181,6 +181,12 @@ impl Watch {
     pub fn note_input(&mut self, submits: bool, now: Instant) {
         self.last_input_at = Some(now);
         if submits {
+            // It ends an `idle` signal: the agent was given work (a CLI that signals only a
+            // turn's end, as Codex's `notify` does, says nothing when the next one starts).
+            if self.signal.as_ref().is_some_and(|s| s.state == State::Idle) {
+                self.signal = None;
+                self.disagree_from = None;
+            }
             self.pending_input = Some(now);
             if self.current.state != State::Exited {
                 self.set(

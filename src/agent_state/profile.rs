@@ -111,6 +111,10 @@ struct SignalsFile {
 pub enum Install {
     /// `~/.claude/settings.json` ([`crate::agents::hooks`]).
     ClaudeCode,
+    /// `~/.gemini/settings.json`, in Claude Code's hook format.
+    GeminiCli,
+    /// `notify` in `~/.codex/config.toml` (one program, run at each turn's end).
+    Codex,
 }
 
 /// What a CLI's own hooks mean ([`Profile::signals`]).

@@ -580,3 +580,31 @@ async fn an_awaited_mcp_connection_holds_the_prompt_back() {
     assert_eq!(w.state(), State::Idle);
     assert!(w.mcp_missing());
 }
+
+/// Input that submits ends an `idle` signal: the agent was given work, and a CLI that signals
+/// only a turn's end (Codex's `notify`) says nothing when the next turn starts, so the screen
+/// reads that turn without waiting out the grace.
+#[tokio::test(start_paused = true)]
+async fn input_that_submits_ends_an_idle_signal() {
+    let profile = shell();
+    let mut w = Watch::new(profile.clone(), Instant::now());
+    let prompt = parser("$ ", 5);
+    w.observe(prompt.screen(), false, Instant::now());
+    w.note_signal(
+        State::Idle,
+        "hook:agent-turn-complete".into(),
+        Instant::now(),
+    );
+    tokio::time::advance(Duration::from_millis(100)).await;
+    w.note_input(true, Instant::now());
+    tokio::time::advance(Duration::from_millis(50)).await;
+    let working = parser("$ make\r\n⠋ Building...", 5);
+    w.observe(working.screen(), false, Instant::now());
+    tokio::time::advance(profile.dwell).await;
+    w.observe(working.screen(), false, Instant::now());
+    let r = w.report(Instant::now());
+    assert_eq!(
+        (r.state, r.source.as_str()),
+        (State::Working, "screen:rule spinner")
+    );
+}

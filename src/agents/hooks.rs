@@ -1,27 +1,77 @@
 //! The CLI's own hooks, written into an agent's kept home at each start, so the CLI tells the
 //! hub its state itself (`agent-hub hook EVENT [MATCHER]`, see [`crate::agent_state`]'s
-//! signals). Written for the profiles that say how (`[signals] install = "claude-code"`),
-//! merged into the user's own settings: the user's hooks and every other setting are kept, the
-//! hub's own entries (recognised by their command) are replaced, so a start after a start
-//! changes nothing.
+//! signals). Written for the profiles that say how (`[signals] install = "claude-code"`,
+//! `"gemini-cli"` or `"codex"`), merged into the user's own settings: the user's hooks and
+//! every other setting are kept, the hub's own entries (recognised by their command) are
+//! replaced, so a start after a start changes nothing.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{json, Value};
 
+use crate::agent_state::profile::Install;
 use crate::agent_state::State;
 
 /// Claude Code's settings file under its config dir (`~/.claude`).
 pub const CLAUDE_SETTINGS: &str = ".claude/settings.json";
+/// Gemini CLI's user settings (`~/.gemini`, or `$GEMINI_CLI_HOME/.gemini`).
+pub const GEMINI_SETTINGS: &str = ".gemini/settings.json";
+/// Codex's config (`~/.codex`, or `$CODEX_HOME`).
+pub const CODEX_CONFIG: &str = ".codex/config.toml";
 
-/// `existing` Claude Code settings (empty: none yet) with a hook per key of `hooks` (`EVENT`
-/// or `EVENT/MATCHER`) running `binary hook EVENT [MATCHER]`. Errors when `existing` is not a
-/// JSON object, or its `hooks` is not one (the file is then left alone).
-pub fn merge_claude_settings(
+/// The file in an agent's home that `install` writes, relative to the home.
+pub fn settings_file(install: Install) -> &'static str {
+    match install {
+        Install::ClaudeCode => CLAUDE_SETTINGS,
+        Install::GeminiCli => GEMINI_SETTINGS,
+        Install::Codex => CODEX_CONFIG,
+    }
+}
+
+/// Whether an agent's environment `env` moves the CLI's config out of the home's
+/// [`settings_file`]: Claude Code reads `$CLAUDE_CONFIG_DIR` instead of `~/.claude`, Codex
+/// `$CODEX_HOME` instead of `~/.codex`, Gemini CLI `$GEMINI_CLI_HOME/.gemini`.
+pub fn moved(install: Install, env: &BTreeMap<String, String>) -> bool {
+    let not_in = |var: &str, dir: &str| {
+        env.get(var)
+            .is_some_and(|d| !d.trim_end_matches('/').ends_with(dir))
+    };
+    match install {
+        Install::ClaudeCode => not_in("CLAUDE_CONFIG_DIR", "/.claude"),
+        Install::Codex => not_in("CODEX_HOME", "/.codex"),
+        // Another home than the agent's own: the hub cannot tell which from here.
+        Install::GeminiCli => env.contains_key("GEMINI_CLI_HOME"),
+    }
+}
+
+/// `existing` settings of `install` (empty: none yet) with the hub's hooks for `hooks`.
+/// Errors when the file cannot be merged (it is then left alone).
+pub fn merge(
+    install: Install,
     existing: &str,
     binary: &str,
     hooks: &BTreeMap<String, State>,
+) -> Result<String, String> {
+    match install {
+        // Claude Code's hook timeout is in seconds, Gemini CLI's in milliseconds (its
+        // docs/hooks/reference.md, "Hook configuration"); the format is otherwise the same.
+        Install::ClaudeCode => merge_json_hooks(existing, binary, hooks, 5),
+        Install::GeminiCli => merge_json_hooks(existing, binary, hooks, 5000),
+        Install::Codex => merge_codex_config(existing, binary),
+    }
+}
+
+/// `existing` JSON settings in Claude Code's hook format (Gemini CLI shares it: `hooks` maps
+/// an event to a list of `{matcher, hooks: [{type, command, timeout}]}`) with a hook per key
+/// of `hooks` (`EVENT` or `EVENT/MATCHER`) running `binary hook EVENT [MATCHER]`, each given
+/// `timeout` in the CLI's unit. Errors when `existing` is not a JSON object, or its `hooks` is
+/// not one.
+pub fn merge_json_hooks(
+    existing: &str,
+    binary: &str,
+    hooks: &BTreeMap<String, State>,
+    timeout: u64,
 ) -> Result<String, String> {
     let mut settings: Value = if existing.trim().is_empty() {
         json!({})
@@ -52,7 +102,8 @@ pub fn merge_claude_settings(
             Some(m) => format!("{ours}{event} {m}"),
             None => format!("{ours}{event}"),
         };
-        let mut entry = json!({"hooks": [{"type": "command", "command": command, "timeout": 5}]});
+        let hook = json!({"type": "command", "command": command, "timeout": timeout});
+        let mut entry = json!({ "hooks": [hook] });
         if let Some(m) = matcher {
             entry["matcher"] = json!(m);
         }
@@ -63,6 +114,60 @@ pub fn merge_claude_settings(
         }
     }
     Ok(serde_json::to_string_pretty(&settings).unwrap_or_default())
+}
+
+/// Codex's `notify` program, run at the end of each turn with a JSON argument appended
+/// (`agent-hub hook --notify PAYLOAD` names the event by the payload's `type`).
+fn codex_notify(binary: &str) -> Vec<String> {
+    vec![
+        binary.to_string(),
+        "hook".to_string(),
+        "--notify".to_string(),
+    ]
+}
+
+/// `existing` Codex config (TOML; empty: none yet) with the hub's `notify` as its top-level
+/// `notify`, written as one line at the top (top-level keys must come before any table) so
+/// that the rest of the file, comments and all, stays as the user wrote it; the hub's line of
+/// an earlier start is replaced. Codex has a single `notify` program: when the user has one of
+/// their own, it is kept and this errors (the hub's turn signal is then missing, and the
+/// screen reads the agent alone), rather than replacing theirs or chaining to it.
+pub fn merge_codex_config(existing: &str, binary: &str) -> Result<String, String> {
+    let table: toml::Table = existing.parse().map_err(|e| format!("not TOML: {e}"))?;
+    let ours = toml::Value::from(codex_notify(binary));
+    let line = format!("notify = {ours}");
+    match table.get("notify") {
+        Some(v) if *v != ours && is_hub_notify(v) => {
+            return Err(format!("`notify` names another hub binary: {v}"))
+        }
+        Some(v) if *v != ours => return Err(format!("has the user's own `notify` (kept): {v}")),
+        _ => {}
+    }
+    // The hub's line of an earlier start goes; every line ends with a newline, so the second
+    // start writes what the first did.
+    let body: String = existing
+        .lines()
+        .filter(|l| l.trim() != line)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let merged = format!("{line}\n{body}");
+    let check: toml::Table = merged
+        .parse()
+        .map_err(|e| format!("merged not TOML: {e}"))?;
+    (check.get("notify") == Some(&ours))
+        .then_some(merged)
+        .ok_or_else(|| "the hub's `notify` is not a line of its own".to_string())
+}
+
+/// Whether a `notify` value runs some `agent-hub hook` (the hub's, from another path).
+fn is_hub_notify(v: &toml::Value) -> bool {
+    let args: Vec<&str> = v
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.as_str())
+        .collect();
+    args.len() >= 2 && args[0].ends_with("agent-hub") && args[1] == "hook"
 }
 
 /// Whether a hook entry is the hub's: every command in it starts with `binary hook `.
@@ -112,20 +217,22 @@ fn names_hub_mcp(text: &str) -> bool {
         })
 }
 
-/// Writes the merged settings into `home` (the agent's home on this machine), owned like the
-/// home itself (the agent's user, whoever the hub runs as).
-pub fn install_claude(
+/// Writes `install`'s settings, merged, into `home` (the agent's home on this machine), owned
+/// like the home itself (the agent's user, whoever the hub runs as). A file that cannot be
+/// merged is left alone, with an error saying why.
+pub fn install(
+    install: Install,
     home: &Path,
     binary: &str,
     hooks: &BTreeMap<String, State>,
 ) -> Result<(), String> {
-    let file = home.join(CLAUDE_SETTINGS);
+    let file = home.join(settings_file(install));
     let existing = match std::fs::read_to_string(&file) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
     };
-    let merged = merge_claude_settings(&existing, binary, hooks)
+    let merged = merge(install, &existing, binary, hooks)
         .map_err(|e| format!("{}: {e}; left alone", file.display()))?;
     if merged == existing {
         return Ok(());
@@ -165,7 +272,7 @@ mod tests {
     #[test]
     fn the_users_settings_and_hooks_are_kept_and_ours_replaced_on_every_start() {
         let user = r#"{"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}"#;
-        let once = merge_claude_settings(user, BIN, &hooks()).unwrap();
+        let once = merge_json_hooks(user, BIN, &hooks(), 5).unwrap();
         let v: Value = serde_json::from_str(&once).unwrap();
         assert_eq!(v["model"], "opus");
         let stop = v["hooks"]["Stop"].as_array().unwrap();
@@ -179,21 +286,37 @@ mod tests {
             format!("{BIN} hook Notification permission_prompt")
         );
         // Again: the same file.
-        assert_eq!(merge_claude_settings(&once, BIN, &hooks()).unwrap(), once);
+        assert_eq!(merge_json_hooks(&once, BIN, &hooks(), 5).unwrap(), once);
         // A profile that no longer maps an event: its entry goes, the user's stays.
         let fewer = BTreeMap::from([("Stop".to_string(), State::Idle)]);
         let v: Value =
-            serde_json::from_str(&merge_claude_settings(&once, BIN, &fewer).unwrap()).unwrap();
+            serde_json::from_str(&merge_json_hooks(&once, BIN, &fewer, 5).unwrap()).unwrap();
         assert!(v["hooks"].get("Notification").is_none(), "{v}");
         assert_eq!(v["hooks"]["Stop"].as_array().unwrap().len(), 2);
     }
 
     #[test]
     fn settings_that_are_not_an_object_are_left_alone() {
-        assert!(merge_claude_settings("", BIN, &hooks()).is_ok());
+        assert!(merge_json_hooks("", BIN, &hooks(), 5).is_ok());
         for bad in ["[1]", "{", r#"{"hooks": 3}"#, r#"{"hooks": {"Stop": 1}}"#] {
-            assert!(merge_claude_settings(bad, BIN, &hooks()).is_err(), "{bad}");
+            assert!(merge_json_hooks(bad, BIN, &hooks(), 5).is_err(), "{bad}");
         }
+    }
+
+    /// Installs `which` into a fresh home twice (the second changes nothing), then over a
+    /// broken file (left alone, with an error); returns the first file written.
+    fn installs_once_and_leaves_a_broken_file_alone(which: Install, broken: &str) -> String {
+        let home = tempfile::tempdir().unwrap();
+        install(which, home.path(), BIN, &hooks()).unwrap();
+        let file = home.path().join(settings_file(which));
+        let first = std::fs::read_to_string(&file).unwrap();
+        install(which, home.path(), BIN, &hooks()).unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), first);
+        std::fs::write(&file, broken).unwrap();
+        let e = install(which, home.path(), BIN, &hooks()).unwrap_err();
+        assert!(e.contains("left alone"), "{e}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), broken);
+        first
     }
 
     #[test]
@@ -220,16 +343,60 @@ mod tests {
 
     #[test]
     fn install_writes_once_and_keeps_what_is_there() {
-        let home = tempfile::tempdir().unwrap();
-        install_claude(home.path(), BIN, &hooks()).unwrap();
-        let file = home.path().join(CLAUDE_SETTINGS);
-        let first = std::fs::read_to_string(&file).unwrap();
-        assert!(first.contains("permission_prompt"));
-        install_claude(home.path(), BIN, &hooks()).unwrap();
-        assert_eq!(std::fs::read_to_string(&file).unwrap(), first);
-        std::fs::write(&file, "{ broken").unwrap();
-        let e = install_claude(home.path(), BIN, &hooks()).unwrap_err();
-        assert!(e.contains("left alone"), "{e}");
-        assert_eq!(std::fs::read_to_string(&file).unwrap(), "{ broken");
+        let claude = installs_once_and_leaves_a_broken_file_alone(Install::ClaudeCode, "{ broken");
+        assert!(claude.contains("permission_prompt"));
+        assert!(claude.contains(r#""timeout": 5,"#), "{claude}");
+        let gemini = installs_once_and_leaves_a_broken_file_alone(Install::GeminiCli, "[]");
+        assert!(gemini.contains(r#""timeout": 5000"#), "{gemini}");
+        let codex = installs_once_and_leaves_a_broken_file_alone(Install::Codex, "notify = [");
+        assert_eq!(
+            codex,
+            format!("notify = [\"{BIN}\", \"hook\", \"--notify\"]\n")
+        );
+    }
+
+    #[test]
+    fn gemini_settings_keep_the_users_hooks_and_settings() {
+        let user = r#"{"security": {"auth": {"selectedType": "gemini-api-key"}},
+            "hooks": {"AfterAgent": [{"matcher": "*", "hooks": [{"type": "command", "command": "say done"}]}]}}"#;
+        let gemini = BTreeMap::from([
+            ("AfterAgent".to_string(), State::Idle),
+            ("Notification".to_string(), State::Blocked),
+        ]);
+        let once = merge(Install::GeminiCli, user, BIN, &gemini).unwrap();
+        let v: Value = serde_json::from_str(&once).unwrap();
+        assert_eq!(v["security"]["auth"]["selectedType"], "gemini-api-key");
+        let after = v["hooks"]["AfterAgent"].as_array().unwrap();
+        assert_eq!(after.len(), 2, "{v}");
+        assert_eq!(after[0]["hooks"][0]["command"], "say done");
+        let ours = &after[1]["hooks"][0];
+        assert_eq!(ours["command"], format!("{BIN} hook AfterAgent"));
+        assert_eq!(ours["timeout"], 5000);
+        assert_eq!(
+            merge(Install::GeminiCli, &once, BIN, &gemini).unwrap(),
+            once
+        );
+    }
+
+    #[test]
+    fn codex_config_keeps_the_users_text_and_their_own_notify() {
+        let user = "# mine\nmodel = \"o3\"\n\n[projects.\"/w\"]\ntrust_level = \"trusted\"\n";
+        let once = merge_codex_config(user, BIN).unwrap();
+        let ours = format!("notify = [\"{BIN}\", \"hook\", \"--notify\"]\n");
+        assert_eq!(once, format!("{ours}{user}"));
+        assert_eq!(merge_codex_config(&once, BIN).unwrap(), once);
+        // A last line with no newline gets one, once.
+        let once = merge_codex_config("model = \"o3\"", BIN).unwrap();
+        assert_eq!(once, format!("{ours}model = \"o3\"\n"));
+        assert_eq!(merge_codex_config(&once, BIN).unwrap(), once);
+        // Their own notify program is kept: the hub's is not written, and the caller is told.
+        let theirs = "notify = [\"notify-send\", \"done\"]\nmodel = \"o3\"\n";
+        let e = merge_codex_config(theirs, BIN).unwrap_err();
+        assert!(e.contains("own `notify` (kept)"), "{e}");
+        let other_hub = "notify = [\"/opt/agent-hub\", \"hook\", \"--notify\"]\n";
+        assert!(merge_codex_config(other_hub, BIN).is_err());
+        for bad in ["notify = [", "[x]\n[x]\n", "a = 1\na = 2\n"] {
+            assert!(merge_codex_config(bad, BIN).is_err(), "{bad}");
+        }
     }
 }

@@ -88,27 +88,22 @@ impl Agents {
     /// the screen alone reads the agent then.
     pub(super) fn install_hooks(&self, def: &AgentDef) {
         let profile = (self.handles.profiles)(def.cli_type.as_deref()).profile;
-        let (Some(Install::ClaudeCode), Some(home)) =
-            (profile.signals.install, self.host_home(def))
-        else {
+        let (Some(install), Some(home)) = (profile.signals.install, self.host_home(def)) else {
             return;
         };
-        // Claude Code reads ~/.claude unless CLAUDE_CONFIG_DIR names another directory.
-        let elsewhere = def
-            .env
-            .get("CLAUDE_CONFIG_DIR")
-            .is_some_and(|d| !d.trim_end_matches('/').ends_with("/.claude"));
-        if !def.mounts_hub_binary() || elsewhere {
+        if !def.mounts_hub_binary() || super::hooks::moved(install, &def.env) {
             tracing::info!(
                 agent = %def.id,
-                "Claude Code hooks not written: no hub executable in the container, or \
-                 CLAUDE_CONFIG_DIR is not the home's .claude"
+                "{install:?} hooks not written: no hub executable in the container, or the \
+                 agent's environment moves the CLI's config out of {}",
+                super::hooks::settings_file(install)
             );
             return;
         }
         let binary = super::hub_access::BINARY_IN_CONTAINER;
-        if let Err(e) = super::hooks::install_claude(&home, binary, &profile.signals.hooks) {
-            tracing::warn!(agent = %def.id, "Claude Code hooks not written: {e}");
+        let hooks = &profile.signals.hooks;
+        if let Err(e) = super::hooks::install(install, &home, binary, hooks) {
+            tracing::warn!(agent = %def.id, "{install:?} hooks not written: {e}");
         }
     }
 

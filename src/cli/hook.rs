@@ -6,8 +6,18 @@
 //!
 //! A hook must never get in the CLI's way: whatever the hub answers, the exit code is 0 (a
 //! failure is one line on stderr) unless `--strict`. Claude Code, for one, treats exit code 2
-//! of some hooks as "block this tool call". Standard input (the CLI's JSON about the event) is
-//! not read.
+//! of some hooks as "block this tool call" (Gemini CLI too). Standard input (the CLI's JSON
+//! about the event) is not read, and nothing is printed on standard output without `--json`
+//! (Gemini CLI parses a hook's standard output as JSON).
+//!
+//! Codex's `notify` program cannot name its event on its command line: Codex runs the
+//! configured command with one JSON argument appended (`{"type": "agent-turn-complete", ...}`).
+//! `agent-hub hook --notify PAYLOAD` takes that argument as the value of its option and names
+//! the event by the payload's `type` (so `notify = ["agent-hub", "hook", "--notify"]`), rather
+//! than ignoring trailing arguments: the command line stays strict (one event, at most one
+//! detail, nothing else), the event is what Codex says happened (a later Codex that notifies
+//! more kinds sends them under their own names, which a profile maps or ignores), and the
+//! hub checks it as it checks any event name.
 
 use clap::Args;
 use serde_json::json;
@@ -21,9 +31,14 @@ use crate::client::encode;
 #[derive(Debug, Args)]
 pub struct HookArgs {
     /// The hook event: `Stop`, `UserPromptSubmit`, `Notification`, ...
-    pub event: String,
+    #[arg(required_unless_present = "notify")]
+    pub event: Option<String>,
     /// What the hook matched, when the profile tells matches apart: `permission_prompt`.
     pub detail: Option<String>,
+    /// The JSON object Codex's `notify` program gets as its last argument: the event is its
+    /// `type` (`agent-turn-complete`).
+    #[arg(long, value_name = "PAYLOAD", conflicts_with_all = ["event", "detail"])]
+    pub notify: Option<String>,
     /// The session to report for (default: `AGENT_HUB_SESSION_ID`).
     #[arg(long, env = "AGENT_HUB_SESSION_ID")]
     pub session: Option<String>,
@@ -70,7 +85,18 @@ pub async fn run(args: HookArgs) -> i32 {
         );
         return failed;
     };
-    let reply = tell(&args.opts, &path, &args.event, args.detail.as_deref()).await;
+    let event = match (&args.event, &args.notify) {
+        (Some(event), _) => event.clone(),
+        (None, Some(payload)) => match notify_type(payload) {
+            Some(kind) => kind,
+            None => {
+                eprintln!("agent-hub hook --notify: not a JSON object with a string `type`");
+                return failed;
+            }
+        },
+        (None, None) => unreachable!("clap requires EVENT or --notify"),
+    };
+    let reply = tell(&args.opts, &path, &event, args.detail.as_deref()).await;
     match reply {
         Ok(reply) => {
             if args.opts.json {
@@ -79,11 +105,58 @@ pub async fn run(args: HookArgs) -> i32 {
             0
         }
         Err(e) => {
-            eprintln!("agent-hub hook {}: {e}", args.event);
+            eprintln!("agent-hub hook {event}: {e}");
             if args.opts.json {
                 println!("{}", serde_json::to_string(&e.body).unwrap_or_default());
             }
             failed
         }
+    }
+}
+
+/// The `type` of a `notify` payload (Codex: `{"type": "agent-turn-complete", ...}`).
+fn notify_type(payload: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(payload).ok()?;
+    Some(v.get("type")?.as_str()?.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_notify_payload_names_its_event_by_its_type() {
+        let codex = r#"{"type":"agent-turn-complete","turn-id":"1","input-messages":["hi"]}"#;
+        assert_eq!(notify_type(codex).as_deref(), Some("agent-turn-complete"));
+        for bad in [
+            "",
+            "agent-turn-complete",
+            "[]",
+            r#"{"type": 3}"#,
+            r#"{"kind": "x"}"#,
+        ] {
+            assert_eq!(notify_type(bad), None, "{bad}");
+        }
+    }
+
+    fn parse(args: &[&str]) -> Result<HookArgs, clap::Error> {
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from(["agent-hub", "hook"].iter().chain(args))?;
+        match cli.command {
+            crate::cli::Command::Hook(args) => Ok(args),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_command_line_takes_an_event_or_a_notify_payload_and_nothing_more() {
+        let codex = r#"{"type":"agent-turn-complete"}"#;
+        let args = parse(&["--notify", codex]).unwrap();
+        assert_eq!((args.event, args.notify.as_deref()), (None, Some(codex)));
+        let args = parse(&["Notification", "permission_prompt"]).unwrap();
+        assert_eq!(args.detail.as_deref(), Some("permission_prompt"));
+        assert!(parse(&[]).is_err());
+        assert!(parse(&["Stop", "x", codex]).is_err());
+        assert!(parse(&["Stop", "--notify", codex]).is_err());
     }
 }

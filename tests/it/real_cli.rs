@@ -158,8 +158,13 @@ impl Home {
         env
     }
 
-    fn codex_env(&self, standin: &ModelStandIn) -> Value {
-        let home = self.dir.path().join("codex");
+    pub fn codex_env(&self, standin: &ModelStandIn) -> Value {
+        self.codex_env_in(standin, "codex")
+    }
+
+    /// Codex's environment with its `CODEX_HOME` in `dir` of this home.
+    pub fn codex_env_in(&self, standin: &ModelStandIn, dir: &str) -> Value {
+        let home = self.dir.path().join(dir);
         write_codex_config(&home, standin, &self.proj());
         json!({ "HOME": self.dir.path(), "CODEX_HOME": home, "STANDIN_API_KEY": "sk-standin" })
     }
@@ -339,7 +344,7 @@ impl<'a> RealCli<'a> {
 
     /// Asks for a tool call, which the CLI asks permission for: `blocked` by `rule` once the
     /// screen shows `question`. Returns the latency of that report and the state reported.
-    async fn ask_for_a_tool(&self, question: &str, rule: &str) -> (Duration, Value) {
+    pub async fn ask_for_a_tool(&self, question: &str, rule: &str) -> (Duration, Value) {
         self.submit("please run a tool").await;
         let took = self.latency(|p| p.contains(question), "blocked").await;
         let blocked = self.state().await;

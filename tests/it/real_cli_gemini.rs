@@ -26,7 +26,7 @@ const ROWS: u16 = 30;
 const INPUT_LINE: &str = "Type your message";
 /// Its header, drawn once it has initialized (it takes prompts from then on).
 const HEADER: &str = "Gemini CLI v";
-const QUESTION: &str = "Allow execution of [Shell]?";
+pub const QUESTION: &str = "Allow execution of [Shell]?";
 
 /// Gemini CLI's settings in `home` (`~/.gemini/settings.json`): the API key (the stand-in's)
 /// chosen, so no question about how to sign in; no folder-trust question; no usage statistics,
@@ -65,16 +65,24 @@ pub fn gemini_env(standin: &ModelStandIn, home: &Path) -> Value {
 /// says `Ready` and its input line is up, a second or more (under load) before it has
 /// initialized: a prompt sent then is queued (`Initializing... Prompts will be queued.`) and
 /// joined to the next one. The sign that it is ready is its header, drawn once initialized.
-async fn start<'a>(
+///
+/// `hooked`: with the hooks the hub writes for the profile (`[signals] install`), run with the
+/// session's own hub access.
+pub async fn start<'a>(
     hub: &'a TestHub,
     gemini: &Path,
     standin: &ModelStandIn,
     policy: Option<&str>,
+    hooked: bool,
 ) -> (RealCli<'a>, PathBuf) {
     let home = Home::new();
     write_gemini_settings(home.path());
     let proj = PathBuf::from(home.proj());
     let mut request = session_request(gemini, "gemini", &home, gemini_env(standin, home.path()));
+    if hooked {
+        crate::real_cli_hooks::install_hooks(home.path(), "gemini");
+        crate::real_cli_hooks::with_hub_access(&mut request, "gemini-hooked");
+    }
     request["cols"] = json!(COLS);
     request["rows"] = json!(ROWS);
     if let Some(policy) = policy {
@@ -87,7 +95,7 @@ async fn start<'a>(
 }
 
 /// Waits until Gemini CLI takes prompts (see [`start`]).
-async fn ready(run: &RealCli<'_>) {
+pub async fn ready(run: &RealCli<'_>) {
     // A start on a loaded machine can take well over its usual few seconds.
     let shown = run.shows(INPUT_LINE, Duration::from_secs(90)).await
         && run.shows(HEADER, Duration::from_secs(90)).await;
@@ -115,7 +123,7 @@ async fn gemini_cli_states_on_the_real_cli() {
     let Some(gemini) = cli("gemini") else { return };
     let standin = ModelStandIn::start().await;
     let hub = TestHub::start().await;
-    let (run, proj) = start(&hub, &gemini, &standin, None).await;
+    let (run, proj) = start(&hub, &gemini, &standin, None, false).await;
 
     // Starting: working until it sets its first title (it draws nothing before).
     let starting = run.state().await;
@@ -234,7 +242,7 @@ async fn an_idle_policy_stops_real_gemini_cli_on_time_and_never_while_it_streams
     let shipped = include_str!("../../policies/agents/gemini-cli.toml");
     let (_dir, hub) = policy_hub_with_stuck_after("gemini-cli", shipped, 2).await;
     let mut events = hub.hub.subscribe_events();
-    let (run, proj) = start(&hub, &gemini, &standin, Some("fast-idle")).await;
+    let (run, proj) = start(&hub, &gemini, &standin, Some("fast-idle"), false).await;
     // Starting for seconds with a still, empty screen: not idle, so not stopped.
     ready(&run).await;
     run.wait_state("idle").await;

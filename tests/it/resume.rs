@@ -356,6 +356,18 @@ async fn codex_resumes_its_session_when_the_hub_starts_it_again() {
     settle(hub, "cx").await;
     prompt(hub, &standin, "cx", "remember the word KIWI").await;
     settle(hub, "cx").await;
+    // The hub wrote its `notify` over the seeded config (kept), and the turn's end came by it.
+    let config = std::path::Path::new(&fresh.dir).join("agents/cx/home/.codex/config.toml");
+    let config = std::fs::read_to_string(config).unwrap();
+    let notify = format!(
+        "notify = [\"{}\", \"hook\", \"--notify\"]\n",
+        agent_hub::agents::hub_access::BINARY_IN_CONTAINER
+    );
+    assert!(
+        config.starts_with(&notify) && config.contains("[model_providers.standin]"),
+        "{config}"
+    );
+    state_when(hub, "cx", |s| s["source"] == "hook:agent-turn-complete").await;
     let (status, v) = hub
         .call_status(Method::POST, "/v1/agents/cx/stop", json!({}))
         .await;
