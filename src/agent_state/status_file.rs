@@ -51,6 +51,7 @@ impl StatusFileSpec {
             pid: u32::try_from(v["pid"].as_u64()?).ok()?,
             started_at_ms: v["startedAt"].as_u64().unwrap_or(0),
             status: v[self.field.as_str()].as_str().map(str::to_string),
+            status_at_ms: v["statusUpdatedAt"].as_u64().unwrap_or(0),
         })
     }
 
@@ -68,6 +69,9 @@ pub struct Entry {
     /// When the program started (ms since the epoch).
     pub started_at_ms: u64,
     pub status: Option<String>,
+    /// When the status was written (`statusUpdatedAt`, ms; 0 when the file does not say): a
+    /// status written again is news (`busy` and back to `idle` between two looks).
+    pub status_at_ms: u64,
 }
 
 /// Whether a status file's file name is one (`<pid>.json`).
@@ -130,14 +134,15 @@ mod tests {
     #[test]
     fn a_file_says_its_program_its_start_and_its_status() {
         let spec = claude();
-        let text = r#"{"pid":25708,"startedAt":1795677101570,"status":"waiting","waitingFor":"permission prompt"}"#;
+        let text = r#"{"pid":25708,"startedAt":1795677101570,"status":"waiting","waitingFor":"permission prompt","statusUpdatedAt":1795677116828}"#;
         let entry = spec.parse(text).unwrap();
         assert_eq!(
             entry,
             Entry {
                 pid: 25708,
                 started_at_ms: 1795677101570,
-                status: Some("waiting".into())
+                status: Some("waiting".into()),
+                status_at_ms: 1795677116828,
             }
         );
         assert_eq!(
@@ -175,6 +180,7 @@ mod tests {
             pid,
             started_at_ms,
             status: Some(format!("{pid}")),
+            status_at_ms: 0,
         };
         let files = [e(10, 100), e(11, 300), e(12, 200), e(13, 50)];
         // Any program (a container's home): the newest.

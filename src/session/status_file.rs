@@ -95,7 +95,8 @@ async fn follow(
         false => 0,
     };
     let mut files = Files::default();
-    let mut last: Option<String> = None;
+    // The status last adopted, and when the program wrote it.
+    let mut last: Option<(String, u64)> = None;
     loop {
         tokio::select! {
             _ = cancel.cancelled() => return,
@@ -109,10 +110,10 @@ async fn follow(
         files.refresh(&spec.dir_in(&home.dir, &home.env), spec);
         let terminal = s.backend.pid();
         let ours = |pid: u32| !home.on_host || crate::process::session_of(pid) == terminal;
-        let status =
-            status_file::pick(files.entries(), not_before_ms, ours).and_then(|e| e.status.clone());
+        let status = status_file::pick(files.entries(), not_before_ms, ours)
+            .and_then(|e| Some((e.status.clone()?, e.status_at_ms)));
         if status != last {
-            if let Some(status) = &status {
+            if let Some((status, _)) = &status {
                 s.note_status(spec, status);
             }
             last = status;
