@@ -359,6 +359,33 @@ impl<'a> RealCli<'a> {
         }
     }
 
+    /// Polls the hub's state until the pane satisfies `done` (within `within`), failing at
+    /// any state but `working` (the hold after our own input counts as `working`). Returns the
+    /// rules that read it. The state is asked before the pane is looked at, so a state is only
+    /// held against a pane that did not satisfy `done` yet when it was reported.
+    pub async fn working_until(
+        &self,
+        within: Duration,
+        done: impl Fn(&str) -> bool,
+    ) -> Vec<String> {
+        let deadline = Instant::now() + within;
+        let mut rules: Vec<String> = Vec::new();
+        loop {
+            let s = self.state().await;
+            let pane = self.pane();
+            if done(&pane) {
+                return rules;
+            }
+            assert_eq!(s["state"], "working", "{s}\npane:\n{pane}");
+            let rule = s["rule"].as_str().unwrap_or_default().to_string();
+            if rules.last() != Some(&rule) {
+                rules.push(rule);
+            }
+            assert!(Instant::now() < deadline, "{s}\npane:\n{pane}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// A state held for `for_` (polled every 100 ms).
     pub async fn holds(&self, want: &str, for_: Duration) {
         let until = Instant::now() + for_;

@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::time::Instant;
 
 use crate::model_standin::{ModelStandIn, AFTER_TOOL, INSTANT, MENTIONED_FILE};
 use crate::real_cli::{
@@ -134,29 +133,6 @@ fn at_prompt(pane: &str) -> bool {
     last_line(pane) == ">"
 }
 
-/// Polls the hub's state until the pane satisfies `done`, failing at any state but `working`
-/// (the hold after our own input counts as `working`). Returns the rules that read it. The
-/// state is asked before the pane is looked at, so a state is only held against a pane that
-/// did not satisfy `done` yet when it was reported.
-async fn working_until(run: &RealCli<'_>, done: impl Fn(&str) -> bool) -> Vec<String> {
-    let deadline = Instant::now() + T;
-    let mut rules: Vec<String> = Vec::new();
-    loop {
-        let s = run.state().await;
-        let pane = run.pane();
-        if done(&pane) {
-            return rules;
-        }
-        assert_eq!(s["state"], "working", "{s}\npane:\n{pane}");
-        let rule = s["rule"].as_str().unwrap_or_default().to_string();
-        if rules.last() != Some(&rule) {
-            rules.push(rule);
-        }
-        assert!(Instant::now() < deadline, "{s}\npane:\n{pane}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// Idle at its prompt; working from the submit to the end of a slow stream (no spinner while
 /// the words arrive, and no prompt below them); blocked on `Add file to the chat?`; idle again
 /// after the answer. Each read through the hub's state API, with the latency of each change.
@@ -177,7 +153,7 @@ async fn aider_states_on_the_real_cli() {
     for i in 0..3 {
         run.submit(&format!("say something {i}")).await;
         if i == 0 {
-            working_until(&run, |p| {
+            run.working_until(T, |p| {
                 p.contains("Updating repo map") || p.contains(INSTANT)
             })
             .await;
@@ -206,15 +182,17 @@ async fn aider_states_on_the_real_cli() {
     // spinner, then the words growing a second apart with nothing below them), never
     // anything else, until the prompt is back.
     run.submit("answer slowly").await;
-    let waited = working_until(&run, |p| p.contains("Waiting for") || p.contains("word0")).await;
+    let waited = run
+        .working_until(T, |p| p.contains("Waiting for") || p.contains("word0"))
+        .await;
     if run.pane().contains("Waiting for") {
         run.record("working-waiting-for-model", false);
     }
-    let streamed = working_until(&run, |p| p.contains("word2")).await;
+    let streamed = run.working_until(T, |p| p.contains("word2")).await;
     run.record("working-streaming", false);
     let growing = |e: &str| e.starts_with("word0 word1 word2");
     run.works_by(Duration::from_secs(2), "reply", growing).await;
-    let rest = working_until(&run, |p| p.contains("word7")).await;
+    let rest = run.working_until(T, |p| p.contains("word7")).await;
     println!("aider working rules: {waited:?} {streamed:?} {rest:?}");
     samples.push(run.latency(at_prompt, "idle").await);
     run.record("idle-after-slow-answer", false);

@@ -23,6 +23,9 @@ use crate::support::{wait_until, TestHub};
 const INPUT_BOX: &str = "Ask anything";
 /// Its permission question (the input box gives way to it).
 const QUESTION: &str = "△ Permission required";
+/// How long the first turn of a process may take: opencode sets up its provider first, 8 to
+/// 15 s with the spinner turning on a loaded machine (the whole suite on two cores: longer).
+const FIRST_TURN: Duration = Duration::from_secs(90);
 
 /// The pinned version (`opencode-ai` in tests/agent-clis/package.json).
 fn pinned_version() -> String {
@@ -142,22 +145,22 @@ async fn opencode_states_on_the_real_cli() {
     run.record("idle-prompt", false);
 
     let mut samples = Vec::new();
-    // Instant answers: idle again. The first turn of a process sets up its provider first
-    // (seconds, the spinner turning): working meanwhile.
+    // Instant answers: idle again. The first turn (see [`FIRST_TURN`]) is working throughout:
+    // the prompt left in the input box for a second or two, the session's view without the
+    // spinner for about a second more, then the spinner until the answer. It is waited for
+    // longer than a latency sample may take.
     for i in 0..3 {
         run.submit(&format!("say something {i}")).await;
-        if i == 0 {
-            let spinning = || async {
-                let p = run.pane();
-                p.contains(INSTANT) || p.contains("esc interrupt")
-            };
-            assert!(wait_until(T, spinning).await, "{}", run.pane());
-            if !run.pane().contains(INSTANT) {
-                run.record("working-first-turn", false);
-            }
-        }
         let answered = |p: &str| p.matches(INSTANT).count() > i && at_rest(p);
-        samples.push(run.latency(answered, "idle").await);
+        if i > 0 {
+            samples.push(run.latency(answered, "idle").await);
+            continue;
+        }
+        let before_spinner = run.working_until(T, |p| p.contains("esc interrupt")).await;
+        run.record("working-first-turn", false);
+        let spinning = run.working_until(FIRST_TURN, answered).await;
+        println!("opencode first turn working rules: {before_spinner:?} {spinning:?}");
+        run.wait_state("idle").await;
     }
     run.record("idle-after-instant-answer", false);
 
@@ -221,7 +224,8 @@ async fn opencode_states_on_the_real_cli() {
 
 /// An idle policy (3 s) on a real opencode: not stopped while it starts (seconds of a blank
 /// screen); never stopped while a reply streams a word a second, nor reported stuck with a
-/// stuck detector of 3 s (the growing words are progress); stopped on time once idle after
+/// stuck detector of 5 s (the growing words are progress; before the first one, 2 to 3 s or
+/// more under load pass with nothing but the spinner moving); stopped on time once idle after
 /// its question was answered.
 #[tokio::test]
 async fn an_idle_policy_stops_real_opencode_on_time_and_never_while_it_streams() {
@@ -230,14 +234,14 @@ async fn an_idle_policy_stops_real_opencode_on_time_and_never_while_it_streams()
     };
     let standin = ModelStandIn::start().await;
     let shipped = include_str!("../../policies/agents/opencode.toml");
-    let (_dir, hub) = policy_hub_with_stuck_after("opencode", shipped, 3).await;
+    let (_dir, hub) = policy_hub_with_stuck_after("opencode", shipped, 5).await;
     let mut events = hub.hub.subscribe_events();
     let (run, proj) = start(&hub, &opencode, &standin, Some("fast-idle")).await;
 
     // A first message: opencode sets up its provider first (seconds with nothing but the
-    // spinner, which a stuck detector of 3 s would call stuck).
+    // spinner, which a stuck detector of 5 s would call stuck).
     run.submit("say something").await;
-    let answered = wait_until(T, || async {
+    let answered = wait_until(FIRST_TURN, || async {
         let p = run.pane();
         p.contains(INSTANT) && at_rest(&p)
     })
