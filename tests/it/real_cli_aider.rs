@@ -153,10 +153,8 @@ async fn aider_states_on_the_real_cli() {
     for i in 0..3 {
         run.submit(&format!("say something {i}")).await;
         if i == 0 {
-            run.working_until(T, |p| {
-                p.contains("Updating repo map") || p.contains(INSTANT)
-            })
-            .await;
+            let mapped = |p: &str| p.contains("Updating repo map") || p.contains(INSTANT);
+            run.working_until(T, mapped, |_| false).await;
             if run.pane().contains("Updating repo map") {
                 run.record("working-updating-repo-map", false);
             }
@@ -183,16 +181,24 @@ async fn aider_states_on_the_real_cli() {
     // anything else, until the prompt is back.
     run.submit("answer slowly").await;
     let waited = run
-        .working_until(T, |p| p.contains("Waiting for") || p.contains("word0"))
+        .working_until(
+            T,
+            |p| p.contains("Waiting for") || p.contains("word0"),
+            |_| false,
+        )
         .await;
     if run.pane().contains("Waiting for") {
         run.record("working-waiting-for-model", false);
     }
-    let streamed = run.working_until(T, |p| p.contains("word2")).await;
+    let streamed = run
+        .working_until(T, |p| p.contains("word2"), |_| false)
+        .await;
     run.record("working-streaming", false);
     let growing = |e: &str| e.starts_with("word0 word1 word2");
     run.works_by(Duration::from_secs(2), "reply", growing).await;
-    let rest = run.working_until(T, |p| p.contains("word7")).await;
+    let rest = run
+        .working_until(T, |p| p.contains("word7"), |_| false)
+        .await;
     println!("aider working rules: {waited:?} {streamed:?} {rest:?}");
     samples.push(run.latency(at_prompt, "idle").await);
     run.record("idle-after-slow-answer", false);
