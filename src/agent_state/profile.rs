@@ -42,6 +42,10 @@ const BUILTIN: &[(&str, &str)] = &[
         "gemini-cli.toml",
         include_str!("../../policies/agents/gemini-cli.toml"),
     ),
+    (
+        "opencode.toml",
+        include_str!("../../policies/agents/opencode.toml"),
+    ),
 ];
 
 /// The profile used when a session names no known `cli_type`.
@@ -580,7 +584,14 @@ mod tests {
         let set = ProfileSet::default();
         assert_eq!(
             set.names(),
-            ["aider", "claude-code", "codex", "gemini-cli", "shell"]
+            [
+                "aider",
+                "claude-code",
+                "codex",
+                "gemini-cli",
+                "opencode",
+                "shell"
+            ]
         );
         assert_eq!(set.for_cli_type(Some("nope")).name, "shell");
         assert_eq!(set.for_cli_type(Some("codex")).name, "codex");

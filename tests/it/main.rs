@@ -34,6 +34,7 @@ mod real_cli_aider;
 mod real_cli_docker;
 mod real_cli_gemini;
 mod real_cli_hooks;
+mod real_cli_opencode;
 mod redaction;
 mod resume;
 mod routing;

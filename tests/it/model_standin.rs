@@ -2,8 +2,9 @@
 //! loopback): the Anthropic Messages API with SSE streaming (Claude Code, through
 //! `ANTHROPIC_BASE_URL`), the OpenAI Responses API with SSE (Codex, through a custom
 //! `model_providers` entry), the OpenAI Chat Completions API, streamed or not (Aider, through
-//! `OPENAI_API_BASE`) and the Gemini API with SSE (Gemini CLI, through
-//! `GOOGLE_GEMINI_BASE_URL`). The turn is scripted by the user's last words:
+//! `OPENAI_API_BASE`; opencode, through a provider of its config) and the Gemini API with SSE
+//! (Gemini CLI, through `GOOGLE_GEMINI_BASE_URL`). The turn is scripted by the user's last
+//! words:
 //! - `answer slowly`: a reply streamed one word a second ([`SLOW_WORDS`] words);
 //! - `run a tool`: a shell tool call (`touch made-by-tool.txt`) that makes the CLI ask for
 //!   permission; the turn after the tool's result answers `The file is made.`. Aider has no
@@ -41,6 +42,8 @@ pub const SLOW_WORDS: usize = 8;
 /// The instant reply and the reply after a tool call.
 pub const INSTANT: &str = "Instant answer here.";
 pub const AFTER_TOOL: &str = "The file is made.";
+/// The title given to a CLI that asks for one (opencode, for a new session).
+pub const TITLE: &str = "Stand-in task";
 /// The file Aider is pointed at by `run a tool` (the test commits it in Aider's repository).
 pub const MENTIONED_FILE: &str = "hello.py";
 
@@ -392,15 +395,22 @@ async fn responses(State(shared): State<Shared>, Json(body): Json<Value>) -> Res
     })
 }
 
-/// The OpenAI Chat Completions API as Aider calls it: its chat streamed, its commit messages
-/// (after an edit) not. Aider appends a reminder of its edit format to the typed text, which
-/// can hold any word, so the script reads the last user message's first line only; the
-/// message Aider sends by itself once a file was added to the chat is the turn after a tool.
+/// The OpenAI Chat Completions API as Aider and opencode call it.
+/// - Aider: its chat streamed, its commit messages (after an edit) not. It appends a reminder
+///   of its edit format to the typed text, which can hold any word, so the script reads the
+///   last user message's first line only; the message Aider sends by itself once a file was
+///   added to the chat is the turn after a tool.
+/// - opencode: every call streamed (usage asked for in the last chunk). A turn carries its
+///   tools (`bash` among them), so `run a tool` gets a `bash` tool call; the tool's result
+///   comes back as a last message of role `tool`. A new session's first prompt is also sent
+///   in a call of its own, with no tools, for a title ([`TITLE`]).
 async fn chat_completions(State(shared): State<Shared>, Json(body): Json<Value>) -> Response {
     shared.bodies.lock().unwrap().push(body.clone());
-    let text = body["messages"]
-        .as_array()
-        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let text = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
         .map(|m| match &m["content"] {
             Value::Array(parts) => parts
                 .iter()
@@ -411,17 +421,36 @@ async fn chat_completions(State(shared): State<Shared>, Json(body): Json<Value>)
         })
         .unwrap_or_default();
     let first_line = text.lines().next().unwrap_or_default();
-    let turn = turn_for(
-        first_line,
-        first_line.starts_with("I added these files to the chat"),
-    );
+    let after_tool = first_line.starts_with("I added these files to the chat")
+        || messages.last().is_some_and(|m| m["role"] == "tool");
+    let wants_title = body.get("tools").is_none()
+        && messages.first().is_some_and(|m| {
+            m["role"] == "system"
+                && m["content"]
+                    .as_str()
+                    .is_some_and(|s| s.contains("title generator"))
+        });
+    let has_bash = body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|t| t["function"]["name"] == "bash");
+    let turn = if wants_title {
+        Turn::Instant
+    } else {
+        turn_for(first_line, after_tool)
+    };
     if turn == Turn::Error {
         return error_400();
     }
     let pieces = match turn {
+        _ if wants_title => vec![TITLE.to_string()],
         Turn::Tool => vec![format!("Please look at {MENTIONED_FILE} for the details.")],
         _ => words(&turn),
     };
+    let tool_call = turn == Turn::Tool && has_bash;
+    let usage = (body["stream_options"]["include_usage"] == true)
+        .then(|| json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}));
     let model = body["model"].clone();
     let created = 1_700_000_000;
     if body["stream"] != true {
@@ -440,20 +469,42 @@ async fn chat_completions(State(shared): State<Shared>, Json(body): Json<Value>)
                    "created": created, "model": model,
                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
         };
-        tx.data(chunk(
-            json!({"role": "assistant", "content": ""}),
-            Value::Null,
-        ))
-        .await;
-        for (i, w) in pieces.iter().enumerate() {
-            if turn == Turn::Slow {
-                tokio::time::sleep(Duration::from_secs(1)).await;
+        let finish = if tool_call {
+            let args = json!({"command": "touch made-by-tool.txt", "description": "Create a file"});
+            tx.data(chunk(
+                json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0,
+                       "id": call_id("call"), "type": "function",
+                       "function": {"name": "bash", "arguments": ""}}]}),
+                Value::Null,
+            ))
+            .await;
+            tx.data(chunk(
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": args.to_string()}}]}),
+                Value::Null,
+            ))
+            .await;
+            "tool_calls"
+        } else {
+            tx.data(chunk(
+                json!({"role": "assistant", "content": ""}),
+                Value::Null,
+            ))
+            .await;
+            for (i, w) in pieces.iter().enumerate() {
+                if turn == Turn::Slow {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                let piece = if i == 0 { w.clone() } else { format!(" {w}") };
+                tx.data(chunk(json!({ "content": piece }), Value::Null))
+                    .await;
             }
-            let piece = if i == 0 { w.clone() } else { format!(" {w}") };
-            tx.data(chunk(json!({ "content": piece }), Value::Null))
-                .await;
+            "stop"
+        };
+        let mut last = chunk(json!({}), json!(finish));
+        if let Some(usage) = usage {
+            last["usage"] = usage;
         }
-        tx.data(chunk(json!({}), json!("stop"))).await;
+        tx.data(last).await;
         tx.data("[DONE]").await;
     })
 }

@@ -3,7 +3,8 @@
 //! stand-in of their model APIs ([`crate::model_standin`]): every state their profiles claim,
 //! and how soon a state change on the screen is reported (p50/p95 printed). Without the CLIs
 //! the tests skip and say so; `AGENT_HUB_REAL_CLI_TESTS=required` (CI) makes them fail instead.
-//! Aider's tests are in [`crate::real_cli_aider`], on the helpers here.
+//! Aider's, Gemini CLI's and opencode's tests are in [`crate::real_cli_aider`],
+//! [`crate::real_cli_gemini`] and [`crate::real_cli_opencode`], on the helpers here.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -198,6 +199,20 @@ impl<'a> RealCli<'a> {
     ) -> Self {
         let home = Home::new();
         let request = session_request(program, cli_type, &home, env(&home));
+        Self::launch(hub, home, request, None).await
+    }
+
+    /// Starts the CLI of `request` (a [`session_request`] for `home`), under `policy` if
+    /// given; the hub must take it without a warning.
+    pub async fn launch(
+        hub: &'a TestHub,
+        home: Home,
+        mut request: Value,
+        policy: Option<&str>,
+    ) -> Self {
+        if let Some(policy) = policy {
+            request["policy"] = json!(policy);
+        }
         let (status, v) = hub.post("/v1/pty/sessions", request).await;
         assert_eq!(status, 200, "{v}");
         assert_eq!(v["warnings"], json!([]), "{v}");
@@ -244,6 +259,23 @@ impl<'a> RealCli<'a> {
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+    }
+
+    /// With `AGENT_HUB_RECORD_SCREENS=DIR`, the pane as `DIR/NAME.txt` (trailing blank rows
+    /// cut) and, with `title`, its window title as `DIR/NAME.title`: the form of
+    /// tests/fixtures/screens (re-record them when a pinned version changes).
+    pub fn record(&self, name: &str, title: bool) {
+        let Ok(dir) = std::env::var("AGENT_HUB_RECORD_SCREENS") else {
+            return;
+        };
+        let dir = Path::new(&dir);
+        std::fs::create_dir_all(dir).unwrap();
+        let pane = self.pane();
+        let text = pane.trim_end_matches(['\n', ' ']);
+        std::fs::write(dir.join(format!("{name}.txt")), format!("{text}\n")).unwrap();
+        if title {
+            std::fs::write(dir.join(format!("{name}.title")), self.title() + "\n").unwrap();
+        }
     }
 
     /// Whether the pane shows `text` within `within`.
@@ -309,7 +341,9 @@ impl<'a> RealCli<'a> {
     }
 
     /// A slow stream of 8 s, longer than the 3 s idle timeout of `fast-idle`, until the pane
-    /// satisfies `done`: never stuck, never stopped (`events` subscribed before).
+    /// satisfies `done`: never stopped, and never stuck while its words come (checked from the
+    /// second word on: before the first a CLI may show nothing but a spinner for seconds under
+    /// load, and by the second the hub has seen the first) (`events` subscribed before).
     pub async fn streams_unstopped(
         &self,
         events: &mut tokio::sync::broadcast::Receiver<agent_hub::protocol::HubEvent>,
@@ -318,8 +352,11 @@ impl<'a> RealCli<'a> {
         self.submit("answer slowly").await;
         let streamed = wait_until(Duration::from_secs(30), || async {
             let s = self.state().await;
-            assert_eq!(s["stuck"], false, "stuck while streaming: {s}");
-            done(&self.pane())
+            let pane = self.pane();
+            if pane.contains("word1") {
+                assert_eq!(s["stuck"], false, "stuck while streaming: {s}");
+            }
+            done(&pane)
         })
         .await;
         assert!(streamed, "{}", self.pane());
@@ -332,6 +369,35 @@ impl<'a> RealCli<'a> {
         }
     }
 
+    /// Polls the hub's state until the pane satisfies `done` (within `within`), failing at
+    /// any state but `working` (the hold after our own input counts as `working`) or one that
+    /// `also` accepts. Returns the rules that read it. The state is asked before the pane is
+    /// looked at, so a state is only held against a pane that did not satisfy `done` yet when
+    /// it was reported.
+    pub async fn working_until(
+        &self,
+        within: Duration,
+        done: impl Fn(&str) -> bool,
+        also: impl Fn(&Value) -> bool,
+    ) -> Vec<String> {
+        let deadline = Instant::now() + within;
+        let mut rules: Vec<String> = Vec::new();
+        loop {
+            let s = self.state().await;
+            let pane = self.pane();
+            if done(&pane) {
+                return rules;
+            }
+            assert!(s["state"] == "working" || also(&s), "{s}\npane:\n{pane}");
+            let rule = s["rule"].as_str().unwrap_or_default().to_string();
+            if rules.last() != Some(&rule) {
+                rules.push(rule);
+            }
+            assert!(Instant::now() < deadline, "{s}\npane:\n{pane}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// A state held for `for_` (polled every 100 ms).
     pub async fn holds(&self, want: &str, for_: Duration) {
         let until = Instant::now() + for_;
@@ -340,6 +406,39 @@ impl<'a> RealCli<'a> {
             assert_eq!(s["state"], want, "{s}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// Waits until the hub reports `idle` at the prompt (the rule `prompt`) by the shipped
+    /// profile `profile`, checked with `checked_with` (`NAME VERSION`); returns that state.
+    pub async fn idle_at_prompt(&self, profile: &str, checked_with: &str) -> Value {
+        let idle = self.wait_state("idle").await;
+        assert_eq!(idle["profile"], profile, "{idle}");
+        assert_eq!(idle["rule"], "prompt", "{idle}");
+        assert_eq!(
+            idle["profile_checked_with"],
+            json!([checked_with]),
+            "{idle}"
+        );
+        idle
+    }
+
+    /// Under the `fast-idle` policy (`events` subscribed before the CLI started): asks for a
+    /// tool call and answers the CLI's `question` with `keys` (after a pause, so the TUI takes
+    /// them as keys); once the reply after it shows, the agent is idle and stopped 3 s after
+    /// its last activity.
+    pub async fn answered_then_stopped_on_time(
+        &self,
+        question: &str,
+        keys: &[&str],
+        events: tokio::sync::broadcast::Receiver<agent_hub::protocol::HubEvent>,
+    ) {
+        self.submit("please run a tool").await;
+        assert!(self.shows(question, T).await, "{}", self.pane());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        self.keys(keys).await;
+        assert!(self.shows(AFTER_TOOL, T).await, "{}", self.pane());
+        let session = self.hub.hub.get(&self.id).unwrap();
+        crate::policy_support::assert_stopped_on_time(self.hub, session, events).await;
     }
 
     /// Asks for a tool call, which the CLI asks permission for: `blocked` by `rule` once the
@@ -395,6 +494,14 @@ pub async fn hub_without_status_file() -> (tempfile::TempDir, TestHub) {
     std::fs::write(dir.path().join("agents/claude-code.toml"), profile).unwrap();
     let hub = crate::policy_support::hub_with_policies(&dir, "").await;
     (dir, hub)
+}
+
+/// The pane's last line that is not blank.
+pub fn last_line(pane: &str) -> &str {
+    pane.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default()
 }
 
 fn percentile(samples: &mut [Duration], p: f64) -> Duration {
@@ -642,13 +749,8 @@ async fn an_idle_policy_stops_real_claude_code_on_time_and_never_while_it_stream
         .await;
 
     // A tool call, answered; then idle, and stopped 3 s after its last activity.
-    run.submit("please run a tool").await;
-    assert!(run.shows("Do you want to proceed?", T).await);
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    run.keys(&["1"]).await;
-    assert!(run.shows(AFTER_TOOL, T).await);
-    let session = hub.hub.get(&run.id).unwrap();
-    crate::policy_support::assert_stopped_on_time(&hub, session, events).await;
+    run.answered_then_stopped_on_time("Do you want to proceed?", &["1"], events)
+        .await;
 }
 
 /// The stability fallback on a real CLI, held still: with a profile of no rules (only the

@@ -13,16 +13,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::time::Instant;
 
 use crate::model_standin::{ModelStandIn, AFTER_TOOL, INSTANT, MENTIONED_FILE};
 use crate::real_cli::{
-    cli, policy_hub_with_stuck_after, report_latency, session_request, Home, RealCli,
+    cli, last_line, policy_hub_with_stuck_after, report_latency, session_request, Home, RealCli, T,
 };
 use crate::support::{wait_until, TestHub};
-
-/// How long a state or a screen is waited for, unless a step says otherwise.
-const T: Duration = Duration::from_secs(30);
 
 /// The question a reply naming [`MENTIONED_FILE`] raises.
 const ADD_FILE: &str = "Add file to the chat?";
@@ -125,68 +121,16 @@ async fn start_aider<'a>(
     request["args"] = aider_args(&home);
     request["cols"] = json!(120);
     request["rows"] = json!(30);
-    if let Some(policy) = policy {
-        request["policy"] = json!(policy);
-    }
-    let (status, v) = hub.post("/v1/pty/sessions", request).await;
-    assert_eq!(status, 200, "{v}");
-    assert_eq!(v["warnings"], json!([]), "{v}");
-    let run = RealCli::started(hub, home, &v);
+    let run = RealCli::launch(hub, home, request, policy).await;
     // About 3 s on an idle machine; the whole suite on two cores can take much longer.
     let up = wait_until(Duration::from_secs(90), || async { at_prompt(&run.pane()) }).await;
     assert!(up, "no Aider prompt; pane:\n{}", run.pane());
     run
 }
 
-/// The pane's last line that is not blank.
-fn last_line(pane: &str) -> &str {
-    pane.lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or_default()
-}
-
 /// Whether the pane's last line is Aider's empty prompt `>`.
 fn at_prompt(pane: &str) -> bool {
     last_line(pane) == ">"
-}
-
-/// With `AGENT_HUB_RECORD_SCREENS=DIR`, the pane as `DIR/NAME.txt` (trailing blank rows cut).
-fn record(run: &RealCli, name: &str) {
-    let Ok(dir) = std::env::var("AGENT_HUB_RECORD_SCREENS") else {
-        return;
-    };
-    let pane = run.pane();
-    let text = pane.trim_end_matches(['\n', ' ']);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        Path::new(&dir).join(format!("{name}.txt")),
-        format!("{text}\n"),
-    )
-    .unwrap();
-}
-
-/// Polls the hub's state until the pane satisfies `done`, failing at any state but `working`
-/// (the hold after our own input counts as `working`). Returns the rules that read it. The
-/// state is asked before the pane is looked at, so a state is only held against a pane that
-/// did not satisfy `done` yet when it was reported.
-async fn working_until(run: &RealCli<'_>, done: impl Fn(&str) -> bool) -> Vec<String> {
-    let deadline = Instant::now() + T;
-    let mut rules: Vec<String> = Vec::new();
-    loop {
-        let s = run.state().await;
-        let pane = run.pane();
-        if done(&pane) {
-            return rules;
-        }
-        assert_eq!(s["state"], "working", "{s}\npane:\n{pane}");
-        let rule = s["rule"].as_str().unwrap_or_default().to_string();
-        if rules.last() != Some(&rule) {
-            rules.push(rule);
-        }
-        assert!(Instant::now() < deadline, "{s}\npane:\n{pane}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// Idle at its prompt; working from the submit to the end of a slow stream (no spinner while
@@ -199,16 +143,9 @@ async fn aider_states_on_the_real_cli() {
     let hub = TestHub::start().await;
     let run = start_aider(&hub, &aider, &standin, None).await;
 
-    let idle = run.wait_state("idle").await;
-    assert_eq!(idle["profile"], "aider", "{idle}");
-    assert_eq!(idle["rule"], "prompt", "{idle}");
-    let checked_with = format!("aider {}", pinned_version());
-    assert_eq!(
-        idle["profile_checked_with"],
-        json!([checked_with]),
-        "{idle}"
-    );
-    record(&run, "idle-prompt");
+    run.idle_at_prompt("aider", &format!("aider {}", pinned_version()))
+        .await;
+    run.record("idle-prompt", false);
 
     let mut samples = Vec::new();
     // Instant answers: idle again. Before the first, Aider scans the repository for its map
@@ -216,12 +153,10 @@ async fn aider_states_on_the_real_cli() {
     for i in 0..3 {
         run.submit(&format!("say something {i}")).await;
         if i == 0 {
-            working_until(&run, |p| {
-                p.contains("Updating repo map") || p.contains(INSTANT)
-            })
-            .await;
+            let mapped = |p: &str| p.contains("Updating repo map") || p.contains(INSTANT);
+            run.working_until(T, mapped, |_| false).await;
             if run.pane().contains("Updating repo map") {
-                record(&run, "working-updating-repo-map");
+                run.record("working-updating-repo-map", false);
             }
         }
         let answered = |p: &str| p.matches(INSTANT).count() > i && at_prompt(p);
@@ -237,7 +172,7 @@ async fn aider_states_on_the_real_cli() {
     assert!(shown, "{}", run.pane());
     let typing = run.wait_state("working").await;
     assert_eq!(typing["rule"], "reply", "{typing}");
-    record(&run, "working-typed-not-sent");
+    run.record("working-typed-not-sent", false);
     run.keys(&["C-u"]).await;
     assert_eq!(run.wait_state("idle").await["rule"], "prompt");
 
@@ -245,18 +180,28 @@ async fn aider_states_on_the_real_cli() {
     // spinner, then the words growing a second apart with nothing below them), never
     // anything else, until the prompt is back.
     run.submit("answer slowly").await;
-    let waited = working_until(&run, |p| p.contains("Waiting for") || p.contains("word0")).await;
+    let waited = run
+        .working_until(
+            T,
+            |p| p.contains("Waiting for") || p.contains("word0"),
+            |_| false,
+        )
+        .await;
     if run.pane().contains("Waiting for") {
-        record(&run, "working-waiting-for-model");
+        run.record("working-waiting-for-model", false);
     }
-    let streamed = working_until(&run, |p| p.contains("word2")).await;
-    record(&run, "working-streaming");
+    let streamed = run
+        .working_until(T, |p| p.contains("word2"), |_| false)
+        .await;
+    run.record("working-streaming", false);
     let growing = |e: &str| e.starts_with("word0 word1 word2");
     run.works_by(Duration::from_secs(2), "reply", growing).await;
-    let rest = working_until(&run, |p| p.contains("word7")).await;
+    let rest = run
+        .working_until(T, |p| p.contains("word7"), |_| false)
+        .await;
     println!("aider working rules: {waited:?} {streamed:?} {rest:?}");
     samples.push(run.latency(at_prompt, "idle").await);
-    record(&run, "idle-after-slow-answer");
+    run.record("idle-after-slow-answer", false);
 
     // A reply naming a file of the repository: Aider asks to add it; blocked.
     run.submit("please run a tool").await;
@@ -268,21 +213,21 @@ async fn aider_states_on_the_real_cli() {
         blocked["evidence"].to_string().contains(ADD_FILE),
         "{blocked}"
     );
-    record(&run, "blocked-add-file");
+    run.record("blocked-add-file", false);
 
     // Yes: Aider adds the file and asks the model again by itself, which answers at once;
     // idle, with the file listed above the prompt.
     tokio::time::sleep(Duration::from_millis(300)).await;
     run.keys(&["y", "Enter"]).await;
     if last_line(&run.pane()).ends_with("[Yes]: y") {
-        record(&run, "working-answered");
+        run.record("working-answered", false);
     }
     let done = |p: &str| p.contains(AFTER_TOOL) && at_prompt(p);
     samples.push(run.latency(done, "idle").await);
     let pane = run.pane();
     let lines: Vec<&str> = pane.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines[lines.len() - 2..], [MENTIONED_FILE, ">"], "{pane}");
-    record(&run, "idle-after-answering");
+    run.record("idle-after-answering", false);
     report_latency("aider", &mut samples);
 
     // Held still: a stable idle, however long nobody looks.
@@ -327,11 +272,6 @@ async fn an_idle_policy_stops_real_aider_on_time_and_never_while_it_streams() {
         .await;
 
     // The question, answered; then idle, and stopped 3 s after its last activity.
-    run.submit("please run a tool").await;
-    assert!(run.shows(ADD_FILE, T).await, "{}", run.pane());
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    run.keys(&["y", "Enter"]).await;
-    assert!(run.shows(AFTER_TOOL, T).await, "{}", run.pane());
-    let session = hub.hub.get(&run.id).unwrap();
-    crate::policy_support::assert_stopped_on_time(&hub, session, events).await;
+    run.answered_then_stopped_on_time(ADD_FILE, &["y", "Enter"], events)
+        .await;
 }

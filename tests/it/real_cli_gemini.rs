@@ -85,13 +85,7 @@ pub async fn start<'a>(
     }
     request["cols"] = json!(COLS);
     request["rows"] = json!(ROWS);
-    if let Some(policy) = policy {
-        request["policy"] = json!(policy);
-    }
-    let (status, v) = hub.post("/v1/pty/sessions", request).await;
-    assert_eq!(status, 200, "{v}");
-    assert_eq!(v["warnings"], json!([]), "{v}");
-    (RealCli::started(hub, home, &v), proj)
+    (RealCli::launch(hub, home, request, policy).await, proj)
 }
 
 /// Waits until Gemini CLI takes prompts (see [`start`]).
@@ -105,17 +99,6 @@ pub async fn ready(run: &RealCli<'_>) {
         run.state().await,
         run.pane()
     );
-}
-
-/// With `AGENT_HUB_RECORD_SCREENS`, the pane and its title as `STATE-NAME.txt` and `.title`.
-fn record(run: &RealCli<'_>, name: &str) {
-    let Ok(dir) = std::env::var("AGENT_HUB_RECORD_SCREENS") else {
-        return;
-    };
-    let dir = Path::new(&dir);
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join(format!("{name}.txt")), run.pane()).unwrap();
-    std::fs::write(dir.join(format!("{name}.title")), run.title() + "\n").unwrap();
 }
 
 #[tokio::test]
@@ -146,7 +129,7 @@ async fn gemini_cli_states_on_the_real_cli() {
             .starts_with("gemini-cli "),
         "{idle}"
     );
-    record(&run, "idle-prompt");
+    run.record("idle-prompt", true);
 
     let mut samples = Vec::new();
     // Instant answers: idle again.
@@ -157,7 +140,7 @@ async fn gemini_cli_states_on_the_real_cli() {
         let answered = |p: &str| p.contains(&asked) && p.matches(INSTANT).count() > i;
         samples.push(run.latency(answered, "idle").await);
     }
-    record(&run, "idle-after-instant-answer");
+    run.record("idle-after-instant-answer", true);
     // Each prompt went as a turn of its own (none queued and joined to the next).
     let sent = last_user_texts(&standin);
     for i in 0..3 {
@@ -169,19 +152,19 @@ async fn gemini_cli_states_on_the_real_cli() {
     run.submit("answer slowly").await;
     run.wait_state("working").await;
     assert!(run.shows("word2", T).await, "{}", run.pane());
-    record(&run, "working-slow-stream");
+    run.record("working-slow-stream", true);
     // Read from the title (its frame and its title come in either order at first).
     let working = run.state().await;
     assert_eq!(working["rule"], "title-working", "{working}");
     run.holds("working", Duration::from_secs(3)).await;
     samples.push(run.latency(|p| p.contains("word7"), "idle").await);
-    record(&run, "idle-after-slow-answer");
+    run.record("idle-after-slow-answer", true);
 
     // A shell tool call asks for permission: blocked, on each highlighted choice; allowed once,
     // the tool runs (the file is made) and the agent is idle again.
     samples.push(ask_for_the_shell(&run).await);
     let blocked = run.state().await;
-    record(&run, "blocked-shell-permission");
+    run.record("blocked-shell-permission", true);
     for (key, choice) in [
         ("Down", "● 2. Allow for this session"),
         ("Up", "● 1. Allow once"),
@@ -190,7 +173,7 @@ async fn gemini_cli_states_on_the_real_cli() {
         assert!(run.shows(choice, T).await, "{choice}: {}", run.pane());
         assert_eq!(run.wait_state("blocked").await["state"], "blocked");
         if key == "Down" {
-            record(&run, "blocked-shell-permission-2-highlighted");
+            run.record("blocked-shell-permission-2-highlighted", true);
         }
     }
     assert!(
@@ -202,7 +185,7 @@ async fn gemini_cli_states_on_the_real_cli() {
     let done = |p: &str| p.contains(AFTER_TOOL) && !p.contains(QUESTION);
     samples.push(run.answer("Enter", done).await);
     assert!(proj.join("made-by-tool.txt").exists(), "{}", run.pane());
-    record(&run, "idle-after-allowing");
+    run.record("idle-after-allowing", true);
 
     // Asked again and denied (Esc): idle again, nothing run.
     std::fs::remove_file(proj.join("made-by-tool.txt")).unwrap();
@@ -210,12 +193,12 @@ async fn gemini_cli_states_on_the_real_cli() {
     let denied = |p: &str| p.contains("Request cancelled") && !p.contains(QUESTION);
     samples.push(run.answer("Escape", denied).await);
     assert!(!proj.join("made-by-tool.txt").exists());
-    record(&run, "idle-after-denying");
+    run.record("idle-after-denying", true);
 
     // An API error: idle again, with the error on screen.
     run.submit("please fail").await;
     samples.push(run.latency(|p| p.contains("stand-in error"), "idle").await);
-    record(&run, "idle-after-api-error");
+    run.record("idle-after-api-error", true);
     report_latency("gemini-cli", &mut samples);
 
     // Exited: Ctrl-C twice (the first asks for the second).
@@ -249,15 +232,10 @@ async fn an_idle_policy_stops_real_gemini_cli_on_time_and_never_while_it_streams
     run.streams_unstopped(&mut events, |p| p.contains("word7"))
         .await;
 
-    // A tool call, allowed; then idle, and stopped 3 s after its last activity.
-    run.submit("please run a tool").await;
-    assert!(run.shows(QUESTION, T).await, "{}", run.pane());
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    run.keys(&["Enter"]).await;
-    assert!(run.shows(AFTER_TOOL, T).await, "{}", run.pane());
+    // A tool call, allowed (the tool ran); then idle, and stopped 3 s after its last activity.
+    run.answered_then_stopped_on_time(QUESTION, &["Enter"], events)
+        .await;
     assert!(proj.join("made-by-tool.txt").exists());
-    let session = hub.hub.get(&run.id).unwrap();
-    crate::policy_support::assert_stopped_on_time(&hub, session, events).await;
 }
 
 /// Asks for a shell tool call, which Gemini CLI asks permission for: `blocked` once the screen
