@@ -133,6 +133,11 @@ struct Signal {
     state: State,
     source: String,
     at: Instant,
+    /// What the agent says it is now (a status file), not an event (a hook): overruled by
+    /// the screen, it is kept, and counts again once the screen agrees with it.
+    level: bool,
+    /// Set aside by input: the screen leads until it agrees with the signal again.
+    set_aside: bool,
 }
 
 impl Watch {
@@ -181,12 +186,7 @@ impl Watch {
     pub fn note_input(&mut self, submits: bool, now: Instant) {
         self.last_input_at = Some(now);
         if submits {
-            // It ends an `idle` signal: the agent was given work (a CLI that signals only a
-            // turn's end, as Codex's `notify` does, says nothing when the next one starts).
-            if self.signal.as_ref().is_some_and(|s| s.state == State::Idle) {
-                self.signal = None;
-                self.disagree_from = None;
-            }
+            self.signal_after_input();
             self.pending_input = Some(now);
             if self.current.state != State::Exited {
                 self.set(
@@ -201,9 +201,38 @@ impl Watch {
         }
     }
 
+    /// Input that submits ends an `idle` hook signal: the agent was given work (a CLI that
+    /// signals only a turn's end, as Codex's `notify` does, says nothing when the next one
+    /// starts). A status is set aside until the screen agrees with it again: a CLI may not
+    /// rewrite its file for a short turn (Claude Code 2.1.330 sometimes leaves `idle` as it
+    /// is), so the status it had is what it says once the turn is over.
+    fn signal_after_input(&mut self) {
+        let Some(signal) = self.signal.as_mut() else {
+            return;
+        };
+        if signal.level {
+            signal.set_aside = true;
+        } else if signal.state == State::Idle {
+            self.signal = None;
+        }
+        self.disagree_from = None;
+    }
+
     /// The agent reported its state itself (`source`: `hook:EVENT[/DETAIL]`): adopted at once,
     /// ahead of the screen, which stays the cross-check (see [`Watch::observe_output`]).
     pub fn note_signal(&mut self, state: State, source: String, now: Instant) {
+        self.adopt_signal(state, source, false, now);
+    }
+
+    /// The agent's status file says `state` now (`source`: `status-file:STATUS`): adopted as a
+    /// signal is, and, being what the agent says it is rather than an event, kept when the
+    /// screen overrules it: it counts again once the screen agrees (a CLI that says `idle`
+    /// while its start-up screen still changes is `idle` by its file once that screen settles).
+    pub fn note_status(&mut self, state: State, source: String, now: Instant) {
+        self.adopt_signal(state, source, true, now);
+    }
+
+    fn adopt_signal(&mut self, state: State, source: String, level: bool, now: Instant) {
         if self.current.state == State::Exited {
             return;
         }
@@ -214,6 +243,8 @@ impl Watch {
             state,
             source: source.clone(),
             at: now,
+            level,
+            set_aside: false,
         });
         // The screen's lines stay while it reads the same (a question's choices).
         let evidence = match self.current.state == state {
@@ -391,9 +422,17 @@ impl Watch {
         seen_since: Instant,
         now: Instant,
     ) -> (Classification, Instant) {
-        let Some(signal) = &self.signal else {
+        let Some(signal) = self.signal.as_mut() else {
             return (seen, seen_since);
         };
+        if signal.set_aside {
+            if seen.state != signal.state {
+                return (seen, seen_since);
+            }
+            signal.set_aside = false;
+            signal.at = seen_since;
+        }
+        let signal = &*signal;
         let from_signal = |evidence| Classification {
             state: signal.state,
             rule: signal.source.clone(),
@@ -423,8 +462,10 @@ impl Watch {
                 grace.as_millis()
             )
         });
-        self.signal = None;
-        self.disagree_from = None;
+        if !signal.level {
+            self.signal = None;
+            self.disagree_from = None;
+        }
         (seen, seen_since)
     }
 

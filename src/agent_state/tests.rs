@@ -69,9 +69,10 @@ fn shipped_profiles_classify_their_test_screens() {
                 row_still_for: if stem.contains("stale") { &stale } else { &[] },
                 title: title.as_deref().map_or("", str::trim_end),
                 screen_still_for: stable_for,
+                // A `stale` title (a spinner left in it) has stood still as long.
                 title_still_for: match title {
-                    Some(_) => Duration::from_millis(100),
-                    None => Duration::from_secs(3600),
+                    Some(_) if !stem.contains("stale") => Duration::from_millis(100),
+                    _ => Duration::from_secs(3600),
                 },
             };
             let got = classify::classify(&profile, &look);
@@ -607,4 +608,72 @@ async fn input_that_submits_ends_an_idle_signal() {
         (r.state, r.source.as_str()),
         (State::Working, "screen:rule spinner")
     );
+}
+
+/// A status file says what the agent is now, a hook that something happened: overruled by the
+/// screen, a hook's signal is gone, a status file's counts again once the screen agrees.
+#[tokio::test(start_paused = true)]
+async fn a_status_overruled_by_the_screen_counts_again_once_the_screen_agrees() {
+    let profile = shell();
+    let prompt = parser("$ ", 5);
+    let asked = parser("$ rm -i f\r\nrm: remove regular file 'f'? (y/n) ", 5);
+    for (status, source, then) in [
+        (true, "status-file:waiting", "status-file:waiting"),
+        (false, "hook:blocked", "screen:rule choices"),
+    ] {
+        let mut w = Watch::new(profile.clone(), Instant::now());
+        match status {
+            true => w.note_status(State::Blocked, source.into(), Instant::now()),
+            false => w.note_signal(State::Blocked, source.into(), Instant::now()),
+        }
+        w.observe(prompt.screen(), false, Instant::now());
+        assert_eq!(w.state(), State::Blocked, "{source}: within the grace");
+        tokio::time::advance(profile.signals.grace + profile.dwell).await;
+        w.observe(prompt.screen(), false, Instant::now());
+        let r = w.report(Instant::now());
+        assert_eq!(r.state, State::Idle, "{source}");
+        assert!(r
+            .source
+            .starts_with(&format!("screen:rule prompt (over {source}")));
+        w.observe(asked.screen(), false, Instant::now());
+        tokio::time::advance(profile.dwell).await;
+        w.observe(asked.screen(), false, Instant::now());
+        let r = w.report(Instant::now());
+        assert_eq!(r.state, State::Blocked, "{source}");
+        assert!(r.source.starts_with(then), "{source}: {}", r.source);
+    }
+}
+
+/// Input sets a status aside (the agent was given work; its CLI may not rewrite the file for a
+/// short turn): the screen leads, and the status counts again once the screen agrees with it.
+/// An `idle` hook signal is gone with the input.
+#[tokio::test(start_paused = true)]
+async fn input_sets_a_status_aside_until_the_screen_agrees_again() {
+    let profile = shell();
+    let prompt = parser("$ ", 5);
+    let ran = parser("$ true\r\n$ ", 5);
+    for (status, source, then) in [
+        (true, "status-file:idle", "status-file:idle"),
+        (false, "hook:idle", "screen:rule prompt"),
+    ] {
+        let mut w = Watch::new(profile.clone(), Instant::now());
+        w.observe(prompt.screen(), false, Instant::now());
+        match status {
+            true => w.note_status(State::Idle, source.into(), Instant::now()),
+            false => w.note_signal(State::Idle, source.into(), Instant::now()),
+        }
+        assert_eq!(w.report(Instant::now()).source, source);
+        w.note_input(true, Instant::now());
+        assert_eq!(w.state(), State::Working, "{source}");
+        tokio::time::advance(Duration::from_millis(50)).await;
+        w.observe(ran.screen(), false, Instant::now());
+        tokio::time::advance(profile.dwell).await;
+        w.observe(ran.screen(), false, Instant::now());
+        let r = w.report(Instant::now());
+        assert_eq!(
+            (r.state, r.source.as_str()),
+            (State::Idle, then),
+            "{source}"
+        );
+    }
 }

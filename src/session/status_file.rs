@@ -46,7 +46,7 @@ impl Session {
             return;
         };
         let now = tokio::time::Instant::now();
-        self.watch_changing(|w| w.note_signal(state, source, now));
+        self.watch_changing(|w| w.note_status(state, source, now));
         self.inputs.send_modify(|n| *n += 1);
     }
 }
