@@ -3,7 +3,8 @@
 //!
 //! Run with `cargo bench --bench docker_agents`. Options after `--`: `--quick` (fewer
 //! iterations), `--parts 1,3` (only those measurements), `--concurrent N`, `--idle-agents N`,
-//! `--idle-wave N` (idle agents started N at a time, default 25) and `--ingest-runs N`. It
+//! `--idle-wave N` (idle agents started N at a time, default 25), `--ingest-runs N` and
+//! `--busy-agents N` (or a list, `20,50`: one busy fleet after the other; default 20). It
 //! needs a Docker
 //! engine and the test image `agent-hub/agent:test` (`docker/build-offline.sh`;
 //! `AGENT_HUB_TEST_IMAGE` names another); without them it says why and exits. `cargo test
@@ -23,7 +24,10 @@
 //! 5. memory and CPU of the hub process with N attached idle agents;
 //! 6. the producer's own cost (`producer.rs`): `seq 1 2000000` timing itself in a tmux session
 //!    no client watches and in the agent's session with the hub attached and one viewer, and
-//!    the hub's CPU per MB.
+//!    the hub's CPU per MB;
+//! 7. a busy fleet (`busy.rs`): N agents each printing `seq 1 1000` every 0.1 s plus one quiet
+//!    agent, over a 10 s window: the hub's CPU per MB and per chunk, its memory, and the quiet
+//!    agent's echo and `talk true` latency.
 //!
 //! Every echo row runs the same program in the same image, `bash --norc --noprofile` with
 //! `PS1='$ '` inside the image's tmux session `agent`, and types `#<token>` + Enter (a comment).
@@ -37,6 +41,8 @@ use agent_hub::config::HubConfig;
 use anyhow::{anyhow, Result};
 use bollard::Docker;
 
+#[path = "docker_agents/busy.rs"]
+mod busy;
 #[path = "common/mod.rs"]
 mod common;
 #[path = "docker_agents/docker.rs"]
@@ -84,6 +90,9 @@ struct Plan {
     /// How many of the idle agents are started at once.
     idle_wave: usize,
     idle_window: Duration,
+    /// Sizes of the busy fleets, one after the other, and their measuring window.
+    busy_agents: Vec<usize>,
+    busy_window: Duration,
     /// Which of the numbered measurements to run (`--parts 1,3`; default all).
     parts: Vec<u8>,
 }
@@ -106,7 +115,9 @@ impl Plan {
             idle_agents: args.number("--idle-agents", 100)?,
             idle_wave: args.number("--idle-wave", 25)?.max(1),
             idle_window: Duration::from_secs(10),
-            parts: args.parts(6)?,
+            busy_agents: args.numbers("--busy-agents", 20)?,
+            busy_window: Duration::from_secs(10),
+            parts: args.parts(7)?,
         })
     }
 
@@ -230,10 +241,12 @@ fn bench_config(hub_id: &str, data_dir: &Path, image: &str, plan: &Plan) -> Resu
         "hub_id = \"{hub_id}\"\ndata_dir = \"{}\"\ntmux_socket = \"ah-{hub_id}\"\n",
         data_dir.display()
     );
-    for id in ["echo", "ingest", "producer"]
+    let busy = plan.busy_agents.iter().copied().max().unwrap_or(0);
+    for id in ["echo", "ingest", "producer", busy::QUIET_AGENT]
         .map(String::from)
         .into_iter()
         .chain(scale_ids(plan.scale_agents()))
+        .chain(busy::busy_ids(busy))
     {
         text.push_str(&agent_toml(&id, image));
     }
@@ -310,7 +323,7 @@ fn print_header(plan: &Plan, image: &str, hub_id: &str) {
     println!(
         "- samples: echo {} per row after {} warm-up (interleaved in blocks of {}), older \
          design {}, talk {}, ingest {} run(s) each; {} concurrent starts; {} idle agents \
-         ({} at a time) over {} s{}",
+         ({} at a time) over {} s; busy fleets of {:?} over {} s{}",
         plan.echo_samples,
         plan.warmup,
         plan.echo_block,
@@ -321,6 +334,8 @@ fn print_header(plan: &Plan, image: &str, hub_id: &str) {
         plan.idle_agents,
         plan.idle_wave,
         plan.idle_window.as_secs(),
+        plan.busy_agents,
+        plan.busy_window.as_secs(),
         if plan.quick { " (--quick)" } else { "" },
     );
 }
@@ -374,6 +389,14 @@ async fn measure_all(
         }
     }
     let _ = docker_cli(&["rm", "-f", &raw_container]);
+    if plan.runs(7) {
+        let mut fleets = Vec::new();
+        for &n in &plan.busy_agents {
+            eprintln!("7. measuring a busy fleet of {n}...");
+            fleets.push(busy::measure_busy(hut, n, plan).await?);
+        }
+        busy::report_busy(&fleets, &mut summary);
+    }
     print_summary(&summary);
     println!("\nLoad average at the end: {}", load_average());
     Ok(())

@@ -6,6 +6,7 @@
 //! Fan-out uses a `broadcast` channel, so the reader never waits for a subscriber: a subscriber
 //! that falls behind gets `Lagged` and resynchronises from the ring (see [`Output::subscribe_from`]).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -64,6 +65,9 @@ pub struct Output {
     progress: watch::Sender<u64>,
     /// The metrics counter of ingested bytes, once the session is registered.
     ingested: std::sync::OnceLock<prometheus_client::metrics::counter::Counter>,
+    /// How many chunks were pushed: the unit of the per-chunk work downstream (wake-ups,
+    /// fan-out, screen catch-up).
+    chunks: AtomicU64,
 }
 
 impl Output {
@@ -80,6 +84,7 @@ impl Output {
             events,
             progress,
             ingested: std::sync::OnceLock::new(),
+            chunks: AtomicU64::new(0),
         }
     }
 
@@ -110,6 +115,7 @@ impl Output {
                 c.inc_by(data.len() as u64);
             }
             st.last_output_at = Some(Utc::now());
+            self.chunks.fetch_add(1, Ordering::Relaxed);
             // Sent under the lock so a concurrent subscribe_from sees each byte exactly once.
             let _ = self.events.send(OutputEvent::Data {
                 offset,
@@ -140,6 +146,11 @@ impl Output {
     /// Absolute offset just past the newest byte.
     pub fn end_offset(&self) -> u64 {
         self.lock().ring.end_offset()
+    }
+
+    /// How many non-empty chunks were pushed so far.
+    pub fn chunks(&self) -> u64 {
+        self.chunks.load(Ordering::Relaxed)
     }
 
     /// When the program last produced output.

@@ -39,6 +39,21 @@ impl Args {
         }
     }
 
+    /// The comma-separated numbers after `flag` (`20,50`), or `[default]` when it is absent.
+    pub fn numbers(&self, flag: &str, default: usize) -> Result<Vec<usize>> {
+        let Some(i) = self.args.iter().position(|a| a == flag) else {
+            return Ok(vec![default]);
+        };
+        let list = self.args.get(i + 1).map(String::as_str).unwrap_or("");
+        list.split(',')
+            .map(|v| {
+                v.trim()
+                    .parse()
+                    .map_err(|_| anyhow!("{flag} takes numbers, e.g. 20,50 (got '{list}')"))
+            })
+            .collect()
+    }
+
     /// Which of the numbered parts `1..=last` to run (`--parts 1,3`; default all).
     pub fn parts(&self, last: u8) -> Result<Vec<u8>> {
         let Some(i) = self.args.iter().position(|a| a == "--parts") else {

@@ -6,6 +6,7 @@ use std::time::Duration;
 pub struct Stats {
     pub n: usize,
     pub p50_ms: f64,
+    pub p95_ms: f64,
     pub p99_ms: f64,
     pub min_ms: f64,
     pub max_ms: f64,
@@ -26,6 +27,7 @@ pub fn stats(samples: &[Duration]) -> Stats {
     Stats {
         n: ms.len(),
         p50_ms: pct(0.50),
+        p95_ms: pct(0.95),
         p99_ms: pct(0.99),
         min_ms: ms.first().copied().unwrap_or(f64::NAN),
         max_ms: ms.last().copied().unwrap_or(f64::NAN),

@@ -21,7 +21,7 @@ const ECHO_P50_TARGET_MS: f64 = 2.0;
 const ECHO_P99_TARGET_MS: f64 = 10.0;
 const TALK_P50_TARGET_MS: f64 = 3.0;
 /// What the agent's shell prints when it waits (tmux may skip the trailing blank of `$ `).
-const PROMPT: &[u8] = b"$";
+pub const PROMPT: &[u8] = b"$";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EchoRow {

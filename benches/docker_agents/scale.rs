@@ -27,10 +27,10 @@ const IDLE_CPU_TARGET_PCT: f64 = 1.0;
 const BUSY_LINES: u32 = 5000;
 const RSS_PER_BUSY_AGENT_TARGET_KB: f64 = 1024.0;
 
-struct OpsSummary {
+pub struct OpsSummary {
     requested: usize,
     ok: Vec<Duration>,
-    failures: Vec<String>,
+    pub failures: Vec<String>,
     wall: Duration,
 }
 
@@ -261,7 +261,7 @@ async fn make_busy(hut: &HubUnderTest, ids: &[String]) -> Result<()> {
 }
 
 /// Starts `ids`, `wave` at a time; one summary over all of them.
-async fn start_in_waves(hut: &HubUnderTest, ids: &[String], wave: usize) -> OpsSummary {
+pub async fn start_in_waves(hut: &HubUnderTest, ids: &[String], wave: usize) -> OpsSummary {
     let begin = Instant::now();
     let mut all = Vec::new();
     for chunk in ids.chunks(wave) {

@@ -1,0 +1,197 @@
+//! Part 7, the busy fleet (#30): N agents each printing `seq 1 1000` every 0.1 s (about
+//! 50 kB/s in bursts) plus one quiet agent, over a window: the hub's CPU per MB and per chunk,
+//! its memory, and the quiet agent's echo and `talk true` latency while the fleet prints.
+
+use std::time::{Duration, Instant};
+
+use agent_hub::agents::AgentStatus;
+use anyhow::{anyhow, Result};
+
+use super::common::echo::hub_ws_echo;
+use super::common::hub::{agent_ops, HubUnderTest};
+use super::common::procfs::{rss_kb, CpuTimes};
+use super::common::report::{table, verdict};
+use super::common::stats::{stats, Stats};
+use super::common::ws::WsView;
+use super::common::{timed_out, SAMPLE_TIMEOUT};
+use super::echo::PROMPT;
+use super::scale::start_in_waves;
+use super::{Plan, SummaryRow};
+
+/// What every busy agent types into its shell.
+const BUSY_LOOP: &str = "while :; do seq 1 1000; sleep 0.1; done";
+/// The agent the latency samples go to; it prints nothing but its answers.
+pub const QUIET_AGENT: &str = "quiet";
+/// Time for the loops to get going before the window opens.
+const SETTLE: Duration = Duration::from_secs(2);
+/// Between two pairs of latency samples.
+const SAMPLE_PAUSE: Duration = Duration::from_millis(100);
+const CPU_PER_MB_TARGET: f64 = 0.05;
+
+/// Busy agent ids: `b001`...
+pub fn busy_ids(n: usize) -> Vec<String> {
+    (1..=n).map(|i| format!("b{i:03}")).collect()
+}
+
+/// The talk p95 target for a fleet of `n` (#30: 5 ms at 20, 10 ms at 50).
+fn talk_p95_target_ms(n: usize) -> f64 {
+    if n <= 20 {
+        5.0
+    } else {
+        10.0
+    }
+}
+
+pub struct BusyResults {
+    agents: usize,
+    window_secs: f64,
+    bytes: u64,
+    chunks: u64,
+    hub_cpu: f64,
+    rss_kb: u64,
+    echo: Vec<Duration>,
+    talk: Vec<Duration>,
+}
+
+/// Output bytes and chunks ingested so far, over every session of the hub.
+fn ingested(hut: &HubUnderTest) -> (u64, u64) {
+    hut.hub.list().iter().fold((0, 0), |(bytes, chunks), s| {
+        (
+            bytes + s.output().end_offset(),
+            chunks + s.output().chunks(),
+        )
+    })
+}
+
+async fn session_of(hut: &HubUnderTest, id: &str) -> Result<String> {
+    hut.client
+        .agent(id)
+        .await?
+        .agent
+        .session_id
+        .ok_or_else(|| anyhow!("agent {id} has no session"))
+}
+
+/// Echo and talk samples on the quiet agent, alternating with a pause (so the samples
+/// themselves cost the hub little next to the fleet), until `window` has passed.
+async fn sample_quiet(
+    hut: &HubUnderTest,
+    sid: &str,
+    view: &mut WsView,
+    window: Duration,
+) -> Result<(Vec<Duration>, Vec<Duration>)> {
+    let (mut echo, mut talk) = (Vec::new(), Vec::new());
+    let begin = Instant::now();
+    while begin.elapsed() < window {
+        echo.push(timed_out(hub_ws_echo(view, PROMPT), SAMPLE_TIMEOUT, "echo").await?);
+        let start = Instant::now();
+        let talked = async { Ok(hut.client.talk(sid, "true", Some(10_000)).await?) };
+        timed_out(talked, SAMPLE_TIMEOUT, "talk").await?;
+        talk.push(start.elapsed());
+        tokio::time::sleep(SAMPLE_PAUSE).await;
+    }
+    Ok((echo, talk))
+}
+
+/// One busy fleet of `n`: started, printing, measured over the plan's window, stopped.
+pub async fn measure_busy(hut: &HubUnderTest, n: usize, plan: &Plan) -> Result<BusyResults> {
+    let ids = busy_ids(n);
+    let mut all = ids.clone();
+    all.push(QUIET_AGENT.into());
+    let started = start_in_waves(hut, &all, plan.idle_wave).await;
+    let measured = async {
+        if let Some(failure) = started.failures.first() {
+            return Err(anyhow!("busy fleet start failed: {failure}"));
+        }
+        for id in &ids {
+            hut.client
+                .send_line(&session_of(hut, id).await?, BUSY_LOOP)
+                .await?;
+        }
+        let quiet = session_of(hut, QUIET_AGENT).await?;
+        let mut view =
+            WsView::connect(&hut.client, &hut.client.stream_url(&quiet, None), true).await?;
+        tokio::time::sleep(SETTLE).await;
+        eprintln!("7. the window of {n} busy agents opens");
+        let (bytes0, chunks0) = ingested(hut);
+        let cpu0 = CpuTimes::now();
+        let t0 = Instant::now();
+        let (echo, talk) = sample_quiet(hut, &quiet, &mut view, plan.busy_window).await?;
+        let used = CpuTimes::now().since(cpu0);
+        let window_secs = t0.elapsed().as_secs_f64();
+        let (bytes1, chunks1) = ingested(hut);
+        Ok(BusyResults {
+            agents: n,
+            window_secs,
+            bytes: bytes1 - bytes0,
+            chunks: chunks1 - chunks0,
+            hub_cpu: used.process - used.main,
+            rss_kb: rss_kb().0,
+            echo,
+            talk,
+        })
+    }
+    .await;
+    let (stopped, _) = agent_ops(&hut.client, &all, "stop").await;
+    for r in stopped {
+        match r.outcome {
+            Ok(agent) if agent.status == AgentStatus::Stopped => {}
+            other => eprintln!("stop of {} in the busy fleet: {:?}", r.id, other.err()),
+        }
+    }
+    measured
+}
+
+fn latency_cell(s: Stats) -> String {
+    format!("{:.2} / {:.2}", s.p50_ms, s.p95_ms)
+}
+
+pub fn report_busy(results: &[BusyResults], summary: &mut Vec<SummaryRow>) {
+    table(
+        "7. Busy fleet: N agents printing `seq 1 1000` every 0.1 s, plus one quiet agent",
+        &[
+            "busy agents",
+            "window (s)",
+            "output, all agents (MB/s)",
+            "chunks/s",
+            "hub CPU (% of a core)",
+            "hub CPU-s per MB",
+            "hub CPU per chunk (µs)",
+            "hub VmRSS (MB)",
+            "quiet echo p50 / p95 (ms)",
+            "quiet talk p50 / p95 (ms)",
+        ],
+    );
+    for r in results {
+        let mb = r.bytes as f64 / 1e6;
+        let per_mb = r.hub_cpu / mb.max(1e-9);
+        let (echo, talk) = (stats(&r.echo), stats(&r.talk));
+        println!(
+            "| {} | {:.1} | {:.2} | {:.0} | {:.1} | {per_mb:.3} | {:.1} | {:.1} | {} | {} |",
+            r.agents,
+            r.window_secs,
+            mb / r.window_secs,
+            r.chunks as f64 / r.window_secs,
+            r.hub_cpu / r.window_secs * 100.0,
+            r.hub_cpu / r.chunks.max(1) as f64 * 1e6,
+            r.rss_kb as f64 / 1024.0,
+            latency_cell(echo),
+            latency_cell(talk),
+        );
+        summary.push(SummaryRow::value(
+            &format!("busy fleet of {}: hub CPU per MB", r.agents),
+            r.agents,
+            format!("{per_mb:.3} CPU-s/MB"),
+            &format!("<= {CPU_PER_MB_TARGET}"),
+            verdict(per_mb <= CPU_PER_MB_TARGET),
+        ));
+        let target = talk_p95_target_ms(r.agents);
+        summary.push(SummaryRow::value(
+            &format!("busy fleet of {}: quiet agent's talk p95", r.agents),
+            talk.n,
+            format!("{:.2} ms", talk.p95_ms),
+            &format!("p95 <= {target} ms"),
+            verdict(talk.p95_ms <= target),
+        ));
+    }
+}
