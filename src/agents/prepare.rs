@@ -112,7 +112,7 @@ impl Agents {
     /// `working` (`mcp:connecting`) meanwhile, for `ready_timeout` at most. Claude Code draws
     /// its prompt, says `idle` in its status file and takes a prompt before its MCP servers
     /// are connected (2.1.330), and answers that prompt without their tools; it has no signal
-    /// of its own for it (see docs/agents.md).
+    /// of its own for it (see docs/policies.md, "Ready means ready").
     pub(super) fn expect_hub_mcp(&self, def: &AgentDef, session_id: &str) {
         let profile = (self.handles.profiles)(def.cli_type.as_deref()).profile;
         let (Some(Install::ClaudeCode), Some(home)) =
