@@ -49,11 +49,19 @@ impl vt100::Callbacks for Events {
         if alternate_screen {
             return;
         }
+        // The row as (plain text, wrapped), as [`vt100::Screen::rows`] and
+        // [`vt100::Screen::row_wrapped`] give a row still on it; the discarded row's buffer is
+        // reused (a busy fleet scrolls ~100,000 rows a second).
+        let mut text = String::new();
         if self.history.len() >= SCREEN_SCROLLBACK_ROWS {
-            self.history.pop_front();
+            if let Some((old, _)) = self.history.pop_front() {
+                text = old;
+                text.clear();
+            }
             self.discarded_rows += 1;
         }
-        self.history.push_back(row_text(&row));
+        row.write_plain(&mut text);
+        self.history.push_back((text, row.wrapped()));
     }
 
     fn unhandled_csi(
@@ -80,30 +88,6 @@ impl vt100::Callbacks for Events {
             (Some(b'>'), 'c', 0) => self.replies.push(b"\x1b[>1;10;0c".to_vec()),
             _ => {}
         }
-    }
-}
-
-/// A row that left the screen as (plain text, wrapped), as [`vt100::Screen::rows`] and
-/// [`vt100::Screen::row_wrapped`] give a row still on it.
-fn row_text(row: &vt100::capture::RowContents<'_>) -> (String, bool) {
-    let mut formatted = String::new();
-    let mut state = vt100::capture::BasicFormattedCaptureState::new();
-    let _ = row.write_formatted_basic(&mut formatted, &mut state);
-    let text: String = vt100::capture::basic_formatted_to_plain(&formatted).collect();
-    // The capture state knows whether the row ended a line, but only says so by starting the
-    // next capture with a newline: ask for one more and stop at its first character.
-    let mut probe = FirstChar(None);
-    let _ = row.write_formatted_basic(&mut probe, &mut state);
-    (text, probe.0 != Some('\n'))
-}
-
-/// A writer that keeps the first character written and refuses the rest.
-struct FirstChar(Option<char>);
-
-impl std::fmt::Write for FirstChar {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.0 = s.chars().next();
-        Err(std::fmt::Error)
     }
 }
 
@@ -179,8 +163,12 @@ fn nz(n: u16) -> NonZeroU16 {
 /// Rewrites `ESC [ s` / `ESC [ u` (save / restore cursor, SCO form, which vt100 lacks) to
 /// `ESC 7` / `ESC 8`. Returns the bytes to process and keeps in `held` a tail that may be the
 /// start of such a sequence (`ESC` or `ESC [`); any other cut-off sequence goes on to the
-/// emulator, which keeps its own state across chunks.
-fn translate_sco(held: &mut Vec<u8>, bytes: &[u8]) -> Vec<u8> {
+/// emulator, which keeps its own state across chunks. Output without escape sequences (most
+/// of a busy agent's) passes as it is.
+fn translate_sco<'a>(held: &mut Vec<u8>, bytes: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
+    if held.is_empty() && !bytes.contains(&0x1b) {
+        return std::borrow::Cow::Borrowed(bytes);
+    }
     let mut input = std::mem::take(held);
     input.extend_from_slice(bytes);
     let mut out = Vec::with_capacity(input.len());
@@ -192,7 +180,7 @@ fn translate_sco(held: &mut Vec<u8>, bytes: &[u8]) -> Vec<u8> {
             (_, bytes) => out.extend_from_slice(bytes),
         }
     }
-    out
+    std::borrow::Cow::Owned(out)
 }
 
 impl Screen {

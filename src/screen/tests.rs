@@ -290,3 +290,149 @@ fn a_scroll_region_homes_the_cursor_like_tmux() {
     assert_eq!(row_of(b"\x1b[?6h\x1b[3;1Hx\x1b[2;4rHERE", "HERE"), Some(0));
     assert_eq!(row_of(b"\x1b[2;1Hx\x1b[3;3rHERE", "HERE"), Some(1));
 }
+
+/// Records each row that scrolls off twice: as the history keeps it (`write_plain`), and as
+/// the upstream capture gives it (formatted, then stripped to plain text; its wrapping from
+/// the newline the next capture starts with).
+#[derive(Default)]
+struct BothCaptures {
+    plain: Vec<(String, bool)>,
+    formatted: Vec<(String, bool)>,
+    state: vt100::capture::BasicFormattedCaptureState,
+    pending: Option<String>,
+}
+
+impl BothCaptures {
+    fn flush(&mut self, next_starts_with_newline: bool) {
+        if let Some(text) = self.pending.take() {
+            self.formatted.push((text, !next_starts_with_newline));
+        }
+    }
+}
+
+impl vt100::Callbacks for BothCaptures {
+    fn on_scroll(&mut self, row: vt100::capture::RowContents<'_>, alternate_screen: bool) {
+        if alternate_screen {
+            return;
+        }
+        let mut plain = String::new();
+        row.write_plain(&mut plain);
+        self.plain.push((plain, row.wrapped()));
+        let mut formatted = String::new();
+        let _ = row.write_formatted_basic(&mut formatted, &mut self.state);
+        let newline = formatted.starts_with('\n');
+        self.flush(newline);
+        let body = formatted.strip_prefix('\n').unwrap_or(&formatted);
+        self.pending = Some(vt100::capture::basic_formatted_to_plain(body).collect());
+    }
+}
+
+/// A deterministic mix of what programs print: text, wide and combining characters, colours
+/// (background colours make blank cells that are not empty), erasing, inserting and deleting
+/// characters and lines, cursor moves, scroll regions, wrapping and the alternate screen.
+fn mixed_output(seed: u64, pieces: usize) -> Vec<u8> {
+    const PARTS: &[&str] = &[
+        "text ",
+        "a longer run of plain words ",
+        "漢字",
+        "e\u{301}",
+        "\x1b[31m",
+        "\x1b[44m",
+        "\x1b[0m",
+        "\x1b[1;42m   \x1b[0m",
+        "\x1b[K",
+        "\x1b[1K",
+        "\x1b[2K",
+        "\x1b[3@",
+        "\x1b[2P",
+        "\x1b[4X",
+        "\x1b[L",
+        "\x1b[M",
+        "\x1b[5G",
+        "\x1b[2;7H",
+        "\x1b[A",
+        "\x1b[3C",
+        "\x1b[J",
+        "\x1b[2;3r\x1b[3;1Hin a region\n\n\x1b[r\x1b[6;1H",
+        "\x1b[?1049halternate\r\n\x1b[?1049l",
+        "\x1b[S",
+        "\x1b[T",
+        "\t",
+        "\x08",
+        "\r\n",
+        "\r\n",
+        "\r\n",
+        "\r\n",
+        "\r\n",
+        "\n",
+        "\r",
+        "\x1b[45m\x1b[K\x1b[0m",
+        "\x1bD",
+        "\x1bM",
+    ];
+    let mut x = seed;
+    let mut out = Vec::new();
+    for _ in 0..pieces {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        out.extend_from_slice(PARTS[(x >> 33) as usize % PARTS.len()].as_bytes());
+    }
+    out
+}
+
+#[test]
+fn the_history_keeps_each_row_as_the_upstream_capture_gives_it() {
+    for seed in 0..40 {
+        let bytes = mixed_output(seed, 3000);
+        let mut parser =
+            vt100::Parser::new_with_callbacks(nz(6), nz(17), 0, BothCaptures::default());
+        // In pieces, as output arrives; `reset` checks the rows' written bound (debug builds).
+        for piece in bytes.chunks(61) {
+            parser.process(piece);
+        }
+        let captures = parser.callbacks_mut();
+        captures.flush(true);
+        let (plain, formatted) = (&captures.plain, &captures.formatted);
+        assert!(
+            plain.len() > 100,
+            "seed {seed}: the stream scrolls ({} rows)",
+            plain.len()
+        );
+        assert_eq!(plain.len(), formatted.len());
+        for (i, (p, f)) in plain.iter().zip(formatted).enumerate() {
+            // The upstream capture only shows a row's wrapping through the next capture.
+            let last = i + 1 == plain.len();
+            assert_eq!(p.0, f.0, "seed {seed}, row {i}");
+            assert!(
+                last || p.1 == f.1,
+                "seed {seed}, row {i}: wrapped {} vs {}",
+                p.1,
+                f.1
+            );
+        }
+    }
+}
+
+#[test]
+fn mixed_output_renders_as_an_emulator_with_scrollback_renders_it() {
+    let size = TermSize { cols: 17, rows: 6 };
+    for seed in 100..120 {
+        // No alternate screen: the oracle's scrollback is the normal screen's.
+        let bytes: Vec<u8> = String::from_utf8(mixed_output(seed, 2000))
+            .expect("utf-8")
+            .replace("\x1b[?1049halternate\r\n\x1b[?1049l", "")
+            .into_bytes();
+        let mut s = Screen::new(size);
+        for (i, piece) in bytes.chunks(53).enumerate() {
+            s.feed((i * 53) as u64, piece);
+        }
+        let keep = s.all_rows().len();
+        let oracle = rows_of_an_emulator_with_scrollback(&bytes, size);
+        let oracle = &oracle[oracle.len().saturating_sub(keep)..];
+        let trim = |rows: &[(String, bool)]| -> Vec<String> {
+            rows.iter().map(|(t, _)| t.trim_end().to_string()).collect()
+        };
+        assert_eq!(trim(&s.all_rows()), trim(oracle), "seed {seed}");
+    }
+}

@@ -74,6 +74,21 @@ impl RowContents<'_> {
         state.newline_pending = !self.0.wrapped();
         Ok(())
     }
+
+    /// agent-hub patch (speed only): appends the row's plain text to `out`, the same text
+    /// [`basic_formatted_to_plain`] makes of [`Self::write_formatted_basic`]'s output for it,
+    /// without formatting it first.
+    pub fn write_plain(&self, out: &mut alloc::string::String) {
+        self.0.write_plain(out);
+    }
+
+    /// agent-hub patch: whether the row continues on the next one (it was filled and the
+    /// text wrapped), which `write_formatted_basic` only shows by starting the next capture
+    /// without a newline.
+    #[must_use]
+    pub fn wrapped(&self) -> bool {
+        self.0.wrapped()
+    }
 }
 
 /// Iterator returned by [`basic_formatted_to_plain`].

@@ -1,10 +1,16 @@
 use crate::term::BufWrite as _;
 use alloc::{string::String, vec::Vec};
 
+// agent-hub patch (speed only): `dirty` bounds the cells that may differ from the empty cell
+// (every cell from `dirty` on is `Cell::DEFAULT`), so resetting a row that scrolled off and
+// capturing it as text touch only the columns that were written, not the whole width. A busy
+// fleet scrolls some 100,000 short rows a second, and the full-width work was most of the
+// hub's CPU (#30).
 #[derive(Clone, Debug)]
 pub struct Row {
     cells: Vec<crate::Cell>,
     wrapped: bool,
+    dirty: u16,
 }
 
 impl Row {
@@ -12,7 +18,22 @@ impl Row {
         Self {
             cells: vec![crate::Cell::new(); usize::from(cols)],
             wrapped: false,
+            dirty: 0,
         }
+    }
+
+    /// The cells that may not be empty.
+    fn written(&self) -> &[crate::Cell] {
+        &self.cells[..usize::from(self.dirty).min(self.cells.len())]
+    }
+
+    fn check_dirty(&self) {
+        debug_assert!(
+            self.cells[usize::from(self.dirty).min(self.cells.len())..]
+                .iter()
+                .all(|c| *c == crate::Cell::DEFAULT),
+            "a cell past the row's dirty bound was written"
+        );
     }
 
     fn cols(&self) -> u16 {
@@ -24,14 +45,22 @@ impl Row {
     }
 
     pub fn clear(&mut self, attrs: crate::attrs::Attrs) {
+        if attrs == *crate::Cell::DEFAULT.attrs() {
+            self.reset();
+            return;
+        }
         for cell in &mut self.cells {
             cell.clear(attrs);
         }
+        self.dirty = self.cols();
         self.wrapped = false;
     }
 
     pub fn reset(&mut self) {
-        self.cells.fill(crate::Cell::new());
+        self.check_dirty();
+        let dirty = usize::from(self.dirty).min(self.cells.len());
+        self.cells[..dirty].fill(crate::Cell::new());
+        self.dirty = 0;
         self.wrapped = false;
     }
 
@@ -44,6 +73,9 @@ impl Row {
     }
 
     pub fn get_mut(&mut self, col: u16) -> Option<&mut crate::Cell> {
+        if usize::from(col) < self.cells.len() {
+            self.dirty = self.dirty.max(col + 1);
+        }
         self.cells.get_mut(usize::from(col))
     }
 
@@ -69,6 +101,11 @@ impl Row {
             is_wc
         });
 
+        // Written cells move right by `count`.
+        self.dirty = self
+            .dirty
+            .saturating_add(u16::try_from(count).unwrap_or(u16::MAX))
+            .min(self.cols());
         let slice = &mut self.cells[usize::from(i)..];
         slice.rotate_right(count);
         slice[..count].fill(crate::Cell::new());
@@ -101,6 +138,7 @@ impl Row {
 
     pub fn erase(&mut self, i: u16, attrs: crate::attrs::Attrs) {
         let wide = self.cells[usize::from(i)].is_wide();
+        self.dirty = self.dirty.max(i + 1);
         self.clear_wide(i);
         self.cells[usize::from(i)].clear(attrs);
         // `wide` is captured pre-erase on purpose: a 2-wide char occupies the
@@ -114,6 +152,7 @@ impl Row {
 
     pub fn truncate(&mut self, len: u16) {
         self.cells.truncate(usize::from(len));
+        self.dirty = self.dirty.min(len);
         self.set_truncated();
     }
 
@@ -128,6 +167,9 @@ impl Row {
 
     fn grow_unchecked(&mut self, len: u16, cell: crate::Cell) {
         debug_assert!(self.cells.len() < usize::from(len));
+        if cell != crate::Cell::DEFAULT {
+            self.dirty = len;
+        }
         self.cells.resize(len.into(), cell);
         self.wrapped = false;
     }
@@ -161,6 +203,7 @@ impl Row {
             .count();
         self.cells.truncate(self.cells.len() - excess);
         self.cells.shrink_to_fit();
+        self.dirty = self.dirty.min(self.cols());
     }
 
     pub fn wrap(&mut self, wrap: bool) {
@@ -381,7 +424,7 @@ impl Row {
         let mut prev_was_wide = false;
         let mut num_empty = 0;
 
-        for cell in self.cells() {
+        for cell in self.written() {
             if core::mem::take(&mut prev_was_wide) {
                 continue;
             }
@@ -406,6 +449,31 @@ impl Row {
             }
         }
         Ok(())
+    }
+
+    /// agent-hub patch: the text `write_contents_formatted_basic` writes, without its SGR
+    /// sequences (what `capture::basic_formatted_to_plain` makes of it), written directly.
+    pub fn write_plain(&self, out: &mut String) {
+        let mut prev_was_wide = false;
+        let mut num_empty = 0;
+        for cell in self.written() {
+            if core::mem::take(&mut prev_was_wide) {
+                continue;
+            }
+            prev_was_wide = cell.is_wide();
+            if *cell == crate::cell::Cell::DEFAULT {
+                num_empty += 1;
+                continue;
+            }
+            for _ in 0..core::mem::take(&mut num_empty) {
+                out.push(' ');
+            }
+            if cell.has_contents() {
+                out.push_str(cell.contents());
+            } else {
+                out.push(' ');
+            }
+        }
     }
 
     // while it's true that most of the logic in this is identical to
