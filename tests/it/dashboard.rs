@@ -15,14 +15,14 @@ use crate::browser_support::Browser;
 use crate::policy_support::*;
 use crate::support::{wait_until, TestHub};
 
-const T: Duration = Duration::from_secs(15);
+pub(crate) const T: Duration = Duration::from_secs(15);
 
 /// `data-state` of a fleet row (agent id or session id).
-fn row_state(key: &str) -> String {
+pub(crate) fn row_state(key: &str) -> String {
     format!("return document.querySelector('[data-unit=\"{key}\"]')?.dataset.state")
 }
 
-async fn wait_row_state(b: &Browser, key: &str, want: &str) -> Duration {
+pub(crate) async fn wait_row_state(b: &Browser, key: &str, want: &str) -> Duration {
     let started = Instant::now();
     b.wait_js(
         &format!("{key} shown {want}"),
@@ -34,7 +34,7 @@ async fn wait_row_state(b: &Browser, key: &str, want: &str) -> Duration {
 }
 
 /// Opens the page and waits until it is signed in, live and has drawn the fleet.
-async fn open_fleet(b: &Browser, hub: &TestHub) {
+pub(crate) async fn open_fleet(b: &Browser, hub: &TestHub) {
     b.goto(&format!("{}/", hub.base)).await;
     b.wait_js(
         "fleet loaded and live",
@@ -427,6 +427,28 @@ async fn start_and_stop_from_the_page_drive_the_container() {
     .await;
     b.screenshot("fleet-docker").await;
 
+    // A running agent offers stop and restart, not start; stop asks first (cancel keeps it).
+    let ops = b
+        .js(
+            "return [...document.querySelectorAll('[data-unit=\"web-a\"] button[data-op]')].map(b => b.dataset.op)",
+            json!([]),
+        )
+        .await;
+    assert_eq!(ops, json!(["ask-stop", "restart"]));
+    b.click("[data-unit=\"web-a\"] button[data-op=\"ask-stop\"]")
+        .await;
+    let asked = b
+        .js(
+            "return document.querySelector('[data-unit=\"web-a\"] .confirm')?.textContent",
+            json!([]),
+        )
+        .await;
+    assert_eq!(asked, json!("stop web-a?"));
+    b.click("[data-unit=\"web-a\"] button[data-op=\"cancel\"]")
+        .await;
+    assert_eq!(container_running(&container), "true");
+    b.click("[data-unit=\"web-a\"] button[data-op=\"ask-stop\"]")
+        .await;
     click_and_wait_status(&b, "web-a", "stop", "stopped").await;
     assert_eq!(container_running(&container), "false");
 }
