@@ -51,11 +51,15 @@ export class AuditTail {
   add(r) {
     const ok = r.blocked ? "blocked" : r.success === false ? "failed" : "ok";
     const { who, what, target, detail } = sentence(r);
-    this.list.prepend(h("li", { class: ok, title: r.command || "", "data-action": r.action },
+    // Newest first, by the time of the action: a request is recorded when it ends (a start
+    // after the agent is ready), so it can arrive after what it caused.
+    const later = [...this.list.children].find((li) => Number(li.dataset.ts) <= (r.ts_ms || 0));
+    this.list.insertBefore(h("li", { class: ok, title: r.command || "", "data-action": r.action, "data-ts": r.ts_ms || 0 },
       h("time", { datetime: r.ts || "" }, localTime(r.ts)), " ", h("b.who", {}, who), " ", what,
       target ? [" ", h("b.target", {}, target)] : "",
       detail ? h("span.dim", {}, detail) : "",
-      ok === "ok" ? "" : h("span.outcome", {}, ok === "blocked" ? ` (refused${r.blocked_pattern ? `: ${r.blocked_pattern}` : ""})` : ` (failed${r.error_code ? `: ${r.error_code}` : ""})`)));
+      ok === "ok" ? "" : h("span.outcome", {}, ok === "blocked" ? ` (refused${r.blocked_pattern ? `: ${r.blocked_pattern}` : ""})` : ` (failed${r.error_code ? `: ${r.error_code}` : ""})`)),
+    later ?? null);
     while (this.list.children.length > AUDIT_ROWS) this.list.lastElementChild.remove();
   }
 }
