@@ -401,9 +401,15 @@ async fn sign_in_refuses_a_wrong_token_and_an_observer_cannot_type() {
 async fn start_and_stop_from_the_page_drive_the_container() {
     crate::require_docker!();
     let b = browser!();
-    let (hub, _guard) =
-        crate::docker_support::hub_with_agents(&crate::docker_support::agent_toml("web-a", ""))
-            .await;
+    let repo = crate::workspace::user_repo();
+    let workspace = format!(
+        "workspace = {{ repo = \"{}\", base = \"main\" }}",
+        repo.path().display()
+    );
+    let (hub, _guard) = crate::docker_support::hub_with_agents(&crate::docker_support::agent_toml(
+        "web-a", &workspace,
+    ))
+    .await;
     b.sign_in(&hub.base, &hub.owner_token).await;
     let host = hub.create("pty").await;
     open_fleet(&b, &hub).await;
@@ -426,6 +432,38 @@ async fn start_and_stop_from_the_page_drive_the_container() {
     )
     .await;
     b.screenshot("fleet-docker").await;
+
+    // The agent's panel (a click on its row) shows its workspace changes, the diff on request.
+    let checkout = v["agent"]["workspace"]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::write(
+        std::path::Path::new(&checkout).join("hello.txt"),
+        "hello\nworld\n",
+    )
+    .unwrap();
+    b.click("tr[data-unit=\"web-a\"] td.name").await;
+    let file = b
+        .wait_js(
+            "the changed file in the agent's panel",
+            "return document.querySelector('.term-info .changes [data-file=\"hello.txt\"]')?.textContent",
+            T,
+        )
+        .await;
+    assert_eq!(file, json!("untracked hello.txt +2 −0"));
+    b.click(".term-info .changes button.diff-button").await;
+    let diff = b
+        .wait_js(
+            "the diff",
+            "const d = document.querySelector('.term-info pre.diff'); return !d.hidden && d.textContent",
+            T,
+        )
+        .await;
+    assert!(diff.as_str().unwrap().contains("+hello"), "{diff}");
+    b.screenshot("agent-changes").await;
+    b.goto(&format!("{}/#/", hub.base)).await;
+    open_fleet(&b, &hub).await;
 
     // A running agent offers stop and restart, not start; stop asks first (cancel keeps it).
     let ops = b
