@@ -140,11 +140,17 @@ $("notify").addEventListener("click", async () => {
 /** An agent became blocked: a notification (when allowed) that opens it with its question. */
 function notifyBlocked(u) {
   if (!u || !("Notification" in window) || Notification.permission !== "granted") return;
-  const n = new Notification(`${u.name} is blocked`, {
-    body: u.session.agent_state?.question || "it waits for an answer",
-    tag: `blocked-${u.session.id}`,
-    icon: $("favicon").href,
-  });
+  let n;
+  try {
+    n = new Notification(`${u.name} is blocked`, {
+      body: u.session.agent_state?.question || "it waits for an answer",
+      tag: `blocked-${u.session.id}`,
+      icon: $("favicon").href,
+    });
+  } catch (e) {
+    // Some browsers (Chrome on Android) show notifications from a service worker only.
+    return console.warn("no notification:", e);
+  }
   n.onclick = () => {
     window.focus();
     openUnit(u);
@@ -266,9 +272,15 @@ function describe(panel) {
   if (!u) return;
   panel.setTitle(u.name);
   panel.el.dataset.state = u.state;
-  const question = app.fleet.questionEl(u);
+  // Redrawn only when it changed: a button under the pointer stays where it is.
+  const st = u.session?.agent_state;
+  const asked = JSON.stringify([u.state, st?.question, st?.choices, canOperate()]);
   if (!panel.question) panel.info.append((panel.question = h("div.panel-question")));
-  panel.question.replaceChildren(...(question ? [question] : []));
+  if (panel.asked !== asked) {
+    panel.asked = asked;
+    const question = app.fleet.questionEl(u);
+    panel.question.replaceChildren(...(question ? [question] : []));
+  }
   if (u.agent?.workspace?.exists && !panel.changes) {
     panel.changes = new Changes(u.agent.id);
     panel.info.append(panel.changes.el);
@@ -342,6 +354,8 @@ document.addEventListener("keydown", (e) => {
     return;
   }
   if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
+  // Enter on a button or link is that button's or link's.
+  if (e.key === "Enter" && e.target.closest?.("button, a")) return;
   const fleetKeys = !onGrid && app.fleet ? {
     ArrowDown: () => app.fleet.move(1),
     ArrowUp: () => app.fleet.move(-1),
