@@ -1,7 +1,8 @@
 // The dashboard's entry point: signs in (when the hub asks for tokens), follows the hub's
-// event stream, routes between the fleet view (#/) and the terminal grid (#/grid/ID,ID,...),
-// and owns the page-wide pieces: counts by state, the favicon's blocked count, the theme and
-// the keyboard shortcuts.
+// event stream and the fleet's preview stream, routes between the fleet view (#/) and the
+// terminal grid (#/grid/ID,ID,...; #/grid alone shows the blocked and working agents), and owns
+// the page-wide pieces: counts by state, the tab's title and favicon with the blocked count,
+// notifications, the theme and the keyboard shortcuts.
 
 import "./csp.js";
 import { api, follow, setToken, token } from "./api.js";
@@ -9,7 +10,7 @@ import { Fleet, STATES } from "./fleet.js";
 // xterm.js (350 kB) is loaded when the first terminal opens, not with the fleet page.
 let termModule = null;
 const loadTerminals = () => (termModule ??= import("./terminal.js"));
-import { Tasks, AuditTail } from "./panels.js";
+import { Tasks, AuditTail, Changes } from "./panels.js";
 import { h } from "./util.js";
 
 const $ = (id) => document.getElementById(id);
@@ -24,8 +25,8 @@ const app = {
   maximized: null,
   live: false,
 };
-// The browser tests look at the page's state through this.
-window.agentHub = { app, terminals: new Map() };
+// The browser tests look at the page's state through this (and at the notifications shown).
+window.agentHub = { app, terminals: new Map(), notifications: [] };
 
 function canOperate() {
   return ROLES.indexOf(app.who?.role) >= ROLES.indexOf("operator");
@@ -91,7 +92,10 @@ function start() {
   app.fleet = new Fleet($("fleet-list"), {
     canOperate,
     onOpen: (ids) => openGrid(ids),
+    onOpenOne: openUnit,
     onCounts: showCounts,
+    onBlocked: notifyBlocked,
+    onRender: followFleet,
   });
   app.tasks = new Tasks($("tasks"));
   new AuditTail($("audit")).start();
@@ -111,8 +115,48 @@ function start() {
       document.body.dataset.live = up ? "yes" : "no";
     },
   });
+  follow("/v1/previews", { onEvent: (f) => app.fleet.setPreviews(f) });
   setInterval(() => app.fleet.tick(), 1000);
+  showNotifyButton();
   route();
+}
+
+/** A row's click: its terminal alone, full size (a stopped agent has none: nothing opens). */
+function openUnit(u) {
+  if (u.session) location.hash = `#/grid/${encodeURIComponent(u.session.id)}`;
+}
+
+// ---- being told: notifications ----------------------------------------------------------
+
+function showNotifyButton() {
+  const b = $("notify");
+  b.hidden = !("Notification" in window) || Notification.permission !== "default";
+}
+$("notify").addEventListener("click", async () => {
+  await Notification.requestPermission();
+  showNotifyButton();
+});
+
+/** An agent became blocked: a notification (when allowed) that opens it with its question. */
+function notifyBlocked(u) {
+  if (!u || !("Notification" in window) || Notification.permission !== "granted") return;
+  let n;
+  try {
+    n = new Notification(`${u.name} is blocked`, {
+      body: u.session.agent_state?.question || "it waits for an answer",
+      tag: `blocked-${u.session.id}`,
+      icon: $("favicon").href,
+    });
+  } catch (e) {
+    // Some browsers (Chrome on Android) show notifications from a service worker only.
+    return console.warn("no notification:", e);
+  }
+  n.onclick = () => {
+    window.focus();
+    openUnit(u);
+    n.close();
+  };
+  window.agentHub.notifications.push(n);
 }
 
 function showCounts(counts) {
@@ -195,8 +239,52 @@ function route() {
   if (grid) {
     loadTerminals().then((m) => {
       window.agentHub.terminals = m.terminals;
-      showGrid(m, gridIds());
+      showGrid(m, shownIds());
     });
+  }
+}
+
+/** The grid's sessions: those in the address, else the blocked and working ones. */
+function shownIds() {
+  const ids = gridIds();
+  app.autoGrid = !ids.length;
+  return ids.length ? ids : app.fleet.busy(MAX_GRID);
+}
+
+/** After each render of the fleet: the grid follows it (titles, questions, and the busy
+ * agents when it shows those). */
+function followFleet() {
+  if (!location.hash.startsWith("#/grid") || !termModule) return;
+  if (app.autoGrid) {
+    const want = app.fleet.busy(MAX_GRID);
+    if (want.join(",") !== app.grid.map((p) => p.id).join(",")) {
+      termModule.then((m) => showGrid(m, want));
+      return;
+    }
+  }
+  for (const p of app.grid) describe(p);
+}
+
+/** A panel's title and what it shows above the terminal: a blocked agent's question and
+ * answers, a container agent's workspace changes. */
+function describe(panel) {
+  const u = app.fleet.unitOf(panel.id);
+  if (!u) return;
+  panel.setTitle(u.name);
+  panel.el.dataset.state = u.state;
+  // Redrawn only when it changed: a button under the pointer stays where it is.
+  const st = u.session?.agent_state;
+  const asked = JSON.stringify([u.state, st?.question, st?.choices, canOperate()]);
+  if (!panel.question) panel.info.append((panel.question = h("div.panel-question")));
+  if (panel.asked !== asked) {
+    panel.asked = asked;
+    const question = app.fleet.questionEl(u);
+    panel.question.replaceChildren(...(question ? [question] : []));
+  }
+  if (u.agent?.workspace?.exists && !panel.changes) {
+    panel.changes = new Changes(u.agent.id);
+    panel.info.append(panel.changes.el);
+    panel.changes.load();
   }
 }
 // A sign-in link opened in a tab that already shows the page: load it afresh to use it.
@@ -212,6 +300,7 @@ function showGrid({ TermPanel }, ids) {
   }
   app.grid = ids.map((id) => keep.find((p) => p.id === id) || new TermPanel(id, {
     writable,
+    title: app.fleet.loaded ? app.fleet.nameOf(id) : id,
     onToggleSize: toggleMax,
     onClose: (p) => {
       location.hash = `#/grid/${gridIds().filter((x) => x !== p.id).map(encodeURIComponent).join(",")}`;
@@ -221,8 +310,9 @@ function showGrid({ TermPanel }, ids) {
   root.dataset.count = String(app.grid.length);
   root.style.setProperty("--cols", String(Math.ceil(Math.sqrt(app.grid.length || 1))));
   root.replaceChildren(...app.grid.map((p) => p.el));
-  if (!app.grid.length) root.append(h("p.empty", {}, "no terminals: open one from the fleet (\"terminal\") or tick several and press \"grid of ticked\""));
+  if (!app.grid.length) root.append(h("p.empty", {}, "no agent is working or blocked: open a terminal from the fleet (click its row) or tick several and press \"grid of ticked\""));
   for (const p of app.grid) if (!p.started) { p.started = true; p.start(); }
+  for (const p of app.grid) describe(p);
   if (app.grid.length === 1) toggleMax(app.grid[0], true);
   else if (app.maximized) toggleMax(app.maximized, false);
 }
@@ -255,11 +345,26 @@ $("theme").addEventListener("click", () =>
 
 document.addEventListener("keydown", (e) => {
   const typing = e.target.closest?.("input, select, textarea, .xterm");
-  if (e.key === "Escape" && app.maximized && !e.target.closest?.(".xterm")) return toggleMax(app.maximized, false);
+  const onGrid = location.hash.startsWith("#/grid");
+  // Esc outside a terminal (there it is the program's): leave full size, then the grid.
+  if (e.key === "Escape" && !e.target.closest?.(".xterm")) {
+    if (e.target.closest?.("input, select")) return e.target.blur();
+    if (app.maximized && app.grid.length > 1) return toggleMax(app.maximized, false);
+    if (onGrid) location.hash = "#/";
+    return;
+  }
   if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
+  // Enter on a button or link is that button's or link's.
+  if (e.key === "Enter" && e.target.closest?.("button, a")) return;
+  const fleetKeys = !onGrid && app.fleet ? {
+    ArrowDown: () => app.fleet.move(1),
+    ArrowUp: () => app.fleet.move(-1),
+    Enter: () => app.fleet.openSelected(),
+  } : {};
   const keys = {
+    ...fleetKeys,
     f: () => (location.hash = "#/"),
-    g: () => (location.hash = `#/grid/${gridIds().join(",")}`),
+    g: () => (location.hash = `#/grid/${gridIds().map(encodeURIComponent).join(",")}`),
     "/": () => { location.hash = "#/"; $("filter-text").focus(); },
     t: () => $("theme").click(),
     "?": () => $("help").showModal(),

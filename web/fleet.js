@@ -2,8 +2,10 @@
 // and leader -> workers (owner session), with state, time in state, last activity, container
 // status, policy and the countdown to the next policy action. Kept live from the event stream:
 // a `session_state_changed` event updates its row at once; other lifecycle events reload the
-// lists (one request each, debounced). Nothing is polled; a 1 s timer only re-renders the
-// relative times.
+// lists (one request each, debounced). Each row shows the last lines of its session's screen,
+// kept live from one preview socket for the whole fleet (`setPreviews`: only the changed rows'
+// text is touched). A click on a row (or Enter on the selected one) opens its terminal. Nothing
+// is polled; a 1 s timer only re-renders the relative times.
 
 import { api } from "./api.js";
 import { h, span, ago, debounce } from "./util.js";
@@ -22,7 +24,9 @@ export class Fleet {
    * @param root element to render into
    * @param opts.canOperate whether the signed-in role may act (operator or admin)
    * @param opts.onOpen(sessionIds) opens sessions in the grid
+   * @param opts.onOpenOne(unit) opens one unit (a click on its row)
    * @param opts.onCounts(counts) told the count by state after each render
+   * @param opts.onBlocked(unit) told when a unit became blocked and its question is loaded
    */
   constructor(root, opts) {
     this.root = root;
@@ -33,10 +37,32 @@ export class Fleet {
     this.checks = new Map();
     this.checkedAt = 0;
     this.ticked = new Set();
+    /** session id -> its preview lines, and the element showing them (rebuilt by render). */
+    this.previews = new Map();
+    this.previewEls = new Map();
+    /** The selected row's key (arrows move it, Enter opens it). */
+    this.selected = "";
+    /** The agent whose stop is waiting for a confirmation. */
+    this.confirming = "";
     this.filter = { text: "", state: "", team: "" };
     this.loaded = false;
     this.scheduleReload = debounce(() => this.reload(), 150);
     this.scheduleCheck = debounce(() => this.reloadChecks(), 300);
+    /** Renders: how many, and the longest (ms); the measured browser test prints them. */
+    this.stats = { renders: 0, longestRenderMs: 0 };
+    this.renderQueued = false;
+    /** unit key -> { sig, els, preview }: a row whose data did not change is kept as it is. */
+    this.rowCache = new Map();
+  }
+
+  /** One render for a burst of events (each would redraw every row). */
+  scheduleRender() {
+    if (this.renderQueued) return;
+    this.renderQueued = true;
+    setTimeout(() => {
+      this.renderQueued = false;
+      this.render();
+    }, 0);
   }
 
   async reload() {
@@ -67,22 +93,54 @@ export class Fleet {
       s.agent_state = { ...s.agent_state, state: e.state, since: e.since, stuck: false };
       delete s.agent_state.question;
       delete s.agent_state.choices;
-      this.render();
+      this.scheduleRender();
       this.scheduleCheck();
-      if (e.state === "blocked") this.loadQuestion(s.id);
+      if (e.state === "blocked") this.loadQuestion(s.id, true);
       return;
     }
     if (e.type.startsWith("task_") || e.type === "audit_event") return;
     this.scheduleReload();
   }
 
-  async loadQuestion(id) {
+  async loadQuestion(id, tell = false) {
     const st = await api("GET", `/v1/pty/sessions/${encodeURIComponent(id)}/state`);
     const s = this.sessions.get(id);
     if (s) {
       s.agent_state = st;
       this.render();
+      if (tell && st.state === "blocked") this.opts.onBlocked?.(this.unitOf(id));
     }
+  }
+
+  /** A `previews` frame of `/v1/previews`: only the rows whose lines changed are touched. */
+  setPreviews(frame) {
+    for (const [id, lines] of Object.entries(frame.previews || {})) {
+      const text = lines.join("\n");
+      this.previews.set(id, text);
+      const el = this.previewEls.get(id);
+      if (el && el.textContent !== text) el.textContent = text;
+    }
+    for (const id of frame.removed || []) this.previews.delete(id);
+  }
+
+  /** The unit (row) of a session, if listed. */
+  unitOf(sessionId) {
+    return this.units().find((u) => u.session?.id === sessionId);
+  }
+
+  /** What a session is called: its agent's id or its label, else its id. */
+  nameOf(sessionId) {
+    return this.unitOf(sessionId)?.name || sessionId;
+  }
+
+  /** The sessions the grid shows by default: blocked, then working, at most `max`. */
+  busy(max) {
+    const rank = { blocked: 0, working: 1 };
+    return this.units()
+      .filter((u) => u.session?.alive && u.state in rank)
+      .sort((a, b) => rank[a.state] - rank[b.state] || a.name.localeCompare(b.name))
+      .slice(0, max)
+      .map((u) => u.session.id);
   }
 
   /** The rows: container agents (with their live session) and host sessions. */
@@ -129,6 +187,7 @@ export class Fleet {
 
   render() {
     if (!this.loaded) return;
+    const started = performance.now();
     const units = this.units();
     this.opts.onCounts?.(this.counts(units), units);
     const shown = units.filter((u) => this.matches(u));
@@ -149,12 +208,14 @@ export class Fleet {
       teams.get(u.team).push(u);
     }
     const now = Date.now();
+    this.previewEls.clear();
+    const kept = new Map();
     const frag = document.createDocumentFragment();
     for (const [team, leaders] of [...teams].sort(([a], [b]) => a.localeCompare(b))) {
       const rows = [];
       for (const u of leaders.sort((a, b) => a.name.localeCompare(b.name))) {
-        rows.push(this.row(u, now, false));
-        for (const w of workers.get(u.session?.id) || []) rows.push(this.row(w, now, true));
+        rows.push(this.keptRow(u, now, false, kept));
+        for (const w of workers.get(u.session?.id) || []) rows.push(this.keptRow(w, now, true, kept));
       }
       frag.append(
         h("section.team", { "data-team": team },
@@ -167,12 +228,62 @@ export class Fleet {
     }
     if (!shown.length) frag.append(h("p.empty", {}, units.length ? "nothing matches" : "no agents or sessions"));
     this.root.replaceChildren(frag);
+    this.rowCache = kept;
     this.updateTeams(units);
+    this.opts.onRender?.();
+    this.stats.renders += 1;
+    this.stats.longestRenderMs = Math.max(this.stats.longestRenderMs, performance.now() - started);
+  }
+
+  /** The rows on the page, in order. */
+  rows() {
+    return [...this.root.querySelectorAll("tr.unit")];
+  }
+
+  /** Moves the selection `by` rows (arrow keys). */
+  move(by) {
+    const rows = this.rows();
+    if (!rows.length) return;
+    const at = rows.findIndex((r) => r.dataset.unit === this.selected);
+    const next = rows[at < 0 ? 0 : Math.min(rows.length - 1, Math.max(0, at + by))];
+    this.select(next.dataset.unit);
+    next.scrollIntoView({ block: "nearest" });
+  }
+
+  select(key) {
+    this.selected = key;
+    for (const r of this.rows()) r.classList.toggle("selected", r.dataset.unit === key);
+  }
+
+  /** Opens the selected row (Enter). */
+  openSelected() {
+    const u = this.units().find((x) => x.key === this.selected);
+    if (u) this.opts.onOpenOne?.(u);
+  }
+
+  /** The row of `u`: the one drawn last time when nothing it shows changed (relative times
+   * move in place, previews by `setPreviews`), else a new one. Recorded in `kept`. */
+  keptRow(u, now, worker, kept) {
+    const s = u.session;
+    const st = s?.agent_state;
+    const c = u.check;
+    const sig = JSON.stringify([u.state, u.since, worker, u.key === this.selected, this.opts.canOperate(),
+      s && [s.id, s.label, s.cli_type, s.alive, s.backend, s.source, s.policy, s.last_activity_at, this.ticked.has(s.id)],
+      u.agent && [u.agent.status, u.agent.policy, u.agent.last_activity_at, this.confirming === u.agent.id],
+      st && [st.question, st.choices], c && c.idle_deadline_in_ms != null && [c.idle_deadline_in_ms, c.policy, c.dry_run, this.checkedAt]]);
+    let row = this.rowCache.get(u.key);
+    if (row?.sig !== sig) {
+      const els = this.row(u, now, worker);
+      row = { sig, els, preview: s ? this.previewEls.get(s.id) : null };
+    } else if (row.preview) {
+      this.previewEls.set(s.id, row.preview);
+    }
+    kept.set(u.key, row);
+    return row.els;
   }
 
   row(u, now, worker) {
     const s = u.session;
-    const st = s?.agent_state;
     const can = this.opts.canOperate();
     const id = s?.id;
     const tick = id
@@ -190,23 +301,25 @@ export class Fleet {
           }, `on host · ${s.backend}${s.alive ? "" : " (ended)"}`)
         : h("span.status", {}, s ? `${s.backend}${s.alive ? "" : " (ended)"}` : "");
     const controls = [];
-    if (id) controls.push(h("button.open", { type: "button", onclick: () => this.opts.onOpen([id]) }, "terminal"));
-    if (u.agent && can) {
-      for (const op of ["start", "stop", "restart"]) {
-        controls.push(h(`button.${op}`, {
-          type: "button", "data-op": op,
-          onclick: (e) => this.agentOp(u.agent.id, op, e.target),
-        }, op));
-      }
-    }
+    if (u.agent && can) controls.push(...this.agentControls(u.agent));
+    const preview = h("pre.preview", { "data-preview": id || "" }, (id && this.previews.get(id)) || "");
+    if (id) this.previewEls.set(id, preview);
     const main = h("tr", {
-      class: `unit state-${u.state}${worker ? " worker" : ""}`,
+      class: `unit state-${u.state}${worker ? " worker" : ""}${u.key === this.selected ? " selected" : ""}`,
       "data-unit": u.key, "data-state": u.state, "data-session": id || "",
+      title: id ? "open the terminal" : "",
+      onclick: (e) => {
+        if (e.target.closest("button, input, a, select")) return;
+        this.select(u.key);
+        this.opts.onOpenOne?.(u);
+      },
     },
       h("td", {}, tick),
-      h("td.name", {}, worker ? "↳ " : "", h("strong", {}, u.name),
-        s?.label && s.label !== u.name ? h("span.dim", {}, ` ${s.label}`) : "",
-        s?.cli_type ? h("span.dim", {}, ` (${s.cli_type})`) : ""),
+      h("td.name", {},
+        h("div.title", {}, worker ? "↳ " : "", h("strong", {}, u.name),
+          s?.label && s.label !== u.name ? h("span.dim", {}, ` ${s.label}`) : "",
+          s?.cli_type ? h("span.dim", {}, ` (${s.cli_type})`) : ""),
+        preview),
       h("td", {}, h("span", { class: `badge ${u.state}` }, u.state)),
       h("td.since", { "data-since": u.since }, ago(u.since, now)),
       h("td", { "data-since": s?.last_activity_at || u.agent?.last_activity_at },
@@ -214,13 +327,41 @@ export class Fleet {
       h("td", {}, container),
       h("td", {}, s?.policy || u.agent?.policy || "", this.countdown(u, now)),
       h("td.controls", {}, controls));
-    if (u.state !== "blocked" || !st?.question) return main;
+    const question = this.questionEl(u);
+    if (!question) return main;
+    return [main, h("tr.question", { "data-question-for": u.key },
+      h("td"), h("td", { colspan: 7 }, question))];
+  }
+
+  /** A blocked unit's question with a button per answer, or null. */
+  questionEl(u) {
+    const st = u.session?.agent_state;
+    if (u.state !== "blocked" || !st?.question) return null;
+    const can = this.opts.canOperate();
     const choices = (st.choices || []).map((c) => h("button.choice", {
       type: "button", disabled: !can, "data-keys": c.keys.join(" "),
-      onclick: (e) => this.answer(id, c.keys, e.target),
+      onclick: (e) => this.answer(u.session.id, c.keys, e.target),
     }, c.label));
-    return [main, h("tr.question", { "data-question-for": u.key },
-      h("td"), h("td", { colspan: 7 }, h("span.q", {}, st.question), " ", choices))];
+    return h("span.question", {}, h("span.q", {}, st.question), " ", choices);
+  }
+
+  /** Start for a stopped agent, stop (confirmed in the page) and restart for a running one. */
+  agentControls(agent) {
+    const op = (name, label = name) => h(`button.${name}`, {
+      type: "button", "data-op": name,
+      onclick: (e) => this.agentOp(agent.id, name, e.target),
+    }, label);
+    if (this.confirming === agent.id) {
+      return [h("span.confirm", {}, `stop ${agent.id}?`),
+        op("stop", "yes, stop"),
+        h("button.cancel", { type: "button", "data-op": "cancel", onclick: () => { this.confirming = ""; this.render(); } }, "cancel")];
+    }
+    if (agent.status === "running") {
+      return [h("button.stop", { type: "button", "data-op": "ask-stop",
+        onclick: () => { this.confirming = agent.id; this.render(); } }, "stop"), op("restart")];
+    }
+    if (agent.status === "starting" || agent.status === "stopping") return [h("span.dim", {}, `${agent.status}…`)];
+    return [op("start")];
   }
 
   countdown(u, now) {
@@ -239,11 +380,13 @@ export class Fleet {
    * replaced). */
   tick() {
     const now = Date.now();
-    for (const el of this.root.querySelectorAll("[data-since]")) el.textContent = ago(el.dataset.since, now);
-    for (const el of this.root.querySelectorAll(".countdown")) el.textContent = el.text(Number(el.dataset.deadline) - now);
+    const set = (el, text) => el.textContent !== text && (el.textContent = text);
+    for (const el of this.root.querySelectorAll("[data-since]")) set(el, ago(el.dataset.since, now));
+    for (const el of this.root.querySelectorAll(".countdown")) set(el, el.text(Number(el.dataset.deadline) - now));
   }
 
   async agentOp(agent, op, button) {
+    if (op === "stop") this.confirming = "";
     button.disabled = true;
     try {
       await api("POST", `/v1/agents/${encodeURIComponent(agent)}/${op}`);

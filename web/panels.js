@@ -1,5 +1,6 @@
 // The side panels of the fleet page: the task list (reloaded on task events) and the audit
-// tail (the last records, then live from the audit stream; operators only, as in the API).
+// tail (the last records, then live from the audit stream; operators only, as in the API), told
+// as sentences ("10:51:32 admin stopped worker-1"); and an agent's workspace changes.
 
 import { api, follow } from "./api.js";
 import { h, ago, span } from "./util.js";
@@ -49,10 +50,114 @@ export class AuditTail {
 
   add(r) {
     const ok = r.blocked ? "blocked" : r.success === false ? "failed" : "ok";
-    this.list.prepend(h("li", { class: ok, title: r.command || "" },
-      h("time", {}, (r.ts || "").slice(11, 19)), " ", h("b", {}, r.actor), " ", r.action,
-      r.session_id ? h("span.dim", {}, ` ${r.session_id}`) : "",
-      r.command ? h("code", {}, ` ${r.command.slice(0, 120)}`) : ""));
+    const { who, what, target, detail } = sentence(r);
+    // Newest first, by the time of the action: a request is recorded when it ends (a start
+    // after the agent is ready), so it can arrive after what it caused.
+    const later = [...this.list.children].find((li) => Number(li.dataset.ts) <= (r.ts_ms || 0));
+    this.list.insertBefore(h("li", { class: ok, title: r.command || "", "data-action": r.action, "data-ts": r.ts_ms || 0 },
+      h("time", { datetime: r.ts || "" }, localTime(r.ts)), " ", h("b.who", {}, who), " ", what,
+      target ? [" ", h("b.target", {}, target)] : "",
+      detail ? h("span.dim", {}, detail) : "",
+      ok === "ok" ? "" : h("span.outcome", {}, ok === "blocked" ? ` (refused${r.blocked_pattern ? `: ${r.blocked_pattern}` : ""})` : ` (failed${r.error_code ? `: ${r.error_code}` : ""})`)),
+    later ?? null);
     while (this.list.children.length > AUDIT_ROWS) this.list.lastElementChild.remove();
+  }
+}
+
+/** What a person did, by audit action: "admin <verb> <target>". */
+const VERBS = {
+  create: "created", kill: "killed", send_line: "sent a line to", keys: "sent keys to",
+  signal: "signalled", talk: "ran a command in", resize: "resized", ws_input: "typed into",
+  ws_resize: "resized", read_raw: "read the raw output of", stream_raw: "watched the raw output of",
+  agent_start: "started", agent_stop: "stopped", agent_restart: "restarted",
+  workspace_remove: "removed the workspace of", send_line_to_agent: "sent a prompt to",
+  update_ownership: "changed the owner of", register: "registered", unregister: "unregistered",
+  heartbeat: "sent a heartbeat for", reset: "reset the registry", task_create: "started a task",
+  task_cancel: "cancelled a task", policies_reload: "reloaded the policies",
+  audit_cleanup: "pruned the audit log", signin_link: "made a sign-in link",
+  token_rotate: "rotated the owner's token", bridge_write: "wrote through the bridge to",
+  bridge_talk: "talked through the bridge to",
+};
+/** What happened to an agent by itself (hub events): "<agent> <verb>". */
+const AGENT_EVENTS = {
+  agent_starting: "is starting", agent_started: "started", agent_start_failed: "failed to start",
+  agent_stopping: "is stopping", agent_stopped: "stopped", agent_exited: "exited",
+  agent_attached: "attached", agent_attach_failed: "failed to attach",
+};
+/** What a policy did: "policy <verb> <target>". */
+const POLICY_EVENTS = {
+  policy_warned: "warned", policy_stopped: "stopped", policy_restarted: "restarted",
+  policy_notified: "notified about", policy_interrupted: "interrupted",
+  policy_action_failed: "failed to act on", policy_started: "started",
+};
+/** Actions whose command text says what was sent (shown after the sentence). */
+const SHOWS_COMMAND = new Set(["send_line", "keys", "talk", "ws_input", "send_line_to_agent", "signal", "task_create"]);
+
+/** What a request sent, from its recorded body: the line, the keys, the command. */
+function said(r) {
+  const text = r.command || "";
+  try {
+    const v = JSON.parse(text);
+    if (v && typeof v === "object") {
+      const what = v.data ?? v.command ?? v.cmd ?? v.signal ?? (Array.isArray(v.keys) ? v.keys.join(" ") : undefined);
+      if (what !== undefined) return String(what);
+    }
+  } catch {
+    // Not JSON: a typed line, as it was typed.
+  }
+  return text;
+}
+
+/** An audit record as a sentence: who did what to which agent or session. */
+export function sentence(r) {
+  const target = r.label || r.agent_id || r.session_id || "";
+  const command = said(r).slice(0, 120);
+  if (AGENT_EVENTS[r.action]) return { who: target || "an agent", what: AGENT_EVENTS[r.action], target: "", detail: "" };
+  if (POLICY_EVENTS[r.action]) return { who: "policy", what: POLICY_EVENTS[r.action], target, detail: "" };
+  if (r.action === "session_restored") return { who: r.actor, what: "restored", target, detail: "" };
+  const what = VERBS[r.action] || r.action.replaceAll("_", " ");
+  return { who: r.actor, what, target, detail: SHOWS_COMMAND.has(r.action) && command ? `: ${command}` : "" };
+}
+
+/** HH:MM:SS in the viewer's time zone. */
+function localTime(ts) {
+  const t = Date.parse(ts || "");
+  return Number.isNaN(t) ? "" : new Date(t).toLocaleTimeString([], { hour12: false });
+}
+
+/**
+ * An agent's workspace changes (`GET /v1/agents/{id}/changes`): the files changed, committed
+ * and not, with lines added and removed; the full diff on request (`?full=true`).
+ */
+export class Changes {
+  constructor(agentId) {
+    this.agentId = agentId;
+    this.el = h("div.changes", { "data-changes-for": agentId });
+  }
+
+  async load() {
+    const path = `/v1/agents/${encodeURIComponent(this.agentId)}/changes`;
+    try {
+      const { changes } = await api("GET", path);
+      const files = [...changes.uncommitted, ...changes.committed];
+      const sum = (k) => files.reduce((n, f) => n + (f[k] || 0), 0);
+      const list = files.map((f) => h("li", { "data-file": f.path },
+        h("span.fstatus", {}, f.status), " ", f.path, " ",
+        f.added == null ? h("span.dim", {}, "binary") : [h("span.added", {}, `+${f.added}`), " ", h("span.removed", {}, `−${f.removed}`)]));
+      const diff = h("pre.diff", { hidden: true });
+      this.el.replaceChildren(
+        h("div", {}, h("b", {}, "changes"), ` on ${changes.branch}: ${files.length} file${files.length === 1 ? "" : "s"}, `,
+          h("span.added", {}, `+${sum("added")}`), " ", h("span.removed", {}, `−${sum("removed")}`), " ",
+          files.length ? h("button.diff-button", { type: "button", onclick: async (e) => {
+            if (!diff.hidden) { diff.hidden = true; e.target.textContent = "diff"; return; }
+            const full = await api("GET", `${path}?full=true`);
+            diff.textContent = [full.changes.diff?.uncommitted, full.changes.diff?.committed].filter(Boolean).join("\n");
+            diff.hidden = false;
+            e.target.textContent = "hide diff";
+          } }, "diff") : ""),
+        h("ul.files", {}, list), diff);
+    } catch (e) {
+      this.el.replaceChildren(h("span.dim", {}, `changes: ${e.message}`));
+    }
   }
 }

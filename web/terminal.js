@@ -29,6 +29,7 @@ export class TermPanel {
    * @param sessionId the session to follow
    * @param opts.writable whether input and resizes are sent
    * @param opts.onToggleSize called when the title is clicked
+   * @param opts.title what the session is called (its label or agent id)
    */
   constructor(sessionId, opts) {
     this.id = sessionId;
@@ -36,12 +37,17 @@ export class TermPanel {
     this.closed = false;
     this.status = h("span.tstatus", {}, "connecting");
     this.searchBox = h("input.search", { type: "search", placeholder: "search", "aria-label": "search the scrollback" });
+    this.name = h("span.name", {}, opts.title || sessionId);
+    /** What the page shows about the agent above its terminal (its question, its changes). */
+    this.info = h("div.term-info");
     this.el = h("div.term-panel", { "data-session": sessionId },
       h("div.term-title", {},
-        h("button.title", { type: "button", title: "full size", onclick: () => opts.onToggleSize?.(this) }, sessionId),
+        h("button.title", { type: "button", title: "full size", onclick: () => opts.onToggleSize?.(this) },
+          this.name, h("small.id", {}, sessionId)),
         this.writable ? "" : h("span.ro", {}, "read-only"),
         this.status, h("span.spacer"), this.searchBox,
         h("button.close", { type: "button", title: "close", onclick: () => opts.onClose?.(this) }, "×")),
+      this.info,
       (this.body = h("div.term-body")));
     this.term = new Terminal({
       convertEol: false,
@@ -116,6 +122,11 @@ export class TermPanel {
     } else if (f.type === "error") {
       this.setStatus(f.message);
     }
+  }
+
+  /** The panel's title: the session's label or agent id (the id stays in small print). */
+  setTitle(text) {
+    if (text && this.name.textContent !== text) this.name.textContent = text;
   }
 
   setStatus(text) {

@@ -11,6 +11,7 @@ mod events;
 pub mod metrics;
 pub mod openapi;
 mod policies;
+mod previews;
 pub mod redaction;
 mod registry;
 pub mod routes;

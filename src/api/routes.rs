@@ -7,7 +7,8 @@ use axum::http::Method;
 use axum::routing::{on, MethodFilter, MethodRouter};
 
 use super::{
-    access, agents, bridge, events, openapi, policies, registry, routing, sessions, stream,
+    access, agents, bridge, events, openapi, policies, previews, registry, routing, sessions,
+    stream,
 };
 use super::{tasks, traffic, web};
 use crate::actor::Role;
@@ -139,6 +140,8 @@ pub static ROUTES: &[Route] = &[
     route!(DELETE "/v1/tasks/{id}", OPERATOR, As("task_cancel"), NEVER, tasks::cancel_task),
     route!(POST "/v1/tasks/{id}/wait", OBSERVER, No, NEVER, tasks::wait_task),
     route!(GET "/v1/events", OBSERVER, No, NEVER, events::events),
+    // Every visible session's last screen lines in one socket (agent credentials: their team's).
+    route!(GET "/v1/previews", OBSERVER, No, ANY, previews::previews),
     // The audit log holds (redacted) commands of every session: operators read it, admins prune.
     route!(GET "/v1/pty-traffic/events", OPERATOR, No, NEVER, traffic::events),
     route!(GET "/v1/pty-traffic/events/{id}", OPERATOR, No, NEVER, traffic::event),

@@ -213,3 +213,26 @@ pub enum ServerFrame {
     /// A client frame was rejected; the stream goes on.
     Error { error_code: String, message: String },
 }
+
+/// `GET /v1/previews` query.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct PreviewsQuery {
+    /// Lines a preview holds (default 3).
+    #[param(minimum = 1, maximum = 20)]
+    pub lines: Option<usize>,
+}
+
+/// The text frames of `GET /v1/previews`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum PreviewFrame {
+    /// The previews that changed since the previous frame (the first frame has every visible
+    /// session's): session id -> its last non-blank screen lines, oldest first, rendered as
+    /// `term_read` renders and redacted like its reply. `removed`: sessions no longer listed.
+    Previews {
+        previews: std::collections::BTreeMap<String, Vec<String>>,
+        removed: Vec<String>,
+    },
+}

@@ -116,6 +116,7 @@ async fn every_route_times_every_role() {
         ("DELETE", "/v1/tasks/task_00000000".into(), None, 2),
         ("POST", "/v1/tasks".into(), Some(json!({"cmd": ""})), 2),
         ("GET", "/v1/events".into(), None, 1),
+        ("GET", "/v1/previews".into(), None, 1),
         ("GET", s("/stream"), None, 1),
         (
             "POST",

@@ -267,6 +267,34 @@ impl Browser {
         .await;
     }
 
+    /// Presses `keys` (text; `\u{E015}` is ArrowDown, `\u{E007}` Enter, `\u{E00C}` Escape) in
+    /// whatever has the focus, as a person at the keyboard would.
+    pub async fn press(&self, keys: &str) {
+        let mut actions = Vec::new();
+        for k in keys.chars() {
+            actions.push(json!({ "type": "keyDown", "value": k.to_string() }));
+            actions.push(json!({ "type": "keyUp", "value": k.to_string() }));
+        }
+        self.call(
+            reqwest::Method::POST,
+            "/actions",
+            Some(json!({ "actions": [{ "type": "key", "id": "keyboard", "actions": actions }] })),
+        )
+        .await;
+        self.call(reqwest::Method::DELETE, "/actions", None).await;
+    }
+
+    /// A Chrome DevTools Protocol command through chromedriver (`goog/cdp/execute`), e.g.
+    /// `Browser.grantPermissions`; returns its result.
+    pub async fn cdp(&self, cmd: &str, params: Value) -> Value {
+        self.call(
+            reqwest::Method::POST,
+            "/goog/cdp/execute",
+            Some(json!({ "cmd": cmd, "params": params })),
+        )
+        .await
+    }
+
     pub async fn set_window_size(&self, width: u32, height: u32) {
         self.call(
             reqwest::Method::POST,

@@ -15,14 +15,14 @@ use crate::browser_support::Browser;
 use crate::policy_support::*;
 use crate::support::{wait_until, TestHub};
 
-const T: Duration = Duration::from_secs(15);
+pub(crate) const T: Duration = Duration::from_secs(15);
 
 /// `data-state` of a fleet row (agent id or session id).
-fn row_state(key: &str) -> String {
+pub(crate) fn row_state(key: &str) -> String {
     format!("return document.querySelector('[data-unit=\"{key}\"]')?.dataset.state")
 }
 
-async fn wait_row_state(b: &Browser, key: &str, want: &str) -> Duration {
+pub(crate) async fn wait_row_state(b: &Browser, key: &str, want: &str) -> Duration {
     let started = Instant::now();
     b.wait_js(
         &format!("{key} shown {want}"),
@@ -34,7 +34,7 @@ async fn wait_row_state(b: &Browser, key: &str, want: &str) -> Duration {
 }
 
 /// Opens the page and waits until it is signed in, live and has drawn the fleet.
-async fn open_fleet(b: &Browser, hub: &TestHub) {
+pub(crate) async fn open_fleet(b: &Browser, hub: &TestHub) {
     b.goto(&format!("{}/", hub.base)).await;
     b.wait_js(
         "fleet loaded and live",
@@ -401,9 +401,15 @@ async fn sign_in_refuses_a_wrong_token_and_an_observer_cannot_type() {
 async fn start_and_stop_from_the_page_drive_the_container() {
     crate::require_docker!();
     let b = browser!();
-    let (hub, _guard) =
-        crate::docker_support::hub_with_agents(&crate::docker_support::agent_toml("web-a", ""))
-            .await;
+    let repo = crate::workspace::user_repo();
+    let workspace = format!(
+        "workspace = {{ repo = \"{}\", base = \"main\" }}",
+        repo.path().display()
+    );
+    let (hub, _guard) = crate::docker_support::hub_with_agents(&crate::docker_support::agent_toml(
+        "web-a", &workspace,
+    ))
+    .await;
     b.sign_in(&hub.base, &hub.owner_token).await;
     let host = hub.create("pty").await;
     open_fleet(&b, &hub).await;
@@ -427,6 +433,60 @@ async fn start_and_stop_from_the_page_drive_the_container() {
     .await;
     b.screenshot("fleet-docker").await;
 
+    // The agent's panel (a click on its row) shows its workspace changes, the diff on request.
+    let checkout = v["agent"]["workspace"]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::write(
+        std::path::Path::new(&checkout).join("hello.txt"),
+        "hello\nworld\n",
+    )
+    .unwrap();
+    b.click("tr[data-unit=\"web-a\"] td.name").await;
+    let file = b
+        .wait_js(
+            "the changed file in the agent's panel",
+            "return document.querySelector('.term-info .changes [data-file=\"hello.txt\"]')?.textContent",
+            T,
+        )
+        .await;
+    assert_eq!(file, json!("untracked hello.txt +2 −0"));
+    b.click(".term-info .changes button.diff-button").await;
+    let diff = b
+        .wait_js(
+            "the diff",
+            "const d = document.querySelector('.term-info pre.diff'); return !d.hidden && d.textContent",
+            T,
+        )
+        .await;
+    assert!(diff.as_str().unwrap().contains("+hello"), "{diff}");
+    b.screenshot("agent-changes").await;
+    b.goto(&format!("{}/#/", hub.base)).await;
+    open_fleet(&b, &hub).await;
+
+    // A running agent offers stop and restart, not start; stop asks first (cancel keeps it).
+    let ops = b
+        .js(
+            "return [...document.querySelectorAll('[data-unit=\"web-a\"] button[data-op]')].map(b => b.dataset.op)",
+            json!([]),
+        )
+        .await;
+    assert_eq!(ops, json!(["ask-stop", "restart"]));
+    b.click("[data-unit=\"web-a\"] button[data-op=\"ask-stop\"]")
+        .await;
+    let asked = b
+        .js(
+            "return document.querySelector('[data-unit=\"web-a\"] .confirm')?.textContent",
+            json!([]),
+        )
+        .await;
+    assert_eq!(asked, json!("stop web-a?"));
+    b.click("[data-unit=\"web-a\"] button[data-op=\"cancel\"]")
+        .await;
+    assert_eq!(container_running(&container), "true");
+    b.click("[data-unit=\"web-a\"] button[data-op=\"ask-stop\"]")
+        .await;
     click_and_wait_status(&b, "web-a", "stop", "stopped").await;
     assert_eq!(container_running(&container), "false");
 }

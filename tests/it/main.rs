@@ -18,6 +18,7 @@ mod bridge;
 mod cli;
 mod cli_targets;
 mod dashboard;
+mod dashboard_fleet;
 mod dashboard_restart;
 mod docker;
 mod guard;

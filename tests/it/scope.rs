@@ -10,15 +10,18 @@ use serde_json::{json, Value};
 
 use crate::support::TestHub;
 
-struct Fleet {
-    hub: TestHub,
-    lead: String,
-    w1: String,
+pub(crate) struct Fleet {
+    pub hub: TestHub,
+    /// The credentials of `lead` and `w1`.
+    pub lead: String,
+    pub w1: String,
     /// Session ids by agent.
-    sessions: std::collections::BTreeMap<&'static str, String>,
+    pub sessions: std::collections::BTreeMap<&'static str, String>,
 }
 
-async fn fleet() -> Fleet {
+/// The hub of agents `lead`, `w1`, `w2` (team `a`) and `wb` (team `b`), each with a host
+/// session, and the credentials of `lead` and `w1`.
+pub(crate) async fn fleet() -> Fleet {
     let mut toml = String::new();
     for (id, team, role) in [
         ("lead", "a", "leader"),

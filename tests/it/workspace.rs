@@ -39,7 +39,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 /// A repository with one commit on `main`, owned by the agents' user (uid 1000 in the test
 /// image), as a user's own repository is on a machine where they are uid 1000.
-fn user_repo() -> tempfile::TempDir {
+pub(crate) fn user_repo() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     git(dir.path(), &["init", "-q", "-b", "main"]);
     std::fs::write(dir.path().join("README.md"), "the app\n").unwrap();

@@ -76,6 +76,7 @@ use crate::protocol::*;
         cancel_task,
         wait_task,
         events,
+        previews,
         traffic_events,
         traffic_event,
         traffic_sessions,
@@ -95,7 +96,8 @@ use crate::protocol::*;
         SessionBackend,
         TrafficFrame,
         PolicyTrigger,
-        HubEvent
+        HubEvent,
+        PreviewFrame
     ))
 )]
 pub struct ApiDoc;
@@ -568,6 +570,7 @@ mod tests {
         assert_eq!(open, routed, "operations without a credential");
         for (method, path) in [
             ("get", "/v1/events"),
+            ("get", "/v1/previews"),
             ("get", "/v1/pty-traffic/stream"),
             ("get", "/v1/pty/sessions/{id}/stream"),
         ] {

@@ -610,6 +610,19 @@ pub(super) fn events() {}
 
 #[utoipa::path(
     get,
+    path = "/v1/previews",
+    operation_id = "previews",
+    summary = "WebSocket: the last lines of every visible session's screen, one `PreviewFrame` (see components) a text frame, at most every 250 ms and only for sessions whose output moved.",
+    params(PreviewsQuery, WebSocketHandshake),
+    responses(
+        (status = 101, description = "WebSocket upgrade (subprotocol `agent-hub`); then text frames, no HTTP body"),
+        (status = "default", body = ErrorBody, description = "Refused (BAD_REQUEST: not a WebSocket handshake, or `lines` out of range; TERM_BUFFER_ACCESS_DISABLED)")
+    )
+)]
+pub(super) fn previews() {}
+
+#[utoipa::path(
+    get,
     path = "/v1/pty-traffic/events",
     operation_id = "traffic_events",
     summary = "A page of audit records (filters and pagination).",
