@@ -10,6 +10,8 @@ use std::num::NonZeroU16;
 
 use serde::{Deserialize, Serialize};
 
+mod skip;
+
 use crate::escape::{self, Kind};
 use crate::term::TermSize;
 
@@ -99,6 +101,58 @@ pub struct Screen {
     generation: u64,
     /// Bytes held back because they may start a `CSI s` / `CSI u` split across chunks.
     held: Vec<u8>,
+    /// Where the output fed so far ends, for skipping (see [`skip`]).
+    end: End,
+    /// Lines skipped so far (never rendered because they could not stay).
+    skipped_lines: u64,
+}
+
+/// Where the output fed so far ends: an escape sequence it leaves cut off (empty when none),
+/// and whether it ends on an ASCII byte (not inside a character). `cut` is `None` once a cut
+/// sequence grew past [`MAX_CUT`]: the end is not followed any more, and nothing is skipped.
+#[derive(Clone)]
+struct End {
+    cut: Option<Vec<u8>>,
+    ascii: bool,
+}
+
+/// The longest cut-off sequence followed (a title, a colour: short).
+const MAX_CUT: usize = 4096;
+
+impl Default for End {
+    fn default() -> Self {
+        End {
+            cut: Some(Vec::new()),
+            ascii: true,
+        }
+    }
+}
+
+impl End {
+    /// Follows `bytes`, fed after the output so far.
+    fn follow(&mut self, bytes: &[u8]) {
+        let Some(last) = bytes.last() else { return };
+        self.ascii = last.is_ascii();
+        let Some(cut) = &mut self.cut else { return };
+        if cut.is_empty() && !bytes.contains(&0x1b) {
+            return;
+        }
+        cut.extend_from_slice(bytes);
+        let tail = match escape::pieces(cut).last() {
+            Some(p) if p.kind == Kind::Cut => Some(p.bytes.to_vec()),
+            _ => None,
+        };
+        self.cut = match tail {
+            Some(t) if t.len() > MAX_CUT => None,
+            Some(t) => Some(t),
+            None => Some(Vec::new()),
+        };
+    }
+
+    /// Between sequences and characters.
+    fn clean(&self) -> bool {
+        self.ascii && self.cut.as_ref().is_some_and(Vec::is_empty)
+    }
 }
 
 /// The modes of a rendered read.
@@ -191,6 +245,8 @@ impl Screen {
             fed_to: 0,
             generation: 0,
             held: Vec::new(),
+            end: End::default(),
+            skipped_lines: 0,
         }
     }
 
@@ -214,6 +270,7 @@ impl Screen {
             self.parser = Self::parser(rows, cols, Events::default());
             self.generation += 1;
             self.held.clear();
+            self.end = End::default();
         }
         let end = start + bytes.len() as u64;
         if end <= self.fed_to {
@@ -221,8 +278,36 @@ impl Screen {
         }
         let skip = self.fed_to.saturating_sub(start) as usize;
         let translated = translate_sco(&mut self.held, &bytes[skip..]);
-        self.parser.process(&translated);
+        let rest = self.skip_plain(&translated);
+        self.parser.process(rest);
+        self.end.follow(&translated);
         self.fed_to = end;
+    }
+
+    /// Skips the plain lines at the start of `bytes` whose rows cannot stay (see [`skip`]),
+    /// counting them as scrolled away; returns the bytes still to process.
+    fn skip_plain<'a>(&mut self, bytes: &'a [u8]) -> &'a [u8] {
+        let screen = self.parser.screen();
+        let (rows, cols) = screen.size();
+        let whole_region = screen.scroll_region() == (0, rows.get() - 1);
+        if !self.end.clean() || screen.alternate_screen() || !whole_region {
+            return bytes;
+        }
+        let keep = 2 * u64::from(rows.get()) + SCREEN_SCROLLBACK_ROWS as u64;
+        let col = screen.cursor_position().1;
+        let Some(s) = skip::plain_skip(bytes, col, cols.get(), keep) else {
+            return bytes;
+        };
+        // The skipped part ends at column 0; what follows scrolls every row there was away.
+        self.parser.process(b"\r");
+        self.parser.callbacks_mut().discarded_rows += s.lines;
+        self.skipped_lines += s.lines;
+        &bytes[s.len..]
+    }
+
+    /// Lines skipped so far: printed and scrolled away between two feeds, never rendered.
+    pub fn skipped_lines(&self) -> u64 {
+        self.skipped_lines
     }
 
     /// Answers to terminal queries seen since the last call.
@@ -247,6 +332,7 @@ impl Screen {
             self.parser.process(b"\x1b[?25l");
         }
         self.held.clear();
+        self.end = End::default();
         self.fed_to = at;
     }
 

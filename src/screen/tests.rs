@@ -436,3 +436,98 @@ fn mixed_output_renders_as_an_emulator_with_scrollback_renders_it() {
         assert_eq!(trim(&s.all_rows()), trim(oracle), "seed {seed}");
     }
 }
+
+/// Output of a busy agent: runs of short lines (long enough to be skipped) between the other
+/// things programs print (colours, tabs, long wrapping lines, cursor moves, scroll regions, the
+/// alternate screen, characters outside ASCII, bare CR and LF, cut-off sequences).
+fn busy_output(seed: u64, pieces: usize) -> Vec<u8> {
+    const OTHERS: &[&[u8]] = &[
+        b"\x1b[32mgreen\x1b[0m\r\n",
+        b"a\tb\r\n",
+        b"\x1b[A\x1b[2Kredrawn\r\n",
+        b"wide \xe6\xbc\xa2\xe5\xad\x97\r\n",
+        b"\x1b[2;4r\x1b[4;1Hregion\n\n\x1b[r\x1b[6;1H",
+        b"\x1b[?1049halt\r\n\x1b[?1049l",
+        b"bare\nfeed\n",
+        b"progress 10%\rprogress 20%\r",
+        b"\x1b]0;a title\x07",
+        b"\x1b[1;3H",
+        b"a line long enough to wrap past seventeen columns\r\n",
+        b"\x1b[",
+        b"31m",
+        b"\xe6",
+        b"\x97\xa5\r\n",
+        b"x\r\n",
+    ];
+    let mut x = seed;
+    let mut next = || {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) as usize
+    };
+    let mut out = Vec::new();
+    let mut n = 0;
+    for _ in 0..pieces {
+        if next() % 3 == 0 {
+            // Lines of up to 16 characters fit left of the 17th column.
+            let wide = next() % 2 == 0;
+            for _ in 0..next() % 600 {
+                n += 1;
+                let line = if wide {
+                    format!("{n:>16}")
+                } else {
+                    n.to_string()
+                };
+                out.extend_from_slice(format!("{line}\r\n").as_bytes());
+            }
+        } else {
+            out.extend_from_slice(OTHERS[next() % OTHERS.len()]);
+        }
+    }
+    out
+}
+
+#[test]
+fn skipping_lines_that_cannot_stay_renders_what_feeding_every_byte_renders() {
+    let size = TermSize { cols: 17, rows: 6 };
+    let mut skipped = 0;
+    for seed in 0..12 {
+        let bytes = busy_output(seed, 60);
+        let mut chunk_sizes = seed + 1;
+        let mut fast = Screen::new(size);
+        let mut at = 0;
+        while at < bytes.len() {
+            chunk_sizes = chunk_sizes
+                .wrapping_mul(2862933555777941757)
+                .wrapping_add(3037000493);
+            let n = ((chunk_sizes >> 40) as usize % 6000 + 1).min(bytes.len() - at);
+            fast.feed(at as u64, &bytes[at..at + n]);
+            at += n;
+        }
+        let mut slow = Screen::new(size);
+        for (i, b) in bytes.iter().enumerate() {
+            slow.feed(i as u64, std::slice::from_ref(b));
+        }
+        assert_eq!(slow.skipped_lines(), 0);
+        skipped += fast.skipped_lines();
+        assert_eq!(fast.all_rows(), slow.all_rows(), "seed {seed}");
+        assert_eq!(fast.vt().cursor_position(), slow.vt().cursor_position());
+        assert_eq!(fast.title(), slow.title());
+        for mode in [ReadMode::Tail, ReadMode::Viewport] {
+            let r = TermReadRequest {
+                mode,
+                max_lines: Some(200),
+                ..Default::default()
+            };
+            let (f, s) = (fast.read(&r), slow.read(&r));
+            assert_eq!(
+                (f.lines, f.viewport_y),
+                (s.lines, s.viewport_y),
+                "seed {seed}"
+            );
+            assert_eq!(f.marker_id, s.marker_id, "seed {seed}: line numbers");
+        }
+    }
+    assert!(skipped > 5_000, "lines were skipped: {skipped}");
+}

@@ -3,6 +3,7 @@
 //! are written here once, whatever the backend; `write` holds the input operations and the
 //! command guard they enforce.
 
+mod follow;
 mod info;
 pub mod input;
 mod rendered;
@@ -98,7 +99,7 @@ impl Session {
             inputs: tokio::sync::watch::channel(0).0,
             on_state_change: std::sync::OnceLock::new(),
         });
-        tokio::spawn(state::follow_screen(
+        tokio::spawn(follow::follow_screen(
             Arc::downgrade(&session),
             session.cancel.clone(),
         ));

@@ -6,19 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use tokio_util::sync::CancellationToken;
 
 use super::Session;
 use crate::agent_state::profile::Profile;
 use crate::agent_state::{StateReport, Watch};
-
-/// How often the background screen follower catches up with new output at most. Readers of
-/// the screen always catch up first, so this only bounds how far behind it may drift.
-const SCREEN_FOLLOW_INTERVAL: Duration = Duration::from_millis(20);
-/// The longest a quiet session's screen goes without a look. A look is due sooner whenever the
-/// agent state could change with no new output or input ([`crate::agent_state::Watch::next_due`]);
-/// this only bounds the wait where nothing is due (100 idle sessions: 20 looks a second).
-const QUIET_LOOK_INTERVAL: Duration = Duration::from_secs(5);
 
 /// How often a delivery looks whether the MCP connection it waits for is up.
 const MCP_POLL: Duration = Duration::from_millis(50);
@@ -77,7 +68,7 @@ impl Session {
     }
 
     /// Looks at the screen now: records meaningful change and updates the state.
-    fn observe_screen(&self) -> tokio::time::Instant {
+    pub(super) fn observe_screen(&self) -> tokio::time::Instant {
         let now = tokio::time::Instant::now();
         let exited = self.output.exit().is_some();
         // The output's wall-clock time as an instant: when the screen last changed, at most.
@@ -161,45 +152,5 @@ impl Session {
     pub fn screen_fingerprint(&self) -> u64 {
         let profile = self.profile();
         self.with_screen(|s| crate::activity::fingerprint(s.vt(), &profile.masks))
-    }
-}
-
-/// Keeps the emulator close to the output so screen reads rarely have much to catch up on.
-pub(super) async fn follow_screen(session: std::sync::Weak<Session>, cancel: CancellationToken) {
-    let Some((mut progress, mut inputs)) = session
-        .upgrade()
-        .map(|s| (s.output.watch_progress(), s.inputs.subscribe()))
-    else {
-        return;
-    };
-    // Catch up first: output that arrived before the subscription (a program's start-up
-    // query, say) would otherwise wait for a change that may never come.
-    loop {
-        let began = tokio::time::Instant::now();
-        let look_by = match session.upgrade() {
-            Some(s) => {
-                s.answer_queries().await;
-                let now = s.observe_screen();
-                let quiet = now + QUIET_LOOK_INTERVAL;
-                s.lock_watch()
-                    .next_due(now)
-                    .map_or(quiet, |due| due.min(quiet))
-            }
-            None => return,
-        };
-        // Emulation costs ~30 ns a byte: during a flood, back off so it takes at most ~5% of
-        // a core, which a busy agent's own program would otherwise lose on a small machine
-        // (#17); reads still catch up exactly, from the ring.
-        tokio::time::sleep(SCREEN_FOLLOW_INTERVAL.max(began.elapsed() * 20)).await;
-        tokio::select! {
-            _ = cancel.cancelled() => return,
-            changed = progress.changed() => if changed.is_err() { return },
-            // Input turns the state `working` before any output, and starts its hold.
-            changed = inputs.changed() => if changed.is_err() { return },
-            // A state can change with no output (a quiet screen settles into `idle` after the
-            // profile's dwell): look again the moment it can, so the change is reported in
-            // time, and not before.
-            _ = tokio::time::sleep_until(look_by) => {}
-        }
     }
 }

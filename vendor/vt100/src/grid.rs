@@ -174,6 +174,11 @@ impl Grid {
         self.pos
     }
 
+    // agent-hub patch: the scroll region's top and bottom rows, for `Screen::scroll_region`.
+    pub fn scroll_region(&self) -> (u16, u16) {
+        (self.scroll_top, self.scroll_bottom)
+    }
+
     pub fn set_pos(&mut self, mut pos: Pos) {
         if self.origin_mode {
             pos.row = pos.row.saturating_add(self.scroll_top);

@@ -626,6 +626,13 @@ impl Screen {
         (pos.row, pos.col)
     }
 
+    /// agent-hub patch: the top and bottom rows (0-based, inclusive) of the scroll region of
+    /// the current grid; the whole screen unless the program set a region (`CSI t ; b r`).
+    #[must_use]
+    pub fn scroll_region(&self) -> (u16, u16) {
+        self.grid().scroll_region()
+    }
+
     /// Returns terminal escape sequences sufficient to set the current
     /// cursor state of the terminal.
     ///
