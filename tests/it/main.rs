@@ -20,6 +20,7 @@ mod cli_targets;
 mod dashboard;
 mod dashboard_restart;
 mod docker;
+mod fleet_start;
 mod guard;
 mod hub_image;
 mod layering;
