@@ -4,7 +4,9 @@
 //! Run with `cargo bench --bench docker_agents`. Options after `--`: `--quick` (fewer
 //! iterations), `--parts 1,3` (only those measurements), `--concurrent N`, `--idle-agents N`,
 //! `--idle-wave N` (idle agents started N at a time, default 25), `--ingest-runs N` and
-//! `--busy-agents N` (or a list, `20,50`: one busy fleet after the other; default 20). It
+//! `--busy-agents N` (or a list, `20,50`: one busy fleet after the other; default 20),
+//! `--start-concurrency N` (the hub's `agent_start_concurrency`; `0`: no limit, every start's
+//! Docker work at once, as before #30). It
 //! needs a Docker
 //! engine and the test image `agent-hub/agent:test` (`docker/build-offline.sh`;
 //! `AGENT_HUB_TEST_IMAGE` names another); without them it says why and exits. `cargo test
@@ -20,7 +22,8 @@
 //! 2. `talk` latency for `true`;
 //! 3. ingest throughput of `cat` of a 50 MB text file in the container, hub (WebSocket
 //!    subscriber, byte-exact) against a raw `tmux -C` control client through a non-TTY exec;
-//! 4. starting N agents concurrently until all are ready, then stopping them;
+//! 4. starting N agents concurrently until all are ready, then stopping them, next to the raw
+//!    Docker baseline timed just before (`raw_start.rs`: N × `docker run -d` + tmux in each);
 //! 5. memory and CPU of the hub process with N attached idle agents;
 //! 6. the producer's own cost (`producer.rs`): `seq 1 2000000` timing itself in a tmux session
 //!    no client watches and in the agent's session with the hub attached and one viewer, and
@@ -53,6 +56,8 @@ mod echo;
 mod ingest;
 #[path = "docker_agents/producer.rs"]
 mod producer;
+#[path = "docker_agents/raw_start.rs"]
+mod raw_start;
 #[path = "docker_agents/scale.rs"]
 mod scale;
 
@@ -95,6 +100,8 @@ struct Plan {
     busy_window: Duration,
     /// Which of the numbered measurements to run (`--parts 1,3`; default all).
     parts: Vec<u8>,
+    /// The hub's `agent_start_concurrency` (`None`: its default; `Some(0)`: no limit).
+    start_concurrency: Option<usize>,
 }
 
 impl Plan {
@@ -118,6 +125,11 @@ impl Plan {
             busy_agents: args.numbers("--busy-agents", 20)?,
             busy_window: Duration::from_secs(10),
             parts: args.parts(7)?,
+            start_concurrency: args
+                .options()
+                .contains(&"--start-concurrency".to_string())
+                .then(|| args.number("--start-concurrency", 0))
+                .transpose()?,
         })
     }
 
@@ -250,7 +262,14 @@ fn bench_config(hub_id: &str, data_dir: &Path, image: &str, plan: &Plan) -> Resu
     {
         text.push_str(&agent_toml(&id, image));
     }
-    HubConfig::parse(&text, "bench.toml").map_err(|e| anyhow!(e))
+    let mut config = HubConfig::parse(&text, "bench.toml").map_err(|e| anyhow!(e))?;
+    match plan.start_concurrency {
+        None => {}
+        // More slots than agents: no start ever waits (the hub before #30).
+        Some(0) => config.agent_start_concurrency = plan.scale_agents() + 100,
+        Some(n) => config.agent_start_concurrency = n,
+    }
+    Ok(config)
 }
 
 impl HubUnderTest {
@@ -316,9 +335,15 @@ fn print_header(plan: &Plan, image: &str, hub_id: &str) {
     );
     println!(
         "- hub: in-process (hub id {hub_id}), API on 127.0.0.1:0, scrollback {} bytes per \
-         session; agents: `bash --norc --noprofile` (PS1='$ ') in the image's tmux session, \
-         network none; the bench client (reqwest, tokio-tungstenite) in the same process",
-        HubConfig::default().scrollback_bytes
+         session, agent_start_concurrency {}; agents: `bash --norc --noprofile` (PS1='$ ') in \
+         the image's tmux session, network none; the bench client (reqwest, tokio-tungstenite) \
+         in the same process",
+        HubConfig::default().scrollback_bytes,
+        match plan.start_concurrency {
+            None => format!("{} (default)", HubConfig::default().agent_start_concurrency),
+            Some(0) => "unlimited".into(),
+            Some(n) => n.to_string(),
+        }
     );
     println!(
         "- samples: echo {} per row after {} warm-up (interleaved in blocks of {}), older \
@@ -356,7 +381,7 @@ async fn measure_all(
     if plan.runs(4) {
         eprintln!("4. starting {} agents concurrently...", plan.concurrent);
         scale::report_start_stop(
-            &scale::measure_start_stop(hut, plan.concurrent).await,
+            &scale::measure_start_stop(hut, hub_id, image, plan.concurrent).await,
             &mut summary,
         );
     }

@@ -16,6 +16,7 @@ use super::common::procfs::{clock_ticks_per_second, cpu_secs, rss_kb, trim_heap}
 use super::common::report::{opt_secs, table, verdict};
 use super::common::stats::stats;
 use super::docker::dockerd_pid;
+use super::raw_start::{measure_raw_start, RawStart};
 use super::{scale_ids, Plan, SummaryRow};
 
 /// Idle time before measuring memory, so start-up work has settled.
@@ -54,18 +55,45 @@ fn summarize(results: Vec<OpResult>, wall: Duration, expect_status: AgentStatus)
 }
 
 pub struct StartStop {
+    raw: RawStart,
     start: OpsSummary,
     stop: OpsSummary,
+    /// dockerd's CPU seconds during the raw baseline and during the hub's starts.
+    dockerd_cpu_secs: (Option<f64>, Option<f64>),
 }
 
-pub async fn measure_start_stop(hut: &HubUnderTest, n: usize) -> StartStop {
+/// Fleet start targets (#30), against the raw baseline of the same run.
+const START_WALL_RATIO_TARGET: f64 = 1.3;
+const FIRST_READY_TARGET: Duration = Duration::from_secs(3);
+const P50_SHARE_TARGET: f64 = 0.5;
+const STOP_WALL_TARGET: Duration = Duration::from_secs(5);
+
+/// dockerd's CPU seconds while `work` runs.
+async fn with_dockerd_cpu<T>(work: impl std::future::Future<Output = T>) -> (T, Option<f64>) {
+    let dockerd = dockerd_pid();
+    let before = dockerd.as_deref().and_then(cpu_secs);
+    let out = work.await;
+    let after = dockerd.as_deref().and_then(cpu_secs);
+    (out, after.zip(before).map(|(a, b)| a - b))
+}
+
+/// The raw Docker baseline, then `n` agents started at once through the hub and stopped.
+pub async fn measure_start_stop(
+    hut: &HubUnderTest,
+    hub_id: &str,
+    image: &str,
+    n: usize,
+) -> StartStop {
+    let (raw, raw_cpu) = with_dockerd_cpu(measure_raw_start(hub_id, image, n)).await;
     let ids = scale_ids(n);
-    let (results, wall) = agent_ops(&hut.client, &ids, "start").await;
+    let ((results, wall), hub_cpu) = with_dockerd_cpu(agent_ops(&hut.client, &ids, "start")).await;
     let start = summarize(results, wall, AgentStatus::Running);
     let (results, wall) = agent_ops(&hut.client, &ids, "stop").await;
     StartStop {
+        raw,
         start,
         stop: summarize(results, wall, AgentStatus::Stopped),
+        dockerd_cpu_secs: (raw_cpu, hub_cpu),
     }
 }
 
@@ -105,22 +133,89 @@ pub fn report_start_stop(r: &StartStop, summary: &mut Vec<SummaryRow>) {
             s.p99_ms / 1e3,
             s.max_ms / 1e3
         );
-        let all_ok = ops.ok.len() == ops.requested;
-        summary.push(SummaryRow {
-            name: format!(
-                "{} agents concurrently, {name}: all done in {:.2} s",
-                ops.requested,
-                ops.wall.as_secs_f64()
-            ),
-            n: ops.ok.len().to_string(),
-            p50: format!("{:.2} s", s.p50_ms / 1e3),
-            p99: format!("{:.2} s", s.p99_ms / 1e3),
-            target: "none (all must succeed)".into(),
-            result: verdict(all_ok).into(),
-        });
     }
+    report_fleet_start(r, summary);
+    report_failures("raw baseline starts", &r.raw.failures);
     report_failures("starts", &r.start.failures);
     report_failures("stops", &r.stop.failures);
+}
+
+/// The fleet start against its raw baseline (#30): the table and the summary's verdicts.
+fn report_fleet_start(r: &StartStop, summary: &mut Vec<SummaryRow>) {
+    let n = r.start.requested;
+    let raw = stats(&r.raw.ready);
+    let hub = stats(&r.start.ok);
+    let raw_wall = r.raw.wall.as_secs_f64();
+    let hub_wall = r.start.wall.as_secs_f64();
+    let ratio = hub_wall / raw_wall;
+    let first = hub.min_ms / 1e3;
+    let share = hub.p50_ms / 1e3 / hub_wall;
+    let stop_wall = r.stop.wall.as_secs_f64();
+    table(
+        &format!(
+            "4. fleet start (#30): {n} agents at once, the hub against raw Docker in the same run"
+        ),
+        &["quantity", "value", "target"],
+    );
+    println!(
+        "| raw baseline: {n} x (`docker run -d` + `docker exec tmux new-session -d`), all ready | {} / {} in {raw_wall:.2} s (first {:.2} s, p50 {:.2} s; `docker rm -f` of all {:.2} s) | |",
+        r.raw.ready.len(),
+        r.raw.n,
+        raw.min_ms / 1e3,
+        raw.p50_ms / 1e3,
+        r.raw.remove_wall.as_secs_f64()
+    );
+    println!(
+        "| hub: {n} x POST start, all ready | {} / {n} in {hub_wall:.2} s | |",
+        r.start.ok.len()
+    );
+    println!("| hub wall / raw wall | {ratio:.2} | <= {START_WALL_RATIO_TARGET} |");
+    println!(
+        "| hub first ready / p50 / max (s) | {first:.2} / {:.2} / {:.2} | first <= {} s |",
+        hub.p50_ms / 1e3,
+        hub.max_ms / 1e3,
+        FIRST_READY_TARGET.as_secs()
+    );
+    println!("| hub p50 / hub wall | {share:.2} | <= {P50_SHARE_TARGET} |");
+    println!(
+        "| stop of {n} (+ remove), wall | {stop_wall:.2} s | <= {} s |",
+        STOP_WALL_TARGET.as_secs()
+    );
+    println!(
+        "| dockerd CPU during the raw baseline / the hub's starts | {} / {} CPU-s | |",
+        opt_secs(r.dockerd_cpu_secs.0),
+        opt_secs(r.dockerd_cpu_secs.1)
+    );
+    let all_ok = r.start.ok.len() == n && r.raw.ready.len() == r.raw.n;
+    let rows = [
+        (
+            format!("fleet start: {n} agents all ready, hub wall / raw Docker wall ({hub_wall:.1} s / {raw_wall:.1} s)"),
+            format!("{ratio:.2}"),
+            format!("<= {START_WALL_RATIO_TARGET}, all ready"),
+            all_ok && ratio <= START_WALL_RATIO_TARGET,
+        ),
+        (
+            format!("fleet start: {n} agents, first ready"),
+            format!("{first:.2} s"),
+            format!("<= {} s", FIRST_READY_TARGET.as_secs()),
+            all_ok && hub.min_ms <= FIRST_READY_TARGET.as_secs_f64() * 1e3,
+        ),
+        (
+            format!("fleet start: {n} agents, p50 ready / all ready"),
+            format!("{share:.2}"),
+            format!("<= {P50_SHARE_TARGET}"),
+            all_ok && share <= P50_SHARE_TARGET,
+        ),
+        (
+            format!("fleet stop: {n} agents (+ remove), all stopped"),
+            format!("{stop_wall:.2} s"),
+            format!("<= {} s, all stopped", STOP_WALL_TARGET.as_secs()),
+            r.stop.ok.len() == r.stop.requested && r.stop.wall <= STOP_WALL_TARGET,
+        ),
+    ];
+    for (name, value, target, pass) in rows {
+        summary.push(SummaryRow::value(&name, n, value, &target, verdict(pass)));
+    }
 }
 
 pub struct IdleResults {

@@ -20,6 +20,7 @@ pub mod hub_access;
 mod prepare;
 pub mod reconcile;
 pub mod resume;
+mod start_slots;
 pub mod sync;
 pub mod team;
 #[cfg(test)]
@@ -61,6 +62,17 @@ impl std::fmt::Display for AgentStatus {
     }
 }
 
+/// What the Docker part of a start leaves for the wait until the agent is ready.
+struct BroughtUp {
+    /// The definition as this start applied it (workspace, home, resume arguments, token).
+    def: AgentDef,
+    container_id: String,
+    session_id: String,
+    plan: resume::Plan,
+    /// The container was started by this start (not found running).
+    new_run: bool,
+}
+
 #[derive(Debug, Clone, Default)]
 struct Runtime {
     status: AgentStatus,
@@ -96,6 +108,8 @@ pub struct Agents {
     defs: BTreeMap<String, AgentDef>,
     runtime: Mutex<BTreeMap<String, Runtime>>,
     op_locks: BTreeMap<String, Arc<tokio::sync::Mutex<()>>>,
+    /// How many starts of an engine do their Docker work at once.
+    start_slots: start_slots::StartSlots,
     handles: Handles,
 }
 
@@ -115,6 +129,7 @@ impl Agents {
                     .collect(),
             ),
             op_locks: defs.keys().map(|k| (k.clone(), Arc::default())).collect(),
+            start_slots: start_slots::StartSlots::new(config.agent_start_concurrency),
             defs,
             handles,
         }
@@ -285,14 +300,47 @@ impl Agents {
         }
     }
 
+    /// A start under the agent's lock: its Docker work in a start slot of its engine, then the
+    /// wait for its program to be ready outside it (so the next start's Docker work overlaps it).
     async fn start_locked(&self, id: &str, fresh: bool) -> HubResult<resume::Plan> {
+        let asked = std::time::Instant::now();
+        let up = {
+            let _slot = self.start_slots.take(self.def(id)?.endpoint()).await;
+            let in_slot = std::time::Instant::now();
+            let up = self.bring_up(id, fresh).await?;
+            tracing::debug!(
+                agent = id,
+                slot_wait_ms = in_slot.duration_since(asked).as_millis() as u64,
+                docker_ms = in_slot.elapsed().as_millis() as u64,
+                "attached"
+            );
+            up
+        };
+        if up.new_run {
+            self.expect_hub_mcp(&up.def, &up.session_id);
+        }
+        let attached = std::time::Instant::now();
+        self.wait_ready(&up).await?;
+        self.wait_for_hub_mcp(&up.def, &up.session_id).await;
+        tracing::debug!(
+            agent = id,
+            ready_ms = attached.elapsed().as_millis() as u64,
+            "ready"
+        );
+        self.update(id, |rt| rt.status = AgentStatus::Running);
+        Ok(up.plan)
+    }
+
+    /// The Docker part of a start: the image, the container (made and started unless it runs),
+    /// and the agent's terminal attached.
+    async fn bring_up(&self, id: &str, fresh: bool) -> HubResult<BroughtUp> {
         let containers = &self.handles.containers;
         let mut def = self.def(id)?.clone();
         let endpoint = def.endpoint().to_string();
-        let failed = |reason: String, screen: Option<String>| HubError::AgentStartFailed {
+        let failed = |reason: String| HubError::AgentStartFailed {
             id: id.into(),
             reason,
-            screen,
+            screen: None,
         };
         let image = def.image.get_ref().clone();
         let image_info = match containers.image_info(&endpoint, &image).await? {
@@ -301,13 +349,10 @@ impl Agents {
                 info
             }
             None => {
-                return Err(failed(
-                    format!(
-                        "image '{image}' not found on {}",
-                        docker::endpoint_name(&endpoint)
-                    ),
-                    None,
-                ))
+                return Err(failed(format!(
+                    "image '{image}' not found on {}",
+                    docker::endpoint_name(&endpoint)
+                )))
             }
         };
         self.add_workspace(&mut def).await?;
@@ -358,7 +403,7 @@ impl Agents {
                 .await
                 .map_err(|e| match e {
                     HubError::Docker { message } => {
-                        failed(format!("docker start failed: {message}"), None)
+                        failed(format!("docker start failed: {message}"))
                     }
                     other => other,
                 })?;
@@ -370,55 +415,66 @@ impl Agents {
             def.env.insert("AGENT_HUB_TOKEN".into(), token);
         }
         let session_id = self.attach(&def, &container_id, true).await?;
-        if !running {
-            self.expect_hub_mcp(&def, &session_id);
-        }
-        if let Some(pattern) = def.ready_regex() {
-            let session = self.handles.sessions.session(&session_id).ok_or_else(|| {
-                HubError::SessionNotFound {
-                    id: session_id.clone(),
-                }
+        Ok(BroughtUp {
+            def,
+            container_id,
+            session_id,
+            plan,
+            new_run: !running,
+        })
+    }
+
+    /// Waits for the agent's `ready_pattern` on its screen; when it does not come (or the
+    /// program exits first), detaches, stops the container and says why, with the screen.
+    async fn wait_ready(&self, up: &BroughtUp) -> HubResult<()> {
+        let def = &up.def;
+        let Some(pattern) = def.ready_regex() else {
+            return Ok(());
+        };
+        let id = def.id.as_str();
+        let session = self
+            .handles
+            .sessions
+            .session(&up.session_id)
+            .ok_or_else(|| HubError::SessionNotFound {
+                id: up.session_id.clone(),
             })?;
-            let deadline = tokio::time::Instant::now() + def.ready_timeout();
-            let mut progress = session.output().watch_progress();
-            loop {
-                let screen = session.with_screen(|s| s.text());
-                if pattern.is_match(&screen) {
-                    break;
-                }
-                let exited = session.output().exit().is_some();
-                if exited || tokio::time::Instant::now() >= deadline {
-                    let reason = if exited {
-                        "the agent's program exited before it was ready".to_string()
-                    } else {
-                        format!(
-                            "ready_pattern '{}' not seen within {} s",
-                            pattern.as_str(),
-                            def.ready_timeout
-                        )
-                    };
-                    self.detach_session(id).await;
-                    let _ = containers
-                        .stop(
-                            Place {
-                                endpoint: &endpoint,
-                                container: &container_id,
-                            },
-                            def.stop_grace,
-                        )
-                        .await;
-                    return Err(failed(reason, Some(screen)));
-                }
-                let _ = tokio::time::timeout_at(
-                    deadline.min(tokio::time::Instant::now() + POLL_INTERVAL),
-                    progress.changed(),
-                )
-                .await;
+        let deadline = tokio::time::Instant::now() + def.ready_timeout();
+        let mut progress = session.output().watch_progress();
+        loop {
+            let screen = session.with_screen(|s| s.text());
+            if pattern.is_match(&screen) {
+                return Ok(());
             }
+            let exited = session.output().exit().is_some();
+            if exited || tokio::time::Instant::now() >= deadline {
+                let reason = if exited {
+                    "the agent's program exited before it was ready".to_string()
+                } else {
+                    format!(
+                        "ready_pattern '{}' not seen within {} s",
+                        pattern.as_str(),
+                        def.ready_timeout
+                    )
+                };
+                self.detach_session(id).await;
+                let at = Place {
+                    endpoint: def.endpoint(),
+                    container: &up.container_id,
+                };
+                let _ = self.handles.containers.stop(at, def.stop_grace).await;
+                return Err(HubError::AgentStartFailed {
+                    id: id.into(),
+                    reason,
+                    screen: Some(screen),
+                });
+            }
+            let _ = tokio::time::timeout_at(
+                deadline.min(tokio::time::Instant::now() + POLL_INTERVAL),
+                progress.changed(),
+            )
+            .await;
         }
-        self.wait_for_hub_mcp(&def, &session_id).await;
-        self.update(id, |rt| rt.status = AgentStatus::Running);
-        Ok(plan)
     }
 
     async fn detach_session(&self, id: &str) {

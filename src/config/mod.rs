@@ -60,6 +60,10 @@ pub enum ConfigError {
     ScrollbackTooSmall,
     #[error("talk_timeout_ms must be positive")]
     TalkTimeoutZero,
+    #[error(
+        "agent_start_concurrency must be 1-{MAX_AGENT_START_CONCURRENCY} (agent starts per Docker engine doing their Docker work at once), not {value}"
+    )]
+    AgentStartConcurrency { value: usize },
     #[error("hub_id '{id}' must be 1-32 characters of letters, digits, '-' and '_'")]
     HubId { id: String },
     /// `[guard]` does not compile.
@@ -80,6 +84,12 @@ pub enum ConfigError {
 
 /// Default tmux socket: one tmux server per hub (see [`HubConfig::tmux_socket_name`]).
 pub const DEFAULT_TMUX_SOCKET: &str = "agent-hub-{hub_id}";
+
+/// Default of `agent_start_concurrency`: measured with 100 agents started at once on a 2-core
+/// machine (docs/benchmarks.md, "Fleet start (#30)").
+pub const DEFAULT_AGENT_START_CONCURRENCY: usize = 4;
+/// Most `agent_start_concurrency` may be.
+pub const MAX_AGENT_START_CONCURRENCY: usize = 64;
 
 /// Default listen address: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8100";
@@ -142,6 +152,10 @@ pub struct HubConfig {
     /// The `agent-hub` executable mounted into agent containers (default: this process's
     /// own, when it is `agent-hub`).
     pub hub_binary: Option<PathBuf>,
+    /// How many agent starts of one Docker engine do their Docker work (image and container
+    /// inspect, home volume, create, start, tmux attach) at once; the others wait their turn,
+    /// first come first served. The wait for an agent's `ready_pattern` is not counted.
+    pub agent_start_concurrency: usize,
 }
 
 impl Default for HubConfig {
@@ -177,6 +191,7 @@ impl Default for HubConfig {
             redact: Default::default(),
             audit: Default::default(),
             hub_binary: None,
+            agent_start_concurrency: DEFAULT_AGENT_START_CONCURRENCY,
         }
     }
 }
@@ -288,6 +303,11 @@ impl HubConfig {
         }
         if self.talk_timeout_ms == 0 {
             return Err(ConfigError::TalkTimeoutZero);
+        }
+        if !(1..=MAX_AGENT_START_CONCURRENCY).contains(&self.agent_start_concurrency) {
+            return Err(ConfigError::AgentStartConcurrency {
+                value: self.agent_start_concurrency,
+            });
         }
         if let Some(id) = &self.hub_id {
             check_hub_id(id)?;
@@ -433,5 +453,28 @@ mod tests {
         assert!(e.contains("out of range"), "{e}");
         assert!(HubConfig::parse("scrollback_bytes = 10\n", "h").is_err());
         assert!(HubConfig::parse("listen = \"nope\"\n", "h").is_err());
+    }
+
+    #[test]
+    fn agent_start_concurrency_is_1_to_64_with_a_default() {
+        let limit =
+            |text: &str| HubConfig::parse(text, "hub.toml").map(|c| c.agent_start_concurrency);
+        assert_eq!(limit("").unwrap(), DEFAULT_AGENT_START_CONCURRENCY);
+        assert_eq!(limit("agent_start_concurrency = 1\n").unwrap(), 1);
+        assert_eq!(limit("agent_start_concurrency = 64\n").unwrap(), 64);
+        for bad in ["0", "65"] {
+            let e = limit(&format!("agent_start_concurrency = {bad}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("hub.toml: agent_start_concurrency must be 1-64")
+                    && e.ends_with(&format!("not {bad}")),
+                "{e}"
+            );
+        }
+        let e = limit("agent_start_concurrency = -1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("agent_start_concurrency"), "{e}");
     }
 }

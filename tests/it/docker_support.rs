@@ -100,12 +100,20 @@ impl Drop for ContainerGuard {
 
 /// A hub with container agents (`agents_toml` is `[[agents]]` text) and its sync loop running.
 pub async fn hub_with_agents(agents_toml: &str) -> (TestHub, ContainerGuard) {
+    hub_with_agents_and(agents_toml, |_| {}).await
+}
+
+/// A hub like [`hub_with_agents`] with `adjust` applied to its config.
+pub async fn hub_with_agents_and(
+    agents_toml: &str,
+    adjust: impl FnOnce(&mut HubConfig),
+) -> (TestHub, ContainerGuard) {
     let components = Components {
         audit: true,
         agent_sync: true,
         ..Default::default()
     };
-    start_hub(agents_toml, components, |_| {}).await
+    start_hub(agents_toml, components, adjust).await
 }
 
 /// A hub like [`hub_with_agents`] whose agents can call it from their containers (its unix

@@ -21,6 +21,7 @@ mod dashboard;
 mod dashboard_fleet;
 mod dashboard_restart;
 mod docker;
+mod fleet_start;
 mod guard;
 mod hub_image;
 mod layering;
