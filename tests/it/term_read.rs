@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::policy_support::wait_state;
 use crate::support::{json_reply, wait_until, TestHub};
 
 const T: Duration = Duration::from_secs(10);
@@ -440,4 +441,59 @@ async fn a_shrinking_pane_reflows_wrapped_lines_like_tmux() {
     .await;
     hub.talk(&id, "echo grown").await;
     assert_same_as_tmux(&hub, &id, &name, "after growing").await;
+}
+
+/// A session that keeps printing (#30): the follower looks at it less often and the screen
+/// skips the lines that scroll away between two feeds, yet every read is exact at once: the
+/// viewport equals tmux's capture of the pane, the tail holds the last lines in order with
+/// nothing missing, and the state turns idle when the output stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_session_reads_exactly_while_its_scrolled_lines_are_skipped() {
+    let hub = TestHub::start().await;
+    let (id, name) = tmux_session(&hub).await;
+    // Three seconds of bursts of short lines (as a busy agent prints), then a last line.
+    let (status, v) = hub
+        .post(
+            &format!("/v1/pty/sessions/{id}/send_line"),
+            json!({"data": "for i in $(seq 1 30); do seq $((i*1000)) $((i*1000+999)); \
+                            sleep 0.1; done; echo BUSY-$((1+1))"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    hub.wait_output(&id, "BUSY-2\r\n", Duration::from_secs(30))
+        .await;
+    // The read right after: the emulator catches up on it, skipped lines and all.
+    let (status, tail) = hub
+        .post(
+            &format!("/v1/pty/sessions/{id}/term_read"),
+            json!({"mode": "tail", "max_lines": 200, "merge_wrapped": false}),
+        )
+        .await;
+    assert_eq!(status, 200, "{tail}");
+    let lines: Vec<&str> = tail["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    let done = lines
+        .iter()
+        .position(|l| *l == "BUSY-2")
+        .unwrap_or_else(|| panic!("BUSY-2 not in the tail: {lines:?}"));
+    // The lines before it are the last numbers, consecutive: none lost, none out of order.
+    let numbers: Vec<u64> = lines[..done]
+        .iter()
+        .rev()
+        .map_while(|l| l.parse().ok())
+        .collect();
+    assert!(numbers.len() >= 150, "{lines:?}");
+    assert_eq!(numbers[0], 30_999, "{lines:?}");
+    assert!(
+        numbers.windows(2).all(|w| w[0] == w[1] + 1),
+        "not consecutive: {lines:?}"
+    );
+    // Line numbers count every line printed, skipped or not: the viewport starts far down.
+    assert!(tail["viewport_y"].as_u64().unwrap() > 29_900, "{tail}");
+    assert_same_as_tmux(&hub, &id, &name, "after a busy stretch").await;
+    wait_state(&hub, &id, "idle", Duration::from_secs(5)).await;
 }
