@@ -25,35 +25,49 @@ pub struct Skip {
 /// start of `bytes` that ends right after a CR LF, followed by at least `keep` line feeds of the
 /// same run. `None` when there is none.
 pub fn plain_skip(bytes: &[u8], col: u16, cols: u16, keep: u64) -> Option<Skip> {
+    // Each line feed is a byte: a catch-up this short cannot hold a skip (most do not).
+    if bytes.len() as u64 <= keep {
+        return None;
+    }
+    let (run, lines) = plain_run(bytes, col, cols);
+    let most = lines.checked_sub(keep)?;
+    // The last CR LF with at most `most` line feeds up to it.
+    let mut skip = None;
+    let mut seen = 0u64;
+    for (i, &b) in bytes[..run].iter().enumerate() {
+        if b != b'\n' {
+            continue;
+        }
+        seen += 1;
+        if seen > most {
+            break;
+        }
+        if i > 0 && bytes[i - 1] == b'\r' {
+            skip = Some(Skip {
+                len: i + 1,
+                lines: seen,
+            });
+        }
+    }
+    skip
+}
+
+/// The length of the plain run at the start of `bytes` (see [`plain_skip`]) and the line
+/// feeds in it.
+fn plain_run(bytes: &[u8], col: u16, cols: u16) -> (usize, u64) {
     let mut col = u32::from(col);
     let cols = u32::from(cols);
     let mut lines = 0u64;
-    // Ends of CR LF pairs in the run: (offset after the LF, line feeds up to it).
-    let mut ends: Vec<(usize, u64)> = Vec::new();
-    let mut prev = 0u8;
     for (i, &b) in bytes.iter().enumerate() {
         match b {
             b'\r' => col = 0,
-            b'\n' => {
-                lines += 1;
-                if prev == b'\r' {
-                    ends.push((i + 1, lines));
-                }
-            }
+            b'\n' => lines += 1,
             // Written left of the last column: no wrap, now or pending.
             0x20..=0x7e if col + 2 <= cols => col += 1,
-            _ => break,
+            _ => return (i, lines),
         }
-        prev = b;
     }
-    let &(len, skipped) = ends
-        .iter()
-        .rev()
-        .find(|&&(_, before)| lines - before >= keep)?;
-    Some(Skip {
-        len,
-        lines: skipped,
-    })
+    (bytes.len(), lines)
 }
 
 #[cfg(test)]
