@@ -100,9 +100,27 @@ pub fn mask_text(text: &str, volatile: &[Regex]) -> String {
 
 /// A hash of the screen's masked text.
 pub fn fingerprint(screen: &vt100::Screen, masks: &Masks) -> u64 {
+    fingerprint_rows(
+        screen.alternate_screen(),
+        &content_rows(screen, masks),
+        masks,
+    )
+}
+
+/// [`fingerprint`] of a screen's [`content_rows`] (taken once for both the fingerprint and the
+/// rules): the rows as [`masked_rows`] gives them, hashed without copying a row that no
+/// volatile pattern matches.
+pub fn fingerprint_rows(alternate_screen: bool, rows: &[String], masks: &Masks) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    screen.alternate_screen().hash(&mut h);
-    masked_rows(screen, masks).hash(&mut h);
+    alternate_screen.hash(&mut h);
+    rows.len().hash(&mut h);
+    for row in rows {
+        if masks.volatile.iter().any(|re| re.is_match(row)) {
+            mask_text(row, &masks.volatile).hash(&mut h);
+        } else {
+            row.trim_end().hash(&mut h);
+        }
+    }
     h.finish()
 }
 
@@ -193,6 +211,20 @@ mod tests {
         Masks {
             volatile: vec![Regex::new(r"\d{1,2}:\d{2}:\d{2}").unwrap()],
             status_row: true,
+        }
+    }
+
+    #[test]
+    fn the_fingerprint_hashes_the_masked_rows() {
+        for bytes in [&b"$ ls\r\nat 12:00:01 done   \r\n$ "[..], b"plain\r\n", b""] {
+            let p = screen(bytes);
+            let unmasked = Masks::default();
+            let masked = masked_rows(p.screen(), &masks());
+            assert_eq!(
+                fingerprint(p.screen(), &masks()),
+                fingerprint_rows(false, &masked, &unmasked),
+                "{bytes:?}"
+            );
         }
     }
 

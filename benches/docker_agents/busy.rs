@@ -48,6 +48,7 @@ pub struct BusyResults {
     bytes: u64,
     chunks: u64,
     hub_cpu: f64,
+    looks: u64,
     rss_kb: u64,
     echo: Vec<Duration>,
     talk: Vec<Duration>,
@@ -115,6 +116,7 @@ pub async fn measure_busy(hut: &HubUnderTest, n: usize, plan: &Plan) -> Result<B
         eprintln!("7. the window of {n} busy agents opens");
         let (bytes0, chunks0) = ingested(hut);
         let cpu0 = CpuTimes::now();
+        let looks0 = agent_hub::session::screen_looks();
         let t0 = Instant::now();
         let (echo, talk) = sample_quiet(hut, &quiet, &mut view, plan.busy_window).await?;
         let used = CpuTimes::now().since(cpu0);
@@ -126,6 +128,7 @@ pub async fn measure_busy(hut: &HubUnderTest, n: usize, plan: &Plan) -> Result<B
             bytes: bytes1 - bytes0,
             chunks: chunks1 - chunks0,
             hub_cpu: used.process - used.main,
+            looks: agent_hub::session::screen_looks() - looks0,
             rss_kb: rss_kb().0,
             echo,
             talk,
@@ -157,6 +160,7 @@ pub fn report_busy(results: &[BusyResults], summary: &mut Vec<SummaryRow>) {
             "hub CPU (% of a core)",
             "hub CPU-s per MB",
             "hub CPU per chunk (µs)",
+            "screen looks/s, all agents",
             "hub VmRSS (MB)",
             "quiet echo p50 / p95 (ms)",
             "quiet talk p50 / p95 (ms)",
@@ -167,13 +171,14 @@ pub fn report_busy(results: &[BusyResults], summary: &mut Vec<SummaryRow>) {
         let per_mb = r.hub_cpu / mb.max(1e-9);
         let (echo, talk) = (stats(&r.echo), stats(&r.talk));
         println!(
-            "| {} | {:.1} | {:.2} | {:.0} | {:.1} | {per_mb:.3} | {:.1} | {:.1} | {} | {} |",
+            "| {} | {:.1} | {:.2} | {:.0} | {:.1} | {per_mb:.3} | {:.1} | {:.0} | {:.1} | {} | {} |",
             r.agents,
             r.window_secs,
             mb / r.window_secs,
             r.chunks as f64 / r.window_secs,
             r.hub_cpu / r.window_secs * 100.0,
             r.hub_cpu / r.chunks.max(1) as f64 * 1e6,
+            r.looks as f64 / r.window_secs,
             r.rss_kb as f64 / 1024.0,
             latency_cell(echo),
             latency_cell(talk),

@@ -347,8 +347,9 @@ impl Watch {
         output_at: Option<Instant>,
         now: Instant,
     ) {
-        let (rows, cols) = screen.size();
-        let fp = activity::fingerprint(screen, &self.profile.masks);
+        let size = screen.size();
+        let rows = activity::content_rows(screen, &self.profile.masks);
+        let fp = activity::fingerprint_rows(screen.alternate_screen(), &rows, &self.profile.masks);
         let previous_look = self.last_observed.replace(now);
         let happened = match (output_at, previous_look) {
             (Some(out), Some(look)) => out.max(look),
@@ -356,7 +357,7 @@ impl Watch {
             (None, _) => now,
         };
         self.clock
-            .observe_at(fp, (rows.get(), cols.get()), now, happened);
+            .observe_at(fp, (size.0.get(), size.1.get()), now, happened);
         if title != self.title {
             self.title = title.to_string();
             self.title_changed_at = happened;
@@ -382,7 +383,6 @@ impl Watch {
                 return;
             }
         }
-        let rows = activity::content_rows(screen, &self.profile.masks);
         let row_still_for = self.note_rows(&rows, happened, now);
         let seen = classify(
             &self.profile,

@@ -6,6 +6,7 @@ pub mod exited;
 pub mod external;
 pub mod pty;
 pub mod read_buf;
+pub mod read_pace;
 pub mod tmux;
 
 use std::collections::BTreeMap;

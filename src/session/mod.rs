@@ -27,6 +27,7 @@ use crate::error::{HubError, HubResult};
 use crate::guard::Guard;
 use crate::output::{ExitInfo, Output};
 use crate::screen::Screen;
+pub use follow::screen_looks;
 pub use info::{Owner, SessionBackend, SessionInfo, SessionSpec};
 use input::{SignalAction, TermSignal};
 pub use state::StateChange;

@@ -38,6 +38,7 @@ use tokio::sync::watch;
 
 use super::{TmuxError, TmuxPlace};
 use crate::backend::read_buf::ReadBuf;
+use crate::backend::read_pace::ReadPace;
 use crate::backend::tmux::place::PipeRoot;
 use crate::backend::tmux::place::TMUX_CALL_TIMEOUT;
 use crate::output::{ExitInfo, Output};
@@ -271,12 +272,19 @@ impl PanePipe {
         mut exit: watch::Receiver<Option<ExitInfo>>,
     ) {
         let mut buf = ReadBuf::new(64 * 1024);
+        let mut pace = ReadPace::default();
         let mut known: Option<ExitInfo> = None;
         loop {
             tokio::select! {
                 read = self.reader.read(buf.space()) => match read {
                     Ok(0) | Err(_) => break,
-                    Ok(n) => output.push(buf.filled(n)),
+                    Ok(n) => {
+                        let full = n == buf.space().len();
+                        output.push(buf.filled(n));
+                        if let Some(wait) = pace.after_read(n, full, tokio::time::Instant::now()) {
+                            tokio::time::sleep(wait).await;
+                        }
+                    }
                 },
                 changed = exit.changed(), if known.is_none() => {
                     if changed.is_err() {
@@ -309,6 +317,57 @@ impl PanePipe {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    /// A pipe fed `writes` writes of one line each, `gap` apart (on tokio's paused clock):
+    /// what the output holds once the writer is done, and in how many chunks it came.
+    async fn stream_of(writes: usize, gap: Duration) -> (Vec<u8>, Vec<u8>, u64) {
+        let (mut writer, reader) = tokio::io::duplex(64 * 1024);
+        let pipe = PanePipe {
+            reader: Box::pin(reader),
+            _relay: None,
+            dir: "/tmp/agent-hub-pipe.test".into(),
+            local_dir: None,
+        };
+        let output = Arc::new(Output::new(1 << 20));
+        let (exit_tx, exit_rx) = watch::channel(None);
+        let streaming = tokio::spawn(pipe.stream(output.clone(), exit_rx));
+        let mut sent = Vec::new();
+        for i in 0..writes {
+            let line = format!("line {i:05} of a program printing line by line\r\n");
+            writer.write_all(line.as_bytes()).await.unwrap();
+            sent.extend_from_slice(line.as_bytes());
+            tokio::time::sleep(gap).await;
+        }
+        drop(writer);
+        let _ = exit_tx.send(Some(ExitInfo {
+            exit_code: Some(0),
+            reason: "exited".into(),
+            exited_at: Utc::now(),
+        }));
+        streaming.await.unwrap();
+        let got = output.read(Some(0), usize::MAX).bytes;
+        (sent, got, output.chunks())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_busy_stream_is_read_in_fewer_larger_chunks_exactly() {
+        // 400 lines a millisecond apart: read as they come, 400 chunks.
+        let (sent, got, chunks) = stream_of(400, Duration::from_millis(1)).await;
+        assert_eq!(got, sent, "every byte, in order");
+        assert!(
+            chunks <= 150,
+            "{chunks} chunks for 400 writes: a busy stream's small writes are gathered"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_interactive_stream_is_read_write_by_write() {
+        // A few writes close together (an echo, a command's short output, a prompt).
+        let (sent, got, chunks) = stream_of(5, Duration::from_millis(1)).await;
+        assert_eq!(got, sent);
+        assert_eq!(chunks, 5, "no write waits for the next");
+    }
 
     #[test]
     fn commands_quote_only_plain_paths_and_pane_ids() {
