@@ -90,22 +90,16 @@ impl Request {
     }
 }
 
-/// Starts `tmux -C attach` and the tasks that read its output and write its commands.
+/// Starts `tmux -C attach` and the tasks that read its output and write its commands. The
+/// pane's bytes come through `pane_pipe` when there is one, else through `%output`.
 pub(super) async fn start_control_client(
     server: &TmuxPlace,
     name: &str,
     pane_id: &str,
     output: Arc<Output>,
     seed: bool,
+    pane_pipe: Option<PanePipe>,
 ) -> Result<mpsc::UnboundedSender<Request>, TmuxError> {
-    // The pane's bytes through a pipe when one can be made here, else through `%output`.
-    let pane_pipe = match PanePipe::prepare(server).await {
-        Ok(p) => Some(p),
-        Err(e) => {
-            tracing::warn!(session = %name, "pane output through control mode: {e}");
-            None
-        }
-    };
     let io = server
         .open_control(&[
             "attach-session",
