@@ -148,7 +148,7 @@ fn execs_between(hub_id: &str, since: &str, until: &str) -> Vec<String> {
 /// Execs in a container agent's start (#30): each one is three engine calls and a process
 /// in the container, and the fleet's start is bounded by them. The image's tmux session is
 /// waited for in one exec, the pane and its pipe are looked at in one tmux call, and the
-/// control client is the third; nothing after the attach execs again.
+/// control client is the third; nothing after the attach execs again, nor does the stop.
 const EXECS_PER_START: usize = 3;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -168,12 +168,18 @@ async fn a_container_agent_start_makes_few_execs_and_its_stop_removes_it() {
         "{} execs in one start: {execs:#?}",
         execs.len()
     );
+    let since = events_now();
     let (status, v) = hub.post("/v1/agents/few/stop", json!({})).await;
     assert_eq!(
         (status, &v["agent"]["status"]),
         (200, &json!("stopped")),
         "{v}"
     );
+    // The hub detached the control client itself: it does not exec into the container on its
+    // way out to ask whether the pane died.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let execs = execs_between(&guard.0, &since, &events_now());
+    assert!(execs.is_empty(), "execs in a stop: {execs:#?}");
     let left = crate::docker_support::docker(&[
         "ps",
         "-aq",
