@@ -130,8 +130,7 @@ pub(super) async fn start_control_client(
         output.clone(),
         pending.clone(),
         attached_tx,
-        exit_tx,
-        detached.clone(),
+        (exit_tx, detached.clone()),
         seed,
     );
     let reader = tokio::spawn(reader.run(io.reader, io.ended));
@@ -370,8 +369,7 @@ mod tests {
             output.clone(),
             Arc::new(Mutex::new(pending)),
             attached,
-            exit_tx,
-            Arc::default(),
+            (exit_tx, Arc::default()),
             seed,
         );
         reader.run(Box::pin(stream), Box::pin(async {})).await;

@@ -106,8 +106,10 @@ impl ControlReader {
         output: Arc<Output>,
         pending: PendingAcks,
         attached: oneshot::Sender<()>,
-        exit_tx: tokio::sync::watch::Sender<Option<ExitInfo>>,
-        detached: Arc<AtomicBool>,
+        (exit_tx, detached): (
+            tokio::sync::watch::Sender<Option<ExitInfo>>,
+            Arc<AtomicBool>,
+        ),
         seed: bool,
     ) -> Self {
         ControlReader {
