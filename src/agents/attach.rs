@@ -2,11 +2,15 @@
 //! image does not), attach a tmux client to it and register it as a hub session.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::Utc;
 
 use super::containers::Place;
 use super::{Agents, AGENT_TMUX_SESSION, EXIT_SETTLE, IMAGE_TMUX_GRACE, POLL_INTERVAL};
+
+/// The longest one look for the container's tmux session waits (see [`look_for`]).
+const LOOK_AT_MOST: Duration = Duration::from_secs(2);
 use crate::backend::{SpawnSpec, TermSize};
 use crate::config::{AgentDef, StartTmux};
 use crate::error::{HubError, HubResult};
@@ -38,7 +42,9 @@ impl Agents {
         let started = tokio::time::Instant::now();
         let deadline = started + def.ready_timeout();
         loop {
-            if containers.has_tmux_session(place).await {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let within = look_for(def.start_tmux, may_create, started.elapsed(), left);
+            if containers.wait_tmux_session(place, within).await {
                 break;
             }
             let running = containers
@@ -152,10 +158,7 @@ impl Agents {
                 on_host: false,
             });
         }
-        if let Err(e) = session.resize(size).await {
-            let reason = self.exited_reason(endpoint, container_id).await;
-            return Err(failed(reason.unwrap_or_else(|| e.to_string())));
-        }
+        // The pane already has the session's size (`attach_tmux` made it so).
         Ok(session_id)
     }
 
@@ -187,6 +190,25 @@ impl Agents {
     }
 }
 
+/// How long one look for the container's tmux session may wait for it (one exec in the
+/// container, however long): until the hub would start it itself, or until the start's
+/// deadline, but at most [`LOOK_AT_MOST`], so a container that hangs rather than exits is
+/// still looked at. The hub starts it at once with `start_tmux = "hub"`, after
+/// [`IMAGE_TMUX_GRACE`] with `"auto"`, never with `"image"` or when it may not create it.
+fn look_for(
+    start_tmux: StartTmux,
+    may_create: bool,
+    elapsed: Duration,
+    left: Duration,
+) -> Duration {
+    let until_hub_starts = match (start_tmux, may_create) {
+        (StartTmux::Hub, true) => Duration::ZERO,
+        (StartTmux::Auto, true) => IMAGE_TMUX_GRACE.saturating_sub(elapsed),
+        _ => left,
+    };
+    until_hub_starts.min(left).min(LOOK_AT_MOST)
+}
+
 /// The owner of a new agent session: the agent's own identity from its definition.
 fn default_owner(def: &AgentDef) -> Owner {
     Owner {
@@ -196,5 +218,22 @@ fn default_owner(def: &AgentDef) -> Owner {
         label: def.label.clone(),
         cli_type: def.cli_type.clone(),
         conversation_id: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_look_waits_until_the_hub_would_start_tmux_or_the_deadline_but_not_long() {
+        let s = Duration::from_secs;
+        let ms = Duration::from_millis;
+        assert_eq!(look_for(StartTmux::Hub, true, s(0), s(20)), s(0));
+        assert_eq!(look_for(StartTmux::Auto, true, ms(2500), s(20)), ms(500));
+        assert_eq!(look_for(StartTmux::Auto, true, s(4), s(20)), s(0));
+        assert_eq!(look_for(StartTmux::Image, true, s(0), s(20)), LOOK_AT_MOST);
+        assert_eq!(look_for(StartTmux::Hub, false, s(0), ms(300)), ms(300));
+        assert_eq!(look_for(StartTmux::Image, true, s(30), s(0)), s(0));
     }
 }

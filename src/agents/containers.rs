@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bollard::Docker;
 use chrono::{DateTime, Utc};
@@ -92,10 +93,11 @@ pub trait Containers: Send + Sync {
     fn remove<'a>(&'a self, at: Place<'a>) -> Op<'a, ()>;
     /// The agent ids that have a container of hub `hub_id` on `endpoint` (running or not).
     fn agent_containers<'a>(&'a self, endpoint: &'a str, hub_id: &'a str) -> Op<'a, Vec<String>>;
-    /// Whether the container runs the agent's tmux session ([`AGENT_TMUX_SESSION`]).
-    fn has_tmux_session<'a>(&'a self, at: Place<'a>) -> BoxFuture<'a, bool>;
+    /// Whether the container runs the agent's tmux session ([`AGENT_TMUX_SESSION`]) or does
+    /// within `within` (false at once if the container ends meanwhile).
+    fn wait_tmux_session<'a>(&'a self, at: Place<'a>, within: Duration) -> BoxFuture<'a, bool>;
     /// Attaches a terminal to the agent's tmux session in the container (creating it with
-    /// `spec` when it does not exist), streaming into `out`.
+    /// `spec` when it does not exist, else making it `spec`'s size), streaming into `out`.
     fn attach_tmux<'a>(
         &'a self,
         at: Place<'a>,
@@ -249,7 +251,7 @@ impl Containers for DockerContainers {
         })
     }
 
-    fn has_tmux_session<'a>(&'a self, at: Place<'a>) -> BoxFuture<'a, bool> {
+    fn wait_tmux_session<'a>(&'a self, at: Place<'a>, within: Duration) -> BoxFuture<'a, bool> {
         Box::pin(async move {
             match self.endpoints.client(at.endpoint).await {
                 Ok(docker) => {
@@ -258,7 +260,7 @@ impl Containers for DockerContainers {
                         container_id: at.container.to_string(),
                         pipe_root: None,
                     };
-                    place.has_session(AGENT_TMUX_SESSION).await
+                    place.wait_for_session(AGENT_TMUX_SESSION, within).await
                 }
                 Err(_) => false,
             }
@@ -274,9 +276,10 @@ impl Containers for DockerContainers {
         Box::pin(async move {
             let docker = self.endpoints.client(at.endpoint).await?;
             let place = Self::place(docker, at.container).await;
-            let (backend, _adopted) = TmuxBackend::start(place, AGENT_TMUX_SESSION, spec, out)
-                .await
-                .map_err(AttachError::Tmux)?;
+            let (backend, _adopted) =
+                TmuxBackend::start_sized(place, AGENT_TMUX_SESSION, spec, out)
+                    .await
+                    .map_err(AttachError::Tmux)?;
             Ok(Box::new(backend) as Box<dyn Backend>)
         })
     }

@@ -241,7 +241,7 @@ impl Containers for FakeContainers {
         let ids = names.filter_map(|n| n.strip_prefix(&prefix).map(String::from));
         ready(Ok(ids.collect()))
     }
-    fn has_tmux_session<'a>(&'a self, at: Place<'a>) -> BoxFuture<'a, bool> {
+    fn wait_tmux_session<'a>(&'a self, at: Place<'a>, _: Duration) -> BoxFuture<'a, bool> {
         let mut w = self.world.lock().unwrap();
         ready(Self::find(&mut w, at.container).is_some_and(|c| c.running && c.tmux))
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use crate::docker_support::{agent_toml, hub_with_agents_and, test_image};
+use crate::docker_support::{agent_toml, hub_with_agents, hub_with_agents_and, test_image};
 use crate::require_docker;
 use crate::support::TestHub;
 
@@ -114,4 +114,77 @@ async fn a_start_that_fails_gives_its_turn_back() {
     hub.post("/v1/agents/next/stop", json!({})).await;
     let again = start_all(&hub, &["next".to_string()]).await;
     assert_eq!(again[0].0, 200, "{}", again[0].1);
+}
+
+/// Now, as `docker events` takes it (seconds since the epoch, with a fraction).
+fn events_now() -> String {
+    let now = Utc::now();
+    format!("{}.{:09}", now.timestamp(), now.timestamp_subsec_nanos())
+}
+
+/// The commands of the execs the engine made in hub `hub_id`'s containers between two
+/// [`events_now`]s, in order.
+fn execs_between(hub_id: &str, since: &str, until: &str) -> Vec<String> {
+    crate::docker_support::docker(&[
+        "events",
+        "--since",
+        since,
+        "--until",
+        until,
+        "--filter",
+        "type=container",
+        "--filter",
+        "event=exec_create",
+        "--filter",
+        &format!("label=agent-hub.hub={hub_id}"),
+        "--format",
+        "{{.Action}}",
+    ])
+    .lines()
+    .map(|l| l.trim_start_matches("exec_create: ").to_string())
+    .collect()
+}
+
+/// Execs in a container agent's start (#30): each one is three engine calls and a process
+/// in the container, and the fleet's start is bounded by them. The image's tmux session is
+/// waited for in one exec, the pane and its pipe are looked at in one tmux call, and the
+/// control client is the third; nothing after the attach execs again, nor does the stop.
+const EXECS_PER_START: usize = 3;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_agent_start_makes_few_execs_and_its_stop_removes_it() {
+    require_docker!();
+    let (hub, guard) = hub_with_agents(&agent_toml("few", "remove_on_stop = true")).await;
+    let since = events_now();
+    let (status, v) = hub.post("/v1/agents/few/start", json!({})).await;
+    assert_eq!(status, 200, "{v}");
+    let sid = v["agent"]["session_id"].as_str().expect("a session");
+    // The agent works: its terminal answers (through the control client, no exec).
+    assert_eq!(hub.talk(sid, "echo up").await["output"], "up\n");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let execs = execs_between(&guard.0, &since, &events_now());
+    assert!(
+        execs.len() <= EXECS_PER_START,
+        "{} execs in one start: {execs:#?}",
+        execs.len()
+    );
+    let since = events_now();
+    let (status, v) = hub.post("/v1/agents/few/stop", json!({})).await;
+    assert_eq!(
+        (status, &v["agent"]["status"]),
+        (200, &json!("stopped")),
+        "{v}"
+    );
+    // The hub detached the control client itself: it does not exec into the container on its
+    // way out to ask whether the pane died.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let execs = execs_between(&guard.0, &since, &events_now());
+    assert!(execs.is_empty(), "execs in a stop: {execs:#?}");
+    let left = crate::docker_support::docker(&[
+        "ps",
+        "-aq",
+        "--filter",
+        &format!("label=agent-hub.hub={}", guard.0),
+    ]);
+    assert_eq!(left.trim(), "", "the stopped agent's container is removed");
 }

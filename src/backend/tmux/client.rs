@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
@@ -90,22 +91,16 @@ impl Request {
     }
 }
 
-/// Starts `tmux -C attach` and the tasks that read its output and write its commands.
+/// Starts `tmux -C attach` and the tasks that read its output and write its commands. The
+/// pane's bytes come through `pane_pipe` when there is one, else through `%output`.
 pub(super) async fn start_control_client(
     server: &TmuxPlace,
     name: &str,
     pane_id: &str,
     output: Arc<Output>,
     seed: bool,
+    pane_pipe: Option<PanePipe>,
 ) -> Result<mpsc::UnboundedSender<Request>, TmuxError> {
-    // The pane's bytes through a pipe when one can be made here, else through `%output`.
-    let pane_pipe = match PanePipe::prepare(server).await {
-        Ok(p) => Some(p),
-        Err(e) => {
-            tracing::warn!(session = %name, "pane output through control mode: {e}");
-            None
-        }
-    };
     let io = server
         .open_control(&[
             "attach-session",
@@ -127,6 +122,7 @@ pub(super) async fn start_control_client(
     let pending: PendingAcks = Arc::new(Mutex::new(VecDeque::new()));
     let (attached_tx, attached) = oneshot::channel();
     let (exit_tx, exit_rx) = tokio::sync::watch::channel(None);
+    let detached = Arc::new(AtomicBool::new(false));
 
     let reader = ControlReader::new(
         server.clone(),
@@ -134,7 +130,7 @@ pub(super) async fn start_control_client(
         output.clone(),
         pending.clone(),
         attached_tx,
-        exit_tx,
+        (exit_tx, detached.clone()),
         seed,
     );
     let reader = tokio::spawn(reader.run(io.reader, io.ended));
@@ -154,7 +150,7 @@ pub(super) async fn start_control_client(
         requests,
         pending,
         vec![subscribe],
-        pane_id.to_string(),
+        (pane_id.to_string(), detached),
     ));
     if seed {
         // Settled by the reader, which puts the pane's past into the output at its place.
@@ -208,19 +204,21 @@ async fn open_pipe(
 
 /// The control client's single writer, started once the attach is confirmed (commands sent
 /// before it fail with "no current client"). Sends `first` (the subscription to the pane's
-/// state), then writes queued commands in order. Detaching closes the pane's pipe first.
+/// state), then writes queued commands in order. Detaching closes the pane's pipe first, and
+/// tells the reader (`detached`) the client goes because the hub said so.
 async fn write_commands(
     mut stdin: Pin<Box<dyn AsyncWrite + Send>>,
     mut requests: mpsc::UnboundedReceiver<Request>,
     pending: PendingAcks,
     first: Vec<String>,
-    pane_id: String,
+    (pane_id, detached): (String, Arc<AtomicBool>),
 ) {
     let (nobody_waits, _) = oneshot::channel();
     if write_lines(&mut stdin, Request::new(first, nobody_waits), &pending).await {
         while let Some(request) = requests.recv().await {
             if request.lines.is_empty() {
                 // A detach request: settled once the client has been told to go.
+                detached.store(true, Ordering::SeqCst);
                 let _ = stdin.write_all(detach_lines(&pane_id).as_bytes()).await;
                 let _ = request.ack.send(Ok(()));
                 return;
@@ -229,8 +227,10 @@ async fn write_commands(
                 return;
             }
         }
+        // The session is gone from the hub: the hub detaches the client.
+        detached.store(true, Ordering::SeqCst);
     }
-    // The session is gone from the hub: detach the control client cleanly.
+    // Detach the control client cleanly.
     let _ = stdin.write_all(detach_lines(&pane_id).as_bytes()).await;
 }
 
@@ -369,7 +369,7 @@ mod tests {
             output.clone(),
             Arc::new(Mutex::new(pending)),
             attached,
-            exit_tx,
+            (exit_tx, Arc::default()),
             seed,
         );
         reader.run(Box::pin(stream), Box::pin(async {})).await;

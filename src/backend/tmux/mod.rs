@@ -28,6 +28,7 @@ use crate::output::Output;
 use crate::term::TermSignal;
 use client::{start_control_client, Request};
 use control::{is_safe_name, send_bytes_commands};
+use pipe::{PanePipe, FIFO_SEEN};
 
 /// Lines of pane history kept by tmux for sessions the hub creates.
 pub const TMUX_HISTORY_LIMIT: u32 = 50_000;
@@ -58,62 +59,62 @@ impl TmuxBackend {
         spec: &SpawnSpec,
         output: Arc<Output>,
     ) -> Result<(Self, bool), TmuxError> {
+        Self::start_with(server, name, spec, output, false).await
+    }
+
+    /// Like [`TmuxBackend::start`], but an adopted pane is made `spec`'s size too (an agent's
+    /// terminal is the hub's). Resized before the control client attaches, so the past it
+    /// shows is the pane as tmux reflowed it and no repaint (two more tmux calls) is needed;
+    /// a pane of that size already is not resized at all.
+    pub async fn start_sized(
+        server: TmuxPlace,
+        name: &str,
+        spec: &SpawnSpec,
+        output: Arc<Output>,
+    ) -> Result<(Self, bool), TmuxError> {
+        Self::start_with(server, name, spec, output, true).await
+    }
+
+    async fn start_with(
+        server: TmuxPlace,
+        name: &str,
+        spec: &SpawnSpec,
+        output: Arc<Output>,
+        size_adopted: bool,
+    ) -> Result<(Self, bool), TmuxError> {
         if !is_safe_name(name) || name.starts_with(['%', '$', '@', '=']) {
             return Err(TmuxError::InvalidName {
                 name: name.to_string(),
             });
         }
-        let mut adopted = server.has_session(name).await;
-        if !adopted {
-            match create_session(&server, name, spec).await {
-                Ok(()) => {}
-                // Someone else (an image's slow entrypoint) created it meanwhile: adopt it.
-                Err(e) if e.is_duplicate_session() => adopted = true,
-                Err(e) => return Err(e),
+        // The FIFO is made first, so the one tmux call that finds the pane also says whether
+        // the server sees it.
+        let direct = PanePipe::direct_at(&server);
+        let check = direct.as_ref().and_then(PanePipe::seen_check);
+        let found = find_or_create(&server, name, spec, check.as_ref(), size_adopted).await;
+        let found = match found {
+            Ok(f) => f,
+            Err(e) => {
+                if let Some(p) = direct {
+                    p.abandon(&server).await;
+                }
+                return Err(e);
             }
-        }
-        let target = format!("={name}:");
-        let ids = server
-            .run(&[
-                "display-message",
-                "-p",
-                "-t",
-                &target,
-                "#{pane_id} #{pane_pid}",
-            ])
-            .await?;
-        let mut parts = ids.split_whitespace();
-        let pane_id = parts.next().unwrap_or_default().to_string();
-        let pane_pid = parts.next().and_then(|p| p.parse().ok());
-        if !pane_id.starts_with('%') {
-            return Err(TmuxError::NoPane {
-                name: name.to_string(),
-            });
-        }
+        };
+        let pane_pipe = PanePipe::chosen(direct, found.fifo_seen, &server).await;
         // An adopted pane's past is shown (taken by the control client, in its stream).
-        if !adopted {
-            server
-                .run(&[
-                    "resize-window",
-                    "-t",
-                    &pane_id,
-                    "-x",
-                    &spec.size.cols.to_string(),
-                    "-y",
-                    &spec.size.rows.to_string(),
-                ])
-                .await?;
-        }
-        let commands = start_control_client(&server, name, &pane_id, output, adopted).await?;
+        let seed = found.adopted;
+        let commands =
+            start_control_client(&server, name, &found.pane_id, output, seed, pane_pipe).await?;
         Ok((
             TmuxBackend {
                 place: server,
                 session_name: name.to_string(),
-                pane_id,
-                pane_pid,
+                pane_id: found.pane_id,
+                pane_pid: found.pane_pid,
                 commands,
             },
-            adopted,
+            found.adopted,
         ))
     }
 
@@ -127,6 +128,111 @@ impl TmuxBackend {
             .map_err(|_| TmuxError::NoAnswer)?
             .map_err(|_| TmuxError::ClientExited)?
     }
+}
+
+/// The pane of a session, as [`find_or_create`] found it.
+struct FoundPane {
+    pane_id: String,
+    pane_pid: Option<u32>,
+    /// Its window's size.
+    size: Option<TermSize>,
+    /// The session existed (it was not created by this start).
+    adopted: bool,
+    /// The tmux server said it sees the hub's FIFO ([`PanePipe::seen_check`]).
+    fifo_seen: bool,
+}
+
+/// The pane of session `name`, the session created running `spec` (and sized) when it does
+/// not exist. In a container every tmux call is an exec, so the pane is looked at in one.
+async fn find_or_create(
+    server: &TmuxPlace,
+    name: &str,
+    spec: &SpawnSpec,
+    check: Option<&[String; 2]>,
+    size_adopted: bool,
+) -> Result<FoundPane, TmuxError> {
+    let probe = pane_probe(name, check);
+    let probe: Vec<&str> = probe.iter().map(String::as_str).collect();
+    let mut adopted = true;
+    let looked = match server.run(&probe).await {
+        Ok(out) => out,
+        Err(_) => {
+            match create_session(server, name, spec).await {
+                Ok(()) => adopted = false,
+                // Someone else (an image's slow entrypoint) created it meanwhile: adopt it.
+                Err(e) if e.is_duplicate_session() => {}
+                Err(e) => return Err(e),
+            }
+            server.run(&probe).await?
+        }
+    };
+    let Some(found) = parse_probe(&looked, adopted) else {
+        return Err(TmuxError::NoPane {
+            name: name.to_string(),
+        });
+    };
+    // An adopted pane keeps its size unless asked (a human may be looking at it).
+    if !adopted || (size_adopted && found.size != Some(spec.size)) {
+        server
+            .run(&[
+                "resize-window",
+                "-t",
+                &found.pane_id,
+                "-x",
+                &spec.size.cols.to_string(),
+                "-y",
+                &spec.size.rows.to_string(),
+            ])
+            .await?;
+    }
+    Ok(found)
+}
+
+/// One tmux command line that fails unless session `name` exists (`display-message` alone
+/// succeeds, printing nothing, for a missing target), then prints its pane's id and pid and
+/// its window's size, then [`FIFO_SEEN`] when `check` holds.
+fn pane_probe(name: &str, check: Option<&[String; 2]>) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "has-session",
+        "-t",
+        &format!("={name}"),
+        ";",
+        "display-message",
+        "-p",
+        "-t",
+        &format!("={name}:"),
+        "#{pane_id} #{pane_pid} #{window_width} #{window_height}",
+    ]
+    .map(String::from)
+    .into();
+    if let Some([condition, then]) = check {
+        args.extend([
+            ";".into(),
+            "if-shell".into(),
+            condition.clone(),
+            then.clone(),
+        ]);
+    }
+    args
+}
+
+/// The pane in a [`pane_probe`]'s output; `None` when it names none.
+fn parse_probe(out: &str, adopted: bool) -> Option<FoundPane> {
+    let mut lines = out.lines();
+    let mut ids = lines.next()?.split_whitespace();
+    let pane_id = ids.next().filter(|id| id.starts_with('%'))?.to_string();
+    let pane_pid = ids.next().and_then(|p| p.parse().ok());
+    let mut number = || ids.next().and_then(|n| n.parse().ok());
+    let size = number()
+        .zip(number())
+        .map(|(cols, rows)| TermSize { cols, rows });
+    Some(FoundPane {
+        pane_id,
+        pane_pid,
+        size,
+        adopted,
+        fifo_seen: lines.any(|l| l.trim() == FIFO_SEEN),
+    })
 }
 
 async fn create_session(server: &TmuxPlace, name: &str, spec: &SpawnSpec) -> Result<(), TmuxError> {
@@ -278,5 +384,51 @@ impl Backend for TmuxBackend {
     fn pid(&self) -> Option<u32> {
         // A container's pids mean nothing on the host.
         self.pane_pid.filter(|_| self.place.is_host())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pane_probe_fails_for_a_missing_session_and_asks_about_the_fifo_only_when_told() {
+        let plain = pane_probe("agent", None);
+        assert_eq!(
+            plain.join(" "),
+            "has-session -t =agent ; display-message -p -t =agent: \
+             #{pane_id} #{pane_pid} #{window_width} #{window_height}"
+        );
+        let check = [
+            "[ -p '/p/d/out' ]".to_string(),
+            "display-message -p x".into(),
+        ];
+        let checked = pane_probe("agent", Some(&check));
+        assert_eq!(
+            checked[plain.len()..],
+            [";", "if-shell", "[ -p '/p/d/out' ]", "display-message -p x"]
+        );
+    }
+
+    #[test]
+    fn a_probe_s_answer_gives_the_pane_its_size_and_whether_the_fifo_is_seen() {
+        let found = parse_probe("%3 4321 120 30\nagent-hub-fifo-seen\n", true).unwrap();
+        assert_eq!(
+            (found.pane_id.as_str(), found.pane_pid, found.size),
+            (
+                "%3",
+                Some(4321),
+                Some(TermSize {
+                    cols: 120,
+                    rows: 30
+                })
+            )
+        );
+        assert!(found.adopted && found.fifo_seen);
+        let unseen = parse_probe("%3 4321 80 24\n", false).unwrap();
+        assert!(!unseen.adopted && !unseen.fifo_seen);
+        // `display-message` on a missing target prints a blank line and succeeds.
+        assert!(parse_probe(" \n", true).is_none());
+        assert!(parse_probe("", true).is_none());
     }
 }

@@ -59,6 +59,8 @@ pub(super) struct PanePipe {
     /// The same directory on this machine, when the hub reads the FIFO itself: removed when
     /// the stream ends (the writer removes it first where it may).
     local_dir: Option<std::path::PathBuf>,
+    /// Whether the tmux server must be asked if it sees the FIFO ([`PanePipe::seen_check`]).
+    needs_check: bool,
 }
 
 /// Whether `dir` is a directory name the reader script could have printed, safe to put in
@@ -107,43 +109,53 @@ pub(super) fn close_command(pane_id: &str) -> String {
     format!("pipe-pane -t {pane_id}")
 }
 
-/// Whether the tmux server sees the FIFO in `dir`: always on the host; a container must have
-/// the very directory mounted (a hub that itself runs in a container may see another directory
-/// at the path the engine mounted).
-async fn sees(place: &TmuxPlace, root: &PipeRoot, dir: &str) -> bool {
-    if !root.other_user {
-        return true;
-    }
-    let script = format!("[ -p '{dir}/out' ] && echo seen");
-    let Ok(mut io) = place.open_reader(&script).await else {
-        return false;
-    };
-    let mut said = Vec::new();
-    let read = io.reader.read_to_end(&mut said);
-    matches!(
-        tokio::time::timeout(TMUX_CALL_TIMEOUT, read).await,
-        Ok(Ok(_))
-    ) && said.starts_with(b"seen")
-}
+/// What the tmux server prints when it sees the hub's FIFO (see [`PanePipe::seen_check`]).
+pub(super) const FIFO_SEEN: &str = "agent-hub-fifo-seen";
 
 impl PanePipe {
-    /// Makes the FIFO and its reader: the hub's own where the FIFO can be on this machine,
-    /// else a relay beside the tmux server.
-    pub(super) async fn prepare(place: &TmuxPlace) -> Result<Self, TmuxError> {
-        if let Some(root) = place.pipe_root() {
-            match Self::direct(&root) {
-                Ok(p) => {
-                    let dir = p.dir.clone();
-                    if sees(place, &root, &dir).await {
-                        return Ok(p);
-                    }
-                    tracing::warn!(%dir, "the tmux server does not see the hub's pipe directory: relaying");
-                    p.abandon(place).await;
-                }
-                Err(e) => tracing::warn!("no pipe of the hub's own: {e}"),
+    /// A FIFO the hub reads itself, where the FIFO can be on this machine
+    /// ([`TmuxPlace::pipe_root`]); `None` when it cannot (then a relay is the way).
+    pub(super) fn direct_at(place: &TmuxPlace) -> Option<Self> {
+        let root = place.pipe_root()?;
+        Self::direct(&root)
+            .inspect_err(|e| tracing::warn!("no pipe of the hub's own: {e}"))
+            .ok()
+    }
+
+    /// The `if-shell` arguments that make the tmux server print [`FIFO_SEEN`] when it sees
+    /// this pipe's FIFO; `None` when that needs no asking (the host's tmux sees the hub's
+    /// temporary directory). A container must have the very directory mounted: a hub that
+    /// itself runs in a container may see another directory at the path the engine mounted.
+    /// Asked in the tmux call that looks at the pane, so it costs no exec of its own.
+    pub(super) fn seen_check(&self) -> Option<[String; 2]> {
+        self.needs_check.then(|| {
+            [
+                format!("[ -p '{}/out' ]", self.dir),
+                format!("display-message -p {FIFO_SEEN}"),
+            ]
+        })
+    }
+
+    /// The pipe of the pane once the tmux server has said whether it `seen` this one: this
+    /// one, else a relay beside the server; `None` (the pane's bytes through control mode)
+    /// when no relay starts either.
+    pub(super) async fn chosen(
+        direct: Option<Self>,
+        seen: bool,
+        place: &TmuxPlace,
+    ) -> Option<Self> {
+        if let Some(p) = direct {
+            if seen || !p.needs_check {
+                return Some(p);
             }
+            let dir = p.dir.clone();
+            tracing::warn!(%dir, "the tmux server does not see the hub's pipe directory: relaying");
+            p.abandon(place).await;
         }
-        Self::relay(place).await
+        Self::relay(place)
+            .await
+            .inspect_err(|e| tracing::warn!("pane output through control mode: {e}"))
+            .ok()
     }
 
     /// A FIFO in a private directory under `root`, opened for reading by the hub.
@@ -199,6 +211,7 @@ impl PanePipe {
                 _relay: None,
                 dir,
                 local_dir: Some(local),
+                needs_check: root.other_user,
             }),
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&local);
@@ -238,6 +251,7 @@ impl PanePipe {
             _relay: Some(io),
             dir,
             local_dir: None,
+            needs_check: false,
         })
     }
 

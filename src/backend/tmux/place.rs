@@ -20,6 +20,13 @@ use super::TmuxError;
 /// How long a single tmux command may take before it is considered hung.
 pub const TMUX_CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How often a wait for a session asks tmux again.
+const LOOK_INTERVAL: Duration = Duration::from_millis(100);
+/// `sh -c` script of [`TmuxPlace::wait_for_session`] in a container: `$1` more looks after
+/// the first, for the session `$2`; says `found` once it exists (an exec the engine ended
+/// with its container may report no exit code).
+const WAIT_SCRIPT: &str = "n=$1; until tmux has-session -t \"=$2\" 2>/dev/null; do [ \"$n\" -gt 0 ] || exit 1; n=$((n - 1)); sleep 0.1; done; echo found";
+
 /// A tmux server the hub talks to.
 #[derive(Clone)]
 pub enum TmuxPlace {
@@ -150,6 +157,40 @@ impl TmuxPlace {
         self.run(&["has-session", "-t", &format!("={name}")])
             .await
             .is_ok()
+    }
+
+    /// Whether a session with exactly this name exists or appears within `within`. In a
+    /// container the whole wait is one exec (tmux asked in there every 100 ms): an exec is
+    /// three engine calls and a process, and a fleet's start is bounded by them (#30).
+    pub async fn wait_for_session(&self, name: &str, within: Duration) -> bool {
+        match self {
+            TmuxPlace::Host { .. } => {
+                let deadline = tokio::time::Instant::now() + within;
+                loop {
+                    if self.has_session(name).await {
+                        return true;
+                    }
+                    if tokio::time::Instant::now() >= deadline {
+                        return false;
+                    }
+                    tokio::time::sleep(LOOK_INTERVAL).await;
+                }
+            }
+            TmuxPlace::Container {
+                docker,
+                container_id,
+                ..
+            } => {
+                let looks = (within.as_millis() / LOOK_INTERVAL.as_millis()).to_string();
+                let cmd = ["sh", "-c", WAIT_SCRIPT, "agent-hub-wait", &looks, name];
+                // The exec ends with the container if it dies meanwhile.
+                let waited = exec_output(docker, container_id, &cmd);
+                matches!(
+                    tokio::time::timeout(within + TMUX_CALL_TIMEOUT, waited).await,
+                    Ok(Ok((0, out, _))) if out.starts_with(b"found")
+                )
+            }
+        }
     }
 
     /// The names of the server's sessions (none when no server runs).
@@ -321,7 +362,21 @@ async fn exec_capture(
 ) -> Result<String, TmuxError> {
     let mut cmd = vec!["tmux"];
     cmd.extend_from_slice(args);
-    let exec = create_exec(docker, container_id, &cmd, false).await?;
+    let (code, stdout, stderr) = exec_output(docker, container_id, &cmd).await?;
+    if code == 0 {
+        Ok(String::from_utf8_lossy(&stdout).into_owned())
+    } else {
+        Err(command_failed(args, &stderr))
+    }
+}
+
+/// Runs `cmd` in a container; its exit code, standard output and standard error.
+async fn exec_output(
+    docker: &Docker,
+    container_id: &str,
+    cmd: &[&str],
+) -> Result<(i64, Vec<u8>, Vec<u8>), TmuxError> {
+    let exec = create_exec(docker, container_id, cmd, false).await?;
     let started = docker
         .start_exec(&exec, None::<StartExecOptions>)
         .await
@@ -342,9 +397,5 @@ async fn exec_capture(
         .map_err(TmuxError::ExecInspect)?
         .exit_code
         .unwrap_or(0);
-    if code == 0 {
-        Ok(String::from_utf8_lossy(&stdout).into_owned())
-    } else {
-        Err(command_failed(args, &stderr))
-    }
+    Ok((code, stdout, stderr))
 }

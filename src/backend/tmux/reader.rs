@@ -6,6 +6,7 @@
 //! is not thrown away with it; the exit is recorded after a short drain.
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -91,6 +92,8 @@ pub(super) struct ControlReader {
     pub attached: Option<oneshot::Sender<()>>,
     /// Tells the pipe's reader the exit (see [`PaneBytes::Piped`]).
     pub exit_tx: tokio::sync::watch::Sender<Option<ExitInfo>>,
+    /// Set by the writer when the hub itself detaches the client.
+    pub detached: Arc<AtomicBool>,
     bytes: PaneBytes,
     end: PaneEnd,
 }
@@ -103,7 +106,10 @@ impl ControlReader {
         output: Arc<Output>,
         pending: PendingAcks,
         attached: oneshot::Sender<()>,
-        exit_tx: tokio::sync::watch::Sender<Option<ExitInfo>>,
+        (exit_tx, detached): (
+            tokio::sync::watch::Sender<Option<ExitInfo>>,
+            Arc<AtomicBool>,
+        ),
         seed: bool,
     ) -> Self {
         ControlReader {
@@ -114,6 +120,7 @@ impl ControlReader {
             pending,
             attached: Some(attached),
             exit_tx,
+            detached,
             bytes: match seed {
                 true => PaneBytes::Seeding { held: Vec::new() },
                 false => PaneBytes::Live,
@@ -317,8 +324,10 @@ impl ControlReader {
     /// "tmux session closed"), and every waiting ack fails.
     async fn on_client_gone(self) {
         let mut exit = self.end.exit().cloned();
-        if exit.is_none() {
-            // The client may have gone before the subscription reported a dead pane.
+        // The client may have gone before the subscription reported a dead pane; not when
+        // the hub detached it (a stop: tmux would be asked in a container on its way out,
+        // an exec for each of a fleet's stops, and the pane is alive anyway).
+        if exit.is_none() && !self.detached.load(Ordering::SeqCst) {
             exit = query_dead_pane(&self.server, &self.pane_id)
                 .await
                 .ok()
