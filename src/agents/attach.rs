@@ -8,15 +8,15 @@ use chrono::Utc;
 
 use super::containers::Place;
 use super::{Agents, AGENT_TMUX_SESSION, EXIT_SETTLE, IMAGE_TMUX_GRACE, POLL_INTERVAL};
-
-/// The longest one look for the container's tmux session waits (see [`look_for`]).
-const LOOK_AT_MOST: Duration = Duration::from_secs(2);
 use crate::backend::{SpawnSpec, TermSize};
 use crate::config::{AgentDef, StartTmux};
 use crate::error::{HubError, HubResult};
 use crate::output::Output;
 use crate::registry::{NewSession, Origin};
 use crate::session::{AgentHome, Owner, SessionSpec};
+
+/// The longest one look for the container's tmux session waits (see [`look_for`]).
+const LOOK_AT_MOST: Duration = Duration::from_secs(2);
 
 impl Agents {
     /// Waits for the container's tmux session (starting it when the image does not and
