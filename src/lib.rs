@@ -86,6 +86,7 @@ pub mod scrollback;
 pub mod session;
 pub mod tasks;
 pub mod term;
+pub mod tick;
 pub mod toml_file;
 pub mod wire;
 pub mod workspace;

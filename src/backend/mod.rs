@@ -4,6 +4,7 @@
 
 pub mod exited;
 pub mod external;
+pub mod pane_reader;
 pub mod pty;
 pub mod read_buf;
 pub mod read_pace;

@@ -125,11 +125,16 @@ pub(super) async fn follow_screen(session: std::sync::Weak<Session>, cancel: Can
         seen_end = end;
         let busy_for = busy.map_or(Duration::ZERO, |since| began.duration_since(since));
         let took = began.elapsed();
+        let mut pause = pause_until(began, took, busy_for, look_by, interval);
+        if busy_for >= BUSY_AFTER {
+            // Busy sessions' looks share the process's ticks (and their wake-ups).
+            pause = crate::tick::at_or_after(pause);
+        }
         // A busy session's pause ends early when the state is due to change or input arrives
         // (input turns the state `working` before any output, and starts its hold).
         tokio::select! {
             _ = cancel.cancelled() => return,
-            _ = tokio::time::sleep_until(pause_until(began, took, busy_for, look_by, interval)) => {}
+            _ = tokio::time::sleep_until(pause) => {}
             changed = inputs.changed() => match changed {
                 Ok(()) => {
                     tokio::time::sleep_until(began + least_pause(took)).await;

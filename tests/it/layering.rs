@@ -21,6 +21,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "core",
         &[
             "term",
+            "tick",
             "wire",
             "toml_file",
             "workspace",

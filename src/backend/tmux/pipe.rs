@@ -28,17 +28,18 @@
 //! session on it with it; half the time with a pane printing in a loop). `pause` drops the
 //! queued blocks first. The `%pause %N` it prints comes inside its own reply.
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
+use tokio::time::Instant;
 
 use super::{TmuxError, TmuxPlace};
+use crate::backend::pane_reader::{Fifo, PaneReader};
 use crate::backend::read_buf::ReadBuf;
-use crate::backend::read_pace::ReadPace;
+use crate::backend::read_pace::{Next, ReadPace};
 use crate::backend::tmux::place::PipeRoot;
 use crate::backend::tmux::place::TMUX_CALL_TIMEOUT;
 use crate::output::{ExitInfo, Output};
@@ -50,7 +51,7 @@ const DRAIN_QUIET: Duration = Duration::from_millis(250);
 
 /// A reader waiting for `pipe-pane` to open its FIFO.
 pub(super) struct PanePipe {
-    reader: Pin<Box<dyn AsyncRead + Send>>,
+    reader: PaneReader,
     /// Keeps a relay alive (a host process is killed when dropped); none when the hub reads
     /// the FIFO itself.
     _relay: Option<crate::backend::tmux::place::ReaderIo>,
@@ -207,7 +208,7 @@ impl PanePipe {
         })();
         match made {
             Ok((reader, dir)) => Ok(PanePipe {
-                reader: Box::pin(reader),
+                reader: PaneReader::Fifo(Fifo::Registered(reader)),
                 _relay: None,
                 dir,
                 local_dir: Some(local),
@@ -247,7 +248,7 @@ impl PanePipe {
         }
         let reader = std::mem::replace(&mut io.reader, Box::pin(tokio::io::empty()));
         Ok(PanePipe {
-            reader,
+            reader: PaneReader::Stream(reader),
             _relay: Some(io),
             dir,
             local_dir: None,
@@ -289,24 +290,39 @@ impl PanePipe {
         let mut pace = ReadPace::default();
         let mut known: Option<ExitInfo> = None;
         loop {
-            tokio::select! {
-                read = self.reader.read(buf.space()) => match read {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        let full = n == buf.space().len();
-                        output.push(buf.filled(n));
-                        if let Some(wait) = pace.after_read(n, full, tokio::time::Instant::now()) {
-                            tokio::time::sleep(wait).await;
+            // `None`: a read on a tick found nothing.
+            let read = match pace.next(Instant::now()) {
+                Next::OnReady => tokio::select! {
+                    read = self.reader.read_ready(buf.space()) => Some(read),
+                    changed = exit.changed(), if known.is_none() => {
+                        if changed.is_err() {
+                            break;
                         }
+                        known = exit.borrow().clone();
+                        continue;
                     }
+                    _ = tokio::time::sleep(DRAIN_QUIET), if known.is_some() => break,
                 },
-                changed = exit.changed(), if known.is_none() => {
-                    if changed.is_err() {
-                        break;
+                next => {
+                    if let Next::At(tick) = next {
+                        tokio::time::sleep_until(tick).await;
                     }
-                    known = exit.borrow().clone();
+                    if known.is_none() && exit.has_changed().unwrap_or(true) {
+                        known = exit.borrow_and_update().clone();
+                    }
+                    self.reader.read_now(buf.space())
                 }
-                _ = tokio::time::sleep(DRAIN_QUIET), if known.is_some() => break,
+            };
+            let now = Instant::now();
+            match read {
+                Some(Ok(0)) | Some(Err(_)) => break,
+                Some(Ok(n)) => {
+                    let full = n == buf.space().len();
+                    output.push(buf.filled(n));
+                    pace.after_read(n, full, now);
+                }
+                None if known.is_some() && pace.quiet_for(now) >= DRAIN_QUIET => break,
+                None => pace.after_nothing(now),
             }
         }
         if known.is_none() {
@@ -338,10 +354,11 @@ mod tests {
     async fn stream_of(writes: usize, gap: Duration) -> (Vec<u8>, Vec<u8>, u64) {
         let (mut writer, reader) = tokio::io::duplex(64 * 1024);
         let pipe = PanePipe {
-            reader: Box::pin(reader),
+            reader: PaneReader::Stream(Box::pin(reader)),
             _relay: None,
             dir: "/tmp/agent-hub-pipe.test".into(),
             local_dir: None,
+            needs_check: false,
         };
         let output = Arc::new(Output::new(1 << 20));
         let (exit_tx, exit_rx) = watch::channel(None);
