@@ -11,7 +11,7 @@
 //! reading on readiness after [`POLL_QUIET`] with nothing to read. The bytes wait in the pipe:
 //! none is lost or reordered, and they arrive at most one tick later. Interactive use stays
 //! immediate: a keystroke's echo, a prompt or a short command's output never makes a run that
-//! long. A read that filled its buffer (a flood) is followed at once, so throughput is not
+//! long, and input ends a run (a leader's `talk`s back to back, a fast typist). A read that filled its buffer (a flood) is followed at once, so throughput is not
 //! capped.
 
 use std::time::Duration;
@@ -90,6 +90,14 @@ impl ReadPace {
         }
     }
 
+    /// Input was written to the session: the run ends, and what answers it is read on
+    /// readiness (a leader's quick `talk`s or a fast typist keep their latency).
+    pub fn on_input(&mut self) {
+        self.polling = false;
+        self.full = false;
+        self.run_bytes = 0;
+    }
+
     /// How long the stream has had nothing to read, at `now`.
     pub fn quiet_for(&self, now: Instant) -> Duration {
         self.last_data
@@ -149,6 +157,22 @@ mod tests {
         // Back on readiness, a small read does not bring the ticks back.
         pace.after_read(10, false, t0 + ms(900));
         assert_eq!(pace.next(t0 + ms(900)), Next::OnReady);
+    }
+
+    #[test]
+    fn input_ends_a_busy_run() {
+        let mut pace = ReadPace::default();
+        let t0 = Instant::now();
+        pace.after_read(4000, false, t0);
+        assert!(matches!(pace.next(t0), Next::At(_)));
+        pace.on_input();
+        assert_eq!(pace.next(t0), Next::OnReady);
+        // Answers to input, back to back, never make a run.
+        for i in 1..50 {
+            pace.on_input();
+            pace.after_read(200, false, t0 + ms(i));
+            assert_eq!(pace.next(t0 + ms(i)), Next::OnReady);
+        }
     }
 
     #[test]

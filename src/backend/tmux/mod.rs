@@ -47,6 +47,8 @@ pub struct TmuxBackend {
     pane_id: String,
     pane_pid: Option<u32>,
     commands: mpsc::UnboundedSender<Request>,
+    /// Bumped at each write: tells the pane's pipe reader that input went in.
+    input: tokio::sync::watch::Sender<u64>,
 }
 
 impl TmuxBackend {
@@ -101,7 +103,10 @@ impl TmuxBackend {
                 return Err(e);
             }
         };
-        let pane_pipe = PanePipe::chosen(direct, found.fifo_seen, &server).await;
+        let (input, typed) = tokio::sync::watch::channel(0u64);
+        let pane_pipe = PanePipe::chosen(direct, found.fifo_seen, &server)
+            .await
+            .map(|p| p.with_input(typed));
         // An adopted pane's past is shown (taken by the control client, in its stream).
         let seed = found.adopted;
         let commands =
@@ -113,6 +118,7 @@ impl TmuxBackend {
                 pane_id: found.pane_id,
                 pane_pid: found.pane_pid,
                 commands,
+                input,
             },
             found.adopted,
         ))
@@ -311,6 +317,7 @@ async fn create_session(server: &TmuxPlace, name: &str, spec: &SpawnSpec) -> Res
 impl Backend for TmuxBackend {
     fn write(&self, bytes: Vec<u8>) -> BoxFuture<'_, crate::error::HubResult<()>> {
         async move {
+            self.input.send_modify(|n| *n += 1);
             self.send_commands(send_bytes_commands(&self.pane_id, &bytes))
                 .await
                 .map_err(|e| crate::error::HubError::WriteFailed {

@@ -52,6 +52,8 @@ const DRAIN_QUIET: Duration = Duration::from_millis(250);
 /// A reader waiting for `pipe-pane` to open its FIFO.
 pub(super) struct PanePipe {
     reader: PaneReader,
+    /// Counts the input written to the pane: input ends a busy run (see [`ReadPace::on_input`]).
+    input: Option<watch::Receiver<u64>>,
     /// Keeps a relay alive (a host process is killed when dropped); none when the hub reads
     /// the FIFO itself.
     _relay: Option<crate::backend::tmux::place::ReaderIo>,
@@ -209,6 +211,7 @@ impl PanePipe {
         match made {
             Ok((reader, dir)) => Ok(PanePipe {
                 reader: PaneReader::Fifo(Fifo::Registered(reader)),
+                input: None,
                 _relay: None,
                 dir,
                 local_dir: Some(local),
@@ -249,11 +252,18 @@ impl PanePipe {
         let reader = std::mem::replace(&mut io.reader, Box::pin(tokio::io::empty()));
         Ok(PanePipe {
             reader: PaneReader::Stream(reader),
+            input: None,
             _relay: Some(io),
             dir,
             local_dir: None,
             needs_check: false,
         })
+    }
+
+    /// This pipe, told of the input written to its pane (a counter bumped at each write).
+    pub(super) fn with_input(mut self, input: watch::Receiver<u64>) -> Self {
+        self.input = Some(input);
+        self
     }
 
     /// The command that opens this pipe for `pane_id`.
@@ -290,6 +300,13 @@ impl PanePipe {
         let mut pace = ReadPace::default();
         let mut known: Option<ExitInfo> = None;
         loop {
+            // Input ends a busy run: what answers it is read at once.
+            if let Some(input) = &mut self.input {
+                if input.has_changed().unwrap_or(false) {
+                    input.mark_unchanged();
+                    pace.on_input();
+                }
+            }
             // `None`: a read on a tick found nothing.
             let read = match pace.next(Instant::now()) {
                 Next::OnReady => tokio::select! {
@@ -305,7 +322,20 @@ impl PanePipe {
                 },
                 next => {
                     if let Next::At(tick) = next {
-                        tokio::time::sleep_until(tick).await;
+                        let typed = async {
+                            match &mut self.input {
+                                Some(input) => input.changed().await.is_ok(),
+                                None => std::future::pending().await,
+                            }
+                        };
+                        tokio::select! {
+                            _ = tokio::time::sleep_until(tick) => {}
+                            // Input: what answers it is read at once.
+                            true = typed => {
+                                pace.on_input();
+                                continue;
+                            }
+                        }
                     }
                     if known.is_none() && exit.has_changed().unwrap_or(true) {
                         known = exit.borrow_and_update().clone();
@@ -349,17 +379,24 @@ mod tests {
     use super::*;
     use tokio::io::AsyncWriteExt;
 
-    /// A pipe fed `writes` writes of one line each, `gap` apart (on tokio's paused clock):
-    /// what the output holds once the writer is done, and in how many chunks it came.
-    async fn stream_of(writes: usize, gap: Duration) -> (Vec<u8>, Vec<u8>, u64) {
-        let (mut writer, reader) = tokio::io::duplex(64 * 1024);
+    /// A pipe reading what is written into the returned writer.
+    fn test_pipe() -> (tokio::io::DuplexStream, PanePipe) {
+        let (writer, reader) = tokio::io::duplex(64 * 1024);
         let pipe = PanePipe {
             reader: PaneReader::Stream(Box::pin(reader)),
+            input: None,
             _relay: None,
             dir: "/tmp/agent-hub-pipe.test".into(),
             local_dir: None,
             needs_check: false,
         };
+        (writer, pipe)
+    }
+
+    /// A pipe fed `writes` writes of one line each, `gap` apart (on tokio's paused clock):
+    /// what the output holds once the writer is done, and in how many chunks it came.
+    async fn stream_of(writes: usize, gap: Duration) -> (Vec<u8>, Vec<u8>, u64) {
+        let (mut writer, pipe) = test_pipe();
         let output = Arc::new(Output::new(1 << 20));
         let (exit_tx, exit_rx) = watch::channel(None);
         let streaming = tokio::spawn(pipe.stream(output.clone(), exit_rx));
@@ -389,6 +426,33 @@ mod tests {
         assert!(
             chunks <= 150,
             "{chunks} chunks for 400 writes: a busy stream's small writes are gathered"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn input_after_a_busy_run_is_answered_without_waiting_for_a_tick() {
+        let (mut writer, pipe) = test_pipe();
+        let (input, typed) = watch::channel(0u64);
+        let pipe = pipe.with_input(typed);
+        let output = Arc::new(Output::new(1 << 20));
+        let (_exit_tx, exit_rx) = watch::channel(None);
+        tokio::spawn(pipe.stream(output.clone(), exit_rx));
+        for i in 0..100 {
+            let line = format!("busy line {i:05} of a program printing line by line\r\n");
+            writer.write_all(line.as_bytes()).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        // The busy run is read on ticks now; a keystroke's echo is not.
+        let before = output.end_offset();
+        input.send_modify(|n| *n += 1);
+        writer.write_all(b"x").await.unwrap();
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+        let read = output.read(Some(before), 1024).bytes;
+        assert!(
+            read.ends_with(b"x"),
+            "the echo was read before the next tick: {read:?}"
         );
     }
 
