@@ -36,10 +36,7 @@ impl PaneReader {
     pub async fn read_ready(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             PaneReader::Stream(s) => s.read(buf).await,
-            PaneReader::Fifo(f) => match f.registered()? {
-                Some(r) => r.read(buf).await,
-                None => Err(lost()),
-            },
+            PaneReader::Fifo(f) => f.registered()?.read(buf).await,
         }
     }
 
@@ -69,17 +66,17 @@ fn lost() -> io::Error {
 
 impl Fifo {
     /// The receiver, registered with the runtime (registering it now if needed).
-    fn registered(&mut self) -> io::Result<Option<&mut Receiver>> {
+    fn registered(&mut self) -> io::Result<&mut Receiver> {
         if let Fifo::Plain(_) = self {
             let Fifo::Plain(fd) = std::mem::replace(self, Fifo::Lost) else {
                 unreachable!("matched just above");
             };
             *self = Fifo::Registered(Receiver::from_owned_fd(fd)?);
         }
-        Ok(match self {
-            Fifo::Registered(r) => Some(r),
-            _ => None,
-        })
+        match self {
+            Fifo::Registered(r) => Ok(r),
+            _ => Err(lost()),
+        }
     }
 
     /// The plain non-blocking descriptor, out of the runtime's event loop (taking it out now

@@ -266,6 +266,34 @@ impl PanePipe {
         self
     }
 
+    /// Whether input went into the pane since the last look.
+    fn input_came(&mut self) -> bool {
+        let Some(input) = &mut self.input else {
+            return false;
+        };
+        let came = input.has_changed().unwrap_or(false);
+        input.mark_unchanged();
+        came
+    }
+
+    /// Waits until `tick`; `true` when input went into the pane first (it is then seen).
+    async fn typed_before(&mut self, tick: Instant) -> bool {
+        let typed = async {
+            let changed = match &mut self.input {
+                Some(input) => input.changed().await.is_ok(),
+                None => false,
+            };
+            if !changed {
+                // No input counter (or no pane any more): only the tick.
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            _ = tokio::time::sleep_until(tick) => false,
+            () = typed => true,
+        }
+    }
+
     /// The command that opens this pipe for `pane_id`.
     pub(super) fn open_command(&self, pane_id: &str) -> Option<String> {
         open_command(pane_id, &self.dir)
@@ -301,11 +329,8 @@ impl PanePipe {
         let mut known: Option<ExitInfo> = None;
         loop {
             // Input ends a busy run: what answers it is read at once.
-            if let Some(input) = &mut self.input {
-                if input.has_changed().unwrap_or(false) {
-                    input.mark_unchanged();
-                    pace.on_input();
-                }
+            if self.input_came() {
+                pace.on_input();
             }
             // `None`: a read on a tick found nothing.
             let read = match pace.next(Instant::now()) {
@@ -322,19 +347,9 @@ impl PanePipe {
                 },
                 next => {
                     if let Next::At(tick) = next {
-                        let typed = async {
-                            match &mut self.input {
-                                Some(input) => input.changed().await.is_ok(),
-                                None => std::future::pending().await,
-                            }
-                        };
-                        tokio::select! {
-                            _ = tokio::time::sleep_until(tick) => {}
-                            // Input: what answers it is read at once.
-                            true = typed => {
-                                pace.on_input();
-                                continue;
-                            }
+                        if self.typed_before(tick).await {
+                            pace.on_input();
+                            continue;
                         }
                     }
                     if known.is_none() && exit.has_changed().unwrap_or(true) {
