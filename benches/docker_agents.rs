@@ -413,15 +413,15 @@ async fn measure_all(
             });
         }
     }
-    let _ = docker_cli(&["rm", "-f", &raw_container]);
     if plan.runs(7) {
         let mut fleets = Vec::new();
         for &n in &plan.busy_agents {
             eprintln!("7. measuring a busy fleet of {n}...");
-            fleets.push(busy::measure_busy(hut, n, plan).await?);
+            fleets.push(busy::measure_busy(hut, &docker, &raw_container, n, plan).await?);
         }
         busy::report_busy(&fleets, &mut summary);
     }
+    let _ = docker_cli(&["rm", "-f", &raw_container]);
     print_summary(&summary);
     println!("\nLoad average at the end: {}", load_average());
     Ok(())

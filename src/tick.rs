@@ -8,8 +8,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// The grid's step.
-pub const TICK: Duration = Duration::from_millis(10);
+/// The grid's step: how late a busy session's bytes may reach the hub (below a frame of
+/// 30 frames a second). 25 ms costs a fleet of 20 busy agents a quarter less CPU than 10 ms
+/// did, and 50 ms saves no more (docs/benchmarks.md, "Two windows and a coarser tick").
+pub const TICK: Duration = Duration::from_millis(25);
 
 /// The first tick at or after `t`.
 pub fn at_or_after(t: Instant) -> Instant {

@@ -52,7 +52,7 @@ struct EchoTargets<'a> {
 
 /// tmux re-renders the screen for an attached client: the token shows up as typed text, and
 /// the prompt after it (tmux may skip its trailing blank, so wait for `$` only).
-async fn raw_echo(raw: &mut RawExec) -> Result<Duration> {
+pub async fn raw_echo(raw: &mut RawExec) -> Result<Duration> {
     let token = next_token();
     raw.buf.clear();
     let start = Instant::now();
@@ -120,7 +120,7 @@ pub struct EchoResults {
 
 /// Detaches the raw TTY client explicitly (closing its input would leave the `tmux attach`
 /// process running) and waits for its stream to end, so later baselines run there alone.
-async fn detach_raw(mut raw: RawExec, container: &str) -> Result<()> {
+pub async fn detach_raw(mut raw: RawExec, container: &str) -> Result<()> {
     tmux_in(container, &["detach-client", "-s", TMUX_SESSION])?;
     ensure!(
         raw.drain_to_end(Duration::from_secs(5)).await,
