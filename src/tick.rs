@@ -8,10 +8,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// The grid's step: how late a busy session's bytes may reach the hub (below a frame of
-/// 30 frames a second). 25 ms costs a fleet of 20 busy agents a quarter less CPU than 10 ms
-/// did, and 50 ms saves no more (docs/benchmarks.md, "Two windows and a coarser tick").
-pub const TICK: Duration = Duration::from_millis(25);
+/// The grid's step: how late a busy session's bytes may reach the hub. It must stay well
+/// below the redacting stream's idle flush (`redact::stream::FLUSH_AFTER`, 20 ms), which
+/// takes a pause that long for the end of the output: a 25 ms tick cost a fleet of 20 busy
+/// agents a quarter less CPU, but made redacted viewers of a flood flush (and redact) words
+/// cut off at a chunk's end before their rest came (docs/benchmarks.md, session 17).
+pub const TICK: Duration = Duration::from_millis(10);
 
 /// The first tick at or after `t`.
 pub fn at_or_after(t: Instant) -> Instant {
@@ -50,5 +52,14 @@ mod tests {
         let before = o.checked_sub(ms(5)).unwrap_or(o);
         assert_eq!(align_up(o, before, ms(10)), before);
         assert!(at_or_after(o) >= o);
+    }
+
+    #[test]
+    fn a_busy_sessions_next_bytes_come_well_before_a_redacted_viewer_flushes_its_held_word() {
+        // A redacting stream sends a held word (redacted if it looks like a cut-off secret)
+        // after FLUSH_AFTER with nothing new; a busy session's next bytes come within a tick
+        // (plus the runtime's lateness), so the tick must leave room below it.
+        let flush = crate::redact::stream::FLUSH_AFTER;
+        assert!(TICK * 2 <= flush, "tick {TICK:?}, flush after {flush:?}");
     }
 }
