@@ -198,7 +198,7 @@ async fn hub_ingest(
     let start = Instant::now();
     view.send_input("\r").await?;
     let complete = |v: &WsView| v.tally.as_ref().is_some_and(Tally::complete);
-    timed_out(
+    let waited = timed_out(
         async {
             while !complete(&view) {
                 view.pump_live().await?;
@@ -208,7 +208,17 @@ async fn hub_ingest(
         INGEST_TIMEOUT,
         "the hub ingest run",
     )
-    .await?;
+    .await;
+    if let Err(e) = waited {
+        // Where it stopped: the subscriber short of the session's end, or the session short.
+        let end = hut.output_offset(sid).await.unwrap_or(0);
+        let counted = view.tally.as_ref().map_or(0, |t| t.received);
+        return Err(e.context(format!(
+            "the subscriber is at offset {} ({} frames, {} resyncs), the session at {end}; \
+             the run began at {before}: {counted} of {} bytes counted",
+            view.next_offset, view.frames, view.resyncs, file.expected,
+        )));
+    }
     let mut run = IngestRun::default();
     cpu.into_run(CpuMark::now(&at.full_id, at.dockerd), &mut run);
     let tally = view
