@@ -11,8 +11,8 @@
 //! reading on readiness after [`POLL_QUIET`] with nothing to read. The bytes wait in the pipe:
 //! none is lost or reordered, and they arrive at most one tick later. Interactive use stays
 //! immediate: a keystroke's echo, a prompt or a short command's output never makes a run that
-//! long, and input ends a run (a leader's `talk`s back to back, a fast typist). A read that filled its buffer (a flood) is followed at once, so throughput is not
-//! capped.
+//! long, and input ends a run (a leader's `talk`s back to back, a fast typist). A read that
+//! filled its buffer (a flood) is followed at once, so throughput is not capped.
 
 use std::time::Duration;
 

@@ -435,8 +435,8 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_busy_stream_is_read_in_fewer_larger_chunks_exactly() {
-        // 400 lines a millisecond apart: read as they come, 400 chunks. The first 2 kB (about
-        // 40 lines) are read as they come, the rest once a tick: 80 chunks with the 10 ms tick.
+        // 400 lines a millisecond apart (400 chunks if read write by write): the first 2 kB
+        // (about 40 lines) are read as they come, the rest once a tick (80 chunks at 10 ms).
         let (sent, got, chunks) = stream_of(400, Duration::from_millis(1)).await;
         assert_eq!(got, sent, "every byte, in order");
         assert!(
