@@ -8,8 +8,8 @@
 //! `--start-concurrency N` (the hub's `agent_start_concurrency`; `0`: no limit, every start's
 //! Docker work at once, as before #30). It
 //! needs a Docker
-//! engine and the test image `agent-hub/agent:test` (`docker/build-offline.sh`;
-//! `AGENT_HUB_TEST_IMAGE` names another); without them it says why and exits. `cargo test
+//! engine and the test image (`AGENT_TEST_IMAGE` of `docker/images.env`, built by
+//! `docker/build-offline.sh`; `AGENT_HUB_TEST_IMAGE` names another); without them it says why and exits. `cargo test
 //! --all-targets` also runs this binary, without `--bench`: it then prints one line and exits.
 //!
 //! One process serves the hub in-process on 127.0.0.1:0 (hub id `bench<pid>`, every container
@@ -54,6 +54,8 @@ mod docker;
 mod echo;
 #[path = "docker_agents/ingest.rs"]
 mod ingest;
+#[path = "docker_agents/interrupted.rs"]
+mod interrupted;
 #[path = "docker_agents/producer.rs"]
 mod producer;
 #[path = "docker_agents/raw_start.rs"]
@@ -71,7 +73,8 @@ use common::timed_out;
 use docker::{docker_cli, start_raw_container, ContainerGuard};
 
 const BENCH: &str = "docker_agents";
-const DEFAULT_IMAGE: &str = "agent-hub/agent:test";
+/// `docker/images.env`, where every image name is defined once.
+const IMAGES_ENV: &str = include_str!("../docker/images.env");
 /// The tmux session the image's entrypoint starts.
 const TMUX_SESSION: &str = "agent";
 /// `ready_timeout` of every agent: generous, because N containers start at once on 2 cores.
@@ -143,10 +146,14 @@ impl Plan {
 }
 
 fn main() {
+    let image = test_image();
+    if !std::env::args().any(|a| a == "--bench") {
+        // `cargo test`: the check that an interrupted run removes its containers.
+        return interrupted::check_as_a_test(BENCH, docker_missing(&image));
+    }
     let Some(args) = Args::from_env(BENCH) else {
         return;
     };
-    let image = test_image();
     if let Some(why) = docker_missing(&image) {
         println!("{BENCH} benchmark: skipped ({why})");
         return;
@@ -157,8 +164,16 @@ fn main() {
     }
 }
 
+/// `AGENT_HUB_TEST_IMAGE`, else `AGENT_TEST_IMAGE` of `docker/images.env`.
 fn test_image() -> String {
-    std::env::var("AGENT_HUB_TEST_IMAGE").unwrap_or_else(|_| DEFAULT_IMAGE.into())
+    std::env::var("AGENT_HUB_TEST_IMAGE").unwrap_or_else(|_| {
+        IMAGES_ENV
+            .lines()
+            .find_map(|l| l.strip_prefix("AGENT_TEST_IMAGE="))
+            .expect("AGENT_TEST_IMAGE in docker/images.env")
+            .trim()
+            .to_string()
+    })
 }
 
 /// Why the benchmark cannot run here, if it cannot.
@@ -459,6 +474,7 @@ fn run(plan: &Plan, image: &str) -> Result<()> {
         .tempdir()?;
     let config = bench_config(&hub_id, dir.path(), image, plan)?;
     let rt = runtime()?;
+    interrupted::remove_on_signal(&rt, hub_id.clone(), dir.path().to_path_buf());
     let hut = rt.block_on(HubUnderTest::start(config))?;
     let result = rt.block_on(measure_all(&hut, plan, dir.path(), &hub_id, image));
     rt.block_on(hut.stop());

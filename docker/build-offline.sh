@@ -1,43 +1,48 @@
 #!/usr/bin/env bash
 # Build the agent-hub test image without any image registry.
 #
-#   docker/build-offline.sh [--force] [TAG]
+#   docker/build-offline.sh [--force] [--base-only] [TAG]
 #
-# TAG defaults to $AGENT_HUB_TEST_IMAGE, then agent-hub/agent:test.
-#  1. A Debian bookworm rootfs from debootstrap (minbase + tmux, procps,
-#     ca-certificates, git) over Debian's package mirror, trimmed of apt lists,
-#     caches, docs, man pages and translations, cached as a tarball in
-#     /var/cache/agent-hub/ (named after its package list) and reused when
-#     present.
-#  2. `docker import` of that tarball as agent-hub/debian-base:bookworm.
+# TAG defaults to $AGENT_HUB_TEST_IMAGE, then AGENT_TEST_IMAGE of images.env.
+#  1. A Debian rootfs from debootstrap (minbase + BASE_PACKAGES of images.env)
+#     over Debian's package mirror, trimmed of apt lists, caches, docs, man
+#     pages and translations, cached as a tarball in /var/cache/agent-hub/
+#     (named after its package list) and reused when present.
+#  2. `docker import` of that tarball as the base image (BASE_IMAGE of
+#     docker/images.sh: BASE_REPO, tagged BASE_SUITE-<package list's hash>).
 #  3. `docker build` of docker/agent.Dockerfile on top of it: the same
 #     Dockerfile a user builds with a registry.
 # Steps whose result exists are skipped. The image is labelled with a hash of
 # the Dockerfile and entrypoint and rebuilt when they change. --force redoes
-# every step, debootstrap included. Needs root and a running Docker engine.
+# every step, debootstrap included; --base-only does steps 1 and 2 only
+# (docker/build-hub.sh builds on the base). Needs root and a running engine.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
+# shellcheck source=images.sh
+source "$here/images.sh"
+
 force=0
+base_only=0
 tag=""
 for arg in "$@"; do
     case $arg in
         --force) force=1 ;;
-        -h | --help) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --base-only) base_only=1 ;;
+        -h | --help) sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "build-offline.sh: unknown option $arg" >&2; exit 2 ;;
         *) tag=$arg ;;
     esac
 done
-tag=${tag:-${AGENT_HUB_TEST_IMAGE:-agent-hub/agent:test}}
+tag=${tag:-${AGENT_HUB_TEST_IMAGE:-$AGENT_TEST_IMAGE}}
 
-suite=bookworm
+suite=$BASE_SUITE
 mirror=${AGENT_HUB_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-packages=tmux,procps,ca-certificates,git
-packages_key=$(printf '%s' "$packages" | sha256sum | cut -c1-8)
-base_image=agent-hub/debian-base:$suite-$packages_key
-cache_dir=/var/cache/agent-hub
-base_tar=$cache_dir/debian-base-$suite-$packages_key.tar
+packages=$BASE_PACKAGES
+base_image=$BASE_IMAGE
+base_tar=$BASE_TAR
+cache_dir=$(dirname "$base_tar")
 
 now_ms() { local t=${EPOCHREALTIME/[.,]/}; echo $((t / 1000)); }
 start_ms=$(now_ms)
@@ -49,7 +54,7 @@ image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
 
 source_hash=$(cat "$here/agent.Dockerfile" "$here/entrypoint.sh" | sha256sum | cut -c1-16)
 
-if [[ $force == 0 ]] && image_exists "$tag"; then
+if [[ $force == 0 && $base_only == 0 ]] && image_exists "$tag"; then
     have=$(docker image inspect -f '{{ index .Config.Labels "agent-hub.image-source" }}' "$tag" 2>/dev/null || true)
     if [[ $have == "$source_hash" ]]; then
         log "$tag is up to date (source $source_hash); nothing to do (--force rebuilds)"
@@ -58,8 +63,10 @@ if [[ $force == 0 ]] && image_exists "$tag"; then
     log "$tag exists but was built from other sources (${have:-unlabelled}); rebuilding it"
 fi
 
-# 1. Rootfs tarball.
-if [[ $force == 1 || ! -s $base_tar ]]; then
+# 1. Rootfs tarball (not needed while the base image exists).
+if [[ $force == 0 ]] && image_exists "$base_image"; then
+    log "reusing $base_image"
+elif [[ $force == 1 || ! -s $base_tar ]]; then
     if ! command -v debootstrap >/dev/null 2>&1; then
         log "installing debootstrap"
         export DEBIAN_FRONTEND=noninteractive
@@ -104,8 +111,11 @@ fi
 if [[ $force == 1 ]] || ! image_exists "$base_image"; then
     docker import --change 'CMD ["bash"]' "$base_tar" "$base_image" >/dev/null
     took "docker import $base_image"
-else
-    log "reusing $base_image"
+fi
+
+if [[ $base_only == 1 ]]; then
+    log "base image $base_image ready"
+    exit 0
 fi
 
 # 3. The agent image, from the user's Dockerfile.

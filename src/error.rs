@@ -97,6 +97,17 @@ pub enum HubError {
         remote_code: String,
         message: String,
     },
+    /// Registering: the bridge refused the credential given (or its absence), so every call
+    /// through it would fail.
+    #[error(
+        "the bridge at {bridge_url} refused {given} ({status}): register with the bridge's own token in bridge_token"
+    )]
+    BridgeCredentialRefused {
+        bridge_url: String,
+        status: u16,
+        /// "the request without a bridge_token" or "the bridge_token given".
+        given: &'static str,
+    },
     /// The session's terminal cannot be resized from here (external sessions).
     #[error("session '{id}' cannot be resized through the hub (it is owned by another process)")]
     ResizeUnsupported { id: String },
@@ -179,6 +190,7 @@ impl HubError {
             HubError::Forbidden { .. } => "FORBIDDEN",
             HubError::BridgeUnavailable { .. } => "BRIDGE_UNAVAILABLE",
             HubError::BridgeError { .. } => "BRIDGE_ERROR",
+            HubError::BridgeCredentialRefused { .. } => "BRIDGE_UNAUTHORIZED",
             HubError::ResizeUnsupported { .. } => "RESIZE_UNSUPPORTED",
             HubError::KillUnsupported { .. } => "KILL_UNSUPPORTED",
             HubError::SessionExists { .. } => "SESSION_EXISTS",
@@ -212,7 +224,7 @@ impl HubError {
             | HubError::AgentBlocked { .. } => 409,
             HubError::BridgeUnavailable { .. } | HubError::BridgeError { .. } => 502,
             HubError::PolicyNotFound { .. } => 404,
-            HubError::PolicyInvalid { .. } => 400,
+            HubError::PolicyInvalid { .. } | HubError::BridgeCredentialRefused { .. } => 400,
             HubError::TermBufferAccessDisabled
             | HubError::Forbidden { .. }
             | HubError::CommandBlocked { .. } => 403,

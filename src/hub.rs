@@ -442,8 +442,8 @@ impl Hub {
 
     /// Kills running tasks, then stops every host PTY session (they cannot outlive the hub);
     /// tmux sessions and container agents keep running, and their tmux clients detach cleanly.
-    /// Stopped PTY sessions stay listed as exited, so the registry saved after this says how
-    /// they ended.
+    /// Stopped PTY sessions stay listed as exited, so the registry saved here says how they
+    /// ended; it is saved before the detach and sealed ([`crate::persist::Persistence::final_save`]).
     pub async fn shutdown(&self) {
         self.inner.closing.cancel();
         self.inner.tasks.shutdown().await;
@@ -460,6 +460,11 @@ impl Hub {
         }
         for session in &running_ptys {
             session.output().wait_exit(EXIT_RECORD_WAIT).await;
+        }
+        // The registry's last word comes before the detach: a detached client records its
+        // session as closed although the tmux session lives on.
+        if let Some(p) = self.persistence() {
+            p.final_save().await;
         }
         for session in self.list() {
             if session.spec().backend != crate::protocol::SessionBackend::Pty {

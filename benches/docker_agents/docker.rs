@@ -43,7 +43,7 @@ pub fn docker_cli(args: &[&str]) -> Result<String> {
 pub struct ContainerGuard(pub String);
 
 impl ContainerGuard {
-    fn remove_all(&self) -> usize {
+    pub fn remove_all(&self) -> usize {
         let label = format!("label=agent-hub.hub={}", self.0);
         let ids: Vec<String> = docker_cli(&["ps", "-aq", "--filter", &label])
             .unwrap_or_default()

@@ -74,6 +74,12 @@ impl IntoResponse for ApiError {
             HubError::BridgeUnavailable { bridge_url, .. } => {
                 d.insert("bridge_url".into(), json!(bridge_url));
             }
+            HubError::BridgeCredentialRefused {
+                bridge_url, status, ..
+            } => {
+                d.insert("bridge_url".into(), json!(bridge_url));
+                d.insert("remote_status".into(), json!(status));
+            }
             HubError::BridgeError {
                 bridge_url,
                 status,

@@ -133,6 +133,7 @@ impl Externals {
         ));
         if check_bridge {
             link.check_health().await?;
+            link.check_credential().await?;
         }
         let output = Arc::new(Output::new(self.config.scrollback_bytes));
         let backend = ExternalBackend::start(link, req.pid, output.clone());

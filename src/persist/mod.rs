@@ -105,6 +105,9 @@ struct Inner {
     status: Mutex<PersistStatus>,
     /// The sessions as last written, to skip writes that change nothing.
     last_saved: tokio::sync::Mutex<Option<Vec<SavedSession>>>,
+    /// Set by the shutdown's last save ([`Persistence::final_save`]): what a session records
+    /// after it (the hub's own detaching of its tmux clients) must not reach the file.
+    sealed: std::sync::atomic::AtomicBool,
     events: Option<EventsLog>,
 }
 
@@ -171,6 +174,7 @@ pub async fn start(hub: Handles) -> Persistence {
                 .snapshots
                 .then_some(hub.config.snapshot_max_bytes),
             closing: hub.closing.clone(),
+            sealed: std::sync::atomic::AtomicBool::new(false),
             status: Mutex::new(PersistStatus {
                 data_dir: dir.clone(),
                 startup_warnings: warnings,
@@ -221,6 +225,9 @@ impl Persistence {
         // Locked before the sessions are read: of two saves at once, the later read is the
         // later write, so no change a caller waited for is overwritten by an older list.
         let mut last = self.inner.last_saved.lock().await;
+        if self.inner.sealed.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
         let sessions: Vec<SavedSession> = self
             .inner
             .sessions
@@ -249,7 +256,22 @@ impl Persistence {
         }
     }
 
-    /// Writes everything now (shutdown).
+    /// The registry's last write of this run, taken by the shutdown before the hub lets go of
+    /// its tmux clients; no save after it writes. A client the hub detaches ends its reader
+    /// with "tmux session closed" while the pane runs on: saved, that record would make the
+    /// next start write the live session off (on a busy machine the readers get there before
+    /// a later save did).
+    pub async fn final_save(&self) {
+        self.save().await;
+        // Under the save's lock: a save already waiting for it sees the seal.
+        let _last = self.inner.last_saved.lock().await;
+        self.inner
+            .sealed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Writes everything now (shutdown): the registry (unless [`Persistence::final_save`]
+    /// sealed it) and the snapshots.
     pub async fn flush(&self) {
         self.save().await;
         if self.inner.snapshot_max_bytes.is_some() {

@@ -235,6 +235,30 @@ async fn one_hub_lists_resolves_and_steers_another_hubs_sessions() {
     );
     assert_eq!(v["bridge_url"], json!(dead), "{v}");
 
+    // A bridge that needs a credential refuses a registration without it, or with a wrong
+    // one, at once: a registered session whose every call fails is no use.
+    for (body, given) in [
+        (
+            json!({"session_id": "ext-cred", "remote_session_id": worker_a, "bridge_url": remote.base}),
+            "without a bridge_token",
+        ),
+        (
+            json!({"session_id": "ext-cred", "remote_session_id": worker_a,
+                   "bridge_url": remote.base, "bridge_token": "not-the-token"}),
+            "the bridge_token given",
+        ),
+    ] {
+        let (status, v) = local.post("/v1/pty/register", body).await;
+        assert_eq!(
+            (status, v["error_code"].as_str()),
+            (400, Some("BRIDGE_UNAUTHORIZED")),
+            "{v}"
+        );
+        assert_eq!(v["remote_status"], 401, "{v}");
+        assert!(v["message"].as_str().unwrap().contains(given), "{v}");
+        assert_eq!(local.get("/v1/pty/sessions/ext-cred").await.0, 404);
+    }
+
     // A bridge token is a secret: not in the session info, nor in the audit log.
     let bridge_token = remote.owner_token.as_str();
     let (status, v) = local

@@ -11,9 +11,11 @@ use agent_hub::daemon::Components;
 
 use crate::support::TestHub;
 
-/// The image the agent tests run (built by `docker/build-offline.sh`).
+/// The image the agent tests run (built by `docker/build-offline.sh`): `AGENT_HUB_TEST_IMAGE`,
+/// else `AGENT_TEST_IMAGE` of `docker/images.env`.
 pub fn test_image() -> String {
-    std::env::var("AGENT_HUB_TEST_IMAGE").unwrap_or_else(|_| "agent-hub/agent:test".into())
+    std::env::var("AGENT_HUB_TEST_IMAGE")
+        .unwrap_or_else(|_| crate::images::image("AGENT_TEST_IMAGE"))
 }
 
 /// Whether Docker tests can run. Panics when they are required and cannot.

@@ -12,8 +12,6 @@ use crate::docker_support::{agent_toml, docker, unique_hub_id, ContainerGuard};
 use crate::hub_process::free_port;
 use crate::support::wait_until;
 
-const TAG: &str = "agent-hub/hub:test";
-
 /// Removes the hub's container (and its data volume), even when the test failed.
 struct HubContainer(String);
 
@@ -34,8 +32,9 @@ async fn get_json(http: &reqwest::Client, url: &str) -> Value {
 async fn hub_image_serves_and_starts_an_agent_through_the_host_socket() {
     crate::require_docker!();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/docker/build-hub.sh");
+    let tag = crate::images::image("HUB_TEST_IMAGE");
     let built = Command::new("bash")
-        .args([script, "--bin", BIN, TAG])
+        .args([script, "--bin", BIN, &tag])
         .output()
         .expect("run build-hub.sh");
     assert!(
@@ -63,7 +62,7 @@ async fn hub_image_serves_and_starts_an_agent_through_the_host_socket() {
         "stat",
         "-v",
         "/var/run/docker.sock:/var/run/docker.sock",
-        TAG,
+        &tag,
         "-c",
         "%g",
         "/var/run/docker.sock",
@@ -87,7 +86,7 @@ async fn hub_image_serves_and_starts_an_agent_through_the_host_socket() {
         "AGENT_HUB_CONFIG=/etc/agent-hub/hub.toml",
         "-e",
         &format!("AGENT_HUB_LISTEN=127.0.0.1:{port}"),
-        TAG,
+        &tag,
     ]);
     let base = format!("http://127.0.0.1:{port}");
     let http = reqwest::Client::new();

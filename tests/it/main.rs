@@ -5,6 +5,7 @@ mod browser_support;
 mod docker_support;
 mod hooks;
 mod hub_process;
+mod images;
 mod model_standin;
 mod persist;
 mod support;

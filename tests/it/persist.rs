@@ -629,3 +629,52 @@ async fn acknowledged_changes_survive_a_sigkill_right_after_the_reply() {
         "{s}"
     );
 }
+
+/// A graceful stop writes the registry's last word before the hub lets go of its tmux clients.
+/// A client the hub detaches ends its reader with "tmux session closed" although the tmux
+/// session lives on; on a busy machine those records landed before the daemon's last save, so
+/// the next start wrote live sessions off (1 or 2 of 3 under two CPU hogs). Here the busy
+/// machine's order is made on purpose: the detached session's record is awaited, then the
+/// daemon's last save runs, and the file must still say the session is alive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graceful_stop_never_saves_a_live_tmux_session_as_closed() {
+    use agent_hub::daemon::Components;
+    let components = Components {
+        persistence: true,
+        ..Components::default()
+    };
+    let hub = crate::support::TestHub::start_components(components, |_| {}).await;
+    let _tmux = TmuxServerGuard(hub.tmux_socket.clone());
+    let id = hub.create("tmux").await;
+    hub.wait_output(&id, "$", T).await;
+
+    // What `Daemon::shutdown` does, with the readers of the detached clients done first.
+    hub.hub.shutdown().await;
+    let session = hub.hub.get(&id).expect("listed");
+    let exit = session
+        .output()
+        .wait_exit(T)
+        .await
+        .expect("the detach is recorded");
+    assert_eq!(exit.reason, "tmux session closed");
+    hub.hub.persistence().expect("persistence").flush().await;
+
+    let file: Value = serde_json::from_str(
+        &std::fs::read_to_string(hub.data_dir().join("registry.json")).unwrap(),
+    )
+    .unwrap();
+    let saved = file["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == json!(id))
+        .unwrap_or_else(|| panic!("{id} not saved: {file}"));
+    assert!(
+        saved["exit"].is_null(),
+        "a live session saved as ended: {saved}"
+    );
+    assert!(
+        !tmux(&hub.tmux_socket, &["ls"]).trim().is_empty(),
+        "the tmux session itself must live on"
+    );
+}

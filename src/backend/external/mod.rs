@@ -93,6 +93,25 @@ impl ExternalLink {
         self.note(result)
     }
 
+    /// Makes one call that needs the bridge's credential (`GET /pty/list`; `/health` needs
+    /// none): a bridge that refuses it (401, 403) would refuse every later call too.
+    pub async fn check_credential(&self) -> HubResult<()> {
+        match self.client.list().await {
+            Err(HubError::BridgeError {
+                bridge_url, status, ..
+            }) if status == 401 || status == 403 => Err(HubError::BridgeCredentialRefused {
+                bridge_url,
+                status,
+                given: if self.token.is_some() {
+                    "the bridge_token given"
+                } else {
+                    "the request without a bridge_token"
+                },
+            }),
+            other => self.note(other.map(|_| ())),
+        }
+    }
+
     pub fn info(&self) -> ExternalInfo {
         ExternalInfo {
             bridge_url: self.client.url().to_string(),
