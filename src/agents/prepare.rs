@@ -9,7 +9,7 @@ use crate::agent_state::profile::Install;
 use crate::config::AgentDef;
 use crate::error::{HubError, HubResult};
 use crate::protocol::WorkspaceInfo;
-use crate::workspace::{self, WorkspaceError};
+use crate::workspace;
 
 /// Where the tmux session gets the arguments of this start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,19 +18,6 @@ pub(super) enum ArgsVia {
     File,
     /// The hub starts the session with them.
     Command,
-}
-
-/// A workspace error as the hub says it.
-pub(super) fn workspace_error(e: WorkspaceError) -> HubError {
-    let files = match &e {
-        WorkspaceError::Dirty { files, .. } => files.clone(),
-        _ => Vec::new(),
-    };
-    HubError::Workspace {
-        code: e.code(),
-        message: e.to_string(),
-        files,
-    }
 }
 
 impl Agents {

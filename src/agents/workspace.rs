@@ -3,7 +3,6 @@
 
 use std::path::Path;
 
-use super::prepare::workspace_error;
 use super::{AgentStatus, Agents};
 use crate::error::{HubError, HubResult};
 use crate::protocol::WorkspaceInfo;
@@ -55,6 +54,19 @@ pub(super) fn checkout(ws: &WorkspaceInfo) -> Checkout<'_> {
         base: &ws.base,
         branch: &ws.branch,
         path: Path::new(&ws.path),
+    }
+}
+
+/// A workspace error as the hub says it.
+fn workspace_error(e: WorkspaceError) -> HubError {
+    let files = match &e {
+        WorkspaceError::Dirty { files, .. } => files.clone(),
+        _ => Vec::new(),
+    };
+    HubError::Workspace {
+        code: e.code(),
+        message: e.to_string(),
+        files,
     }
 }
 

@@ -97,8 +97,8 @@ pub async fn authorize(State(hub): State<Hub>, mut req: Request, next: Next) -> 
         .as_deref()
         .and_then(|t| hub.credentials().identify(t))
     {
-        let route = super::routes::find(req.method(), req.uri().path());
-        if let Err(e) = super::scope::check_route(&hub, &who, route, req.uri().path()) {
+        let access = super::routes::find(req.method(), req.uri().path()).map(|r| r.agents);
+        if let Err(e) = super::scope::check_route(&hub, &who, access, req.uri().path()) {
             return refuse(e);
         }
         req.extensions_mut().insert(Actor::of_agent(who));

@@ -1,6 +1,7 @@
 //! The control-mode client of a tmux backend: `tmux -C attach`, its single writer (commands
 //! in order, each acknowledged by tmux's reply) and its reader ([`super::reader`]: pane output
-//! into the pipeline, replies to the acks, the pane's death and exit status).
+//! into the pipeline, replies settling the acks of [`super::acks`], the pane's death and exit
+//! status).
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -9,58 +10,13 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
-use super::pane::PANE_STATE_FORMAT;
+use super::acks::{Ack, Pending, PendingAcks, Purpose};
+use super::pane::{DEAD_SUBSCRIPTION, PANE_STATE_FORMAT};
 use super::pipe::{self, PanePipe};
 use super::reader::ControlReader;
 use super::{TmuxError, TmuxPlace};
 use crate::backend::tmux::place::TMUX_CALL_TIMEOUT;
 use crate::output::{ExitInfo, Output};
-
-/// Name of the subscription that reports the pane's death and exit status.
-pub(super) const DEAD_SUBSCRIPTION: &str = "agent_hub_pane_dead";
-
-pub(super) type Ack = oneshot::Sender<Result<(), TmuxError>>;
-
-/// A command batch waiting for tmux's replies.
-pub(super) struct Pending {
-    /// Replies still expected.
-    replies: usize,
-    /// The first error among them.
-    error: Option<TmuxError>,
-    pub ack: Ack,
-    purpose: Purpose,
-    /// The reply lines of each command, kept for a [`Purpose::Seed`] batch only.
-    replies_seen: Vec<Vec<Vec<u8>>>,
-}
-
-/// What a command batch is for, where the reader must do more than settle its ack.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) enum Purpose {
-    Plain,
-    /// The `pipe-pane` that moves the pane's bytes to the pipe (see [`pipe`]).
-    OpensPipe,
-    /// The pane's screen and history and its cursor ([`seed_commands`]), taken in the control
-    /// client's own stream: output tmux sent before the reply is in it, output after it is
-    /// not, so an adopted pane's past is shown without losing or doubling a byte.
-    Seed,
-}
-
-/// A batch tmux has answered in full: what the reader must do before its ack is sent.
-pub(super) struct Done {
-    pub settled: Settled,
-    pub ack: Ack,
-    pub result: Result<(), TmuxError>,
-}
-
-/// What a complete batch asks of the reader.
-pub(super) enum Settled {
-    Nothing,
-    /// The pane's bytes come through the pipe from here on.
-    Piped,
-    /// The pane as it was at this point of the stream, to go into the output (none if tmux
-    /// could not say).
-    Seed(Option<Vec<u8>>),
-}
 
 /// The [`Purpose::Seed`] batch for `pane_id`: its history and screen, then its cursor (one
 /// write, so tmux runs both before it reads the pane again).
@@ -70,9 +26,6 @@ fn seed_commands(pane_id: &str) -> Vec<String> {
         format!("display-message -p -t {pane_id} '#{{cursor_y}} #{{cursor_x}}'"),
     ]
 }
-
-/// Batches waiting for tmux's replies, in command order.
-pub(super) type PendingAcks = Arc<Mutex<VecDeque<Pending>>>;
 
 /// Commands for the control client's writer. An empty batch asks it to detach.
 pub(super) struct Request {
@@ -249,13 +202,11 @@ async fn write_lines(
     text.push('\n');
     // Register before writing: the reply may arrive before write_all returns.
     if let Ok(mut p) = pending.lock() {
-        p.push_back(Pending {
-            replies: request.lines.len(),
-            error: None,
-            ack: request.ack,
-            purpose: request.purpose,
-            replies_seen: Vec::new(),
-        });
+        p.push_back(Pending::new(
+            request.lines.len(),
+            request.ack,
+            request.purpose,
+        ));
     }
     if let Err(e) = stdin.write_all(text.as_bytes()).await {
         if let Some(failed) = pending.lock().ok().and_then(|mut p| p.pop_back()) {
@@ -264,50 +215,6 @@ async fn write_lines(
         return false;
     }
     true
-}
-
-/// Counts a reply against the oldest batch; the batch once tmux has answered all of it.
-pub(super) fn settle_reply(
-    pending: &PendingAcks,
-    success: bool,
-    lines: Vec<Vec<u8>>,
-) -> Option<Done> {
-    let mut p = pending.lock().ok()?;
-    let front = p.front_mut()?;
-    if !success && front.error.is_none() {
-        let text: Vec<String> = lines
-            .iter()
-            .map(|l| String::from_utf8_lossy(l).into_owned())
-            .collect();
-        front.error = Some(TmuxError::Refused {
-            message: text.join(" "),
-        });
-    }
-    if front.purpose == Purpose::Seed {
-        front.replies_seen.push(lines);
-    }
-    front.replies = front.replies.saturating_sub(1);
-    if front.replies > 0 {
-        return None;
-    }
-    let done = p.pop_front()?;
-    let settled = match (done.purpose, &done.error) {
-        (Purpose::OpensPipe, None) => Settled::Piped,
-        (Purpose::Seed, None) => Settled::Seed(match done.replies_seen.as_slice() {
-            [history, cursor] => Some(super::pane::seed(history, cursor)),
-            _ => None,
-        }),
-        (Purpose::Seed, Some(e)) => {
-            tracing::warn!("the pane's past is not shown: {e}");
-            Settled::Seed(None)
-        }
-        _ => Settled::Nothing,
-    };
-    Some(Done {
-        settled,
-        ack: done.ack,
-        result: done.error.map_or(Ok(()), Err),
-    })
 }
 
 #[cfg(test)]
@@ -335,14 +242,7 @@ mod tests {
         purpose: Purpose,
     ) -> (Pending, oneshot::Receiver<Result<(), TmuxError>>) {
         let (ack, answer) = oneshot::channel();
-        let pending = Pending {
-            replies,
-            error: None,
-            ack,
-            purpose,
-            replies_seen: Vec::new(),
-        };
-        (pending, answer)
+        (Pending::new(replies, ack, purpose), answer)
     }
 
     /// Runs the reader over `stream` with `pending` batches; returns the output it made.

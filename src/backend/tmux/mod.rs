@@ -5,6 +5,7 @@
 //! comes back as `%output`. The monitor never changes the size a human attached to the same
 //! session sees; the hub sizes the window explicitly with `resize-window`.
 
+mod acks;
 mod client;
 pub mod control;
 mod error;

@@ -7,6 +7,9 @@ use chrono::Utc;
 use super::{TmuxError, TmuxPlace};
 use crate::output::ExitInfo;
 
+/// Name of the subscription that reports the pane's death and exit status.
+pub(super) const DEAD_SUBSCRIPTION: &str = "agent_hub_pane_dead";
+
 /// What the hub watches about its pane (see [`pane_exit`]).
 pub(super) const PANE_STATE_FORMAT: &str =
     "#{pane_id}|#{pane_dead}|#{pane_dead_status}|#{@agent_hub_exit}";

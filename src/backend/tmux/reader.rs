@@ -16,9 +16,9 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::client::{settle_reply, PendingAcks, Settled, DEAD_SUBSCRIPTION};
+use super::acks::{settle_reply, Ack, PendingAcks, Settled};
 use super::control::{ControlMessage, ControlParser};
-use super::pane::{pane_exit, pane_is_dead, query_dead_pane};
+use super::pane::{pane_exit, pane_is_dead, query_dead_pane, DEAD_SUBSCRIPTION};
 use super::{TmuxError, TmuxPlace};
 use crate::output::{ExitInfo, Output};
 
@@ -274,7 +274,7 @@ impl ControlReader {
     fn on_settled(
         &mut self,
         settled: Settled,
-        ack: super::client::Ack,
+        ack: Ack,
         result: Result<(), TmuxError>,
         batch: &mut Vec<u8>,
     ) {
