@@ -5,8 +5,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::external::RegisterRequest;
+use crate::external_sessions::RegisterRequest;
 use crate::http_client::HttpClient;
+use crate::owner_routing::RouteKeys;
 use crate::protocol::{
     AgentListReply, AgentReply, AgentStartReply, AuditPageReply, BridgeListReply, CreateTask,
     PolicyCheckReply, PolicyListReply, PolicyReloadReply, RegisterReply, TaskCreatedReply,
@@ -18,7 +19,6 @@ use crate::protocol::{
     SendToAgentRequest, SessionCreatedReply, SessionListReply, SessionReply, SignalReply,
     SignalRequest, TalkReply, TalkRequest, TermReadReply, WriteReply,
 };
-use crate::routing::RouteKeys;
 
 pub use crate::http_client::{encode, ClientError, WsIo, WsStream};
 

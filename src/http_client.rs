@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::wire::ErrorBody;
+use crate::json::ErrorBody;
 
 /// The WebSocket subprotocol that carries a bearer token (`agent-hub.bearer.<token>`), since a
 /// browser cannot set headers on a WebSocket.

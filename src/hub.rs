@@ -1,5 +1,10 @@
-//! The hub: the registry of sessions and the one place they are created and removed.
-//! Cheap to clone; the API, the CLI's `serve` and tests all hold a `Hub`.
+//! The hub: the composition root, and the API's one door to changes that must be durable
+//! before the reply (create, kill, register, ownership). Sessions are started in four places:
+//! host sessions in [`crate::host`] (the hub's, the daemon's first, PTY tasks'), container
+//! agents in `agents::attach`, bridge sessions in [`crate::external_sessions`], and the previous
+//! run's in `persist::restore`. All four enter through `SessionRegistry::add`
+//! ([`crate::registry`]), the only `Session::new`, which publishes `session_created` or
+//! `session_restored`. Cheap to clone; the API, the CLI's `serve` and tests all hold a `Hub`.
 
 use std::sync::Arc;
 
@@ -17,7 +22,7 @@ use crate::output::ExitInfo;
 pub use crate::protocol::BackendKind;
 use crate::protocol::{EventKind, HubEvent};
 use crate::redact::Redactor;
-use crate::registry::{NewSession, Origin, Registry, SessionRegistry};
+use crate::registry::{Registry, SessionRegistry};
 use crate::session::input::TermSignal;
 use crate::session::{Owner, Session};
 use crate::tasks::Tasks;
@@ -40,14 +45,14 @@ struct Inner {
     host: HostSessions,
     sessions: Arc<Registry>,
     /// Terminals other processes lend through the bridge API.
-    externals: crate::external::Externals,
+    externals: crate::external_sessions::Externals,
     /// The persistence task, when the hub runs with one (`serve`).
     persistence: std::sync::OnceLock<crate::persist::Persistence>,
     /// Cancelled when the hub begins to shut down; long-lived streams watch it. The daemon's
     /// root token (see [`crate::daemon`]).
     closing: CancellationToken,
     /// Every background task the hub's components start, so shutdown can wait for them.
-    tasks_running: TaskTracker,
+    tracker: TaskTracker,
     agents: Arc<Agents>,
     /// The Docker engines the agents live on.
     endpoints: Arc<crate::docker::Endpoints>,
@@ -133,7 +138,7 @@ impl Hub {
             credentials: credentials.clone(),
             api_addr: Arc::default(),
         };
-        let externals = crate::external::Externals {
+        let externals = crate::external_sessions::Externals {
             sessions: sessions.clone(),
             events: events.clone(),
             redactor: redactor.clone(),
@@ -158,7 +163,7 @@ impl Hub {
                 externals,
                 persistence: std::sync::OnceLock::new(),
                 closing,
-                tasks_running: tracker,
+                tracker,
                 agents,
                 endpoints,
                 policy,
@@ -169,19 +174,9 @@ impl Hub {
         }
     }
 
-    /// Runs a background task of the hub, tracked so shutdown waits for it. Tasks watch
-    /// [`Hub::closing`] to end.
-    pub fn spawn<F>(&self, task: F) -> tokio::task::JoinHandle<F::Output>
-    where
-        F: std::future::Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        self.inner.tasks_running.spawn(task)
-    }
-
     /// The tracker of the hub's background tasks.
     pub fn tracker(&self) -> &TaskTracker {
-        &self.inner.tasks_running
+        &self.inner.tracker
     }
 
     /// The hub's metrics.
@@ -289,17 +284,6 @@ impl Hub {
         &self.inner.host
     }
 
-    /// Registers a session whose backend was started elsewhere (container agents, external
-    /// sessions, sessions carried over from a previous run) and publishes it.
-    pub fn add_session(&self, new: NewSession, origin: Origin) -> Arc<Session> {
-        self.inner.sessions.add(new, origin)
-    }
-
-    /// Removes a session from the registry without touching its program.
-    pub fn remove_session(&self, id: &str) -> Option<Arc<Session>> {
-        self.inner.sessions.remove(id)
-    }
-
     /// The persistence task, if one was started.
     pub fn persistence(&self) -> Option<&crate::persist::Persistence> {
         self.inner.persistence.get()
@@ -342,15 +326,15 @@ impl Hub {
             redactor: self.inner.redactor.clone(),
             events: self.inner.events.clone(),
             closing: self.inner.closing.clone(),
-            tasks: self.inner.tasks_running.clone(),
+            tracker: self.inner.tracker.clone(),
         }
     }
 
-    /// Adds a terminal served by a bridge (see [`crate::external::Externals::register`]);
+    /// Adds a terminal served by a bridge (see [`crate::external_sessions::Externals::register`]);
     /// durable before it returns.
     pub async fn register_external(
         &self,
-        req: crate::external::RegisterRequest,
+        req: crate::external_sessions::RegisterRequest,
         check_bridge: bool,
     ) -> HubResult<(Arc<Session>, bool)> {
         let registered = self.inner.externals.register(req, check_bridge).await?;
@@ -368,7 +352,7 @@ impl Hub {
 
     /// Unregisters every external session and forgets every ended one; durable before it
     /// returns.
-    pub async fn reset(&self) -> crate::external::ResetReport {
+    pub async fn reset(&self) -> crate::external_sessions::ResetReport {
         let report = self.inner.externals.reset().await;
         self.persist_now().await;
         report

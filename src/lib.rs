@@ -4,11 +4,12 @@
 //! # Layout
 //! Four layers, each importing only its own and those below (enforced by
 //! `tests/it/layering.rs`; see `docs/architecture.md`): the core (terminal vocabulary
-//! [`term`], the JSON conventions [`wire`], output, screen, redaction, guard, agent states,
+//! [`term`], the JSON conventions [`json`], output, screen, redaction, guard, agent states,
 //! config, backends, sessions, the wire types), the components, the composition ([`hub`]) and
 //! the edge ([`api`], [`mcp`], [`cli`], [`client`], [`daemon`]).
 //!
-//! - [`hub`]: the composition root; the one place host sessions are created and killed.
+//! - [`hub`]: the composition root; the API's one door to durable changes (sessions start in
+//!   four places, all through `SessionRegistry::add`).
 //!   [`registry`] holds the live sessions, [`event_bus`] publishes lifecycle events: the narrow
 //!   handles the components get.
 //! - [`session`]: one terminal and the operations on it (send_line, keys, talk, resize, kill);
@@ -33,7 +34,7 @@
 //!   methods, one a route, which the CLI uses; [`cli`]: one module per command.
 //! - [`mcp`]: the MCP tools `k_pty` and `k_agents` (stdio via `agent-hub mcp`, and `/mcp`), each
 //!   action a REST request run through the hub's own router or over HTTP.
-//! - [`external`]: terminals owned by other processes: their registration; the bridge API's
+//! - [`external_sessions`]: terminals owned by other processes: their registration; the bridge API's
 //!   wire types and client are the external backend's (`backend::external`).
 //! - [`persist`]: the registry file, the lifecycle log, snapshots, and restoring after restart.
 //! - [`activity`]: meaningful activity (screen-text fingerprints with volatile parts masked).
@@ -44,7 +45,7 @@
 //!   in the data dir, `[[tokens]]`, sign-in codes); [`credentials`]: agents'.
 //! - [`metrics`]: Prometheus metrics (served at `GET /metrics` by `api::metrics`).
 //! - [`term`]: the terminal's vocabulary (size, signals, key names, a talk's result);
-//!   [`wire`]: the JSON conventions every wire type shares; [`toml_file`]: locating problems in
+//!   [`json`]: the JSON conventions every wire type shares; [`toml_file`]: locating problems in
 //!   TOML files.
 
 pub mod access;
@@ -65,21 +66,22 @@ pub mod docker;
 pub mod error;
 pub mod escape;
 pub mod event_bus;
-pub mod external;
+pub mod external_sessions;
 pub mod guard;
 pub mod host;
 pub mod http_client;
 pub mod hub;
+pub mod json;
 pub mod mcp;
 pub mod metrics;
 pub mod output;
+pub mod owner_routing;
 pub mod persist;
 pub mod policy;
 pub mod process;
 pub mod protocol;
 pub mod redact;
 pub mod registry;
-pub mod routing;
 pub mod scope;
 pub mod screen;
 pub mod scrollback;
@@ -88,5 +90,4 @@ pub mod tasks;
 pub mod term;
 pub mod tick;
 pub mod toml_file;
-pub mod wire;
 pub mod workspace;

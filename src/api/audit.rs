@@ -60,7 +60,7 @@ fn describe_session(hub: &Hub, record: &mut Record) {
 /// The one live session a request body's routing keys name, if exactly one.
 fn routed_session(hub: &Hub, body: Option<&str>) -> Option<String> {
     let body: Value = serde_json::from_str(body?).ok()?;
-    let keys = crate::routing::RouteKeys {
+    let keys = crate::owner_routing::RouteKeys {
         agent_id: text(&body, &["agent_id"]),
         owner_session_id: text(&body, &["owner_session_id"]),
         label: text(&body, &["label"]),
@@ -69,8 +69,8 @@ fn routed_session(hub: &Hub, body: Option<&str>) -> Option<String> {
         return None;
     }
     let infos: Vec<_> = hub.list().iter().map(|s| s.info()).collect();
-    match crate::routing::resolve(&keys, &infos) {
-        crate::routing::Resolution::One(id) => Some(id),
+    match crate::owner_routing::resolve(&keys, &infos) {
+        crate::owner_routing::Resolution::One(id) => Some(id),
         _ => None,
     }
 }

@@ -7,8 +7,8 @@ use axum::http::Method;
 use axum::routing::{on, MethodFilter, MethodRouter};
 
 use super::{
-    access, agents, bridge, events, openapi, policies, previews, registry, routing, sessions,
-    stream,
+    access, agents, bridge, events, external_sessions, openapi, owner_routing, policies, previews,
+    sessions, stream,
 };
 use super::{tasks, traffic, web};
 use crate::actor::Role;
@@ -71,7 +71,7 @@ const SEND_TO_AGENT: AgentAccess = AgentAccess::SendToAgent;
 const OWN: AgentAccess = AgentAccess::Own;
 
 /// The table. Reads need an observer, changes an operator; changing who owns what, the
-/// registry, policies and the audit log's storage need an admin.
+/// external sessions, policies and the audit log's storage need an admin.
 pub static ROUTES: &[Route] = &[
     route!(GET "/health", OPEN, No, ANY, super::health),
     route!(GET "/openapi.json", OBSERVER, No, ANY, openapi::document),
@@ -113,14 +113,14 @@ pub static ROUTES: &[Route] = &[
     route!(GET "/v1/policies", OBSERVER, No, NEVER, policies::list_policies),
     route!(GET "/v1/policies/check", OBSERVER, No, NEVER, policies::check),
     route!(POST "/v1/policies/reload", ADMIN, As("policies_reload"), NEVER, policies::reload),
-    route!(POST "/v1/pty/resolve", OBSERVER, No, ANY, routing::resolve_route),
-    route!(POST "/v1/pty/send_line_to_agent", OPERATOR, As("send_line_to_agent"), SEND_TO_AGENT, routing::send_line_to_agent),
-    route!(POST "/v1/pty/update-ownership", ADMIN, As("update_ownership"), NEVER, routing::update_ownership),
-    route!(POST "/v1/pty/register", ADMIN, As("register"), NEVER, registry::register),
-    route!(DELETE "/v1/pty/unregister/{id}", ADMIN, As("unregister"), NEVER, registry::unregister),
-    route!(POST "/v1/pty/heartbeat", OPERATOR, As("heartbeat"), NEVER, registry::heartbeat_many),
-    route!(POST "/v1/pty/heartbeat/{id}", OPERATOR, As("heartbeat"), NEVER, registry::heartbeat_one),
-    route!(DELETE "/v1/pty/reset", ADMIN, As("reset"), NEVER, registry::reset),
+    route!(POST "/v1/pty/resolve", OBSERVER, No, ANY, owner_routing::resolve_route),
+    route!(POST "/v1/pty/send_line_to_agent", OPERATOR, As("send_line_to_agent"), SEND_TO_AGENT, owner_routing::send_line_to_agent),
+    route!(POST "/v1/pty/update-ownership", ADMIN, As("update_ownership"), NEVER, owner_routing::update_ownership),
+    route!(POST "/v1/pty/register", ADMIN, As("register"), NEVER, external_sessions::register),
+    route!(DELETE "/v1/pty/unregister/{id}", ADMIN, As("unregister"), NEVER, external_sessions::unregister),
+    route!(POST "/v1/pty/heartbeat", OPERATOR, As("heartbeat"), NEVER, external_sessions::heartbeat_many),
+    route!(POST "/v1/pty/heartbeat/{id}", OPERATOR, As("heartbeat"), NEVER, external_sessions::heartbeat_one),
+    route!(DELETE "/v1/pty/reset", ADMIN, As("reset"), NEVER, external_sessions::reset),
     // The bridge API, for hubs that register this hub's sessions.
     route!(POST "/pty/write", OPERATOR, As("bridge_write"), NEVER, bridge::write),
     route!(POST "/pty/read", OBSERVER, No, NEVER, bridge::read),

@@ -7,12 +7,12 @@ mod audit;
 mod completions;
 pub mod credential;
 mod doctor;
+mod external_sessions;
 mod hook;
 pub mod logging;
 mod mcp;
 mod ops;
 mod policy;
-mod registry;
 mod run;
 mod serve;
 mod token;
@@ -94,9 +94,9 @@ pub enum Command {
     Attach(attach::AttachArgs),
     /// Register sessions owned by another hub (or any bridge) so this hub lists, resolves and
     /// steers them as its own: `--bridge http://other:8100 --all`.
-    Register(registry::RegisterArgs),
+    Register(external_sessions::RegisterArgs),
     /// Remove a registered external session from this hub (its program is not touched).
-    Unregister(registry::UnregisterArgs),
+    Unregister(external_sessions::UnregisterArgs),
     /// List container agents and their status.
     Agents(agents::AgentsArgs),
     /// Start container agents (several start at once) and wait until each is ready; each
@@ -162,8 +162,8 @@ pub fn run(cli: Cli) -> i32 {
             Command::Resize(args) => ops::resize(args).await,
             Command::Kill(args) => ops::kill(args).await,
             Command::Attach(args) => attach::run(args).await,
-            Command::Register(args) => registry::register(args).await,
-            Command::Unregister(args) => registry::unregister(args).await,
+            Command::Register(args) => external_sessions::register(args).await,
+            Command::Unregister(args) => external_sessions::unregister(args).await,
             Command::Agents(args) => agents::list(args).await,
             Command::Start(args) => agents::run_op(args.op, "start", args.fresh).await,
             Command::Stop(args) => agents::run_op(args, "stop", false).await,

@@ -268,7 +268,7 @@ pub struct SendArgs {
 }
 
 pub async fn send(args: SendArgs) -> i32 {
-    let keys = crate::routing::RouteKeys {
+    let keys = crate::owner_routing::RouteKeys {
         agent_id: args.to_agent.clone(),
         owner_session_id: args.to_owner_session.clone(),
         label: args.to_label.clone(),
@@ -321,7 +321,7 @@ pub struct ResolveArgs {
 }
 
 pub async fn resolve(args: ResolveArgs) -> i32 {
-    let keys = crate::routing::RouteKeys {
+    let keys = crate::owner_routing::RouteKeys {
         agent_id: args.agent_id,
         owner_session_id: args.owner_session_id,
         label: args.label,

@@ -100,7 +100,7 @@ async fn run_rest<E: Executor>(
         return exec.execute(build(action, method, path, args, None)?).await;
     };
     let not_a_session = |reply: &Result<Value, Value>| matches!(reply, Err(e) if e["error_code"] == "PTY_SESSION_NOT_FOUND");
-    if method == "GET" || crate::routing::is_session_id_shaped(target) {
+    if method == "GET" || crate::owner_routing::is_session_id_shaped(target) {
         // Reads are not audited, and an id as the hub hands them out needs no lookup first (it
         // would cost a request on every call): try the argument as a session id, resolve it
         // like a label only if no session has it.

@@ -78,13 +78,13 @@ pub struct Handles {
     pub config: Arc<HubConfig>,
     pub sessions: Arc<Registry>,
     /// Restored external sessions are registered again through it.
-    pub externals: crate::external::Externals,
+    pub externals: crate::external_sessions::Externals,
     pub redactor: Arc<Redactor>,
     pub events: EventSink,
     /// Cancelled when the hub begins to shut down.
     pub closing: CancellationToken,
     /// Where its tasks run (the hub's tracker, so shutdown waits for them).
-    pub tasks: TaskTracker,
+    pub tracker: TaskTracker,
 }
 
 /// The persistence component: the registry file, the lifecycle log and the snapshots. It
@@ -187,7 +187,7 @@ pub async fn start(hub: Handles) -> Persistence {
             events,
         }),
     };
-    hub.tasks.spawn(p.clone().run(bus));
+    hub.tracker.spawn(p.clone().run(bus));
     p
 }
 

@@ -19,7 +19,7 @@ use super::{Handles, PersistError};
 use crate::backend::exited::ExitedBackend;
 use crate::backend::tmux::{TmuxBackend, TmuxPlace};
 use crate::backend::{SpawnSpec, TermSize};
-use crate::external::RegisterRequest;
+use crate::external_sessions::RegisterRequest;
 use crate::output::{ExitInfo, Output};
 use crate::session::{Owner, SessionSpec};
 
@@ -267,7 +267,7 @@ async fn restore_external(hub: &Handles, saved: &SavedSession) -> crate::error::
     };
     let (session, _) = hub.externals.register(req, false).await?;
     if let Some(link) = session.external().cloned() {
-        hub.tasks.spawn(async move {
+        hub.tracker.spawn(async move {
             if let Err(e) = link.check_health().await {
                 tracing::warn!(bridge = link.client.url(), "restored external session: {e}");
             }

@@ -9,8 +9,8 @@ use super::runner::PolicyRunner;
 use crate::actor::Actor;
 use crate::delivery::{By, DeliveryReport, Options};
 use crate::error::{HubError, HubResult};
+use crate::owner_routing::{resolve_session, RouteKeys};
 use crate::protocol::EventKind;
-use crate::routing::{resolve_session, RouteKeys};
 use crate::scope::{AgentAccess, Verdict};
 use crate::session::Session;
 

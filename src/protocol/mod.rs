@@ -27,8 +27,8 @@ pub enum BackendKind {
     Tmux,
 }
 
+pub use crate::json::{base64_decode, base64_encode, whole, Encoding, ErrorBody, NoOtherFields};
 use crate::session::Owner;
-pub use crate::wire::{base64_decode, base64_encode, whole, Encoding, ErrorBody, NoOtherFields};
 pub use events::*;
 pub use fleet::*;
 pub use policy::*;

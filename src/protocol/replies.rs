@@ -1,4 +1,4 @@
-//! Reply bodies of the REST API (and the request bodies of the routing and registry routes).
+//! Reply bodies of the REST API (and the request bodies of the owner-routing and external-session routes).
 //! Every success reply carries `ok: true`; every failure is an [`ErrorBody`].
 
 use std::collections::BTreeMap;

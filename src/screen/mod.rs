@@ -175,10 +175,10 @@ pub struct TermReadRequest {
     #[serde(default)]
     pub mode: ReadMode,
     /// Default 200; more than the hub keeps reads what it keeps.
-    #[serde(default, deserialize_with = "crate::wire::whole::opt")]
+    #[serde(default, deserialize_with = "crate::json::whole::opt")]
     #[schema(maximum = 18446744073709551615_u64)]
     pub max_lines: Option<usize>,
-    #[serde(default, deserialize_with = "crate::wire::whole::opt")]
+    #[serde(default, deserialize_with = "crate::json::whole::opt")]
     #[schema(maximum = 18446744073709551615_u64)]
     pub max_chars: Option<usize>,
     pub merge_wrapped: Option<bool>,

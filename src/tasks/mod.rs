@@ -160,7 +160,7 @@ pub struct Handles {
     pub closing: CancellationToken,
 }
 
-/// The tasks component: the task registry and the operations on tasks.
+/// The tasks component: the task table and the operations on tasks.
 pub struct Tasks {
     tasks: RwLock<BTreeMap<String, Arc<Task>>>,
     handles: Handles,

@@ -24,7 +24,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "term",
             "tick",
-            "wire",
+            "json",
             "toml_file",
             "workspace",
             "error",
@@ -44,7 +44,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "backend",
             "session",
             "protocol",
-            "routing",
+            "owner_routing",
         ],
     ),
     (
@@ -57,7 +57,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "access",
             "docker",
             "delivery",
-            "external",
+            "external_sessions",
             "persist",
             "agents",
             "host",

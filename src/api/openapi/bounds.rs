@@ -36,7 +36,7 @@ impl Modify for Bounds {
             let merged = merge_all_of(schemas, name);
             schemas.insert(name.to_string(), RefOr::T(Schema::Object(merged)));
         }
-        // The roles the hub knows (`routing::check_owner_role`); creating a session takes any.
+        // The roles the hub knows (`owner_routing::check_owner_role`); creating a session takes any.
         for name in ["UpdateOwnershipRequest", "RegisterRequest"] {
             if let Some(role) = object(schemas, name).properties.get_mut("owner_role") {
                 *role = schema(json!({
@@ -45,7 +45,7 @@ impl Modify for Bounds {
                 }));
             }
         }
-        // Routing needs at least one key (`routing::RouteKeys::is_empty`).
+        // Routing needs at least one key (`owner_routing::RouteKeys::is_empty`).
         let route_keys = at_least_one(&[
             ("agent_id", "string"),
             ("owner_session_id", "string"),

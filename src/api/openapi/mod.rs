@@ -470,7 +470,7 @@ mod tests {
         .map(String::from)
         .to_vec();
         check("session_id", &session_id, &samples, &|s| {
-            crate::external::check_session_id(s).is_ok()
+            crate::external_sessions::check_session_id(s).is_ok()
         });
     }
 

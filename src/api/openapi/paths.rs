@@ -7,9 +7,9 @@ use crate::backend::external::bridge::{
     BufferRequest, ReadReply as BridgeReadReply, ReadRequest, TalkRequest as BridgeTalkRequest,
     WriteRequest,
 };
-use crate::external::RegisterRequest;
+use crate::external_sessions::RegisterRequest;
+use crate::owner_routing::RouteKeys;
 use crate::protocol::*;
-use crate::routing::RouteKeys;
 use crate::screen::TermReadRequest;
 
 /// The headers of a WebSocket handshake (RFC 6455) as the hub checks them: a request without

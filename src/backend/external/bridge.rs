@@ -15,7 +15,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::wire::{whole, Encoding};
+use crate::json::{whole, Encoding};
 
 /// `POST /pty/write`
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -102,5 +102,5 @@ pub struct BufferRequest {
     pub read: crate::screen::TermReadRequest,
     #[serde(flatten, skip_serializing)]
     #[schema(ignore)]
-    pub no_other_fields: crate::wire::NoOtherFields,
+    pub no_other_fields: crate::json::NoOtherFields,
 }

@@ -10,9 +10,9 @@ use serde_json::Value;
 use super::bridge::{BufferRequest, ReadReply, ReadRequest, TalkRequest, WriteRequest};
 use crate::error::{HubError, HubResult};
 use crate::http_client::{ClientError, HttpClient};
+use crate::json::Encoding;
 use crate::screen::{TermRead, TermReadRequest};
 use crate::term::TalkResult;
-use crate::wire::Encoding;
 
 /// How long connecting to a bridge may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -92,7 +92,7 @@ impl BridgeClient {
     pub async fn write(&self, session_id: &str, bytes: &[u8]) -> HubResult<()> {
         let (data, encoding) = match std::str::from_utf8(bytes) {
             Ok(text) => (text.to_string(), Encoding::Utf8),
-            Err(_) => (crate::wire::base64_encode(bytes), Encoding::Base64),
+            Err(_) => (crate::json::base64_encode(bytes), Encoding::Base64),
         };
         let req = WriteRequest {
             session_id: session_id.into(),

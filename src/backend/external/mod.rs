@@ -231,8 +231,8 @@ async fn pull_output(link: Arc<ExternalLink>, output: Arc<Output>, stop: Cancell
                 retry = RETRY_FIRST;
                 // A bridge may answer in text whatever was asked for; its `encoding` says.
                 let data = match reply.encoding {
-                    crate::wire::Encoding::Base64 => crate::wire::base64_decode(&reply.data),
-                    crate::wire::Encoding::Utf8 => Ok(reply.data.clone().into_bytes()),
+                    crate::json::Encoding::Base64 => crate::json::base64_decode(&reply.data),
+                    crate::json::Encoding::Utf8 => Ok(reply.data.clone().into_bytes()),
                 };
                 match data {
                     Ok(bytes) if !bytes.is_empty() => output.push(&bytes),

@@ -8,7 +8,7 @@ use serde_json::json;
 use super::ops::{fail, finish, print_json};
 use super::ClientOpts;
 use crate::client::HubClient;
-use crate::external::RegisterRequest;
+use crate::external_sessions::RegisterRequest;
 use crate::protocol::{BridgeSession, ErrorBody, RegisterReply};
 
 #[derive(Debug, Args)]

@@ -1,10 +1,10 @@
-//! Registry endpoints: register and unregister external sessions, heartbeats, reset.
+//! External sessions' endpoints: register and unregister external sessions, heartbeats, reset.
 
 use axum::extract::{Path, State};
 use axum::Json;
 
 use super::error::{ApiJson, ApiQuery, ApiResult};
-use crate::external::RegisterRequest;
+use crate::external_sessions::RegisterRequest;
 use crate::hub::Hub;
 use crate::protocol::{
     ForceQuery, HeartbeatManyReply, HeartbeatReply, HeartbeatRequest, RegisterReply, ResetReply,

@@ -6,11 +6,11 @@ use axum::Json;
 use super::error::{ApiJson, ApiResult};
 use crate::error::HubError;
 use crate::hub::Hub;
+use crate::owner_routing::RouteKeys;
 use crate::protocol::{
     ResolveReply, SendResult, SendToAgentReply, SendToAgentRequest, SessionReply,
     UpdateOwnershipRequest,
 };
-use crate::routing::RouteKeys;
 
 pub async fn resolve_route(
     State(hub): State<Hub>,
@@ -19,7 +19,7 @@ pub async fn resolve_route(
 ) -> ApiResult<Json<ResolveReply>> {
     let mut candidates = hub.list();
     candidates.retain(|s| super::scope::visible(&hub, &actor, s));
-    let session = crate::routing::resolve_session(&candidates, &keys)?;
+    let session = crate::owner_routing::resolve_session(&candidates, &keys)?;
     Ok(Json(ResolveReply {
         ok: true,
         session_id: session.id().to_string(),
@@ -69,7 +69,7 @@ pub async fn update_ownership(
     State(hub): State<Hub>,
     ApiJson(req): ApiJson<UpdateOwnershipRequest>,
 ) -> ApiResult<Json<SessionReply>> {
-    crate::routing::check_owner_role(req.owner.owner_role.as_deref())?;
+    crate::owner_routing::check_owner_role(req.owner.owner_role.as_deref())?;
     let session = hub.update_ownership(&req.session_id, req.owner).await?;
     Ok(Json(SessionReply {
         ok: true,

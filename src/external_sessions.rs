@@ -32,7 +32,7 @@ pub struct RegisterRequest {
     pub remote_session_id: Option<String>,
     /// Where the terminal lives (`remote-hub`, `ide`, ...); `external` if not given.
     pub source: Option<String>,
-    #[serde(default, deserialize_with = "crate::wire::whole::opt")]
+    #[serde(default, deserialize_with = "crate::json::whole::opt")]
     #[schema(value_type = Option<u64>, maximum = 4_294_967_295_u64)]
     pub pid: Option<u32>,
     /// The bridge's base URL: `http://` or `https://` with a host. The hub calls it (its
@@ -41,10 +41,10 @@ pub struct RegisterRequest {
     pub bridge_url: String,
     /// Bearer token the hub presents to the bridge.
     pub bridge_token: Option<String>,
-    #[serde(default, deserialize_with = "crate::wire::whole::opt")]
+    #[serde(default, deserialize_with = "crate::json::whole::opt")]
     #[schema(minimum = 1, maximum = 1000)]
     pub cols: Option<u16>,
-    #[serde(default, deserialize_with = "crate::wire::whole::opt")]
+    #[serde(default, deserialize_with = "crate::json::whole::opt")]
     #[schema(minimum = 1, maximum = 500)]
     pub rows: Option<u16>,
     /// Who the session belongs to.
@@ -52,7 +52,7 @@ pub struct RegisterRequest {
     pub owner: Owner,
     #[serde(flatten, skip_serializing)]
     #[schema(ignore)]
-    pub no_other_fields: crate::wire::NoOtherFields,
+    pub no_other_fields: crate::json::NoOtherFields,
 }
 
 /// What `reset` removed.
@@ -97,7 +97,7 @@ impl Externals {
         check_bridge: bool,
     ) -> HubResult<(Arc<Session>, bool)> {
         check_session_id(&req.session_id)?;
-        crate::routing::check_owner_role(req.owner.owner_role.as_deref())?;
+        crate::owner_routing::check_owner_role(req.owner.owner_role.as_deref())?;
         let remote_id = req
             .remote_session_id
             .clone()
