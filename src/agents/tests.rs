@@ -859,3 +859,23 @@ async fn a_container_without_a_recorded_definition_is_made_again_once_and_a_runn
     assert_eq!(started.info.container_id.as_deref(), Some("cid-old"));
     assert_eq!(containers.count("remove"), 1);
 }
+
+#[tokio::test]
+async fn the_removal_of_a_container_made_again_does_not_take_the_new_ones_id() {
+    let containers = FakeContainers::with_image("img");
+    let f = fixture("env = { A = \"1\" }\n", containers.clone());
+    f.agents.start("a1", false).await.unwrap();
+    f.agents.stop("a1").await.unwrap();
+    let f = fixture_in("env = { A = \"2\" }\n", containers, f.data);
+    let started = f.agents.start("a1", false).await.unwrap();
+    assert_eq!(started.info.container_id.as_deref(), Some("cid-2"));
+    // The engine reports the old container's removal after the start.
+    f.agents.container_removed("a1", "cid-1");
+    assert_eq!(
+        f.agents.info("a1").unwrap().container_id.as_deref(),
+        Some("cid-2")
+    );
+    f.agents.stop("a1").await.unwrap();
+    f.agents.container_removed("a1", "cid-2");
+    assert_eq!(f.agents.info("a1").unwrap().container_id, None);
+}
