@@ -230,8 +230,8 @@ impl HubClient {
         self.get(&format!("/v1/agents/{}", encode(id))).await
     }
 
-    /// `op` is `start`, `stop` or `restart` (only `start` sets `already_running`).
-    /// `start`, `stop` or `restart`; a `fresh` start begins a new conversation.
+    /// `op` is `start`, `stop` or `restart`; a `fresh` start begins a new conversation (only
+    /// `start` sets `already_running`; `start` and `restart` set `recreated`).
     pub async fn agent_op(
         &self,
         id: &str,

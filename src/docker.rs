@@ -18,6 +18,9 @@ use tokio::sync::Mutex;
 use crate::config::{AgentDef, StartTmux};
 use crate::error::{HubError, HubResult};
 
+mod definition;
+pub use definition::{Definition, LABEL_DEFINITION};
+
 /// Set on every container the hub manages.
 pub const LABEL_MANAGED: &str = "agent-hub.managed";
 /// The agent id.
@@ -98,12 +101,27 @@ pub fn container_name(hub_id: &str, agent_id: &str) -> String {
     format!("agent-hub-{hub_id}-{agent_id}")
 }
 
-/// What `docker create` gets for an agent.
+/// What `docker create` gets for an agent: the config, labelled with its own [`Definition`].
 pub fn container_body(
     def: &AgentDef,
     hub_id: &str,
     start_tmux_in_image: bool,
 ) -> ContainerCreateBody {
+    let mut body = create_config(def, hub_id, start_tmux_in_image);
+    let definition = Definition::of(&body).label();
+    if let Some(labels) = body.labels.as_mut() {
+        labels.insert(LABEL_DEFINITION.into(), definition);
+    }
+    body
+}
+
+/// The definition of the container the hub would make for `def` now (see [`Definition`]).
+pub fn container_definition(def: &AgentDef, hub_id: &str) -> Definition {
+    Definition::of(&create_config(def, hub_id, image_starts_tmux(def)))
+}
+
+/// The create config of an agent's container.
+fn create_config(def: &AgentDef, hub_id: &str, start_tmux_in_image: bool) -> ContainerCreateBody {
     let mut labels = def.labels.clone().into_iter().collect::<HashMap<_, _>>();
     labels.insert(LABEL_MANAGED.into(), "true".into());
     labels.insert(LABEL_AGENT.into(), def.id.clone());
@@ -168,8 +186,7 @@ pub fn resolve_start_tmux(
     }
 }
 
-/// Creates the agent's container (removing a stopped one of the same name first) and
-/// returns its id.
+/// Creates the agent's container and returns its id.
 pub async fn create_container(
     docker: &Docker,
     endpoint: &str,

@@ -16,7 +16,7 @@ use crate::backend::tmux::place::PipeRoot;
 use crate::backend::tmux::{TmuxBackend, TmuxPlace};
 use crate::backend::{Backend, SpawnSpec};
 use crate::config::AgentDef;
-use crate::docker::{self, docker_error, Endpoints, LABEL_AGENT};
+use crate::docker::{self, docker_error, Endpoints, LABEL_AGENT, LABEL_DEFINITION};
 use crate::error::{HubError, HubResult};
 use crate::output::Output;
 
@@ -27,6 +27,9 @@ pub struct ContainerState {
     pub running: bool,
     pub exit_code: Option<i64>,
     pub started_at: Option<DateTime<Utc>>,
+    /// The definition it was made with (its `agent-hub.definition` label; `None` for a
+    /// container of a hub that did not record it).
+    pub definition: Option<String>,
 }
 
 /// A container on an engine.
@@ -195,6 +198,10 @@ impl Containers for DockerContainers {
             let answer = docker.inspect_container(at.container, None).await;
             Ok(found(at.endpoint, answer)?.map(|c| {
                 let state = c.state.unwrap_or_default();
+                let definition = c
+                    .config
+                    .and_then(|c| c.labels)
+                    .and_then(|mut l| l.remove(LABEL_DEFINITION));
                 ContainerState {
                     id: c.id.unwrap_or_else(|| at.container.to_string()),
                     running: state.running == Some(true),
@@ -204,6 +211,7 @@ impl Containers for DockerContainers {
                         .as_deref()
                         .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
                         .map(|t| t.with_timezone(&Utc)),
+                    definition,
                 }
             }))
         })

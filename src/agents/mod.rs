@@ -19,6 +19,7 @@ pub mod hooks;
 pub mod hub_access;
 mod prepare;
 pub mod reconcile;
+pub mod recreate;
 pub mod resume;
 mod start_slots;
 pub mod sync;
@@ -41,7 +42,7 @@ use crate::event_bus::EventSink;
 use crate::protocol::{AgentEvent, EventKind};
 pub use crate::protocol::{AgentInfo, AgentStatus};
 use crate::registry::SessionRegistry;
-use containers::{Containers, Place};
+use containers::{ContainerState, Containers, Place};
 
 /// The tmux session every agent container runs.
 pub const AGENT_TMUX_SESSION: &str = "agent";
@@ -71,6 +72,19 @@ struct BroughtUp {
     plan: resume::Plan,
     /// The container was started by this start (not found running).
     new_run: bool,
+    /// This start made the container again, and why.
+    recreated: Option<recreate::Change>,
+}
+
+/// What a start did.
+#[derive(Debug, Clone)]
+pub struct Started {
+    pub info: AgentInfo,
+    /// The agent was running: the start did nothing.
+    pub already_running: bool,
+    /// The start removed the agent's stopped container and made it again, and why (see
+    /// [`recreate`]).
+    pub recreated: Option<recreate::Change>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -260,12 +274,16 @@ impl Agents {
     }
 
     /// Starts an agent and waits until it is ready, resuming its conversation unless `fresh`.
-    /// Starting a running agent does nothing and says so (`true` in the result).
-    pub async fn start(&self, id: &str, fresh: bool) -> HubResult<(AgentInfo, bool)> {
+    /// Starting a running agent does nothing and says so (`already_running`).
+    pub async fn start(&self, id: &str, fresh: bool) -> HubResult<Started> {
         let lock = self.op_lock(id)?;
         let _op = lock.lock().await;
         if self.status(id) == AgentStatus::Running && self.attached(id) {
-            return Ok((self.info(id)?, true));
+            return Ok(Started {
+                info: self.info(id)?,
+                already_running: true,
+                recreated: None,
+            });
         }
         self.update(id, |rt| {
             rt.status = AgentStatus::Starting;
@@ -279,14 +297,18 @@ impl Agents {
             .metrics
             .agent_op("start", result.is_ok(), started);
         match result {
-            Ok(plan) => {
+            Ok((plan, recreated)) => {
                 self.mark_started(id);
-                let detail = match plan.resumes {
-                    true => format!("running (resumed: {})", plan.reason),
-                    false => format!("running ({})", plan.reason),
-                };
-                self.emit(id, EventKind::AgentStarted, &detail);
-                Ok((self.info(id)?, false))
+                self.emit(
+                    id,
+                    EventKind::AgentStarted,
+                    &started_detail(&plan, recreated.as_ref()),
+                );
+                Ok(Started {
+                    info: self.info(id)?,
+                    already_running: false,
+                    recreated,
+                })
             }
             Err(e) => {
                 self.revoke_credential(id);
@@ -302,7 +324,11 @@ impl Agents {
 
     /// A start under the agent's lock: its Docker work in a start slot of its engine, then the
     /// wait for its program to be ready outside it (so the next start's Docker work overlaps it).
-    async fn start_locked(&self, id: &str, fresh: bool) -> HubResult<resume::Plan> {
+    async fn start_locked(
+        &self,
+        id: &str,
+        fresh: bool,
+    ) -> HubResult<(resume::Plan, Option<recreate::Change>)> {
         let asked = std::time::Instant::now();
         let up = {
             let _slot = self.start_slots.take(self.def(id)?.endpoint()).await;
@@ -328,11 +354,11 @@ impl Agents {
             "ready"
         );
         self.update(id, |rt| rt.status = AgentStatus::Running);
-        Ok(up.plan)
+        Ok((up.plan, up.recreated))
     }
 
-    /// The Docker part of a start: the image, the container (made and started unless it runs),
-    /// and the agent's terminal attached.
+    /// The Docker part of a start: the image, the container (made, or made again when its
+    /// definition changed, and started unless it runs), and the agent's terminal attached.
     async fn bring_up(&self, id: &str, fresh: bool) -> HubResult<BroughtUp> {
         let containers = &self.handles.containers;
         let mut def = self.def(id)?.clone();
@@ -382,13 +408,8 @@ impl Agents {
             self.apply_resume(&mut def, &plan, via)?;
             plan
         };
-        let container_id = match existing {
-            Some(c) => c.id,
-            None => {
-                self.add_home(&mut def, &image_info).await?;
-                containers.create(&def, self.hub_id()).await?
-            }
-        };
+        let keeps_home = self.add_home(&mut def, &image_info);
+        let (container_id, recreated) = self.container_for(&def, existing, keeps_home).await?;
         if !running {
             self.install_hooks(&def);
             self.clear_status_files(&def);
@@ -421,7 +442,54 @@ impl Agents {
             session_id,
             plan,
             new_run: !running,
+            recreated,
         })
+    }
+
+    /// The agent's container for this start: `existing` when its definition is `def`'s (or it
+    /// runs), else one made (again) as `def` says. Returns its id and, when it was made again
+    /// in place of `existing`, why.
+    async fn container_for(
+        &self,
+        def: &AgentDef,
+        existing: Option<ContainerState>,
+        keeps_home: bool,
+    ) -> HubResult<(String, Option<recreate::Change>)> {
+        let Some(container) = existing else {
+            return Ok((self.create_container(def, keeps_home).await?, None));
+        };
+        let wanted = docker::container_definition(def, self.hub_id());
+        match recreate::decide(&container, &wanted) {
+            recreate::Decision::Keep => Ok((container.id, None)),
+            recreate::Decision::KeepOutdated(change) => {
+                tracing::warn!(
+                    agent = %def.id,
+                    "its running container is kept, but {change}: restart the agent to apply \
+                     its definition"
+                );
+                Ok((container.id, None))
+            }
+            recreate::Decision::Recreate(change) => {
+                tracing::info!(
+                    agent = %def.id,
+                    "making its container again: {change}; its home and workspace are kept"
+                );
+                let at = Place {
+                    endpoint: def.endpoint(),
+                    container: &container.id,
+                };
+                self.handles.containers.remove(at).await?;
+                Ok((self.create_container(def, keeps_home).await?, Some(change)))
+            }
+        }
+    }
+
+    /// Makes the agent's container as `def` says (its home volume first, when it keeps one).
+    async fn create_container(&self, def: &AgentDef, keeps_home: bool) -> HubResult<String> {
+        if keeps_home {
+            self.make_home(def).await?;
+        }
+        self.handles.containers.create(def, self.hub_id()).await
     }
 
     /// Waits for the agent's `ready_pattern` on its screen; when it does not come (or the
@@ -546,13 +614,27 @@ impl Agents {
         }
     }
 
-    /// Stops, then starts an agent (resuming its conversation unless `fresh`).
-    pub async fn restart(&self, id: &str, fresh: bool) -> HubResult<AgentInfo> {
+    /// Stops, then starts an agent (resuming its conversation unless `fresh`); the start
+    /// applies a changed definition (see [`recreate`]).
+    pub async fn restart(&self, id: &str, fresh: bool) -> HubResult<Started> {
         {
             let lock = self.op_lock(id)?;
             let _op = lock.lock().await;
             self.stop_locked(id).await?;
         }
-        self.start(id, fresh).await.map(|(info, _)| info)
+        self.start(id, fresh).await
+    }
+}
+
+/// The `agent_started` event's detail: the conversation, and the container when it was made
+/// again.
+fn started_detail(plan: &resume::Plan, recreated: Option<&recreate::Change>) -> String {
+    let conversation = match plan.resumes {
+        true => format!("resumed: {}", plan.reason),
+        false => plan.reason.clone(),
+    };
+    match recreated {
+        None => format!("running ({conversation})"),
+        Some(change) => format!("running ({conversation}); container made again: {change}"),
     }
 }

@@ -157,10 +157,11 @@ impl Agents {
         }
     }
 
-    /// Mounts the agent's home into a new container of `def` (its volume made when missing).
-    pub(super) async fn add_home(&self, def: &mut AgentDef, image: &ImageInfo) -> HubResult<()> {
+    /// Mounts the agent's home into the container of `def` and makes it its `HOME`; says
+    /// whether it keeps one (its volume is made by [`Self::make_home`], for a new container).
+    pub(super) fn add_home(&self, def: &mut AgentDef, image: &ImageInfo) -> bool {
         if !def.keep_home {
-            return Ok(());
+            return false;
         }
         let Some(target) = home::home_in_container(def, &image.env, &image.user) else {
             tracing::warn!(
@@ -168,8 +169,18 @@ impl Agents {
                 "no home kept: the image runs as user '{}' with no HOME; set `home`",
                 image.user
             );
-            return Ok(());
+            return false;
         };
+        let name = home::volume_name(self.hub_id(), &def.id);
+        def.mounts.push(format!("{name}:{target}"));
+        // The CLI keeps its state under $HOME: make it the kept home (a `home` of its own).
+        def.env.entry("HOME".into()).or_insert(target);
+        true
+    }
+
+    /// Makes the agent's home volume for a new container (and its directory on the hub's
+    /// machine, which it is bound to where the engine can see it); one already made is kept.
+    pub(super) async fn make_home(&self, def: &AgentDef) -> HubResult<()> {
         let mut device = None;
         if let Some(dir) = self.host_home(def) {
             std::fs::create_dir_all(&dir).map_err(|e| HubError::Internal {
@@ -199,11 +210,7 @@ impl Agents {
         self.handles
             .containers
             .ensure_volume(def.endpoint(), spec)
-            .await?;
-        def.mounts.push(format!("{name}:{target}"));
-        // The CLI keeps its state under $HOME: make it the kept home (a `home` of its own).
-        def.env.entry("HOME".into()).or_insert(target);
-        Ok(())
+            .await
     }
 
     /// Makes sure the agent's checkout exists and mounts it at the workdir, with the

@@ -39,10 +39,12 @@ impl Agents {
         }
     }
 
-    /// A container of an agent was removed.
-    pub fn container_removed(&self, agent: &str) {
+    /// A container of an agent was removed: when it is the agent's container (not an old one a
+    /// start made again, whose removal may be reported after that start), it has none.
+    pub fn container_removed(&self, agent: &str, container_id: &str) {
         self.update(agent, |rt| {
-            if rt.status != AgentStatus::Starting {
+            let its_own = rt.container_id.as_deref().is_none_or(|c| c == container_id);
+            if rt.status != AgentStatus::Starting && its_own {
                 rt.container_id = None;
             }
         });

@@ -95,7 +95,9 @@ impl AgentSync {
                 let Ok(event) = event else { break };
                 since = event.time.or(since);
                 let action = event.action.unwrap_or_default();
-                let attrs = event.actor.and_then(|a| a.attributes).unwrap_or_default();
+                let actor = event.actor.unwrap_or_default();
+                let container_id = actor.id.unwrap_or_default();
+                let attrs = actor.attributes.unwrap_or_default();
                 let Some(agent) = attrs.get(LABEL_AGENT).cloned() else {
                     continue;
                 };
@@ -108,7 +110,7 @@ impl AgentSync {
                         let code = attrs.get("exitCode").and_then(|c| c.parse().ok());
                         agents.container_died(&agent, code);
                     }
-                    "destroy" => agents.container_removed(&agent),
+                    "destroy" => agents.container_removed(&agent, &container_id),
                     _ => {}
                 }
             }

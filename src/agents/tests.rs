@@ -11,6 +11,7 @@ use super::containers::{
 };
 use super::*;
 use crate::backend::{Backend, BackendError, SpawnSpec, TermSize};
+use crate::docker::LABEL_DEFINITION;
 use crate::guard::{Guard, GuardConfig};
 use crate::output::Output;
 use crate::protocol::HubEvent;
@@ -98,6 +99,8 @@ struct FakeContainer {
     running: bool,
     exit_code: Option<i64>,
     tmux: bool,
+    /// Its `agent-hub.definition` label.
+    definition: Option<String>,
 }
 
 #[derive(Default)]
@@ -114,10 +117,14 @@ struct World {
     dies_at_start: bool,
     /// The mounts of each container created.
     mounts: Vec<Vec<String>>,
+    /// The environment of each container created.
+    envs: Vec<BTreeMap<String, String>>,
     /// The program and arguments of each terminal attached.
     commands: Vec<Vec<String>>,
     /// The engine cannot see the hub's data dir (a hub in a container, its data dir in its layer).
     data_dir_hidden: bool,
+    /// How many containers were created (their ids count them).
+    created: usize,
 }
 
 #[derive(Default, Clone)]
@@ -192,17 +199,23 @@ impl Containers for FakeContainers {
             running: c.running,
             exit_code: c.exit_code,
             started_at: None,
+            definition: c.definition.clone(),
         });
         ready(Ok(state))
     }
     fn create<'a>(&'a self, def: &'a AgentDef, hub_id: &'a str) -> Op<'a, String> {
         let mut w = self.world.lock().unwrap();
         let name = docker::container_name(hub_id, &def.id);
-        let id = format!("cid-{}", w.containers.len() + 1);
+        w.created += 1;
+        let id = format!("cid-{}", w.created);
         w.calls.push(format!("create {name}"));
         w.mounts.push(def.mounts.clone());
+        w.envs.push(def.env.clone());
+        // The label the engine would keep: the one of the config the hub sends.
+        let body = docker::container_body(def, hub_id, docker::image_starts_tmux(def));
         let created = FakeContainer {
             id: id.clone(),
+            definition: body.labels.unwrap_or_default().remove(LABEL_DEFINITION),
             ..Default::default()
         };
         w.containers.insert(name, created);
@@ -231,7 +244,8 @@ impl Containers for FakeContainers {
     fn remove<'a>(&'a self, at: Place<'a>) -> Op<'a, ()> {
         let mut w = self.world.lock().unwrap();
         w.calls.push(format!("remove {}", at.container));
-        w.containers.remove(at.container);
+        w.containers
+            .retain(|name, c| name != at.container && c.id != at.container);
         ready(Ok(()))
     }
     fn agent_containers<'a>(&'a self, _: &'a str, hub_id: &'a str) -> Op<'a, Vec<String>> {
@@ -287,10 +301,14 @@ struct Fixture {
 }
 
 fn fixture(agent_toml: &str, containers: FakeContainers) -> Fixture {
+    fixture_in(agent_toml, containers, tempfile::tempdir().unwrap())
+}
+
+/// A hub with the agent `a1` of `agent_toml` on the data dir `data` (a hub restarted on it).
+fn fixture_in(agent_toml: &str, containers: FakeContainers, data: tempfile::TempDir) -> Fixture {
     let text = format!("hub_id = \"t\"\n[[agents]]\nid = \"a1\"\nimage = \"img\"\nstart_tmux = \"hub\"\nready_timeout = 2\n{agent_toml}");
     let config = HubConfig::parse(&text, "test").unwrap();
     let registry = Arc::new(FakeRegistry::default());
-    let data = tempfile::tempdir().unwrap();
     let credentials = Arc::new(crate::credentials::Credentials::in_memory());
     let events = EventSink::new(Arc::new(Redactor::new()));
     let rx = events.subscribe();
@@ -328,8 +346,10 @@ fn event_types(rx: &mut tokio::sync::broadcast::Receiver<HubEvent>) -> Vec<Strin
 #[tokio::test]
 async fn a_start_creates_the_container_and_registers_its_terminal_as_a_session() {
     let mut f = fixture("label = \"worker-1\"\n", FakeContainers::with_image("img"));
-    let (info, already) = f.agents.start("a1", false).await.unwrap();
+    let started = f.agents.start("a1", false).await.unwrap();
+    let (info, already) = (started.info, started.already_running);
     assert!(!already);
+    assert!(started.recreated.is_none());
     assert_eq!(info.status, AgentStatus::Running);
     assert_eq!(info.container_id.as_deref(), Some("cid-1"));
     let home = f.data.path().join("agents/a1/home");
@@ -360,7 +380,8 @@ async fn a_start_creates_the_container_and_registers_its_terminal_as_a_session()
         ["agent_starting", "agent_started"]
     );
     // Starting it again does nothing, and says so.
-    let (again, already) = f.agents.start("a1", false).await.unwrap();
+    let started = f.agents.start("a1", false).await.unwrap();
+    let (again, already) = (started.info, started.already_running);
     assert!(already);
     assert_eq!(again.session_id.as_deref(), Some(sid.as_str()));
     assert_eq!(f.containers.count("create"), 1);
@@ -370,13 +391,8 @@ async fn a_start_creates_the_container_and_registers_its_terminal_as_a_session()
 async fn concurrent_starts_of_one_agent_create_one_container() {
     let f = fixture("", FakeContainers::with_image("img"));
     let (a, b) = tokio::join!(f.agents.start("a1", false), f.agents.start("a1", false));
-    let (a, b) = (a.unwrap(), b.unwrap());
-    assert!(
-        a.1 ^ b.1,
-        "exactly one start did the work: {:?} {:?}",
-        a.1,
-        b.1
-    );
+    let (a, b) = (a.unwrap().already_running, b.unwrap().already_running);
+    assert!(a ^ b, "exactly one start did the work: {a:?} {b:?}");
     assert_eq!(f.containers.count("create"), 1);
     assert_eq!(f.containers.count("attach"), 1);
 }
@@ -444,7 +460,7 @@ async fn a_ready_pattern_on_screen_makes_the_agent_running() {
         FakeContainers::with_image("img"),
     );
     f.containers.world.lock().unwrap().screen = "welcome\r\nREADY> ".into();
-    let (info, _) = f.agents.start("a1", false).await.unwrap();
+    let info = f.agents.start("a1", false).await.unwrap().info;
     assert_eq!(info.status, AgentStatus::Running);
 }
 
@@ -472,8 +488,8 @@ async fn a_stop_detaches_stops_and_removes_when_configured() {
 #[tokio::test]
 async fn a_restart_replaces_the_old_session_with_a_new_one() {
     let f = fixture("", FakeContainers::with_image("img"));
-    let (first, _) = f.agents.start("a1", false).await.unwrap();
-    let again = f.agents.restart("a1", false).await.unwrap();
+    let first = f.agents.start("a1", false).await.unwrap().info;
+    let again = f.agents.restart("a1", false).await.unwrap().info;
     assert_eq!(again.status, AgentStatus::Running);
     let (old, new) = (first.session_id.unwrap(), again.session_id.unwrap());
     assert_ne!(old, new);
@@ -496,6 +512,7 @@ async fn a_running_container_found_by_reconcile_is_reattached_with_its_old_sessi
                 running: true,
                 exit_code: None,
                 tmux: true,
+                definition: None,
             },
         );
     }
@@ -731,4 +748,134 @@ async fn a_home_the_engine_cannot_bind_is_a_plain_volume() {
     assert_eq!(f.containers.calls()[0], "volume agent-hub-t-a1-home ");
     assert!(f.containers.world.lock().unwrap().mounts[0]
         .contains(&"agent-hub-t-a1-home:/home/agent".to_string()));
+}
+
+/// The detail of the last `agent_started` event `rx` has.
+fn last_started_detail(rx: &mut tokio::sync::broadcast::Receiver<HubEvent>) -> String {
+    std::iter::from_fn(|| rx.try_recv().ok())
+        .filter_map(|e| match e.kind {
+            EventKind::AgentStarted(a) => Some(a.detail),
+            _ => None,
+        })
+        .last()
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_start_after_the_definition_changed_makes_the_container_again_and_keeps_the_home() {
+    let containers = FakeContainers::with_image("img");
+    let f = fixture("env = { GREETING = \"one\" }\n", containers.clone());
+    f.agents.start("a1", false).await.unwrap();
+    let home = f.data.path().join("agents/a1/home");
+    std::fs::write(home.join("notes.txt"), "kept").unwrap();
+    f.agents.stop("a1").await.unwrap();
+    // Unchanged, the stopped container is started again (a restart likewise).
+    let again = f.agents.start("a1", false).await.unwrap();
+    assert_eq!(again.recreated, None);
+    assert_eq!(again.info.container_id.as_deref(), Some("cid-1"));
+    let again = f.agents.restart("a1", false).await.unwrap();
+    assert_eq!(again.recreated, None);
+    f.agents.stop("a1").await.unwrap();
+    assert_eq!(containers.count("create"), 1);
+
+    // `hub.toml` gives the agent another env; the hub starts again on the same data dir.
+    let mut f = fixture_in("env = { GREETING = \"two\" }\n", containers.clone(), f.data);
+    let started = f.agents.start("a1", false).await.unwrap();
+    assert_eq!(
+        started.recreated,
+        Some(recreate::Change::Parts(vec!["env"]))
+    );
+    assert_eq!(started.info.status, AgentStatus::Running);
+    assert_eq!(started.info.container_id.as_deref(), Some("cid-2"));
+    let calls = containers.calls();
+    assert_eq!(
+        calls[calls.len() - 5..],
+        [
+            "remove cid-1".to_string(),
+            format!("volume agent-hub-t-a1-home {}", home.display()),
+            "create agent-hub-t-a1".into(),
+            "start cid-2".into(),
+            "attach cid-2".into(),
+        ]
+    );
+    {
+        let world = containers.world.lock().unwrap();
+        assert_eq!(world.containers.len(), 1, "the old container is gone");
+        assert_eq!(world.envs.last().unwrap()["GREETING"], "two");
+        let mounts = world.mounts.last().unwrap();
+        assert!(mounts.contains(&"agent-hub-t-a1-home:/home/agent".to_string()));
+    }
+    assert_eq!(
+        std::fs::read_to_string(home.join("notes.txt")).unwrap(),
+        "kept"
+    );
+    assert!(
+        last_started_detail(&mut f.events)
+            .ends_with("container made again: its definition changed (env)"),
+        "the agent_started event says so"
+    );
+    // Made again once: the next start keeps the new container.
+    f.agents.stop("a1").await.unwrap();
+    let again = f.agents.start("a1", false).await.unwrap();
+    assert_eq!(again.recreated, None);
+    assert_eq!(again.info.container_id.as_deref(), Some("cid-2"));
+}
+
+#[tokio::test]
+async fn a_container_without_a_recorded_definition_is_made_again_once_and_a_running_one_kept() {
+    let containers = FakeContainers::with_image("img");
+    let old = FakeContainer {
+        id: "cid-old".into(),
+        ..Default::default()
+    };
+    let name = "agent-hub-t-a1".to_string();
+    containers
+        .world
+        .lock()
+        .unwrap()
+        .containers
+        .insert(name.clone(), old.clone());
+    let f = fixture("", containers.clone());
+    let started = f.agents.start("a1", false).await.unwrap();
+    assert_eq!(started.recreated, Some(recreate::Change::Unrecorded));
+    assert_eq!(started.info.container_id.as_deref(), Some("cid-1"));
+    assert_eq!(containers.count("remove"), 1);
+
+    // A running container of an older definition is kept (a start never stops an agent).
+    f.agents.stop("a1").await.unwrap();
+    let running = FakeContainer {
+        running: true,
+        tmux: true,
+        ..old
+    };
+    containers
+        .world
+        .lock()
+        .unwrap()
+        .containers
+        .insert(name, running);
+    let started = f.agents.start("a1", false).await.unwrap();
+    assert_eq!(started.recreated, None);
+    assert_eq!(started.info.container_id.as_deref(), Some("cid-old"));
+    assert_eq!(containers.count("remove"), 1);
+}
+
+#[tokio::test]
+async fn the_removal_of_a_container_made_again_does_not_take_the_new_ones_id() {
+    let containers = FakeContainers::with_image("img");
+    let f = fixture("env = { A = \"1\" }\n", containers.clone());
+    f.agents.start("a1", false).await.unwrap();
+    f.agents.stop("a1").await.unwrap();
+    let f = fixture_in("env = { A = \"2\" }\n", containers, f.data);
+    let started = f.agents.start("a1", false).await.unwrap();
+    assert_eq!(started.info.container_id.as_deref(), Some("cid-2"));
+    // The engine reports the old container's removal after the start.
+    f.agents.container_removed("a1", "cid-1");
+    assert_eq!(
+        f.agents.info("a1").unwrap().container_id.as_deref(),
+        Some("cid-2")
+    );
+    f.agents.stop("a1").await.unwrap();
+    f.agents.container_removed("a1", "cid-2");
+    assert_eq!(f.agents.info("a1").unwrap().container_id, None);
 }

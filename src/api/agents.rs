@@ -41,18 +41,24 @@ pub async fn start_agent(
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<StartQuery>,
 ) -> ApiResult<Json<AgentStartReply>> {
-    let (agent, already_running) = hub.agents().start(&id, q.fresh).await?;
-    let message = if already_running {
-        "already running"
-    } else {
-        "started"
+    Ok(start_reply(hub.agents().start(&id, q.fresh).await?))
+}
+
+/// A start's (or a restart's) reply: what it did.
+fn start_reply(started: agents::Started) -> Json<AgentStartReply> {
+    let message = match (&started.recreated, started.already_running) {
+        (_, true) => "already running".to_string(),
+        (Some(change), false) => format!("started; container made again: {change}"),
+        (None, false) => "started".to_string(),
     };
-    Ok(Json(AgentStartReply {
+    Json(AgentStartReply {
         ok: true,
-        agent,
-        already_running,
-        message: message.into(),
-    }))
+        agent: started.info,
+        already_running: started.already_running,
+        recreated: started.recreated.is_some(),
+        changed: started.recreated.map(|c| c.parts()).unwrap_or_default(),
+        message,
+    })
 }
 
 pub async fn stop_agent(
@@ -66,8 +72,8 @@ pub async fn restart_agent(
     State(hub): State<Hub>,
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<StartQuery>,
-) -> ApiResult<Json<AgentReply>> {
-    Ok(reply(hub.agents().restart(&id, q.fresh).await?))
+) -> ApiResult<Json<AgentStartReply>> {
+    Ok(start_reply(hub.agents().restart(&id, q.fresh).await?))
 }
 
 pub async fn agent_changes(

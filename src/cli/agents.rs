@@ -101,11 +101,7 @@ pub async fn run_op(args: AgentOpArgs, op: &'static str, fresh: bool) -> i32 {
         match result {
             Ok(v) if args.opts.json => super::ops::print_json(&v),
             Ok(v) => {
-                let note = if v.already_running {
-                    " (already running)"
-                } else {
-                    ""
-                };
+                let note = op_note(v.already_running, v.recreated, &v.changed);
                 let status = v.agent.status;
                 println!(
                     "ok   {id:<16} {status}{note} in {:.1} s",
@@ -140,9 +136,40 @@ pub async fn run_op(args: AgentOpArgs, op: &'static str, fresh: bool) -> i32 {
     i32::from(failed > 0)
 }
 
+/// What the line of an agent's start or restart adds to its status (from its reply).
+fn op_note(already_running: bool, recreated: bool, changed: &[String]) -> String {
+    if already_running {
+        return " (already running)".into();
+    }
+    if !recreated {
+        return String::new();
+    }
+    match changed {
+        [] => " (container made again: it recorded no definition)".into(),
+        parts => format!(" (container made again: {} changed)", parts.join(", ")),
+    }
+}
+
 fn indent(text: &str) -> String {
     text.lines()
         .map(|l| format!("     | {l}"))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::op_note;
+
+    #[test]
+    fn a_start_line_says_when_the_container_was_made_again_and_why() {
+        let parts = ["env".to_string(), "mounts".to_string()];
+        assert_eq!(op_note(true, false, &[]), " (already running)");
+        assert_eq!(op_note(false, false, &[]), "");
+        assert_eq!(
+            op_note(false, true, &parts),
+            " (container made again: env, mounts changed)"
+        );
+        assert!(op_note(false, true, &[]).contains("recorded no definition"));
+    }
 }

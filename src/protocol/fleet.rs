@@ -24,15 +24,25 @@ pub struct AgentReply {
     pub agent: AgentInfo,
 }
 
-/// `POST /v1/agents/{id}/start`. The client reads the stop and restart replies (an
-/// [`AgentReply`]) as this type too: there the two start fields are absent (default).
+/// `POST /v1/agents/{id}/start` and `.../restart`. The client reads the stop reply (an
+/// [`AgentReply`]) as this type too: there the start fields are absent (default).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct AgentStartReply {
     pub ok: bool,
     pub agent: AgentInfo,
     #[serde(default)]
     pub already_running: bool,
-    /// `started` or `already running`.
+    /// The start removed the agent's stopped container and made it again, because its
+    /// definition (image, command, env, mounts, ...) changed since the container was made, or
+    /// the container did not record it (made by an older hub). Its home and workspace are kept.
+    #[serde(default)]
+    pub recreated: bool,
+    /// What changed, when `recreated`: parts of the container's definition (`image`, `command`,
+    /// `env`, `workdir`, `mounts`, `labels`, `other`); empty when the old container did not
+    /// record its definition.
+    #[serde(default)]
+    pub changed: Vec<String>,
+    /// `started`, `already running`, or `started; container made again: <why>`.
     #[serde(default)]
     pub message: String,
 }

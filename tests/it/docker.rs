@@ -891,3 +891,108 @@ async fn a_definition_naming_a_missing_image_is_rejected_at_load() {
         "{err}"
     );
 }
+
+/// An agent's `env` changed in `hub.toml` and the hub started again: the next start makes the
+/// agent's container again with the new environment, says so, and the agent's home keeps what
+/// it wrote; with `hub.toml` unchanged, the container is kept (#40).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_env_makes_the_container_again_and_the_home_stays() {
+    require_docker!();
+    let dir = tempfile::tempdir().unwrap();
+    let hub_id = crate::docker_support::unique_hub_id();
+    let _guard = crate::docker_support::ContainerGuard(hub_id.clone());
+    let socket = format!("ah-{hub_id}");
+    let _tmux = crate::support::TmuxServerGuard(socket.clone());
+    let port = free_port();
+    let data = dir.path().join("data");
+    let config = dir.path().join("hub.toml");
+    let write_config = |greeting: &str| {
+        let toml = format!(
+            "listen = \"127.0.0.1:{port}\"\ndata_dir = \"{}\"\nhub_id = \"{hub_id}\"\ntmux_socket = \"{socket}\"\n{}",
+            data.display(),
+            agent_toml("cfg", &format!("env = {{ GREETING = \"{greeting}\" }}")),
+        );
+        std::fs::write(&config, toml).unwrap();
+    };
+    let base = format!("http://127.0.0.1:{port}");
+    let post = reqwest::Method::POST;
+    let printenv = |container: &str| docker(&["exec", container, "printenv", "GREETING"]);
+
+    write_config("one");
+    let mut hub = HubProcess::spawn_config(&config, &base).await;
+    let v = hub
+        .call(post.clone(), "/v1/agents/cfg/start", json!({}))
+        .await;
+    assert_eq!(
+        (v["agent"]["status"].as_str(), v["recreated"].as_bool()),
+        (Some("running"), Some(false)),
+        "{v}"
+    );
+    let first = v["agent"]["container_id"].as_str().unwrap().to_string();
+    assert_eq!(printenv(&first), "one\n");
+    let recorded = docker(&[
+        "inspect",
+        "-f",
+        "{{index .Config.Labels \"agent-hub.definition\"}}",
+        &first,
+    ]);
+    assert!(recorded.starts_with("image="), "{recorded}");
+    docker(&["exec", &first, "sh", "-c", "echo kept > \"$HOME/kept.txt\""]);
+    hub.call(post.clone(), "/v1/agents/cfg/stop", json!({}))
+        .await;
+
+    // The same hub.toml: the stopped container is started again.
+    hub.kill9();
+    hub = HubProcess::spawn_config(&config, &base).await;
+    let v = hub
+        .call(post.clone(), "/v1/agents/cfg/start", json!({}))
+        .await;
+    assert_eq!(
+        (
+            v["recreated"].as_bool(),
+            v["agent"]["container_id"].as_str()
+        ),
+        (Some(false), Some(first.as_str())),
+        "{v}"
+    );
+    hub.call(post.clone(), "/v1/agents/cfg/stop", json!({}))
+        .await;
+
+    // Another env: the container is made again.
+    write_config("two");
+    hub.kill9();
+    hub = HubProcess::spawn_config(&config, &base).await;
+    let v = hub
+        .call(post.clone(), "/v1/agents/cfg/start", json!({}))
+        .await;
+    assert_eq!(
+        (
+            v["agent"]["status"].as_str(),
+            v["recreated"].as_bool(),
+            v["changed"].clone()
+        ),
+        (Some("running"), Some(true), json!(["env"])),
+        "{v}"
+    );
+    assert!(
+        v["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("container made again")),
+        "{v}"
+    );
+    let second = v["agent"]["container_id"].as_str().unwrap().to_string();
+    assert_ne!(second, first);
+    assert_eq!(printenv(&second), "two\n");
+    let kept = docker(&["exec", &second, "sh", "-c", "cat \"$HOME/kept.txt\""]);
+    assert_eq!(kept, "kept\n", "the home outlives the container");
+    assert!(data.join("agents/cfg/home/kept.txt").is_file());
+    let gone = std::process::Command::new("docker")
+        .args(["inspect", &first])
+        .output()
+        .unwrap();
+    assert!(!gone.status.success(), "the old container is removed");
+    hub.log_line("making its container again").await;
+    let sid = v["agent"]["session_id"].as_str().unwrap();
+    assert_eq!(hub.talk(sid, "echo $GREETING").await["output"], "two\n");
+    hub.call(post, "/v1/agents/cfg/stop", json!({})).await;
+}

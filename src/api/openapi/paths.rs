@@ -522,7 +522,7 @@ pub(super) fn stop_agent() {}
     operation_id = "restart_agent",
     summary = "Restart a container agent (resuming its conversation unless `fresh`).",
     params(("id" = String, Path, description = "Session, agent, task or record id"), StartQuery),
-    responses((status = 200, body = AgentReply), (status = "default", body = ErrorBody, description = "Failed"))
+    responses((status = 200, body = AgentStartReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 pub(super) fn restart_agent() {}
 
