@@ -1,6 +1,7 @@
 // The dashboard's entry point: signs in (when the hub asks for tokens), follows the hub's
-// event stream and the fleet's preview stream, routes between the fleet view (#/) and the
-// terminal grid (#/grid/ID,ID,...; #/grid alone shows the blocked and working agents), and owns
+// event stream and the fleet's preview stream, routes between the fleet view (#/), the
+// terminal grid (#/grid/ID,ID,...; #/grid alone shows the blocked and working agents) and the
+// panel of a container agent that is not running (#/agent/ID: its last screen), and owns
 // the page-wide pieces: counts by state, the tab's title and favicon with the blocked count,
 // notifications, the theme and the keyboard shortcuts.
 
@@ -9,8 +10,11 @@ import { api, follow, setToken, token } from "./api.js";
 import { Fleet, STATES } from "./fleet.js";
 // xterm.js (350 kB) is loaded when the first terminal opens, not with the fleet page.
 let termModule = null;
-const loadTerminals = () => (termModule ??= import("./terminal.js"));
-import { Tasks, AuditTail, Changes } from "./panels.js";
+const loadTerminals = () => (termModule ??= import("./terminal.js").then((m) => {
+  window.agentHub.terminals = m.terminals;
+  return m;
+}));
+import { Tasks, AuditTail, Changes, stoppedNote, noScreen, screenlessPanel } from "./panels.js";
 import { h } from "./util.js";
 
 const $ = (id) => document.getElementById(id);
@@ -22,6 +26,7 @@ const app = {
   fleet: null,
   tasks: null,
   grid: [], // TermPanels in the grid
+  agentPanel: null, // the panel of #/agent/ID
   maximized: null,
   live: false,
 };
@@ -67,7 +72,7 @@ async function signIn() {
 
 function showSignIn(message, linkRefused = false) {
   setToken("");
-  for (const id of ["fleet", "grid"]) $(id).hidden = true;
+  for (const id of ["fleet", "grid", "agent"]) $(id).hidden = true;
   $("signin").hidden = false;
   $("signin").dataset.linkRefused = linkRefused ? "yes" : "no";
   $("signin-link-refused").hidden = !linkRefused;
@@ -121,9 +126,11 @@ function start() {
   route();
 }
 
-/** A row's click: its terminal alone, full size (a stopped agent has none: nothing opens). */
+/** A row's click: its terminal alone, full size; a container agent that is not running: its
+ * panel (its last screen and its start control). */
 function openUnit(u) {
-  if (u.session) location.hash = `#/grid/${encodeURIComponent(u.session.id)}`;
+  if (u.agent && !u.session?.alive) location.hash = `#/agent/${encodeURIComponent(u.agent.id)}`;
+  else if (u.session) location.hash = `#/grid/${encodeURIComponent(u.session.id)}`;
 }
 
 // ---- being told: notifications ----------------------------------------------------------
@@ -229,19 +236,21 @@ function gridIds() {
   return m && m[1] ? m[1].split(",").filter(Boolean).map(decodeURIComponent) : [];
 }
 
+/** The agent of #/agent/ID, or "". */
+function agentRoute() {
+  const m = location.hash.match(/^#\/agent\/(.+)$/);
+  return m ? decodeURIComponent(m[1]) : "";
+}
+
 function route() {
   if (!app.fleet) return;
-  const grid = location.hash.startsWith("#/grid");
-  $("fleet").hidden = grid;
-  $("grid").hidden = !grid;
-  $("nav-fleet").classList.toggle("current", !grid);
-  $("nav-grid").classList.toggle("current", grid);
-  if (grid) {
-    loadTerminals().then((m) => {
-      window.agentHub.terminals = m.terminals;
-      showGrid(m, shownIds());
-    });
-  }
+  const view = location.hash.startsWith("#/grid") ? "grid" : agentRoute() ? "agent" : "fleet";
+  for (const id of ["fleet", "grid", "agent"]) $(id).hidden = view !== id;
+  $("nav-fleet").classList.toggle("current", view === "fleet");
+  $("nav-grid").classList.toggle("current", view === "grid");
+  if (view !== "agent") closeAgentPanel();
+  if (view === "grid") loadTerminals().then((m) => showGrid(m, shownIds()));
+  if (view === "agent") loadTerminals().then(showAgent);
 }
 
 /** The grid's sessions: those in the address, else the blocked and working ones. */
@@ -254,6 +263,7 @@ function shownIds() {
 /** After each render of the fleet: the grid follows it (titles, questions, and the busy
  * agents when it shows those). */
 function followFleet() {
+  if (agentRoute() && termModule) return termModule.then(showAgent);
   if (!location.hash.startsWith("#/grid") || !termModule) return;
   if (app.autoGrid) {
     const want = app.fleet.busy(MAX_GRID);
@@ -287,6 +297,71 @@ function describe(panel) {
     panel.changes.load();
   }
 }
+
+// ---- a container agent that is not running ------------------------------------------------
+
+/** #/agent/ID: the agent's last screen, read-only, marked with its status, when and why it
+ * stopped, with its start control (or word that it never ran); once it runs, its live terminal
+ * instead. Called again after each render of the fleet. */
+function showAgent(m) {
+  const id = agentRoute();
+  if (!id || !app.fleet.loaded) return;
+  const u = app.fleet.units().find((x) => x.agent?.id === id);
+  if (!u) {
+    closeAgentPanel();
+    return $("agent-panel").replaceChildren(h("p.empty", {}, `there is no agent ${id}`));
+  }
+  if (u.agent.status === "running" && u.session?.alive) {
+    return location.replace(`#/grid/${encodeURIComponent(u.session.id)}`);
+  }
+  // An ended session is its last screen; while a new one comes up, the last screen stays.
+  const kept = app.agentPanel?.agent === id ? app.agentPanel.screen : "";
+  const screen = u.session?.alive ? kept : u.session?.id || "";
+  if (app.agentPanel?.agent !== id || app.agentPanel.screen !== screen) openAgentPanel(m, u, screen);
+  describeAgent(app.agentPanel, u);
+}
+
+/** The agent's panel: a read-only terminal on its ended session `screen`, else a text. */
+function openAgentPanel({ TermPanel }, u, screen) {
+  closeAgentPanel();
+  const close = () => (location.hash = "#/");
+  const p = screen
+    ? new TermPanel(screen, { writable: false, ended: "last screen", title: u.name, onClose: close })
+    : screenlessPanel(u.name, close);
+  Object.assign(p, { agent: u.agent.id, screen, drawn: "" });
+  p.el.dataset.agent = u.agent.id;
+  p.el.classList.add("ended");
+  app.agentPanel = p;
+  $("agent-panel").replaceChildren(p.el);
+  p.start?.();
+}
+
+function closeAgentPanel() {
+  app.agentPanel?.dispose?.();
+  app.agentPanel = null;
+  $("agent-panel").replaceChildren();
+}
+
+/** The panel's note (status, when, why, start), redrawn only when it changed: a button under
+ * the pointer stays where it is. */
+function describeAgent(p, u) {
+  p.el.dataset.state = u.agent.status;
+  const s = u.session;
+  const drawn = JSON.stringify([u.agent, s?.alive, s?.exit_reason, s?.agent_state?.since, canOperate(),
+    app.fleet.confirming]);
+  if (p.drawn === drawn) return;
+  p.drawn = drawn;
+  const controls = canOperate() ? app.fleet.agentControls(u.agent) : [];
+  p.note?.remove();
+  p.info.prepend((p.note = stoppedNote(u, !!p.screen, controls)));
+  if (p.text) p.text.textContent = noScreen(u);
+  if (u.agent.workspace?.exists && !p.changes) {
+    p.changes = new Changes(u.agent.id);
+    p.info.append(p.changes.el);
+    p.changes.load();
+  }
+}
+
 // A sign-in link opened in a tab that already shows the page: load it afresh to use it.
 window.addEventListener("hashchange", () =>
   location.hash.startsWith("#signin=") ? location.reload() : route());
@@ -345,18 +420,19 @@ $("theme").addEventListener("click", () =>
 
 document.addEventListener("keydown", (e) => {
   const typing = e.target.closest?.("input, select, textarea, .xterm");
-  const onGrid = location.hash.startsWith("#/grid");
-  // Esc outside a terminal (there it is the program's): leave full size, then the grid.
+  const onFleet = !/^#\/(grid|agent)/.test(location.hash);
+  // Esc outside a terminal (there it is the program's): leave full size, then the grid or the
+  // agent's panel.
   if (e.key === "Escape" && !e.target.closest?.(".xterm")) {
     if (e.target.closest?.("input, select")) return e.target.blur();
     if (app.maximized && app.grid.length > 1) return toggleMax(app.maximized, false);
-    if (onGrid) location.hash = "#/";
+    if (!onFleet) location.hash = "#/";
     return;
   }
   if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
   // Enter on a button or link is that button's or link's.
   if (e.key === "Enter" && e.target.closest?.("button, a")) return;
-  const fleetKeys = !onGrid && app.fleet ? {
+  const fleetKeys = onFleet && app.fleet ? {
     ArrowDown: () => app.fleet.move(1),
     ArrowUp: () => app.fleet.move(-1),
     Enter: () => app.fleet.openSelected(),

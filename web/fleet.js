@@ -4,7 +4,8 @@
 // a `session_state_changed` event updates its row at once; other lifecycle events reload the
 // lists (one request each, debounced). Each row shows the last lines of its session's screen,
 // kept live from one preview socket for the whole fleet (`setPreviews`: only the changed rows'
-// text is touched). A click on a row (or Enter on the selected one) opens its terminal. Nothing
+// text is touched). A click on a row (or Enter on the selected one) opens its terminal, or the
+// panel of a container agent that is not running (its last screen and start control). Nothing
 // is polled; a 1 s timer only re-renders the relative times.
 
 import { api } from "./api.js";
@@ -307,7 +308,7 @@ export class Fleet {
     const main = h("tr", {
       class: `unit state-${u.state}${worker ? " worker" : ""}${u.key === this.selected ? " selected" : ""}`,
       "data-unit": u.key, "data-state": u.state, "data-session": id || "",
-      title: id ? "open the terminal" : "",
+      title: u.agent && !s?.alive ? "its last screen and start" : id ? "open the terminal" : "",
       onclick: (e) => {
         if (e.target.closest("button, input, a, select")) return;
         this.select(u.key);

@@ -1,6 +1,7 @@
 // The side panels of the fleet page: the task list (reloaded on task events) and the audit
 // tail (the last records, then live from the audit stream; operators only, as in the API), told
-// as sentences ("10:51:32 admin stopped worker-1"); and an agent's workspace changes.
+// as sentences ("10:51:32 admin stopped worker-1"); an agent's workspace changes; and what the
+// panel of a container agent that is not running says (its status, when and why it stopped).
 
 import { api, follow } from "./api.js";
 import { h, ago, span } from "./util.js";
@@ -123,6 +124,51 @@ export function sentence(r) {
 function localTime(ts) {
   const t = Date.parse(ts || "");
   return Number.isNaN(t) ? "" : new Date(t).toLocaleTimeString([], { hour12: false });
+}
+
+/** HH:MM:SS today, else the date and the time, in the viewer's time zone. */
+function dayTime(ts) {
+  const t = new Date(ts);
+  if (t.toDateString() === new Date().toDateString()) return localTime(ts);
+  return t.toLocaleString([], { hour12: false });
+}
+
+/**
+ * The line above the panel of a container agent that is not running: its status, when its
+ * terminal ended and why (as far as the hub knows), whether its last screen is shown, and
+ * `controls` (its start button).
+ */
+export function stoppedNote(u, shown, controls) {
+  const a = u.agent;
+  const s = u.session && !u.session.alive ? u.session : null;
+  const ended = s?.agent_state?.state === "exited" ? s.agent_state.since : "";
+  const why = [a.error, a.exit_code != null && `exit code ${a.exit_code}`, s?.exit_reason].filter(Boolean);
+  return h("div.stopped-note", {},
+    h("span", { class: `badge ${a.status}` }, a.status),
+    ended ? h("time", { datetime: ended }, ` at ${dayTime(ended)}`) : "",
+    why.length ? h("span.why", {}, ` (${why.join(", ")})`) : "",
+    shown ? h("span.dim", {}, " · its last screen, read-only") : "",
+    h("span.spacer"), controls);
+}
+
+/** What the panel of an agent with no screen to show says instead. */
+export function noScreen(u) {
+  const a = u.agent;
+  if (u.session?.alive) return `${a.id} is ${a.status}: its terminal opens once it is up.`;
+  const ran = a.session_id || a.container_id || a.started_at || a.exit_code != null;
+  if (ran) return `${a.id} ran before, but the hub has no screen of that run.`;
+  return `${a.id} has never run: there is no screen to show.`;
+}
+
+/** A panel shaped like a terminal's, with text where the terminal would be. */
+export function screenlessPanel(title, onClose) {
+  const info = h("div.term-info");
+  const text = h("div.term-body.screenless");
+  const el = h("div.term-panel", {},
+    h("div.term-title", {}, h("span.title", {}, h("span.name", {}, title)), h("span.spacer"),
+      h("button.close", { type: "button", title: "close", onclick: onClose }, "×")),
+    info, text);
+  return { el, info, text };
 }
 
 /**

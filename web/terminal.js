@@ -30,10 +30,12 @@ export class TermPanel {
    * @param opts.writable whether input and resizes are sent
    * @param opts.onToggleSize called when the title is clicked
    * @param opts.title what the session is called (its label or agent id)
+   * @param opts.ended the session has ended: its last screen is shown, with this as its status
    */
   constructor(sessionId, opts) {
     this.id = sessionId;
     this.writable = opts.writable;
+    this.ended = opts.ended;
     this.closed = false;
     this.status = h("span.tstatus", {}, "connecting");
     this.searchBox = h("input.search", { type: "search", placeholder: "search", "aria-label": "search the scrollback" });
@@ -100,7 +102,7 @@ export class TermPanel {
     };
     ws.onclose = () => {
       if (this.ws !== ws || this.closed) return;
-      if (this.exited) return this.setStatus("exited");
+      if (this.exited) return this.setStatus(this.ended || "exited");
       this.setStatus("reconnecting");
       setTimeout(() => this.connect(), 1000);
     };
@@ -112,11 +114,11 @@ export class TermPanel {
       // The repaint that follows is drawn for the session's size: take it, then ask for ours.
       this.term.reset();
       this.term.resize(f.cols, f.rows);
-      this.setStatus("live");
+      this.setStatus(this.ended || "live");
       this.refit();
     } else if (f.type === "exit") {
       this.exited = true;
-      this.setStatus(`exited${f.exit_code == null ? "" : ` (${f.exit_code})`}`);
+      this.setStatus(this.ended || `exited${f.exit_code == null ? "" : ` (${f.exit_code})`}`);
     } else if (f.type === "resync") {
       this.setStatus(`live (skipped ${f.dropped_bytes} bytes)`);
     } else if (f.type === "error") {

@@ -21,6 +21,7 @@ mod cli_targets;
 mod dashboard;
 mod dashboard_fleet;
 mod dashboard_restart;
+mod dashboard_stopped;
 mod docker;
 mod fleet_start;
 mod guard;
