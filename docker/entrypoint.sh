@@ -10,7 +10,8 @@
 #   AGENT_HUB_START_ARGS_FILE arguments the hub adds for this start, one a line, inserted
 #                            after the program (default /run/agent-hub-agent/start-args;
 #                            `--continue` resumes Claude Code's conversation); when the file
-#                            <it>-when lists globs under $HOME, only if one of them exists
+#                            <it>-when lists globs (under $HOME, or absolute: a CLI config
+#                            dir elsewhere), only if one of them exists
 set -eu
 
 session=agent
@@ -37,18 +38,30 @@ fi
 # program (the rest of the command rotated back behind them), if what they need is there.
 start_args=${AGENT_HUB_START_ARGS_FILE:-/run/agent-hub-agent/start-args}
 
-# Whether one of the globs in "$start_args-when" (under $HOME, one a line) names a file; true
-# when there is no such list. Looked at here, as the agent's user, who can read its own home.
+# Whether a glob names a file: relative to "$1", or absolute (then "$1" is not used).
+names_a_file() {
+    case $2 in
+        /*) set -- "" "${2#/}" ;;
+    esac
+    # The pattern is unquoted on purpose: the shell expands its globs.
+    # shellcheck disable=SC2086
+    for path in "$1"/$2; do
+        if [ -e "$path" ]; then
+            return 0
+        fi
+    done
+    return 1
+}
+
+# Whether one of the globs in "$start_args-when" (one a line: under $HOME, or absolute) names a
+# file; true when there is no such list. Looked at here, as the agent's user, who can read its
+# own home.
 start_args_apply() {
     [ -s "$start_args-when" ] || return 0
     while IFS= read -r pattern || [ -n "$pattern" ]; do
-        # The pattern is unquoted on purpose: the shell expands its globs.
-        # shellcheck disable=SC2086
-        for path in "${HOME:-/}"/$pattern; do
-            if [ -e "$path" ]; then
-                return 0
-            fi
-        done
+        if names_a_file "${HOME:-/}" "$pattern"; then
+            return 0
+        fi
     done <"$start_args-when"
     return 1
 }

@@ -19,7 +19,7 @@ use crate::output::Output;
 use crate::protocol::BackendKind;
 use crate::redact::Redactor;
 use crate::registry::{NewSession, Origin, Registry, SessionRegistry};
-use crate::session::{AgentHome, Owner, Session, SessionSpec};
+use crate::session::{Owner, Session, SessionSpec, StatusFiles};
 
 /// What a new session should run.
 #[derive(Debug, Clone, Default)]
@@ -177,16 +177,7 @@ impl HostSessions {
                 (Box::new(b), Some(name))
             }
         };
-        let home = AgentHome {
-            dir: spawn
-                .env
-                .get("HOME")
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(PathBuf::from))
-                .unwrap_or_else(|| PathBuf::from("/")),
-            env: spawn.env.clone(),
-            on_host: true,
-        };
+        let status_files = StatusFiles::Host(with_home(&spawn.env));
         let spec = SessionSpec {
             id: id.clone(),
             backend: kind,
@@ -210,7 +201,7 @@ impl HostSessions {
             },
             Origin::Created,
         );
-        session.follow_status_file(home);
+        session.follow_status_file(status_files);
         Ok(session)
     }
 
@@ -248,6 +239,16 @@ impl HostSessions {
             ("AGENT_HUB_SESSION_ID".to_string(), id.to_string()),
         ]))
     }
+}
+
+/// A session's environment with a `HOME`: its own, else the hub's, else `/`.
+fn with_home(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut env = env.clone();
+    if env.get("HOME").is_none_or(|h| h.is_empty()) {
+        let hub = std::env::var("HOME").unwrap_or_else(|_| "/".into());
+        env.insert("HOME".into(), hub);
+    }
+    env
 }
 
 /// What no program can be started with, refused as a bad request rather than failing the

@@ -2,6 +2,7 @@
 //! session id of the shell the PTY started (interactive shells put each job in its own process
 //! group, so killing one group is not enough). On Linux they are found through `/proc`.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
@@ -61,6 +62,24 @@ pub fn session_of(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// The environment process `pid` was started with (`/proc/PID/environ`); `None`: no such
+/// process, or not one the hub may read.
+pub fn environ(pid: u32) -> Option<BTreeMap<String, String>> {
+    let bytes = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    Some(parse_environ(&bytes))
+}
+
+/// `NAME=value` entries, each ended by a NUL byte; an entry without `=` or not UTF-8 is
+/// skipped.
+pub fn parse_environ(bytes: &[u8]) -> BTreeMap<String, String> {
+    bytes
+        .split(|b| *b == 0)
+        .filter_map(|entry| std::str::from_utf8(entry).ok()?.split_once('='))
+        .filter(|(name, _)| !name.is_empty())
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect()
 }
 
 /// Without `/proc`, the leader's process group is the best available approximation.
@@ -141,5 +160,30 @@ async fn wait_until_gone(sid: u32, within: Duration) -> bool {
             return false;
         }
         tokio::time::sleep(POLL_INTERVAL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_environment_is_read_entry_by_entry() {
+        let bytes = b"HOME=/x\0CLAUDE_CONFIG_DIR=/c=d\0junk\0=v\0\xff=1\0EMPTY=\0";
+        let env = parse_environ(bytes);
+        let want = [("CLAUDE_CONFIG_DIR", "/c=d"), ("EMPTY", ""), ("HOME", "/x")];
+        let want: BTreeMap<String, String> = want
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(env, want);
+        assert!(parse_environ(b"").is_empty());
+    }
+
+    #[test]
+    fn a_process_environment_is_its_own() {
+        let env = environ(std::process::id()).expect("this process's environment");
+        assert_eq!(env.get("PATH"), std::env::var("PATH").ok().as_ref());
+        assert_eq!(environ(u32::MAX), None);
     }
 }

@@ -3,11 +3,12 @@
 //! moment its screen changes state; `waiting` while it asks, with `"waitingFor": "permission
 //! prompt"`). A profile's `[signals.status_file]` says where the files are and what each
 //! status means; this module decides which file is a session's program's and what it says.
-//! Reading the files is the session's ([`crate::session`]), through the agent's home on this
-//! machine (a container agent's kept home), never inside a container.
+//! Reading the files is the session's ([`crate::session`]), on this machine: a container
+//! agent's through its kept home or its mounts ([`crate::agents::config_dir`]), never inside a
+//! container; a program on this machine's in the config dir its own environment names.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Deserialize;
 
@@ -31,16 +32,17 @@ pub struct StatusFileSpec {
 }
 
 impl StatusFileSpec {
-    /// The directory of status files of a program run with `env` in `home`.
-    pub fn dir_in(&self, home: &Path, env: &BTreeMap<String, String>) -> PathBuf {
-        let config = self
-            .config_dir_env
-            .as_ref()
-            .and_then(|var| env.get(var))
-            .filter(|d| !d.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| home.join(&self.config_dir));
-        config.join(&self.dir)
+    /// The config dir of a program started with `env`: the one its variable names, else
+    /// `config_dir` under its `HOME`; `None` when neither is set.
+    pub fn config_dir_of(&self, env: &BTreeMap<String, String>) -> Option<PathBuf> {
+        let set = |var: &str| env.get(var).filter(|d| !d.is_empty()).map(PathBuf::from);
+        let named = self.config_dir_env.as_deref().and_then(set);
+        named.or_else(|| Some(set("HOME")?.join(&self.config_dir)))
+    }
+
+    /// The directory of status files of a program started with `env`.
+    pub fn dir_of(&self, env: &BTreeMap<String, String>) -> Option<PathBuf> {
+        Some(self.config_dir_of(env)?.join(&self.dir))
     }
 
     /// What one status file says: its program, when that started, and the status (`None` when
@@ -98,6 +100,7 @@ pub fn pick<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn claude() -> StatusFileSpec {
         StatusFileSpec {
@@ -116,19 +119,30 @@ mod tests {
     #[test]
     fn the_directory_is_the_config_dir_the_environment_names_else_the_homes() {
         let spec = claude();
-        let home = Path::new("/home/a");
-        let none = BTreeMap::new();
+        let env = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let home = env(&[("HOME", "/home/a")]);
         assert_eq!(
-            spec.dir_in(home, &none),
+            spec.dir_of(&home).unwrap(),
             Path::new("/home/a/.claude/sessions")
         );
-        let set = BTreeMap::from([("CLAUDE_CONFIG_DIR".to_string(), "/cfg".to_string())]);
-        assert_eq!(spec.dir_in(home, &set), Path::new("/cfg/sessions"));
-        let empty = BTreeMap::from([("CLAUDE_CONFIG_DIR".to_string(), String::new())]);
+        let set = env(&[("HOME", "/home/a"), ("CLAUDE_CONFIG_DIR", "/cfg")]);
+        assert_eq!(spec.dir_of(&set).unwrap(), Path::new("/cfg/sessions"));
         assert_eq!(
-            spec.dir_in(home, &empty),
+            spec.dir_of(&env(&[("CLAUDE_CONFIG_DIR", "/cfg")])).unwrap(),
+            Path::new("/cfg/sessions")
+        );
+        let empty = env(&[("HOME", "/home/a"), ("CLAUDE_CONFIG_DIR", "")]);
+        assert_eq!(
+            spec.dir_of(&empty).unwrap(),
             Path::new("/home/a/.claude/sessions")
         );
+        assert_eq!(spec.dir_of(&env(&[("HOME", "")])), None);
+        assert_eq!(spec.dir_of(&env(&[])), None);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::config::{AgentDef, StartTmux};
 use crate::error::{HubError, HubResult};
 use crate::output::Output;
 use crate::registry::{NewSession, Origin};
-use crate::session::{AgentHome, Owner, SessionSpec};
+use crate::session::{Owner, SessionSpec, StatusFiles};
 
 /// The longest one look for the container's tmux session waits (see [`look_for`]).
 const LOOK_AT_MOST: Duration = Duration::from_secs(2);
@@ -150,13 +150,8 @@ impl Agents {
         if let Some(prev) = previous.filter(|p| *p != session_id) {
             sessions.remove(&prev);
         }
-        if let Some(dir) = self.host_home(def) {
-            // Its config dir as the container names it means nothing here: the home's.
-            session.follow_status_file(AgentHome {
-                dir,
-                env: Default::default(),
-                on_host: false,
-            });
+        if let Some(dir) = self.status_dir(def) {
+            session.follow_status_file(StatusFiles::Container(dir));
         }
         // The pane already has the session's size (`attach_tmux` made it so).
         Ok(session_id)

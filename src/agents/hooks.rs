@@ -1,4 +1,5 @@
-//! The CLI's own hooks, written into an agent's kept home at each start, so the CLI tells the
+//! The CLI's own hooks, written into an agent's CLI config dir at each start (in its kept home,
+//! or where its environment and mounts put it: [`super::config_dir`]), so the CLI tells the
 //! hub its state itself (`agent-hub hook EVENT [MATCHER]`, see [`crate::agent_state`]'s
 //! signals). Written for the profiles that say how (`[signals] install = "claude-code"`,
 //! `"gemini-cli"` or `"codex"`), merged into the user's own settings: the user's hooks and
@@ -13,35 +14,12 @@ use serde_json::{json, Value};
 use crate::agent_state::profile::Install;
 use crate::agent_state::State;
 
-/// Claude Code's settings file under its config dir (`~/.claude`).
-pub const CLAUDE_SETTINGS: &str = ".claude/settings.json";
-/// Gemini CLI's user settings (`~/.gemini`, or `$GEMINI_CLI_HOME/.gemini`).
-pub const GEMINI_SETTINGS: &str = ".gemini/settings.json";
-/// Codex's config (`~/.codex`, or `$CODEX_HOME`).
-pub const CODEX_CONFIG: &str = ".codex/config.toml";
-
-/// The file in an agent's home that `install` writes, relative to the home.
+/// The file in the CLI's config dir ([`super::config_dir`]) that `install` writes: Claude
+/// Code's and Gemini CLI's `settings.json`, Codex's `config.toml`.
 pub fn settings_file(install: Install) -> &'static str {
     match install {
-        Install::ClaudeCode => CLAUDE_SETTINGS,
-        Install::GeminiCli => GEMINI_SETTINGS,
-        Install::Codex => CODEX_CONFIG,
-    }
-}
-
-/// Whether an agent's environment `env` moves the CLI's config out of the home's
-/// [`settings_file`]: Claude Code reads `$CLAUDE_CONFIG_DIR` instead of `~/.claude`, Codex
-/// `$CODEX_HOME` instead of `~/.codex`, Gemini CLI `$GEMINI_CLI_HOME/.gemini`.
-pub fn moved(install: Install, env: &BTreeMap<String, String>) -> bool {
-    let not_in = |var: &str, dir: &str| {
-        env.get(var)
-            .is_some_and(|d| !d.trim_end_matches('/').ends_with(dir))
-    };
-    match install {
-        Install::ClaudeCode => not_in("CLAUDE_CONFIG_DIR", "/.claude"),
-        Install::Codex => not_in("CODEX_HOME", "/.codex"),
-        // Another home than the agent's own: the hub cannot tell which from here.
-        Install::GeminiCli => env.contains_key("GEMINI_CLI_HOME"),
+        Install::ClaudeCode | Install::GeminiCli => "settings.json",
+        Install::Codex => "config.toml",
     }
 }
 
@@ -181,16 +159,18 @@ fn is_ours(entry: &Value, ours: &str) -> bool {
     !commands.is_empty() && commands.iter().all(|c| c.starts_with(ours))
 }
 
-/// Claude Code's state files in a home that may name MCP servers: `~/.claude.json`, and
-/// `$CLAUDE_CONFIG_DIR/.claude.json` with the config dir at `~/.claude`.
-const CLAUDE_STATE: [&str; 2] = [".claude.json", ".claude/.claude.json"];
+/// Claude Code's state file, which may name MCP servers: `~/.claude.json`, or
+/// `.claude.json` in its config dir.
+const CLAUDE_STATE: &str = ".claude.json";
 
-/// Whether Claude Code in `home` runs the hub's MCP server over stdio (`agent-hub mcp`, in the
-/// `mcpServers` of its user scope or of a project).
-pub fn claude_runs_hub_mcp(home: &Path) -> bool {
-    CLAUDE_STATE
-        .iter()
-        .any(|f| std::fs::read_to_string(home.join(f)).is_ok_and(|text| names_hub_mcp(&text)))
+/// Whether Claude Code with its config dir at `config` (and its home at `home`, when the hub
+/// sees it) runs the hub's MCP server over stdio (`agent-hub mcp`, in the `mcpServers` of its
+/// user scope or of a project).
+pub fn claude_runs_hub_mcp(home: Option<&Path>, config: &Path) -> bool {
+    home.into_iter()
+        .chain([config])
+        .map(|dir| dir.join(CLAUDE_STATE))
+        .any(|f| std::fs::read_to_string(f).is_ok_and(|text| names_hub_mcp(&text)))
 }
 
 /// Whether a Claude Code state file names an MCP server whose command line runs
@@ -217,16 +197,16 @@ fn names_hub_mcp(text: &str) -> bool {
         })
 }
 
-/// Writes `install`'s settings, merged, into `home` (the agent's home on this machine), owned
-/// like the home itself (the agent's user, whoever the hub runs as). A file that cannot be
-/// merged is left alone, with an error saying why.
+/// Writes `install`'s settings, merged, into `config` (the CLI's config dir on this machine),
+/// owned like the directory that holds them (the agent's user, whoever the hub runs as). A
+/// file that cannot be merged is left alone, with an error saying why.
 pub fn install(
     install: Install,
-    home: &Path,
+    config: &Path,
     binary: &str,
     hooks: &BTreeMap<String, State>,
 ) -> Result<(), String> {
-    let file = home.join(settings_file(install));
+    let file = config.join(settings_file(install));
     let existing = match std::fs::read_to_string(&file) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -237,10 +217,16 @@ pub fn install(
     if merged == existing {
         return Ok(());
     }
-    let dir = file.parent().unwrap_or(home);
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+    // The config dir's owner, or its parent's (the home) when it is new.
+    let like = match config.exists() {
+        true => config,
+        false => config.parent().unwrap_or(config),
+    };
+    let like = like.to_path_buf();
+    std::fs::create_dir_all(config)
+        .map_err(|e| format!("cannot make {}: {e}", config.display()))?;
     std::fs::write(&file, merged).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
-    own_like(home, &[dir, &file]);
+    own_like(&like, &[config, &file]);
     Ok(())
 }
 
@@ -307,13 +293,14 @@ mod tests {
     /// broken file (left alone, with an error); returns the first file written.
     fn installs_once_and_leaves_a_broken_file_alone(which: Install, broken: &str) -> String {
         let home = tempfile::tempdir().unwrap();
-        install(which, home.path(), BIN, &hooks()).unwrap();
-        let file = home.path().join(settings_file(which));
+        let config = home.path().join(".cli");
+        install(which, &config, BIN, &hooks()).unwrap();
+        let file = config.join(settings_file(which));
         let first = std::fs::read_to_string(&file).unwrap();
-        install(which, home.path(), BIN, &hooks()).unwrap();
+        install(which, &config, BIN, &hooks()).unwrap();
         assert_eq!(std::fs::read_to_string(&file).unwrap(), first);
         std::fs::write(&file, broken).unwrap();
-        let e = install(which, home.path(), BIN, &hooks()).unwrap_err();
+        let e = install(which, &config, BIN, &hooks()).unwrap_err();
         assert!(e.contains("left alone"), "{e}");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), broken);
         first
@@ -334,11 +321,17 @@ mod tests {
             assert!(!names_hub_mcp(&not), "{not}");
         }
         let home = tempfile::tempdir().unwrap();
-        assert!(!claude_runs_hub_mcp(home.path()));
-        std::fs::create_dir(home.path().join(".claude")).unwrap();
+        let config = home.path().join(".claude");
+        assert!(!claude_runs_hub_mcp(Some(home.path()), &config));
+        std::fs::create_dir(&config).unwrap();
         let state = json!({"mcpServers": {"hub": {"command": "agent-hub", "args": ["mcp"]}}});
-        std::fs::write(home.path().join(".claude/.claude.json"), state.to_string()).unwrap();
-        assert!(claude_runs_hub_mcp(home.path()));
+        std::fs::write(config.join(".claude.json"), state.to_string()).unwrap();
+        assert!(claude_runs_hub_mcp(Some(home.path()), &config));
+        assert!(claude_runs_hub_mcp(None, &config), "a config dir elsewhere");
+        let elsewhere = tempfile::tempdir().unwrap();
+        assert!(!claude_runs_hub_mcp(None, elsewhere.path()));
+        std::fs::write(home.path().join(".claude.json"), state.to_string()).unwrap();
+        assert!(claude_runs_hub_mcp(Some(home.path()), elsewhere.path()));
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! above fakes of both (`tests.rs`).
 
 mod attach;
+pub mod config_dir;
 pub mod containers;
 pub mod home;
 pub mod hooks;
@@ -95,6 +96,8 @@ struct Runtime {
     started_at: Option<DateTime<Utc>>,
     exit_code: Option<i64>,
     error: Option<String>,
+    /// Its home in its container, as its image says (learnt at a start or a re-attach).
+    home: Option<String>,
 }
 
 /// What the agents work with.
@@ -372,6 +375,7 @@ impl Agents {
         let image_info = match containers.image_info(&endpoint, &image).await? {
             Some(info) => {
                 def.start_tmux = docker::resolve_start_tmux(def.start_tmux, Some(&info.labels));
+                self.learn_home(&def, &info);
                 info
             }
             None => {

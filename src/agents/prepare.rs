@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::config_dir::{self, AgentFiles, ConfigDir, ConfigDirSpec};
 use super::containers::{ImageInfo, VolumeSpec};
 use super::{home, resume, Agents};
 use crate::agent_state::profile::Install;
@@ -27,16 +28,61 @@ impl Agents {
             .then(|| home::home_dir(&self.handles.access.agents_dir, &def.id))
     }
 
+    /// The agent's home in its container, when known: its `home`, else the image's, learnt at
+    /// a start or a re-attach.
+    fn home_in_container(&self, def: &AgentDef) -> Option<String> {
+        def.home
+            .clone()
+            .or_else(|| self.lock().get(&def.id).and_then(|rt| rt.home.clone()))
+    }
+
+    /// Remembers the agent's home in its container, from its image.
+    pub(super) fn learn_home(&self, def: &AgentDef, image: &ImageInfo) {
+        let home = home::home_in_container(def, &image.env, &image.user);
+        self.update(&def.id, |rt| rt.home = home);
+    }
+
+    /// Its CLI's config dir (the one its profile names), in its container and on this machine
+    /// ([`config_dir::locate`]); `None` when the profile names none, or on a remote engine
+    /// (nothing of it is on this machine).
+    pub(super) fn config_dir(&self, def: &AgentDef) -> Option<(ConfigDirSpec, ConfigDir)> {
+        let profile = (self.handles.profiles)(def.cli_type.as_deref()).profile;
+        let spec = config_dir::spec_of(&profile).filter(|_| def.docker_host.is_none())?;
+        let home = self.home_in_container(def);
+        let kept_home = self.host_home(def);
+        let files = AgentFiles {
+            env: &def.env,
+            mounts: &def.mounts,
+            home: home.as_deref(),
+            kept_home: kept_home.as_deref(),
+        };
+        let dir = config_dir::locate(&spec, files);
+        Some((spec, dir))
+    }
+
+    /// Its CLI's config dir on this machine, or why the hub cannot see it (logged for `what`).
+    fn config_dir_on_host(&self, def: &AgentDef, what: &str) -> Option<PathBuf> {
+        match self.config_dir(def)?.1.on_host {
+            Ok(dir) => Some(dir),
+            Err(why) => {
+                tracing::info!(agent = %def.id, "{what}: {why}");
+                None
+            }
+        }
+    }
+
     /// What the next start of `def` does about its conversation.
     pub(super) fn resume_plan(&self, def: &AgentDef, fresh: bool) -> resume::Plan {
         let profile = (self.handles.profiles)(def.cli_type.as_deref()).profile;
         let home = self.host_home(def);
+        let config = self.config_dir(def);
         let started_before = home::started_mark(&self.handles.access.agents_dir, &def.id).exists();
         resume::plan(
             def,
             profile.resume.as_ref(),
             resume::Past {
                 home: home.as_deref(),
+                config: config.as_ref().map(|(spec, dir)| (spec, dir)),
                 started_before,
                 fresh,
             },
@@ -69,27 +115,27 @@ impl Agents {
         }
     }
 
-    /// Writes the CLI's own hooks into the agent's kept home (profiles with `[signals]
-    /// install`), after its container is made (Docker fills a new home from the image then)
-    /// and before it starts; needs the hub's executable in the container. A failure is logged:
-    /// the screen alone reads the agent then.
+    /// Writes the CLI's own hooks into its config dir (profiles with `[signals] install`),
+    /// after its container is made (Docker fills a new home from the image then) and before it
+    /// starts; needs the hub's executable in the container. A failure is logged: the screen
+    /// alone reads the agent then.
     pub(super) fn install_hooks(&self, def: &AgentDef) {
         let profile = (self.handles.profiles)(def.cli_type.as_deref()).profile;
-        let (Some(install), Some(home)) = (profile.signals.install, self.host_home(def)) else {
+        let Some(install) = profile.signals.install else {
             return;
         };
-        if !def.mounts_hub_binary() || super::hooks::moved(install, &def.env) {
-            tracing::info!(
-                agent = %def.id,
-                "{install:?} hooks not written: no hub executable in the container, or the \
-                 agent's environment moves the CLI's config out of {}",
-                super::hooks::settings_file(install)
-            );
+        if !def.mounts_hub_binary() {
+            let why = "no hub executable in the container";
+            tracing::info!(agent = %def.id, "{install:?} hooks not written: {why}");
             return;
         }
+        let Some(config) = self.config_dir_on_host(def, &format!("{install:?} hooks not written"))
+        else {
+            return;
+        };
         let binary = super::hub_access::BINARY_IN_CONTAINER;
         let hooks = &profile.signals.hooks;
-        if let Err(e) = super::hooks::install(install, &home, binary, hooks) {
+        if let Err(e) = super::hooks::install(install, &config, binary, hooks) {
             tracing::warn!(agent = %def.id, "{install:?} hooks not written: {e}");
         }
     }
@@ -102,12 +148,14 @@ impl Agents {
     /// of its own for it (see docs/policies.md, "Ready means ready").
     pub(super) fn expect_hub_mcp(&self, def: &AgentDef, session_id: &str) {
         let profile = (self.handles.profiles)(def.cli_type.as_deref()).profile;
-        let (Some(Install::ClaudeCode), Some(home)) =
-            (profile.signals.install, self.host_home(def))
-        else {
+        if profile.signals.install != Some(Install::ClaudeCode) || !def.mounts_hub_binary() {
+            return;
+        }
+        let Some(config) = self.config_dir(def).and_then(|(_, dir)| dir.on_host.ok()) else {
             return;
         };
-        if !def.mounts_hub_binary() || !super::hooks::claude_runs_hub_mcp(&home) {
+        let home = self.host_home(def);
+        if !super::hooks::claude_runs_hub_mcp(home.as_deref(), &config) {
             return;
         }
         if let Some(session) = self.handles.sessions.session(session_id) {
@@ -133,14 +181,26 @@ impl Agents {
         }
     }
 
-    /// Removes the status files an earlier run of the agent's CLI left in its kept home (its
-    /// container is not running, so none is live): the newest file is then the new run's.
-    pub(super) fn clear_status_files(&self, def: &AgentDef) {
+    /// The directory of its CLI's status files on this machine (its profile's
+    /// `[signals.status_file]` in its config dir), when the hub sees it.
+    pub(super) fn status_dir(&self, def: &AgentDef) -> Option<PathBuf> {
         let profile = (self.handles.profiles)(def.cli_type.as_deref()).profile;
-        let (Some(spec), Some(home)) = (&profile.signals.status_file, self.host_home(def)) else {
+        let spec = profile.signals.status_file.as_ref()?;
+        let config = self.config_dir_on_host(def, "its status file is not read")?;
+        Some(config.join(&spec.dir))
+    }
+
+    /// Removes the status files an earlier run of the agent's CLI left in its config dir (its
+    /// container is not running, so none is live): the newest file is then the new run's. Only
+    /// in its kept home: a config dir mounted from elsewhere is the user's, maybe shared with
+    /// CLIs running there.
+    pub(super) fn clear_status_files(&self, def: &AgentDef) {
+        let (Some(dir), Some(home)) = (self.status_dir(def), self.host_home(def)) else {
             return;
         };
-        let dir = spec.dir_in(&home, &Default::default());
+        if !dir.starts_with(&home) {
+            return;
+        }
         for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             let name = entry.file_name();
             if crate::agent_state::status_file::is_status_file(&name.to_string_lossy()) {

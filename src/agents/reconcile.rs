@@ -141,6 +141,14 @@ impl Agents {
             rt.container_id = Some(container_id.clone());
             rt.status = AgentStatus::Starting;
         });
+        let image = self
+            .handles
+            .containers
+            .image_info(def.endpoint(), def.image.get_ref())
+            .await;
+        if let Ok(Some(image)) = image {
+            self.learn_home(&def, &image);
+        }
         match self.attach(&def, &container_id, false).await {
             Ok(_) => {
                 self.update(agent, |rt| {

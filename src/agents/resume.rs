@@ -1,6 +1,7 @@
 //! Whether the next start of an agent resumes its conversation, and with which arguments: a
 //! pure decision ([`plan`]) over the agent's definition, its CLI profile's `[resume]`, and what
-//! its home on the hub's machine holds ([`find_in`]).
+//! its home and its CLI's config dir ([`super::config_dir`]) hold on the hub's machine
+//! ([`find_in`]).
 //!
 //! The arguments are inserted after the program (`claude --continue ...`,
 //! `codex resume --last ...`): the hub passes them to the tmux session it starts, or writes them
@@ -8,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::config_dir::{self, ConfigDir, ConfigDirSpec};
 use crate::agent_state::profile::ResumeSpec;
 use crate::config::{AgentDef, Resume};
 
@@ -16,9 +18,9 @@ use crate::config::{AgentDef, Resume};
 pub struct Plan {
     /// The arguments that resume, inserted after the program; empty: none to pass.
     pub args: Vec<String>,
-    /// Files under the home (globs) of which one must exist for `args` to apply: the
-    /// entrypoint looks again at start, as the agent's user (who can read its home when the hub
-    /// cannot); empty: `args` apply as they are.
+    /// Files (globs, relative to the home or absolute in the container) of which one must
+    /// exist for `args` to apply: the entrypoint looks again at start, as the agent's user (who
+    /// can read its home when the hub cannot); empty: `args` apply as they are.
     pub when: Vec<String>,
     /// Whether the start resumes, as far as the hub can see.
     pub resumes: bool,
@@ -43,6 +45,9 @@ impl Plan {
 pub struct Past<'a> {
     /// The agent's home on the hub's machine, when it keeps one.
     pub home: Option<&'a Path>,
+    /// Its CLI's config dir and where it is ([`config_dir::locate`]): the profile's globs
+    /// under the CLI's default config dir are looked for there. `None`: the profile names none.
+    pub config: Option<(&'a ConfigDirSpec, &'a ConfigDir)>,
     /// The hub started the agent before (with this data dir).
     pub started_before: bool,
     /// A fresh start was asked for.
@@ -62,59 +67,117 @@ pub fn plan(def: &AgentDef, profile: Option<&ResumeSpec>, past: Past) -> Plan {
             return Plan::fresh("its CLI profile does not say how to resume");
         }
     };
-    let Some(home) = past.home else {
-        return Plan::fresh(if def.docker_host.is_some() {
-            "its home is on a remote engine, where the hub cannot look for a conversation"
-        } else {
-            "keep_home = false: the CLI's state is not kept"
-        });
-    };
     let when = profile.map(|p| p.when.as_slice()).unwrap_or_default();
     if when.is_empty() {
-        return if past.started_before {
-            Plan {
+        return match (past.home, past.started_before) {
+            (None, _) => Plan::fresh(no_home(def)),
+            (Some(_), true) => Plan {
                 args,
                 when: Vec::new(),
                 resumes: true,
                 reason: "the agent ran before".into(),
-            }
-        } else {
-            Plan::fresh("the agent never ran")
+            },
+            (Some(_), false) => Plan::fresh("the agent never ran"),
         };
     }
     let slug = def
         .workdir_or_default()
         .map_or_else(|| "*".to_string(), |w| workdir_slug(&w));
-    let when: Vec<String> = when
+    let targets: Vec<Target> = when
         .iter()
-        .map(|g| g.replace("{workdir_slug}", &slug))
+        .map(|g| target(&g.replace("{workdir_slug}", &slug), def, past))
         .collect();
-    let looks: Vec<Look> = when.iter().map(|g| find_in(home, g)).collect();
-    decide(args, when, &looks)
+    decide(args, targets)
 }
 
-/// The plan from what the looks for `when` found in the home.
-fn decide(args: Vec<String>, when: Vec<String>, looks: &[Look]) -> Plan {
-    let found = looks.iter().find_map(|l| match l {
+/// Why an agent without a home on the hub's machine starts anew.
+fn no_home(def: &AgentDef) -> &'static str {
+    if def.docker_host.is_some() {
+        "its home is on a remote engine, where the hub cannot look for a conversation"
+    } else {
+        "keep_home = false: the CLI's state is not kept"
+    }
+}
+
+/// One glob of a profile's `when`: as the entrypoint reads it (relative to the home, or
+/// absolute in the container), and what the hub's own look for it found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Target {
+    glob: String,
+    look: Look,
+}
+
+/// Where `glob` (relative to the home) is looked for: in the CLI's config dir when it is under
+/// the CLI's default one, else in the home.
+fn target(glob: &str, def: &AgentDef, past: Past) -> Target {
+    let moved = past.config.and_then(|(spec, dir)| {
+        let rest = config_dir::in_config_dir(glob, spec)?;
+        Some((dir, rest))
+    });
+    let look = match (moved, past.home) {
+        (Some((dir, rest)), _) => return in_config_dir(dir, rest),
+        (None, Some(home)) => find_in(home, glob),
+        (None, None) => Look::Unseen(no_home(def).to_string()),
+    };
+    Target {
+        glob: glob.to_string(),
+        look,
+    }
+}
+
+/// `rest` looked for in the config dir `dir`; what it finds is named as the container names it.
+fn in_config_dir(dir: &ConfigDir, rest: &str) -> Target {
+    let in_container = Path::new(&dir.in_container);
+    let look = match &dir.on_host {
+        Ok(root) => match find_in(root, rest) {
+            Look::Found(p) => Look::Found(in_container.join(p)),
+            other => other,
+        },
+        Err(why) => Look::Unseen(why.clone()),
+    };
+    Target {
+        glob: in_container.join(rest).display().to_string(),
+        look,
+    }
+}
+
+/// The plan from what the looks for `when` found. Nothing the hub can see: a new conversation,
+/// and why.
+fn decide(args: Vec<String>, targets: Vec<Target>) -> Plan {
+    let found = targets.iter().find_map(|t| match &t.look {
         Look::Found(path) => Some(path),
         _ => None,
     });
-    let unreadable = looks.iter().find_map(|l| match l {
+    let unreadable = targets.iter().find_map(|t| match &t.look {
         Look::Unreadable(dir) => Some(dir),
         _ => None,
     });
+    let unseen: Vec<&str> = targets
+        .iter()
+        .filter_map(|t| match &t.look {
+            Look::Unseen(why) => Some(why.as_str()),
+            _ => None,
+        })
+        .collect();
+    let when: Vec<String> = targets.iter().map(|t| t.glob.clone()).collect();
     let (resumes, reason) = match (found, unreadable) {
         (Some(path), _) => (true, format!("found {}", path.display())),
         (None, Some(dir)) => (
             true,
             format!(
-                "if its home has {} (the hub cannot read {}; the agent's entrypoint looks at \
-                 start)",
+                "if {} exists (the hub cannot read {}; the agent's entrypoint looks at start)",
                 when.join(" or "),
                 dir.display()
             ),
         ),
-        (None, None) => (false, format!("no conversation yet ({})", when.join(", "))),
+        _ if unseen.len() == targets.len() => return Plan::fresh(unseen.join("; ")),
+        (None, None) => (
+            false,
+            std::iter::once(format!("no conversation yet ({})", when.join(", ")))
+                .chain(unseen.iter().map(|why| why.to_string()))
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
     };
     Plan {
         args,
@@ -151,6 +214,8 @@ pub enum Look {
     Absent,
     /// A directory on the way the hub may not read (the agent's user made it private).
     Unreadable(PathBuf),
+    /// A place the hub cannot see at all, and why.
+    Unseen(String),
 }
 
 /// Looks under `root` for what `glob` (relative, `/`-separated, `*` matching within one
@@ -190,7 +255,7 @@ fn walk(dir: &Path, segments: &[&str]) -> Look {
         match look {
             Look::Found(_) => return look,
             Look::Unreadable(_) => unreadable = unreadable.or(Some(look)),
-            Look::Absent => {}
+            Look::Absent | Look::Unseen(_) => {}
         }
     }
     unreadable.unwrap_or(Look::Absent)
@@ -230,6 +295,7 @@ mod tests {
     fn past(home: &Path) -> Past<'_> {
         Past {
             home: Some(home),
+            config: None,
             started_before: true,
             fresh: false,
         }
@@ -323,12 +389,23 @@ mod tests {
         );
     }
 
+    fn targets(looks: &[Look]) -> Vec<Target> {
+        let glob = ".claude/projects/-workspace/*.jsonl".to_string();
+        looks
+            .iter()
+            .map(|look| Target {
+                glob: glob.clone(),
+                look: look.clone(),
+            })
+            .collect()
+    }
+
     #[test]
     fn a_home_the_hub_cannot_read_leaves_the_look_to_the_entrypoint() {
-        let when = vec![".claude/projects/-workspace/*.jsonl".to_string()];
+        let when = vec![".claude/projects/-workspace/*.jsonl".to_string(); 2];
         let args = vec!["--continue".to_string()];
         let private = Look::Unreadable(PathBuf::from("/h/.claude"));
-        let p = decide(args.clone(), when.clone(), &[Look::Absent, private]);
+        let p = decide(args.clone(), targets(&[Look::Absent, private]));
         assert_eq!(
             (p.args.as_slice(), p.when.as_slice()),
             (args.as_slice(), when.as_slice())
@@ -338,13 +415,83 @@ mod tests {
         let found = Look::Found(PathBuf::from("x.jsonl"));
         let p = decide(
             args.clone(),
-            when.clone(),
-            &[Look::Unreadable("/h".into()), found],
+            targets(&[Look::Unreadable("/h".into()), found]),
         );
         assert_eq!((p.resumes, p.reason.as_str()), (true, "found x.jsonl"));
-        let p = decide(args.clone(), when.clone(), &[Look::Absent]);
+        let p = decide(args.clone(), targets(&[Look::Absent]));
         assert!(!p.resumes, "{p:?}");
         assert_eq!(p.args, args, "the entrypoint looks again at start");
+    }
+
+    #[test]
+    fn a_place_the_hub_cannot_see_starts_anew_and_says_why() {
+        let args = vec!["--continue".to_string()];
+        let p = decide(args.clone(), targets(&[Look::Unseen("X is hidden".into())]));
+        assert_eq!(p, Plan::fresh("X is hidden"));
+        let p = decide(
+            args.clone(),
+            targets(&[Look::Unseen("X is hidden".into()), Look::Absent]),
+        );
+        assert!(
+            !p.resumes && p.reason.starts_with("no conversation yet"),
+            "{p:?}"
+        );
+    }
+
+    /// A Claude Code agent whose config dir is `config` (in the container, on this machine).
+    fn moved(home: &Path, in_container: &str, on_host: Result<PathBuf, String>) -> Plan {
+        let spec = config_dir::spec_of_install(crate::agent_state::profile::Install::ClaudeCode);
+        let dir = ConfigDir {
+            in_container: in_container.into(),
+            on_host,
+        };
+        let past = Past {
+            config: Some((&spec, &dir)),
+            ..past(home)
+        };
+        plan(&def(""), Some(&claude()), past)
+    }
+
+    #[test]
+    fn a_conversation_in_a_config_dir_elsewhere_is_looked_for_there() {
+        let home = tempfile::tempdir().unwrap();
+        let mounted = tempfile::tempdir().unwrap();
+        let cfg = || Ok(mounted.path().to_path_buf());
+        let p = moved(home.path(), "/cfg", cfg());
+        assert_eq!(
+            (p.resumes, p.when.as_slice()),
+            (
+                false,
+                ["/cfg/projects/-workspace/*.jsonl".to_string()].as_slice()
+            ),
+            "{p:?}"
+        );
+        // One in the home's `.claude` is not the CLI's now.
+        let in_home = home.path().join(".claude/projects/-workspace");
+        std::fs::create_dir_all(&in_home).unwrap();
+        std::fs::write(in_home.join("old.jsonl"), "{}").unwrap();
+        assert!(!moved(home.path(), "/cfg", cfg()).resumes);
+
+        let project = mounted.path().join("projects/-workspace");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(project.join("c0ffee.jsonl"), "{}").unwrap();
+        let p = moved(home.path(), "/cfg", cfg());
+        assert_eq!(p.args, ["--continue"]);
+        assert_eq!(
+            (p.resumes, p.reason.as_str()),
+            (true, "found /cfg/projects/-workspace/c0ffee.jsonl")
+        );
+        // The default config dir: relative to the home, as before.
+        let p = moved(home.path(), ".claude", Ok(home.path().join(".claude")));
+        assert_eq!(p.reason, "found .claude/projects/-workspace/old.jsonl");
+        assert_eq!(p.when, [".claude/projects/-workspace/*.jsonl"]);
+
+        let hidden = moved(
+            home.path(),
+            "/cfg",
+            Err("CLAUDE_CONFIG_DIR=/cfg is hidden".into()),
+        );
+        assert_eq!(hidden, Plan::fresh("CLAUDE_CONFIG_DIR=/cfg is hidden"));
     }
 
     #[test]

@@ -879,3 +879,87 @@ async fn the_removal_of_a_container_made_again_does_not_take_the_new_ones_id() {
     f.agents.container_removed("a1", "cid-2");
     assert_eq!(f.agents.info("a1").unwrap().container_id, None);
 }
+
+/// An agent running Claude Code with its config dir mounted from the user's own directory.
+fn claude_with_config_at(cfg: &std::path::Path) -> String {
+    format!(
+        "cli_type = \"claude\"\ncommand = [\"claude\"]\nmounts = [\"{}:/cfg\"]\n\
+         env = {{ CLAUDE_CONFIG_DIR = \"/cfg\" }}\n",
+        cfg.display()
+    )
+}
+
+#[tokio::test]
+async fn a_config_dir_mounted_from_the_host_resumes_and_gets_the_hooks_and_status_files() {
+    let cfg = tempfile::tempdir().unwrap();
+    let f = fixture(
+        &claude_with_config_at(cfg.path()),
+        FakeContainers::with_image("img"),
+    );
+    let commands = || f.containers.world.lock().unwrap().commands.clone();
+    f.agents.start("a1", false).await.unwrap();
+    assert_eq!(commands()[0], ["claude"]);
+    // The hooks went where Claude Code reads its settings, not into the home.
+    let settings = std::fs::read_to_string(cfg.path().join("settings.json")).unwrap();
+    assert!(settings.contains("hook Stop"), "{settings}");
+    let home = f.data.path().join("agents/a1/home");
+    assert!(!home.join(".claude/settings.json").exists());
+    let def = f.agents.def("a1").unwrap();
+    assert_eq!(f.agents.status_dir(def), Some(cfg.path().join("sessions")));
+
+    // Claude Code wrote its conversation into the mounted config dir: every start after an
+    // idle stop resumes it.
+    let project = cfg.path().join("projects/-workspace");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("c0ffee.jsonl"), "{}").unwrap();
+    let info = f.agents.info("a1").unwrap();
+    assert_eq!(
+        (info.resumes, info.resume_reason.as_str()),
+        (true, "found /cfg/projects/-workspace/c0ffee.jsonl")
+    );
+    for run in 1..=3 {
+        f.agents.stop("a1").await.unwrap();
+        f.agents.start("a1", false).await.unwrap();
+        assert_eq!(commands()[run], ["claude", "--continue"], "start {run}");
+    }
+
+    // A status file there is the user's: a start leaves it.
+    let sessions = cfg.path().join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    std::fs::write(sessions.join("7.json"), "{}").unwrap();
+    f.agents.restart("a1", false).await.unwrap();
+    assert!(sessions.join("7.json").exists());
+}
+
+#[tokio::test]
+async fn a_config_dir_the_hub_cannot_see_is_said_and_starts_anew() {
+    let f = fixture(
+        "cli_type = \"claude\"\ncommand = [\"claude\"]\nenv = { CLAUDE_CONFIG_DIR = \"/cfg\" }\n",
+        FakeContainers::with_image("img"),
+    );
+    let info = f.agents.info("a1").unwrap();
+    assert!(!info.resumes);
+    assert_eq!(
+        info.resume_reason,
+        "CLAUDE_CONFIG_DIR=/cfg is in none of its mounts nor in its kept home: the hub cannot \
+         see it"
+    );
+    f.agents.start("a1", false).await.unwrap();
+    // Once the image said where the home is, the reason names it.
+    let info = f.agents.info("a1").unwrap();
+    assert_eq!(
+        (info.resumes, info.resume_reason.as_str()),
+        (
+            false,
+            "CLAUDE_CONFIG_DIR=/cfg is in none of its mounts nor in its kept home \
+             (/home/agent): the hub cannot see it"
+        )
+    );
+    let home = f.data.path().join("agents/a1/home");
+    assert!(
+        !home.join(".claude/settings.json").exists(),
+        "no hooks where Claude Code does not read them"
+    );
+    f.agents.restart("a1", false).await.unwrap();
+    assert_eq!(f.containers.world.lock().unwrap().commands[1], ["claude"]);
+}

@@ -13,7 +13,7 @@ pub mod talk;
 mod wait;
 pub mod write;
 
-pub use status_file::AgentHome;
+pub use status_file::StatusFiles;
 
 use std::sync::{Arc, Mutex};
 

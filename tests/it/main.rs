@@ -45,6 +45,7 @@ mod routing;
 mod scope;
 mod secure_default;
 mod sessions;
+mod status_file;
 mod stream;
 mod tasks;
 mod term_read;

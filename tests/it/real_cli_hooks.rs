@@ -132,7 +132,8 @@ async fn claude_code_states_come_from_its_own_hooks() {
 }
 
 /// Writes what the hub writes at a container agent's start for the shipped profile of
-/// `cli_type` into `home` (its `[signals] install`), running this build's `agent-hub`.
+/// `cli_type` into `home` (its `[signals] install`, in the CLI's default config dir), running
+/// this build's `agent-hub`.
 pub fn install_hooks(home: &Path, cli_type: &str) {
     let profile =
         agent_hub::agent_state::profile::ProfileSet::default().for_cli_type(Some(cli_type));
@@ -140,7 +141,9 @@ pub fn install_hooks(home: &Path, cli_type: &str) {
         .signals
         .install
         .expect("the profile installs its hooks");
-    agent_hub::agents::hooks::install(install, home, BIN, &profile.signals.hooks).unwrap();
+    let config = agent_hub::agents::config_dir::spec_of_install(install).under_home;
+    let config = home.join(config);
+    agent_hub::agents::hooks::install(install, &config, BIN, &profile.signals.hooks).unwrap();
 }
 
 /// Codex on its `notify` (the hub's `~/.codex/config.toml` entry): each turn's end is `idle`

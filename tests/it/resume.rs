@@ -19,15 +19,28 @@ use crate::support::wait_until;
 
 /// An agent running the mounted Claude Code with its config in its kept home.
 fn claude_agent(id: &str, standin: &ModelStandIn, extra: &str) -> String {
+    claude_agent_with(id, standin, "/home/agent/.claude", &[], extra)
+}
+
+/// An agent running the mounted Claude Code with its config dir at `config_dir` (in the
+/// container) and `mounts` besides the CLI's.
+fn claude_agent_with(
+    id: &str,
+    standin: &ModelStandIn,
+    config_dir: &str,
+    mounts: &[String],
+    extra: &str,
+) -> String {
     let modules = format!(
         "{}/tests/agent-clis/node_modules",
         env!("CARGO_MANIFEST_DIR")
     );
-    let env = toml_table(&claude_env(standin, "/home/agent/.claude"));
+    let env = toml_table(&claude_env(standin, config_dir));
+    let mounts: String = mounts.iter().map(|m| format!(", \"{m}\"")).collect();
     format!(
         "[[agents]]\nid = \"{id}\"\nimage = \"{image}\"\ncommand = [\"/clis/.bin/claude\"]\n\
-         mounts = [\"{modules}:/clis:ro\"]\nworkdir = \"/workspace\"\nnetwork = \"host\"\n\
-         env = {{ {env} }}\ncli_type = \"claude\"\npolicy = \"nap\"\n\
+         mounts = [\"{modules}:/clis:ro\"{mounts}]\nworkdir = \"/workspace\"\n\
+         network = \"host\"\nenv = {{ {env} }}\ncli_type = \"claude\"\npolicy = \"nap\"\n\
          ready_pattern = '\\? for shortcuts'\nready_timeout = 60\nstop_grace = 2\n{extra}\n",
         image = test_image(),
     )
@@ -297,6 +310,53 @@ async fn claude_code_resumes_its_conversation_whenever_the_hub_starts_it_again()
         "no earlier turn after a removed container: {:?}",
         users(&again)
     );
+}
+
+/// Claude Code with its config dir mounted from a directory of the user's own
+/// (`CLAUDE_CONFIG_DIR=/cfg`, as people reuse a login; #40): the hub looks for its
+/// conversation there, so every start after an idle stop resumes it, writes its hooks there
+/// and reads its status file there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_with_its_config_dir_mounted_from_the_host_resumes_at_every_start() {
+    require_docker!();
+    let Some(_) = cli("claude") else { return };
+    let standin = ModelStandIn::start().await;
+    let cfg = tempfile::tempdir().unwrap();
+    write_claude_config(cfg.path(), "/workspace", false);
+    open_up(cfg.path());
+    let mount = format!("{}:/cfg", cfg.path().display());
+    let agents = claude_agent_with("cg", &standin, "/cfg", &[mount], "");
+    let setup = Setup::start("cfgdir", 4, &agents).await;
+    let hub = &setup.fresh.hub;
+
+    prompt(hub, &standin, "cg", "remember the word PAPAYA").await;
+    // Its states come from the hooks the hub wrote into /cfg, or from its status file there.
+    state_when(hub, "cg", |s| {
+        s["state"] == "idle" && (s["source"] == "hook:Stop" || s["source"] == "status-file:idle")
+    })
+    .await;
+    let settings = std::fs::read_to_string(cfg.path().join("settings.json")).unwrap();
+    assert!(settings.contains("hook Stop"), "{settings}");
+    for (i, words) in ["which word was it", "say it again", "once more"]
+        .iter()
+        .enumerate()
+    {
+        wait_status(hub, "cg", "stopped", Duration::from_secs(30)).await;
+        let info = agent(hub, "cg").await;
+        let reason = info["resume_reason"].as_str().unwrap_or_default();
+        assert!(
+            info["resumes"] == true && reason.starts_with("found /cfg/projects/-workspace/"),
+            "{info}"
+        );
+        let turns = prompt(hub, &standin, "cg", words).await;
+        assert!(
+            carries(&turns, "PAPAYA"),
+            "start {} after an idle stop did not resume: {:?}",
+            i + 1,
+            users(&turns)
+        );
+        settle(hub, "cg").await;
+    }
 }
 
 /// An agent running the mounted Codex (its static binary) with its config in its kept home.
