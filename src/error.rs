@@ -13,6 +13,14 @@ pub enum HubError {
     /// The terminal program could not be started.
     #[error("could not start the session: {reason}")]
     SpawnFailed { reason: String },
+    /// The working directory a request names cannot be used (empty, missing, not a directory);
+    /// nothing was started.
+    #[error("{message}")]
+    InvalidCwd { message: String },
+    /// The program a request names cannot be started (not found on the `PATH`, a directory, not
+    /// executable); nothing was started.
+    #[error("{message}")]
+    InvalidProgram { message: String },
     /// The operation did not finish in time; `output` holds what was seen so far.
     #[error("timed out after {timeout_ms} ms")]
     Timeout { timeout_ms: u64, output: String },
@@ -168,6 +176,8 @@ impl HubError {
         match self {
             HubError::SessionNotFound { .. } => "PTY_SESSION_NOT_FOUND",
             HubError::SpawnFailed { .. } => "PTY_SPAWN_FAILED",
+            HubError::InvalidCwd { .. } => "INVALID_CWD",
+            HubError::InvalidProgram { .. } => "INVALID_PROGRAM",
             HubError::Timeout { .. } => "PTY_TIMEOUT",
             HubError::ProcessExited { .. } => "PTY_PROCESS_EXITED",
             HubError::WriteFailed { .. } => "PTY_WRITE_FAILED",
@@ -240,7 +250,9 @@ impl HubError {
             },
             HubError::DockerUnavailable { .. } => 503,
             HubError::AgentStartFailed { .. } | HubError::Docker { .. } => 500,
-            HubError::BadRequest { .. } => 400,
+            HubError::BadRequest { .. }
+            | HubError::InvalidCwd { .. }
+            | HubError::InvalidProgram { .. } => 400,
             HubError::PayloadTooLarge { .. } => 413,
             HubError::MethodNotAllowed => 405,
             HubError::Timeout { .. } | HubError::TaskTimedOut { .. } => 504,

@@ -21,6 +21,10 @@ use crate::redact::Redactor;
 use crate::registry::{NewSession, Origin, Registry, SessionRegistry};
 use crate::session::{Owner, Session, SessionSpec, StatusFiles};
 
+pub mod spawn_check;
+
+use spawn_check::{check_cwd, check_program};
+
 /// What a new session should run.
 #[derive(Debug, Clone, Default)]
 pub struct CreateSession {
@@ -137,13 +141,19 @@ impl HostSessions {
             BackendKind::Tmux => crate::protocol::SessionBackend::Tmux,
         };
         let id = self.sessions.new_id(kind.as_str());
+        // What the request names is checked (a refusal); the hub's own defaults are not (a
+        // failure to start them is the hub's).
         let cwd = match req.cwd {
-            Some(cwd) => cwd,
-            None => std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from("/")),
+            Some(cwd) => {
+                check_cwd(&cwd)?;
+                cwd
+            }
+            None => home_dir(),
         };
         let mut env = self.child_env(&id, &req.env);
+        if let Some(shell) = &req.shell {
+            check_program(shell, &cwd, env.get("PATH").map(String::as_str))?;
+        }
         if req.hub_access {
             env.extend(self.hub_access_env(&id, &req.owner)?);
         }
@@ -251,10 +261,17 @@ fn with_home(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     env
 }
 
+/// The hub's home directory: where a session or task starts when the request names no `cwd`.
+pub fn home_dir() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
 /// What no program can be started with, refused as a bad request rather than failing the
 /// spawn (a server error): an empty program name, and a NUL byte in the program, an argument,
-/// an environment value or the directory. (A program or directory that does not exist stays a
-/// failed spawn.)
+/// an environment value or the directory. (A program or directory that does not exist is
+/// refused by [`spawn_check`].)
 fn check_spawn_text(req: &CreateSession) -> HubResult<()> {
     if req.shell.as_deref() == Some("") {
         return Err(HubError::bad_request("shell must not be empty"));

@@ -300,8 +300,9 @@ pub struct CreateTask {
     /// A name for listing (default: the command).
     #[schema(schema_with = super::schema::task_name)]
     pub name: Option<String>,
-    /// Working directory (default: the hub's home directory).
-    #[schema(pattern = r"^[^\u0000]*$")]
+    /// Working directory, an existing one (default: the hub's home directory). A relative
+    /// path is taken from the hub's working directory.
+    #[schema(min_length = 1, pattern = r"^[^\u0000]*$")]
     pub cwd: Option<String>,
     /// Extra environment variables.
     #[serde(default)]

@@ -39,14 +39,16 @@ pub use replies::*;
 pub struct CreateSessionRequest {
     #[serde(default)]
     pub backend: BackendKind,
-    /// The program (default: the hub's shell).
+    /// The program (default: the hub's shell): a path (with a `/`; a relative one from
+    /// `cwd`) to an executable file, or the name of one on the session's `PATH`.
     #[schema(min_length = 1, pattern = r"^[^\u0000]*$")]
     pub shell: Option<String>,
     #[serde(default)]
     #[schema(schema_with = schema::no_nul_list)]
     pub args: Vec<String>,
-    /// The working directory (default: the hub's home directory).
-    #[schema(pattern = r"^[^\u0000]*$")]
+    /// The working directory, an existing one (default: the hub's home directory). A
+    /// relative path is taken from the hub's working directory.
+    #[schema(min_length = 1, pattern = r"^[^\u0000]*$")]
     pub cwd: Option<String>,
     #[serde(default, deserialize_with = "whole::opt")]
     #[schema(minimum = 1, maximum = 1000)]

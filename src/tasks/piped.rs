@@ -35,11 +35,14 @@ impl Tasks {
         let plan = plan(&req)?;
         let id = handles.host.sessions.new_id("task");
         let cwd = match &req.cwd {
-            Some(cwd) => PathBuf::from(cwd),
-            None => std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from("/")),
+            Some(cwd) => {
+                let cwd = PathBuf::from(cwd);
+                crate::host::spawn_check::check_cwd(&cwd)?;
+                cwd
+            }
+            None => crate::host::home_dir(),
         };
+        // The hub's home directory: not the caller's mistake.
         if !cwd.is_dir() {
             return Err(HubError::SpawnFailed {
                 reason: format!(
@@ -55,6 +58,8 @@ impl Tasks {
         extra.extend(req.env);
         let mut env = handles.host.child_env(&id, &extra);
         env.remove("AGENT_HUB_SESSION_ID");
+        let path = env.get("PATH").map(String::as_str);
+        crate::host::spawn_check::check_program("sh", &cwd, path)?;
         let mut command = tokio::process::Command::new("sh");
         command
             .arg("-c")

@@ -271,39 +271,7 @@ async fn bad_requests_get_clear_errors_and_the_hub_stays_up() {
         "BAD_REQUEST",
     );
 
-    // Spawning.
-    let v = expect(
-        "bad cwd",
-        hub.post("/v1/pty/sessions", json!({"cwd": "/no/such/dir"}))
-            .await,
-        500,
-        "PTY_SPAWN_FAILED",
-    );
-    assert!(
-        v["message"].as_str().unwrap().contains("/no/such/dir"),
-        "{v}"
-    );
-    let v = expect(
-        "bad shell",
-        hub.post("/v1/pty/sessions", json!({"shell": "/no/such/shell"}))
-            .await,
-        500,
-        "PTY_SPAWN_FAILED",
-    );
-    assert!(
-        v["message"].as_str().unwrap().contains("/no/such/shell"),
-        "{v}"
-    );
-    expect(
-        "tmux bad cwd",
-        hub.post(
-            "/v1/pty/sessions",
-            json!({"backend": "tmux", "cwd": "/no/such/dir"}),
-        )
-        .await,
-        500,
-        "PTY_SPAWN_FAILED",
-    );
+    // Spawning (where and what: `a_bad_cwd_or_program_is_refused_and_nothing_starts`).
     expect(
         "bad tmux name",
         hub.post(
@@ -344,4 +312,83 @@ async fn bad_requests_get_clear_errors_and_the_hub_stays_up() {
         hub.talk(&id, "echo still-fine").await["output"],
         "still-fine\n"
     );
+}
+
+/// A working directory or program that cannot be used is the caller's mistake: 400 with its
+/// own code and a sentence naming it, for sessions (both backends) and tasks (both kinds), and
+/// nothing is started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_cwd_or_program_is_refused_and_nothing_starts() {
+    let hub = TestHub::start().await;
+    let scratch = tempfile::tempdir().unwrap();
+    let file = scratch.path().join("notes");
+    std::fs::write(&file, "text").unwrap();
+    let file = file.display().to_string();
+    let dir = scratch.path().display().to_string();
+    let cwds = [
+        ("", "cwd is empty"),
+        ("/no/such/dir", "cwd '/no/such/dir' does not exist"),
+        (file.as_str(), "is not a directory"),
+    ];
+    for (cwd, says) in cwds {
+        for backend in ["pty", "tmux"] {
+            let body = json!({"backend": backend, "shell": "sh", "cwd": cwd});
+            let v = expect(
+                &format!("{backend} cwd {cwd:?}"),
+                hub.post("/v1/pty/sessions", body).await,
+                400,
+                "INVALID_CWD",
+            );
+            assert!(v["message"].as_str().unwrap().contains(says), "{v}");
+        }
+        for pty in [true, false] {
+            let body = json!({"cmd": "true", "pty": pty, "cwd": cwd});
+            let v = expect(
+                &format!("task (pty {pty}) cwd {cwd:?}"),
+                hub.post("/v1/tasks", body).await,
+                400,
+                "INVALID_CWD",
+            );
+            assert!(v["message"].as_str().unwrap().contains(says), "{v}");
+        }
+    }
+    let programs = [
+        ("/no/such/shell", "program '/no/such/shell' does not exist"),
+        ("no-such-program-here", "is not found on the session's PATH"),
+        (dir.as_str(), "is a directory"),
+        (file.as_str(), "is not executable"),
+        ("./notes", "is not executable"),
+    ];
+    for (shell, says) in programs {
+        for backend in ["pty", "tmux"] {
+            let body = json!({"backend": backend, "shell": shell, "cwd": dir});
+            let v = expect(
+                &format!("{backend} shell {shell:?}"),
+                hub.post("/v1/pty/sessions", body).await,
+                400,
+                "INVALID_PROGRAM",
+            );
+            assert!(v["message"].as_str().unwrap().contains(says), "{v}");
+        }
+    }
+    // A task runs `sh` from the PATH its environment gives.
+    for pty in [true, false] {
+        let body = json!({"cmd": "true", "pty": pty, "env": {"PATH": "/no/such/dir"}});
+        let v = expect(
+            &format!("task (pty {pty}) without sh on its PATH"),
+            hub.post("/v1/tasks", body).await,
+            400,
+            "INVALID_PROGRAM",
+        );
+        assert!(v["message"].as_str().unwrap().contains("'sh'"), "{v}");
+    }
+    // Nothing was started.
+    assert_eq!(hub.get("/v1/pty/sessions").await.1["count"], 0);
+    assert_eq!(hub.get("/v1/tasks").await.1["count"], 0);
+    // What is right still starts: a name on the PATH, a relative cwd.
+    for backend in ["pty", "tmux"] {
+        let body = json!({"backend": backend, "shell": "sh", "cwd": "."});
+        let (status, v) = hub.post("/v1/pty/sessions", body).await;
+        assert_eq!(status, 200, "{v}");
+    }
 }

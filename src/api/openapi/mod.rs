@@ -474,6 +474,24 @@ mod tests {
         });
     }
 
+    /// What a request to start a program can be refused with, in the document.
+    #[test]
+    fn spawn_refusals_are_documented() {
+        let doc = doc();
+        for path in ["/v1/pty/sessions", "/v1/tasks"] {
+            let refused = doc["paths"][path]["post"]["responses"]["400"]["description"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{path}: no 400"));
+            for code in ["INVALID_CWD", "INVALID_PROGRAM", "BAD_REQUEST"] {
+                assert!(refused.contains(code), "{path}: {refused}");
+            }
+        }
+        let schemas = &doc["components"]["schemas"];
+        for name in ["CreateSessionRequest", "CreateTask"] {
+            assert_eq!(schemas[name]["properties"]["cwd"]["minLength"], 1, "{name}");
+        }
+    }
+
     /// Rules between fields, and requests that refuse unknown fields, are in the schemas; no
     /// `allOf` has a closed part (which would leave nothing valid).
     #[test]

@@ -166,7 +166,11 @@ pub(super) fn list_sessions() {}
     operation_id = "create_session",
     summary = "Start a session (host PTY or tmux).",
     request_body = CreateSessionRequest,
-    responses((status = 200, body = SessionCreatedReply), (status = "default", body = ErrorBody, description = "Failed"))
+    responses(
+        (status = 200, body = SessionCreatedReply),
+        (status = 400, body = ErrorBody, description = "Refused, nothing started: INVALID_CWD (`cwd` is empty, does not exist, is not a directory or cannot be entered), INVALID_PROGRAM (`shell` is not found on the session's PATH, is a directory or is not executable), BAD_REQUEST (any other field)"),
+        (status = "default", body = ErrorBody, description = "Failed (PTY_SPAWN_FAILED: the hub could not start what it was given)")
+    )
 )]
 pub(super) fn create_session() {}
 
@@ -561,7 +565,11 @@ pub(super) fn list_tasks() {}
     operation_id = "create_task",
     summary = "Run a command as a task (in a PTY, or piped and answered when it ends).",
     request_body = CreateTask,
-    responses((status = 200, body = TaskCreatedReply), (status = "default", body = ErrorBody, description = "Failed"))
+    responses(
+        (status = 200, body = TaskCreatedReply),
+        (status = 400, body = ErrorBody, description = "Refused, nothing started: INVALID_CWD (`cwd` is empty, does not exist, is not a directory or cannot be entered), INVALID_PROGRAM (`sh` is not found on the PATH `env` gives), BAD_REQUEST (any other field)"),
+        (status = "default", body = ErrorBody, description = "Failed (PTY_SPAWN_FAILED: the hub could not start what it was given)")
+    )
 )]
 pub(super) fn create_task() {}
 
