@@ -456,3 +456,77 @@ async fn a_root_owned_repository_the_agent_cannot_write_is_refused_before_its_co
     assert!(!checkout.exists(), "a checkout was made");
     assert_eq!(git(repo.path(), &["branch", "--list", "agent/*"]), "");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repository_the_agent_cannot_write_is_reported_at_load() {
+    require_docker!();
+    if !is_root() {
+        eprintln!("SKIPPED: the hub must run as root to make a root-owned repository");
+        return;
+    }
+    let (shut, open) = (root_repo("go-w"), root_repo("a+rwX"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hub.toml");
+    let agent = |id: &str, repo: &Path| {
+        agent_toml(
+            id,
+            &format!(
+                "workspace = {{ repo = \"{}\", base = \"main\" }}",
+                repo.display()
+            ),
+        )
+    };
+    let toml = format!(
+        "data_dir = \"{}\"\n{}{}",
+        dir.path().join("data").display(),
+        agent("open", open.path()),
+        agent("shut", shut.path())
+    );
+    std::fs::write(&file, toml).unwrap();
+
+    // doctor: the open repository is fine, the other fails with the fix.
+    let out = Command::new(BIN)
+        .args(["doctor", "--json", "--config"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let finding = |agent: &str| {
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| {
+                let check = f["check"].as_str().unwrap();
+                check.starts_with("workspace ") && check.ends_with(&format!("(agent {agent})"))
+            })
+            .unwrap_or_else(|| panic!("no workspace finding for {agent}: {report:#}"))
+            .clone()
+    };
+    assert_eq!(finding("open")["status"], "ok", "{report:#}");
+    let shut_finding = finding("shut");
+    assert_eq!(shut_finding["status"], "fail", "{shut_finding:#}");
+    let fix = shut_finding["fix"].as_str().unwrap();
+    assert!(fix.contains("chmod -R a+rwX"), "{fix}");
+
+    // The daemon's preflight refuses to start, at the agent's place in hub.toml.
+    let config = agent_hub::config::HubConfig::load(&file).unwrap();
+    let opts = agent_hub::daemon::DaemonOptions {
+        listener: Some(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()),
+        components: agent_hub::daemon::Components {
+            preflight: true,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let refused = agent_hub::daemon::Daemon::start(config, opts).await;
+    let Err(e) = refused else {
+        panic!("the daemon started");
+    };
+    let text = e.to_string();
+    let place = format!("{}:", file.display());
+    assert!(text.starts_with(&place), "{text}");
+    assert!(text.contains("agent 'shut': workspace: "), "{text}");
+    assert!(text.contains(&shut.path().display().to_string()), "{text}");
+    assert!(text.contains("chmod -R a+rwX"), "{text}");
+}
