@@ -37,6 +37,14 @@ pub enum DaemonError {
         image: String,
         engine: String,
     },
+    /// An agent's image runs as a user that cannot write its workspace's repository: its
+    /// every start would be refused (`WORKSPACE_NOT_WRITABLE`).
+    #[error("{location}: agent '{agent}': workspace: {message}")]
+    WorkspaceNotWritable {
+        location: String,
+        agent: String,
+        message: String,
+    },
     #[error("cannot serve the API on {}: {source}", path.display())]
     UnixSocket {
         path: std::path::PathBuf,
@@ -62,8 +70,8 @@ pub struct Components {
     pub audit: bool,
     /// SIGTERM/SIGINT shut the daemon down, SIGHUP reloads the policies.
     pub signals: bool,
-    /// Refuse to start on a bad policies directory or an agent image missing from a reachable
-    /// engine.
+    /// Refuse to start on a bad policies directory, an agent image missing from a reachable
+    /// engine, or one whose user cannot write its agent's workspace.
     pub preflight: bool,
     /// The API on a unix socket in the data dir (`run/api.sock`), for container agents.
     pub unix_socket: bool,
@@ -266,9 +274,9 @@ fn bind_unix_socket(path: &std::path::Path) -> Result<tokio::net::UnixListener, 
     Ok(listener)
 }
 
-/// Rejects agent definitions whose image is missing on a reachable engine. An engine that
-/// cannot be reached is not an error here: host sessions keep working and the agent's start
-/// says DOCKER_UNAVAILABLE.
+/// Rejects agent definitions whose image is missing on a reachable engine, or runs as a user
+/// that cannot write the agent's workspace. An engine that cannot be reached is not an error
+/// here: host sessions keep working and the agent's start says DOCKER_UNAVAILABLE.
 async fn check_images(hub: &Hub) -> Result<(), DaemonError> {
     for def in hub.agents().defs() {
         let docker = match hub.docker_endpoints().client(def.endpoint()).await {
@@ -278,19 +286,47 @@ async fn check_images(hub: &Hub) -> Result<(), DaemonError> {
                 continue;
             }
         };
-        if let Err(bollard::errors::Error::DockerResponseServerError {
-            status_code: 404, ..
-        }) = docker.inspect_image(def.image.get_ref()).await
-        {
-            return Err(DaemonError::ImageMissing {
-                location: def.image_location.clone(),
-                agent: def.id.clone(),
-                image: def.image.get_ref().clone(),
-                engine: crate::docker::endpoint_name(def.endpoint()),
-            });
+        match docker.inspect_image(def.image.get_ref()).await {
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => {
+                return Err(DaemonError::ImageMissing {
+                    location: def.image_location.clone(),
+                    agent: def.id.clone(),
+                    image: def.image.get_ref().clone(),
+                    engine: crate::docker::endpoint_name(def.endpoint()),
+                })
+            }
+            Ok(image) => {
+                let user = image.config.and_then(|c| c.user).unwrap_or_default();
+                check_workspace(def, user).await?;
+            }
+            Err(_) => {}
         }
     }
     Ok(())
+}
+
+/// Refuses an agent whose image's user cannot write its workspace's repository (see
+/// [`crate::workspace::agent_access`]); other workspace errors are the start's to report.
+async fn check_workspace(def: &crate::config::AgentDef, user: String) -> Result<(), DaemonError> {
+    use crate::workspace::{access_to, AgentUser, WorkspaceError};
+    let Some(ws) = &def.workspace else {
+        return Ok(());
+    };
+    let repo = std::path::PathBuf::from(ws.repo.get_ref());
+    let image = def.image.get_ref().clone();
+    let checked =
+        tokio::task::spawn_blocking(move || access_to(&repo, &AgentUser::parse(&user), &image))
+            .await;
+    match checked {
+        Ok(Err(e @ WorkspaceError::NotWritable { .. })) => Err(DaemonError::WorkspaceNotWritable {
+            location: def.image_location.clone(),
+            agent: def.id.clone(),
+            message: e.to_string(),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Reloads policies and profiles on SIGHUP; a bad file is logged and the old set kept.

@@ -105,7 +105,8 @@ pub fn locate(spec: &ConfigDirSpec, agent: AgentFiles) -> ConfigDir {
 /// own, else its home's place) when it is under it (so an older entrypoint finds it too), else
 /// absolute.
 fn as_the_entrypoint_reads(path: &Path, agent: AgentFiles) -> String {
-    let home = agent.env.get("HOME").map(String::as_str).or(agent.home);
+    let own_home = agent.env.get("HOME").filter(|h| !h.is_empty());
+    let home = own_home.map(String::as_str).or(agent.home);
     let under = home.and_then(|h| path.strip_prefix(h).ok());
     match under {
         Some(rest) if !rest.as_os_str().is_empty() => rest.display().to_string(),

@@ -385,7 +385,7 @@ impl Agents {
                 )))
             }
         };
-        self.add_workspace(&mut def).await?;
+        self.add_workspace(&mut def, &image_info).await?;
         let token = self.mint_credential(&def);
         self.handles.access.add_to(&mut def);
         if let Err(e) = self.handles.access.add_pipe_dir(&mut def) {

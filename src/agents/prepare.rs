@@ -1,7 +1,7 @@
 //! What a start does before the container runs: the agent's home and workspace mounted into a
 //! new container, and the arguments that resume its conversation (see [`super::resume`]).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::config_dir::{self, AgentFiles, ConfigDir, ConfigDirSpec};
 use super::containers::{ImageInfo, VolumeSpec};
@@ -10,7 +10,7 @@ use crate::agent_state::profile::Install;
 use crate::config::AgentDef;
 use crate::error::{HubError, HubResult};
 use crate::protocol::WorkspaceInfo;
-use crate::workspace;
+use crate::workspace::{self, AgentUser};
 
 /// Where the tmux session gets the arguments of this start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -273,17 +273,23 @@ impl Agents {
             .await
     }
 
-    /// Makes sure the agent's checkout exists and mounts it at the workdir, with the
+    /// Makes sure the agent's checkout exists, writable by the image's user (refused when the
+    /// repository does not let that user write it), and mounts it at the workdir, with the
     /// repository's git directory at its own path (the checkout's `.git` names it).
-    pub(super) async fn add_workspace(&self, def: &mut AgentDef) -> HubResult<()> {
+    pub(super) async fn add_workspace(
+        &self,
+        def: &mut AgentDef,
+        image: &ImageInfo,
+    ) -> HubResult<()> {
         let Some(ws) = self.workspace_info(def) else {
             return Ok(());
         };
         let path = PathBuf::from(&ws.path);
+        let user = AgentUser::parse(&image.user);
+        let image = def.image.get_ref().clone();
         let common_dir = super::workspace::blocking(move || {
-            let repo = workspace::check(Path::new(&ws.repo), &ws.base)?;
-            workspace::ensure(&super::workspace::checkout(&ws))?;
-            Ok(repo.common_dir)
+            let checkout = super::workspace::checkout(&ws);
+            Ok(workspace::prepare(&checkout, &user, &image)?.common_dir)
         })
         .await?;
         let workdir = def

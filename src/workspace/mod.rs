@@ -17,13 +17,19 @@
 //!   `-c safe.directory=*`, runs with `LC_ALL=C`, never prompts and runs none of the
 //!   repository's hooks ([`git`]); a checkout created as root is given to the owner of the
 //!   repository ([`owner`]), so the user can go on using their repository and the checkout.
+//! - The agent's container may run as another user than the repository's owner: it works where
+//!   the repository lets its group or everyone write, its checkout opened as far as the
+//!   repository is; elsewhere its start is refused before anything is made ([`mod@access`]).
 //! - Everything here is synchronous `git` processes: callers run it in `spawn_blocking`.
 //!
-//! The operations: [`check`] (at load), [`ensure`] (before the agent starts), [`changes`] (what
-//! the agent changed against its base), [`dirty_files`] and [`remove`].
+//! The operations: [`check`] (at load), [`prepare`] (before the agent starts: [`agent_access`],
+//! [`ensure`], [`open::open`]), [`changes`] (what the agent changed against its base),
+//! [`dirty_files`] and [`remove`].
 
+mod access;
 mod changes;
 mod git;
+mod open;
 mod owner;
 mod repo;
 mod worktree;
@@ -33,9 +39,28 @@ mod tests;
 
 use std::path::{Path, PathBuf};
 
+pub use access::{agent_access, Access, AgentUser};
 pub use changes::{changes, dirty_files};
 pub use repo::{check, current_branch, valid_branch_name};
 pub use worktree::{ensure, remove};
+
+/// The agent's checkout before its start: the repository checked, the start refused when the
+/// agent's user (`user`, of image `image`) could not write it, the checkout made or kept, and
+/// opened to that user when it writes as the repository's group or anyone. The repository.
+pub fn prepare(c: &Checkout, user: &AgentUser, image: &str) -> Result<Repo, WorkspaceError> {
+    let repo = check(c.repo, c.base)?;
+    let access = agent_access(&repo, user, image)?;
+    ensure(c)?;
+    if let Access::Open(bits) = access {
+        open::open(&repo, c, bits)?;
+    }
+    Ok(repo)
+}
+
+/// [`agent_access`] to the repository `repo` is in: at load (the daemon's preflight, doctor).
+pub fn access_to(repo: &Path, user: &AgentUser, image: &str) -> Result<Access, WorkspaceError> {
+    agent_access(&repo::locate(repo)?, user, image)
+}
 
 /// The repository facts found at load.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,6 +178,16 @@ pub enum WorkspaceError {
         path.display()
     )]
     PathInUse { path: PathBuf, detail: String },
+    /// The user the agent's container runs as cannot write the repository ([`agent_access`]).
+    #[error("{reason}; {fix}")]
+    NotWritable {
+        /// The repository (or its git directory, when that is elsewhere).
+        path: PathBuf,
+        /// Who cannot write what.
+        reason: String,
+        /// The ways out.
+        fix: String,
+    },
     /// A git command failed.
     #[error("`git {args}` failed: {stderr}")]
     Git { args: String, stderr: String },
@@ -175,6 +210,7 @@ impl WorkspaceError {
             Self::Dirty { .. } => "WORKSPACE_DIRTY",
             Self::WorkspaceMissing { .. } => "WORKSPACE_MISSING",
             Self::PathInUse { .. } => "WORKSPACE_PATH_IN_USE",
+            Self::NotWritable { .. } => "WORKSPACE_NOT_WRITABLE",
             Self::Git { .. } | Self::Io { .. } => "GIT_FAILED",
         }
     }

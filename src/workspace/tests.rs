@@ -645,6 +645,14 @@ fn error_codes_are_stable() {
             "WORKSPACE_PATH_IN_USE",
         ),
         (
+            WorkspaceError::NotWritable {
+                path: "/x".into(),
+                reason: String::new(),
+                fix: String::new(),
+            },
+            "WORKSPACE_NOT_WRITABLE",
+        ),
+        (
             WorkspaceError::Git {
                 args: String::new(),
                 stderr: String::new(),
@@ -694,4 +702,203 @@ fn a_prune_where_the_checkout_is_not_seen_keeps_it() {
     remove(&a.checkout(), false).unwrap();
     assert!(!a.path.exists());
     assert!(git(&fx.repo, &["worktree", "list"]).lines().count() == 1);
+}
+
+#[test]
+fn an_image_user_is_read_as_docker_reads_it() {
+    for (text, shown) in [
+        ("", "root"),
+        ("root", "root"),
+        ("0", "0"),
+        ("agent", "agent"),
+        ("1000", "1000"),
+        ("1000:1000", "1000:1000"),
+        ("agent:staff", "agent:staff"),
+    ] {
+        assert_eq!(AgentUser::parse(text).to_string(), shown, "{text:?}");
+    }
+}
+
+/// Who may write what: the image's user against the owner and mode of the repository's git
+/// directory.
+#[test]
+fn the_agent_works_where_the_repository_lets_its_user_write() {
+    use super::access::{decide, RepoMode};
+    const AS_MADE: Option<Access> = Some(Access::AsMade);
+    const REFUSED: Option<Access> = None;
+    let open = |bits| Some(Access::Open(bits));
+    let repo = |uid, gid, mode| RepoMode { uid, gid, mode };
+    let cases = [
+        // Root in the container writes anything.
+        ("", repo(0, 0, 0o755), AS_MADE),
+        ("root", repo(1000, 1000, 0o700), AS_MADE),
+        ("0:0", repo(0, 0, 0o755), AS_MADE),
+        // The reported case: root's repository open to all, the image's user uid 1000.
+        ("agent", repo(0, 0, 0o777), open(0o077)),
+        ("1000", repo(0, 0, 0o777), open(0o077)),
+        ("1000:1000", repo(0, 0, 0o757), open(0o057)),
+        // Root's repository only root may write: refused before anything is made.
+        ("agent", repo(0, 0, 0o755), REFUSED),
+        ("1000:1000", repo(0, 0, 0o755), REFUSED),
+        // Group-writable: its group works, another group is refused, an unknown one is tried.
+        ("1000:50", repo(0, 50, 0o775), open(0o075)),
+        ("1000:1000", repo(0, 50, 0o775), REFUSED),
+        ("agent", repo(0, 50, 0o775), open(0o075)),
+        ("agent:staff", repo(0, 50, 0o775), open(0o075)),
+        ("1000:root", repo(0, 0, 0o775), open(0o075)),
+        // The owner writes its own repository as made.
+        ("1000", repo(1000, 1000, 0o755), AS_MADE),
+        ("1000:1000", repo(1000, 1000, 0o700), AS_MADE),
+        // Another user's repository: refused unless open.
+        ("1001", repo(1000, 1000, 0o755), REFUSED),
+        ("1001", repo(1000, 1000, 0o777), open(0o077)),
+        // A named user may be the owner of a repository that is not root's: as made, or
+        // opened when the repository is open anyway.
+        ("agent", repo(1000, 1000, 0o755), AS_MADE),
+        ("agent", repo(1000, 1000, 0o777), open(0o077)),
+    ];
+    for (user, mode, want) in cases {
+        assert_eq!(
+            decide(mode, &AgentUser::parse(user)),
+            want,
+            "{user:?} on {mode:?}"
+        );
+    }
+}
+
+/// The repository's bits for group and others added: `rw`, and `x` on directories and on
+/// files something may execute; never one taken away.
+#[test]
+fn opening_adds_the_repository_bits_and_x_only_where_it_belongs() {
+    use super::open::widened;
+    let cases = [
+        (0o644, false, 0o077, 0o666),
+        (0o755, false, 0o077, 0o777),
+        (0o700, false, 0o077, 0o777),
+        (0o755, true, 0o077, 0o777),
+        (0o644, false, 0o075, 0o664),
+        (0o755, true, 0o075, 0o775),
+        (0o600, false, 0o057, 0o646),
+        (0o666, false, 0o000, 0o666),
+        (0o4755, false, 0o077, 0o4777),
+    ];
+    for (mode, is_dir, bits, want) in cases {
+        assert_eq!(
+            widened(mode, is_dir, bits),
+            want,
+            "{mode:o} dir={is_dir} bits={bits:o}"
+        );
+    }
+}
+
+/// Every file and directory under `dir` (links not followed) whose mode lacks `bits`.
+fn lacking(dir: &Path, bits: u32) -> Vec<(PathBuf, u32)> {
+    let mut found = Vec::new();
+    let meta = fs::symlink_metadata(dir).unwrap();
+    if meta.mode() & bits != bits {
+        found.push((dir.to_path_buf(), meta.mode() & 0o7777));
+    }
+    if meta.is_dir() {
+        for entry in fs::read_dir(dir).unwrap() {
+            found.extend(lacking(&entry.unwrap().path(), bits));
+        }
+    }
+    found
+}
+
+fn chmod(path: &Path, mode: &str) {
+    let ok = Command::new("chmod")
+        .args(["-R", mode])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+/// A user that is not the fixture repository's owner (nor root).
+fn another_user(fx: &Fixture) -> AgentUser {
+    let owner = fs::metadata(fx.repo.join(".git")).unwrap().uid();
+    AgentUser::parse(&format!("{}", owner.max(999) + 1))
+}
+
+#[test]
+fn a_repository_open_to_all_gives_a_checkout_open_to_all() {
+    let fx = fixture();
+    chmod(&fx.repo, "a+rwX");
+    let a = agent(&fx, "a");
+    let repo = prepare(&a.checkout(), &another_user(&fx), "img").unwrap();
+    assert_eq!(
+        repo.common_dir,
+        fx.repo.join(".git").canonicalize().unwrap()
+    );
+    let git_dir = fx.repo.join(".git");
+    // Files rw for all, directories rwx: the checkout, its admin dir, the branch's ref and
+    // reflog and the directories made for them.
+    for dir in [
+        a.path.clone(),
+        git_dir.join("worktrees/workspace"),
+        git_dir.join("refs/heads/agent"),
+        git_dir.join("logs/refs/heads/agent"),
+    ] {
+        assert!(dir.exists(), "{}", dir.display());
+        assert_eq!(lacking(&dir, 0o666), [], "{}", dir.display());
+    }
+    let mode = |p: &Path| fs::metadata(p).unwrap().mode() & 0o777;
+    assert_eq!(mode(&a.path.join("README")), 0o666);
+    assert_eq!(mode(&git_dir.join("refs/heads/agent")), 0o777);
+
+    // A checkout kept from before is opened at the next start.
+    chmod(&a.path, "go-w");
+    assert_ne!(lacking(&a.path, 0o666), []);
+    prepare(&a.checkout(), &another_user(&fx), "img").unwrap();
+    assert_eq!(lacking(&a.path, 0o666), []);
+}
+
+#[test]
+fn a_repository_the_agent_cannot_write_is_refused_before_anything_is_made() {
+    let fx = fixture();
+    chmod(&fx.repo, "go-w");
+    let a = agent(&fx, "a");
+    let user = another_user(&fx);
+    let err = prepare(&a.checkout(), &user, "agent-hub/agent").unwrap_err();
+    assert_eq!(err.code(), "WORKSPACE_NOT_WRITABLE", "{err}");
+    let text = err.to_string();
+    let repo = fx.repo.canonicalize().unwrap().display().to_string();
+    for part in [
+        format!("user '{user}' (image agent-hub/agent)"),
+        format!("cannot write {repo}"),
+        "mode 755".into(),
+        format!("chown -R {user} {repo}"),
+        format!("chmod -R a+rwX {repo}"),
+        "image whose user is root".into(),
+    ] {
+        assert!(text.contains(&part), "{part:?} not in: {text}");
+    }
+    assert!(!a.path.exists(), "no checkout");
+    assert_eq!(git(&fx.repo, &["branch", "--list", "agent/*"]), "");
+
+    // Its owner (and root) work in it as made.
+    let owner = fs::metadata(fx.repo.join(".git")).unwrap().uid();
+    let as_owner = prepare(&a.checkout(), &AgentUser::parse(&owner.to_string()), "img");
+    assert!(as_owner.is_ok(), "{as_owner:?}");
+    let mode = fs::metadata(a.path.join("README")).unwrap().mode() & 0o777;
+    assert_eq!(mode & 0o022, 0, "not opened: {mode:o}");
+}
+
+#[test]
+fn a_named_user_is_told_how_to_find_its_ids() {
+    let fx = fixture();
+    chmod(&fx.repo, "go-w");
+    if fs::metadata(fx.repo.join(".git")).unwrap().uid() != 0 {
+        eprintln!("skipped: not running as root (a named user may own the repository)");
+        return;
+    }
+    let a = agent(&fx, "a");
+    let err = prepare(&a.checkout(), &AgentUser::parse("agent"), "img").unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("belongs to root (group 0, mode 755)")
+            && text.contains("`docker run --rm --entrypoint id img`"),
+        "{text}"
+    );
 }

@@ -333,3 +333,200 @@ fn workspaces_that_cannot_work_are_refused_at_load_with_their_place() {
     assert_eq!(def.workspace_base().as_deref(), Some("main"));
     assert_eq!(def.workspace_branch().as_deref(), Some("agent/a"));
 }
+
+/// A repository with one commit on `main` that belongs to root (the hub's user here), with
+/// its identity for commits set; `mode` is then given to it all (`a+rwX`, `go-w`).
+fn root_repo(mode: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    git(dir.path(), &["init", "-q", "-b", "main"]);
+    std::fs::write(dir.path().join("README.md"), "the app\n").unwrap();
+    git(dir.path(), &["add", "README.md"]);
+    git(dir.path(), &["commit", "-qm", "Start"]);
+    git(dir.path(), &["config", "user.name", "Agent"]);
+    git(dir.path(), &["config", "user.email", "agent@example.com"]);
+    let ok = Command::new("chmod")
+        .args(["-R", mode])
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    dir
+}
+
+/// Whether this process is root (the repositories below must belong to root).
+fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let probe = tempfile::tempdir().unwrap();
+    std::fs::metadata(probe.path()).unwrap().uid() == 0
+}
+
+/// The user the test image runs as (`agent`).
+fn image_user() -> String {
+    let user = crate::docker_support::docker(&[
+        "image",
+        "inspect",
+        "--format",
+        "{{.Config.User}}",
+        &crate::docker_support::test_image(),
+    ]);
+    user.trim().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_root_owned_repository_open_to_all_gives_a_checkout_the_agent_can_commit_in() {
+    require_docker!();
+    if !is_root() {
+        eprintln!("SKIPPED: the hub must run as root to make a root-owned repository");
+        return;
+    }
+    let repo = root_repo("a+rwX");
+    let ws = format!(
+        "workspace = {{ repo = \"{}\", base = \"main\" }}",
+        repo.path().display()
+    );
+    let (hub, _guard) = hub_with_agents(&agent_toml("open", &ws)).await;
+    let (status, v) = hub
+        .post("/v1/agents/open/start", serde_json::json!({}))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let container = v["agent"]["container_id"].as_str().unwrap().to_string();
+
+    // As the image's user, in the container: a new file, a commit on the agent's branch.
+    let user = image_user();
+    let out = Command::new("docker")
+        .args(["exec", "-u", &user, "-w", "/workspace", &container])
+        .args([
+            "sh",
+            "-c",
+            "echo x > f && git add f && git commit -qm 'Add f' && git status --short",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "as {user}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+    assert_eq!(
+        git(repo.path(), &["log", "--format=%s", "agent/open"]),
+        "Add f\nStart\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_root_owned_repository_the_agent_cannot_write_is_refused_before_its_container() {
+    require_docker!();
+    if !is_root() {
+        eprintln!("SKIPPED: the hub must run as root to make a root-owned repository");
+        return;
+    }
+    let repo = root_repo("go-w");
+    let r = repo.path().display().to_string();
+    let ws = format!("workspace = {{ repo = \"{r}\", base = \"main\" }}");
+    let (hub, guard) = hub_with_agents(&agent_toml("shut", &ws)).await;
+    let (status, v) = hub
+        .post("/v1/agents/shut/start", serde_json::json!({}))
+        .await;
+    assert_eq!(
+        (status, v["error_code"].as_str()),
+        (409, Some("WORKSPACE_NOT_WRITABLE")),
+        "{v}"
+    );
+    let message = v["message"].as_str().unwrap();
+    let user = image_user();
+    for part in [
+        r.as_str(),
+        "root",
+        &format!("'{user}'"),
+        "chown -R",
+        &format!("chmod -R a+rwX {r}"),
+    ] {
+        assert!(message.contains(part), "{part:?} not in: {message}");
+    }
+    let containers = crate::docker_support::docker(&[
+        "ps",
+        "-aq",
+        "--filter",
+        &format!("label=agent-hub.hub={}", guard.0),
+    ]);
+    assert_eq!(containers.trim(), "", "a container was made");
+    let checkout = hub.data_dir().join("agents/shut/workspace");
+    assert!(!checkout.exists(), "a checkout was made");
+    assert_eq!(git(repo.path(), &["branch", "--list", "agent/*"]), "");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repository_the_agent_cannot_write_is_reported_at_load() {
+    require_docker!();
+    if !is_root() {
+        eprintln!("SKIPPED: the hub must run as root to make a root-owned repository");
+        return;
+    }
+    let (shut, open) = (root_repo("go-w"), root_repo("a+rwX"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hub.toml");
+    let agent = |id: &str, repo: &Path| {
+        agent_toml(
+            id,
+            &format!(
+                "workspace = {{ repo = \"{}\", base = \"main\" }}",
+                repo.display()
+            ),
+        )
+    };
+    let toml = format!(
+        "data_dir = \"{}\"\n{}{}",
+        dir.path().join("data").display(),
+        agent("open", open.path()),
+        agent("shut", shut.path())
+    );
+    std::fs::write(&file, toml).unwrap();
+
+    // doctor: the open repository is fine, the other fails with the fix.
+    let out = Command::new(BIN)
+        .args(["doctor", "--json", "--config"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let finding = |agent: &str| {
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| {
+                let check = f["check"].as_str().unwrap();
+                check.starts_with("workspace ") && check.ends_with(&format!("(agent {agent})"))
+            })
+            .unwrap_or_else(|| panic!("no workspace finding for {agent}: {report:#}"))
+            .clone()
+    };
+    assert_eq!(finding("open")["status"], "ok", "{report:#}");
+    let shut_finding = finding("shut");
+    assert_eq!(shut_finding["status"], "fail", "{shut_finding:#}");
+    let fix = shut_finding["fix"].as_str().unwrap();
+    assert!(fix.contains("chmod -R a+rwX"), "{fix}");
+
+    // The daemon's preflight refuses to start, at the agent's place in hub.toml.
+    let config = agent_hub::config::HubConfig::load(&file).unwrap();
+    let opts = agent_hub::daemon::DaemonOptions {
+        listener: Some(tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap()),
+        components: agent_hub::daemon::Components {
+            preflight: true,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let refused = agent_hub::daemon::Daemon::start(config, opts).await;
+    let Err(e) = refused else {
+        panic!("the daemon started");
+    };
+    let text = e.to_string();
+    let place = format!("{}:", file.display());
+    assert!(text.starts_with(&place), "{text}");
+    assert!(text.contains("agent 'shut': workspace: "), "{text}");
+    assert!(text.contains(&shut.path().display().to_string()), "{text}");
+    assert!(text.contains("chmod -R a+rwX"), "{text}");
+}

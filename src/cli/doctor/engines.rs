@@ -1,5 +1,6 @@
 //! Doctor checks of the Docker side of `hub.toml`: each engine reachable (and its API
-//! version), each agent image present, with tmux and a shell, and what `start_tmux` will do.
+//! version), each agent image present, with tmux and a shell, and what `start_tmux` will do,
+//! and whether the image's user can write the agent's workspace.
 //! The image is tried in a throwaway container (no network), removed afterwards.
 
 use std::collections::{BTreeMap, HashMap};
@@ -14,6 +15,7 @@ use super::{Finding, Status};
 use crate::config::HubConfig;
 use crate::config::{AgentDef, StartTmux};
 use crate::docker::{endpoint_name, Endpoints};
+use crate::workspace::{self, Access, AgentUser, WorkspaceError};
 
 /// Prints the tmux version (or nothing) and proves a POSIX shell runs.
 const PROBE: &str =
@@ -72,6 +74,7 @@ pub async fn check(config: &HubConfig) -> Vec<Finding> {
         ));
         for def in defs {
             out.push(image(&docker, def).await);
+            out.extend(workspace(&docker, def).await);
         }
     }
     out
@@ -143,6 +146,47 @@ async fn image(docker: &Docker, def: &AgentDef) -> Finding {
             Finding::ok(check, format!("present, {tmux}, sh runs; {plan}"), WHY)
         }
     }
+}
+
+/// Whether the user the agent's image runs as can work in its workspace's repository (the
+/// image itself is checked by [`image`]).
+async fn workspace(docker: &Docker, def: &AgentDef) -> Option<Finding> {
+    let ws = def.workspace.as_ref()?;
+    let repo = ws.repo.get_ref().clone();
+    let check = format!("workspace {repo} (agent {})", def.id);
+    const WHY: &str = "the agent writes its checkout and commits into the repository as the user its image runs as";
+    let inspected = docker.inspect_image(def.image.get_ref()).await.ok()?;
+    let user = inspected.config.and_then(|c| c.user).unwrap_or_default();
+    let agent = AgentUser::parse(&user);
+    let image = def.image.get_ref().clone();
+    let found = tokio::task::spawn_blocking(move || {
+        workspace::access_to(std::path::Path::new(&repo), &agent, &image)
+    })
+    .await
+    .ok()?;
+    let user = AgentUser::parse(&user);
+    Some(match found {
+        Ok(Access::AsMade) => Finding::ok(
+            check,
+            format!("the image's user '{user}' can write it"),
+            WHY,
+        ),
+        Ok(Access::Open(bits)) => Finding::ok(
+            check,
+            format!("the image's user '{user}' writes it as one of its group or anyone: its checkout is opened the same way (adds {bits:03o})"),
+            WHY,
+        ),
+        Err(WorkspaceError::NotWritable { reason, fix, .. }) => {
+            Finding::problem(Status::Fail, check, reason, WHY, fix)
+        }
+        Err(e) => Finding::problem(
+            Status::Fail,
+            check,
+            e.to_string(),
+            WHY,
+            "point workspace.repo at a git repository the hub can read",
+        ),
+    })
 }
 
 /// Runs [`PROBE`] in a throwaway container of `image`; returns its output.
