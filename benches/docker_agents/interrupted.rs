@@ -81,7 +81,8 @@ fn interrupted_run_leaves_nothing() -> Result<usize, String> {
         .spawn()
         .map_err(|e| format!("start a run: {e}"))?;
     let mut run = Run(child);
-    let label = format!("label=agent-hub.hub=bench{}", run.0.id());
+    let hub_id = format!("bench{}", run.0.id());
+    let label = format!("label=agent-hub.hub={hub_id}");
     let seen = wait_for_containers(&mut run, &label)?;
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(run.0.id() as i32),
@@ -92,9 +93,7 @@ fn interrupted_run_leaves_nothing() -> Result<usize, String> {
     let containers = listed(&["ps", "-aq", "--filter", &label]);
     let volumes = listed(&["volume", "ls", "-q", "--filter", &label]);
     // Whatever the outcome, nothing of the check stays.
-    drop(ContainerGuard(
-        label.trim_start_matches("label=agent-hub.hub=").into(),
-    ));
+    drop(ContainerGuard(hub_id));
     if !containers.is_empty() || !volumes.is_empty() {
         return Err(format!(
             "after SIGINT ({status}) the run left {} container(s) and {} volume(s)",
