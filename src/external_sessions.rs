@@ -35,9 +35,9 @@ pub struct RegisterRequest {
     #[serde(default, deserialize_with = "crate::json::whole::opt")]
     #[schema(value_type = Option<u64>, maximum = 4_294_967_295_u64)]
     pub pid: Option<u32>,
-    /// The bridge's base URL: `http://` or `https://` with a host. The hub calls it (its
-    /// `/health` first) before it answers.
-    #[schema(pattern = r"^[Hh][Tt][Tt][Pp][Ss]?://")]
+    /// The bridge's base URL: `http://` or `https://`, a host name or IPv4 address, an
+    /// optional port and path. The hub calls it (its `/health` first) before it answers.
+    #[schema(schema_with = bridge_url_schema)]
     pub bridge_url: String,
     /// Bearer token the hub presents to the bridge.
     pub bridge_token: Option<String>,
@@ -53,6 +53,13 @@ pub struct RegisterRequest {
     #[serde(flatten, skip_serializing)]
     #[schema(ignore)]
     pub no_other_fields: crate::json::NoOtherFields,
+}
+
+fn bridge_url_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .pattern(Some(crate::protocol::schema::bridge_url()))
+        .build()
 }
 
 /// What `reset` removed.

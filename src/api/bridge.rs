@@ -64,6 +64,7 @@ pub async fn read(
             HubError::bad_request(format!("timeout_ms must be 0-{READ_MAX_WAIT_MS}")).into(),
         );
     }
+    crate::protocol::check_offset("offset", req.offset)?;
     let session = own_session(&hub, &req.session_id)?;
     let output = session.output();
     let since = req.offset.unwrap_or_else(|| output.end_offset());

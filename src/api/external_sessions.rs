@@ -4,6 +4,7 @@ use axum::extract::{Path, State};
 use axum::Json;
 
 use super::error::{ApiJson, ApiQuery, ApiResult};
+use crate::error::HubError;
 use crate::external_sessions::RegisterRequest;
 use crate::hub::Hub;
 use crate::protocol::{
@@ -15,6 +16,13 @@ pub async fn register(
     State(hub): State<Hub>,
     ApiJson(req): ApiJson<RegisterRequest>,
 ) -> ApiResult<Json<RegisterReply>> {
+    if !crate::protocol::schema::bridge_url_ok(&req.bridge_url) {
+        return Err(HubError::bad_request(format!(
+            "bridge_url '{}' is not allowed: use http:// or https://, a host name or IPv4 address, an optional port and path",
+            req.bridge_url
+        ))
+        .into());
+    }
     let (session, created) = hub.register_external(req, true).await?;
     Ok(Json(RegisterReply {
         ok: true,

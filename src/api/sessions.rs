@@ -283,6 +283,7 @@ pub async fn read(
             HubError::bad_request(format!("timeout_ms must be 0-{READ_MAX_TIMEOUT_MS}")).into(),
         );
     }
+    crate::protocol::check_offset("since", q.since)?;
     let session = hub.get(&id)?;
     let output = session.output();
     let mut chunk = match q.since {

@@ -16,6 +16,20 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+/// The largest output offset a request may name (`since`, `offset`): offsets are `int64` on
+/// the wire, and no session's output gets near it.
+pub const MAX_OFFSET: u64 = i64::MAX as u64;
+
+/// Refuses an offset above [`MAX_OFFSET`] (`name` is the field's).
+pub fn check_offset(name: &str, offset: Option<u64>) -> Result<(), crate::error::HubError> {
+    match offset {
+        Some(n) if n > MAX_OFFSET => Err(crate::error::HubError::bad_request(format!(
+            "{name} must be 0-{MAX_OFFSET}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Which backend a new session runs on.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize, ToSchema,
@@ -97,7 +111,7 @@ pub struct SendLineRequest {
 #[serde(deny_unknown_fields)]
 pub struct KeysRequest {
     /// Key names (`Enter`, `Escape`, `Up`, `C-c`, `F5`) or single characters.
-    #[schema(min_items = 1)]
+    #[schema(schema_with = schema::key_names)]
     pub keys: Vec<String>,
 }
 
@@ -117,7 +131,9 @@ pub struct SignalRequest {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TalkRequest {
+    #[schema(schema_with = schema::talk_command)]
     pub command: String,
+    #[schema(schema_with = schema::talk_sentinel)]
     pub sentinel: Option<String>,
     /// Default: the hub's `talk_timeout_ms`.
     #[serde(default, deserialize_with = "whole::opt")]
@@ -146,6 +162,7 @@ pub struct ReadQuery {
     #[param(minimum = 1, maximum = 4_194_304)]
     pub max_bytes: Option<usize>,
     /// Absolute offset to read from, waiting up to `timeout_ms` for output past it.
+    #[param(maximum = 9_223_372_036_854_775_807_u64)]
     pub since: Option<u64>,
     /// With `since`: default 5000.
     #[param(maximum = 60_000)]
@@ -174,6 +191,9 @@ pub struct ReadReply {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct StreamQuery {
+    /// Absolute offset to replay the retained output from (without it: a repaint of the
+    /// screen).
+    #[param(maximum = 9_223_372_036_854_775_807_u64)]
     pub since: Option<u64>,
     /// Unredacted output: admin tokens only, and the request is audited.
     #[serde(default)]

@@ -45,6 +45,62 @@ fn string(pattern: impl Into<String>) -> ObjectBuilder {
         .pattern(Some(pattern))
 }
 
+/// `keys`: at least one key name, each one [`crate::term::key_bytes`] takes.
+pub fn key_names() -> Array {
+    ArrayBuilder::new()
+        .items(string(crate::term::keys::key_name_pattern()))
+        .min_items(Some(1))
+        .build()
+}
+
+/// A talk's command: one line (no CR or LF) with something besides white space.
+pub fn talk_command() -> Object {
+    string(format!(r"^[^\r\n]*[^{WHITE_SPACE}][^\r\n]*$"))
+        .description(Some("One shell command line: no CR or LF, not blank."))
+        .build()
+}
+
+/// A talk's sentinel: absent, `null`, or 1-64 characters of `A-Z`, `a-z`, `0-9` and `_`.
+pub fn talk_sentinel() -> Object {
+    ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::SchemaType::from_iter([
+            Type::String,
+            Type::Null,
+        ]))
+        .pattern(Some(TALK_SENTINEL))
+        .description(Some(
+            "The nonce of the markers that frame the output (default: a random one).",
+        ))
+        .build()
+}
+
+/// The sentinel [`talk_sentinel`] takes.
+pub const TALK_SENTINEL: &str = "^[A-Za-z0-9_]{1,64}$";
+
+/// A bridge's base URL as `register` takes it: `http://` or `https://`, a host (a name of
+/// dot-separated labels of letters, digits, `_` and inner `-`, the last one starting with a
+/// letter or `_`; or an IPv4 address), an optional port (0-65535) and an optional path, query
+/// or fragment of printable ASCII. Every such URL parses as one with a host; IPv6 hosts and
+/// user info are not taken.
+pub fn bridge_url() -> String {
+    let octet = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])";
+    let label = "[A-Za-z0-9_]+(?:-[A-Za-z0-9_]+)*";
+    let last = "[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*";
+    let port =
+        "(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})";
+    format!(
+        r"^[Hh][Tt][Tt][Pp][Ss]?://(?:{octet}(?:\.{octet}){{3}}|(?:{label}\.)*{last})(?::{port})?(?:[/?#][!-~]*)?$"
+    )
+}
+
+/// Whether `url` is a bridge URL [`bridge_url`] admits.
+pub fn bridge_url_ok(url: &str) -> bool {
+    static PATTERN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(&bridge_url()).expect("the bridge URL pattern")
+    });
+    PATTERN.is_match(url)
+}
+
 /// `args`: a list of texts without NUL bytes.
 pub fn no_nul_list() -> Array {
     ArrayBuilder::new().items(string(NO_NUL)).build()

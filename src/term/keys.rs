@@ -76,6 +76,46 @@ pub fn key_bytes(name: &str) -> Result<Vec<u8>, UnknownKey> {
     })
 }
 
+/// A regular expression (the same in ECMA-262, Python and the `regex` crate) matching exactly
+/// the names [`key_bytes`] takes: modifiers, then a named key or one character; after a control
+/// modifier (`C-`, `Ctrl-`, `Ctrl+`, or `^` right before a character), only a key with a
+/// control byte.
+pub fn key_name_pattern() -> String {
+    let ctrl = alternatives(CTRL_PREFIXES);
+    let meta = alternatives(META_PREFIXES);
+    let any = format!("(?:{ctrl}|{meta})");
+    let names: Vec<&str> = NAMED_KEYS
+        .iter()
+        .flat_map(|(n, _)| n.iter().copied())
+        .collect();
+    let named = alternatives(&names);
+    let controllable = format!(r"(?:[A-Za-z@ \[\\\]^_?]|{})", any_case("Space"));
+    let plain = format!(r"{meta}*(?:{named}|[\s\S])");
+    let controlled = format!("{any}*{ctrl}{any}*{controllable}");
+    let caret = format!(r"{any}*\^[A-Za-z@ \[\\\]^_?]");
+    format!("^(?:{plain}|{controlled}|{caret})$")
+}
+
+/// `(?:a|b|...)` of `names`, each matched in any ASCII case.
+fn alternatives(names: &[&str]) -> String {
+    let names: Vec<String> = names.iter().map(|n| any_case(n)).collect();
+    format!("(?:{})", names.join("|"))
+}
+
+/// `name` as a pattern matching it in any ASCII case (`Up`: `[Uu][Pp]`). Names hold letters,
+/// digits, `-` and `+`.
+fn any_case(name: &str) -> String {
+    name.chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' => {
+                format!("[{}{}]", c.to_ascii_uppercase(), c.to_ascii_lowercase())
+            }
+            '+' => r"\+".to_string(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
 /// Several keys concatenated; the error names the first unknown key and its index.
 pub fn keys_bytes(names: &[String]) -> Result<Vec<u8>, UnknownKey> {
     let mut out = Vec::new();

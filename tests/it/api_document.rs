@@ -1,7 +1,8 @@
 //! The OpenAPI document against the hub that serves it: `tests/schemathesis/run.sh` runs
 //! schemathesis (the version the script pins) on every operation of `GET /openapi.json` of a
-//! fresh hub with `--checks all`, and must report no failure and no error: the document
-//! admits what the hub accepts and nothing it refuses.
+//! fresh hub with `--checks all`, in every phase and on real sessions and tasks the script
+//! makes first, and must report no failure and no error: the document admits what the hub
+//! accepts and nothing it refuses.
 //!
 //! Gating like the browser tests: skipped with a message when schemathesis is not installed
 //! (`pip install schemathesis==<the pinned version>`), a failure when

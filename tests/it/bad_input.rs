@@ -270,6 +270,40 @@ async fn bad_requests_get_clear_errors_and_the_hub_stays_up() {
         400,
         "BAD_REQUEST",
     );
+    // Offsets are int64: one past the largest is refused, by each route that takes one.
+    let v = expect(
+        "read since above int64",
+        hub.get(&s("read?since=9223372036854775808")).await,
+        400,
+        "BAD_REQUEST",
+    );
+    assert!(v["message"].as_str().unwrap().contains("since"), "{v}");
+    let (status, v) = hub
+        .get(&s("read?since=9223372036854775807&timeout_ms=0"))
+        .await;
+    assert_eq!(status, 200, "the largest offset is taken: {v}");
+    expect(
+        "bridge read offset above int64",
+        hub.post(
+            "/pty/read",
+            json!({"session_id": id, "offset": 9223372036854775808u64}),
+        )
+        .await,
+        400,
+        "BAD_REQUEST",
+    );
+    let ws_url = format!(
+        "{}{}",
+        hub.base.replace("http://", "ws://"),
+        s("stream?since=9223372036854775808")
+    );
+    match tokio_tungstenite::connect_async(hub.ws(&ws_url)).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => {
+            assert_eq!(resp.status().as_u16(), 400, "stream since above int64")
+        }
+        Err(e) => panic!("stream since above int64: {e}"),
+        Ok(_) => panic!("stream since above int64: the handshake was accepted"),
+    }
 
     // Spawning (where and what: `a_bad_cwd_or_program_is_refused_and_nothing_starts`).
     expect(

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs schemathesis (pinned: SCHEMATHESIS_VERSION below) against a fresh hub: every operation
-# of its GET /openapi.json with `--checks all`, bounded and with the exclusions of
-# schemathesis.toml beside this script. Exits with schemathesis's exit code (0: no failure,
-# no error).
+# of its GET /openapi.json with `--checks all`, in every phase (stateful included), bounded and
+# with the exclusions of schemathesis.toml beside this script, on real sessions and tasks
+# made first (fixtures.py). Exits with schemathesis's exit code (0: no failure, no error).
 #
 #   tests/schemathesis/run.sh target/debug/agent-hub [more schemathesis run options]
 #
@@ -92,6 +92,14 @@ for _ in $(seq 150); do
 done
 token=$(cat "$work/data/admin-token")
 echo "run.sh: hub $($bin --version 2>/dev/null || echo agent-hub) on 127.0.0.1:$port (pid $hub_pid), schemathesis $have"
+
+# Real sessions and a task for the operations on one (fixtures.py says which is for what;
+# schemathesis.toml names them by these variables).
+fixtures=$(python3 "$here/fixtures.py" "http://127.0.0.1:$port" "$token" "$here/fixture-shell.sh")
+while IFS='=' read -r name value; do
+    export "$name=$value"
+done <<<"$fixtures"
+echo "run.sh: fixtures: ${fixtures//$'\n'/ }"
 
 start=$(date +%s)
 set +e

@@ -2,7 +2,8 @@
 //! document (a [`Modify`]): rules between fields (at least one routing key, `timeout_ms` only
 //! with `wait`, base64 `data` with `encoding: base64`, `hub_access` with an owner agent),
 //! and requests that take a flattened struct and refuse unknown fields, which `utoipa` writes
-//! as an `allOf` that cannot say "no other fields". Each rule here is one the hub checks.
+//! as an `allOf` that cannot say "no other fields"; and the bridge's talk, whose fields are
+//! talk's. Each rule here is one the hub checks.
 
 use serde_json::{json, Value};
 use utoipa::openapi::extensions::Extensions;
@@ -44,6 +45,13 @@ impl Modify for Bounds {
                     "enum": ["leader", "worker", null],
                 }));
             }
+        }
+        // The bridge's talk takes what talk takes (its type lives below `protocol`).
+        for field in ["command", "sentinel"] {
+            let talk = object(schemas, "TalkRequest").properties[field].clone();
+            object(schemas, "BridgeTalkRequest")
+                .properties
+                .insert(field.to_string(), talk);
         }
         // Routing needs at least one key (`owner_routing::RouteKeys::is_empty`).
         let route_keys = at_least_one(&[

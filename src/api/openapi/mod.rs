@@ -308,6 +308,22 @@ mod tests {
         let task = &schemas["CreateTask"]["properties"]["timeout_s"];
         assert_eq!(task["exclusiveMinimum"], 0);
         assert_eq!(task["maximum"].as_f64(), Some(crate::tasks::MAX_TIMEOUT_S));
+        // Output offsets are `int64`; the handlers refuse a larger one.
+        let max_offset = Some(crate::protocol::MAX_OFFSET);
+        assert_eq!(
+            bounds(&param(&doc, "get", read, "since")),
+            (Some(0), max_offset)
+        );
+        let stream = "/v1/pty/sessions/{id}/stream";
+        assert_eq!(
+            bounds(&param(&doc, "get", stream, "since")),
+            (Some(0), max_offset)
+        );
+        assert_eq!(bounds(&bridge_read["offset"]), (Some(0), max_offset));
+        assert!(crate::protocol::check_offset("since", max_offset).is_ok());
+        assert!(
+            crate::protocol::check_offset("since", Some(crate::protocol::MAX_OFFSET + 1)).is_err()
+        );
         // `usize` fields take any `u64`: a larger number is refused by the parser.
         let term = &schemas["TermReadRequest"]["properties"];
         assert_eq!(term["max_lines"]["maximum"].as_u64(), Some(u64::MAX));
@@ -472,6 +488,146 @@ mod tests {
         check("session_id", &session_id, &samples, &|s| {
             crate::external_sessions::check_session_id(s).is_ok()
         });
+    }
+
+    /// Key names, a talk's command and sentinel (`talk` and the bridge's), against the code
+    /// that decides.
+    #[test]
+    fn key_names_and_talk_fields_are_the_parsers() {
+        let doc = doc();
+        let schemas = &doc["components"]["schemas"];
+        let re = |p: &serde_json::Value| regex::Regex::new(p.as_str().unwrap()).unwrap();
+
+        let keys = &schemas["KeysRequest"]["properties"]["keys"];
+        assert_eq!(keys["minItems"], 1);
+        let key = re(&keys["items"]["pattern"]);
+        let modifiers = [
+            "",
+            "C-",
+            "c-",
+            "Ctrl-",
+            "ctrl+",
+            "CTRL+",
+            "M-",
+            "m-",
+            "Alt-",
+            "alt+",
+            "Meta-",
+            "^",
+            "^^",
+            "C-M-",
+            "M-C-",
+            "M-^",
+            "C-^",
+            "Ctrl-Alt-",
+            "C-C-",
+            "M-M-",
+            "x-",
+            "S-",
+        ];
+        let finals = [
+            "", "a", "Z", "c", "@", " ", "[", "\\", "]", "^", "_", "?", "-", "+", "1", "ä", "🚀",
+            "\n", "\u{0}", "Enter", "enter", "CR", "Space", "space", "Tab", "S-Tab", "F1", "f12",
+            "F13", "F0", "PgDn", "ab", "Up ", "e\u{301}", "M-", "C-", "Ctrl", "^a",
+        ];
+        for m in modifiers {
+            for f in finals {
+                let name = format!("{m}{f}");
+                assert_eq!(
+                    key.is_match(&name),
+                    crate::term::key_bytes(&name).is_ok(),
+                    "key {name:?}"
+                );
+            }
+        }
+
+        for name in ["TalkRequest", "BridgeTalkRequest"] {
+            let p = &schemas[name]["properties"];
+            let command = re(&p["command"]["pattern"]);
+            let sentinel = re(&p["sentinel"]["pattern"]);
+            assert_eq!(p["sentinel"]["type"], serde_json::json!(["string", "null"]));
+            let commands = [
+                "ls",
+                " ls ",
+                "",
+                " ",
+                "\t",
+                "\u{3000}",
+                "\u{1c}",
+                "a\nb",
+                "a\rb",
+                "ls\n",
+                "\0",
+                "echo 'x'; true",
+            ];
+            for c in commands {
+                let ok = crate::session::talk::plan(c, None).is_ok();
+                assert_eq!(command.is_match(c), ok, "{name} command {c:?}");
+            }
+            let x64 = "x".repeat(64);
+            let x65 = "x".repeat(65);
+            let sentinels = ["a", "A_9", "", "a-b", "a b", "é", &x64, &x65];
+            for t in sentinels {
+                let ok = crate::session::talk::plan("true", Some(t)).is_ok();
+                assert_eq!(sentinel.is_match(t), ok, "{name} sentinel {t:?}");
+            }
+        }
+    }
+
+    /// Every bridge URL the document admits is one the hub takes (it parses, with a host); the
+    /// hub refuses every other.
+    #[test]
+    fn bridge_urls_are_the_parsers() {
+        let doc = doc();
+        let pattern = doc["components"]["schemas"]["RegisterRequest"]["properties"]["bridge_url"]
+            ["pattern"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let re = regex::Regex::new(&pattern).unwrap();
+        let admitted = [
+            "http://127.0.0.1:8100",
+            "HTTPS://example.com/bridge?x=1#y",
+            "http://localhost",
+            "http://a_b.c-d.e9:65535/",
+            "http://0.0.0.0:0",
+            "http://255.255.255.255",
+            "http://1.2.a",
+            "http://x/%zz\\",
+        ];
+        let refused = [
+            "HTTP://",
+            "http://",
+            "http:///x",
+            "http://:80",
+            "http://a:65536",
+            "http://a:",
+            "http://256.1.1.1",
+            "http://1.2.3",
+            "http://a.1",
+            "http://xn--a.com",
+            "http://a..b",
+            "http://-a.b",
+            "http://a b",
+            "http://user@host",
+            "http://[::1]:80",
+            "ftp://host",
+            "http:host",
+            "http://host/a b",
+            "http://é.com",
+            "nope",
+            "",
+        ];
+        for url in admitted {
+            assert!(re.is_match(url), "{url}");
+            assert!(crate::protocol::schema::bridge_url_ok(url), "{url}");
+            let parsed = reqwest::Url::parse(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+            assert!(parsed.host_str().is_some_and(|h| !h.is_empty()), "{url}");
+        }
+        for url in refused {
+            assert!(!re.is_match(url), "{url}");
+            assert!(!crate::protocol::schema::bridge_url_ok(url), "{url}");
+        }
     }
 
     /// What a request to start a program can be refused with, in the document.

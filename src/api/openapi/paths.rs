@@ -244,7 +244,11 @@ pub(super) fn read() {}
     summary = "Run a shell command and wait for its exit code.",
     params(("id" = String, Path, description = "Session, agent, task or record id")),
     request_body = TalkRequest,
-    responses((status = 200, body = TalkReply), (status = "default", body = ErrorBody, description = "Failed"))
+    responses(
+        (status = 200, body = TalkReply),
+        (status = 504, body = ErrorBody, description = "PTY_TIMEOUT: the command did not end within `timeout_ms`; `output` holds what it printed so far"),
+        (status = "default", body = ErrorBody, description = "Failed")
+    )
 )]
 pub(super) fn talk() {}
 
@@ -458,7 +462,11 @@ pub(super) fn bridge_read() {}
     operation_id = "bridge_talk",
     summary = "Bridge API: talk.",
     request_body = BridgeTalkRequest,
-    responses((status = 200, body = TalkReply), (status = "default", body = ErrorBody, description = "Failed"))
+    responses(
+        (status = 200, body = TalkReply),
+        (status = 504, body = ErrorBody, description = "PTY_TIMEOUT: the command did not end within `timeout_ms`; `output` holds what it printed so far"),
+        (status = "default", body = ErrorBody, description = "Failed")
+    )
 )]
 pub(super) fn bridge_talk() {}
 

@@ -40,6 +40,7 @@ pub async fn stream(
         }
         .into());
     }
+    crate::protocol::check_offset("since", q.since)?;
     let session = hub.get(&id)?;
     let viewer = Viewer {
         since: q.since,

@@ -40,6 +40,7 @@ pub struct ReadRequest {
     pub timeout_ms: u64,
     /// Absolute offset to read from; without it, only output newer than the request.
     #[serde(default, deserialize_with = "whole::opt")]
+    #[schema(maximum = 9_223_372_036_854_775_807_u64)]
     pub offset: Option<u64>,
     /// Default 65536.
     #[serde(default, deserialize_with = "whole::opt")]
