@@ -1,7 +1,7 @@
 //! Echo and talk samples through the hub: type `#<token>` + Enter (a shell comment), stop the
 //! clock when the token first shows up in the session's WebSocket output, then wait (untimed)
-//! for the next prompt so samples never overlap. Also the token and byte search every echo
-//! row of either benchmark uses.
+//! for the next prompt so samples never overlap. Also the token every echo row of either
+//! benchmark types.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -17,38 +17,6 @@ static TOKEN_SEQ: AtomicU64 = AtomicU64::new(0);
 /// A token that never occurs in the output before it is typed.
 pub fn next_token() -> String {
     format!("ah{:07}q", TOKEN_SEQ.fetch_add(1, Ordering::Relaxed))
-}
-
-/// A search for `needle` at or after `from` in a buffer that grows between looks; each look
-/// scans only what it has not scanned before.
-pub struct Search<'a> {
-    needle: &'a [u8],
-    from: usize,
-    scan: usize,
-}
-
-impl<'a> Search<'a> {
-    pub fn new(needle: &'a [u8], from: usize) -> Self {
-        Search {
-            needle,
-            from,
-            scan: from,
-        }
-    }
-
-    /// Where `needle` is in `buf`, once it is there.
-    pub fn found_in(&mut self, buf: &[u8]) -> Option<usize> {
-        let at = buf
-            .get(self.scan..)?
-            .windows(self.needle.len())
-            .position(|w| w == self.needle)
-            .map(|i| i + self.scan);
-        // Resume where a match could still start.
-        self.scan = (buf.len() + 1)
-            .saturating_sub(self.needle.len())
-            .max(self.from);
-        at
-    }
 }
 
 /// One echo typed as a WebSocket input frame; `prompt` is what the shell prints next.

@@ -1,6 +1,6 @@
 //! The harness both benchmark binaries share: argument parsing and the skip line
 //! ([`args`]), the in-process hub ([`hub`]), its WebSocket viewer and the echo and talk samples
-//! taken through it ([`ws`], [`echo`]), ingest runs ([`ingest`]), the producer's own cost ([`producer`]), percentiles and tables
+//! taken through it ([`ws`], [`echo`], [`search`]), ingest runs ([`ingest`]), the producer's own cost ([`producer`]), percentiles and tables
 //! ([`stats`], [`report`]), and `/proc` and environment readings ([`procfs`]). Each binary
 //! keeps only what is specific to it and uses a subset of this.
 #![allow(dead_code)]
@@ -12,6 +12,7 @@ pub mod ingest;
 pub mod procfs;
 pub mod producer;
 pub mod report;
+pub mod search;
 pub mod stats;
 pub mod ws;
 

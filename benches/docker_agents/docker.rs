@@ -16,8 +16,8 @@ use futures_util::stream::Stream;
 use futures_util::StreamExt;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
-use super::common::echo::Search;
 use super::common::procfs::command_output;
+use super::common::search::Search;
 use super::common::SAMPLE_TIMEOUT;
 use super::TMUX_SESSION;
 

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{anyhow, ensure, Result};
 use portable_pty::{native_pty_system, Child, CommandBuilder, MasterPty, PtySize};
 
-use super::common::echo::Search;
+use super::common::search::Search;
 use super::shell_env;
 
 /// The bare PTY's environment: what the hub would give the same program.

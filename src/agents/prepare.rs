@@ -1,5 +1,6 @@
-//! What a start does before the container runs: the agent's home and workspace mounted into a
-//! new container, and the arguments that resume its conversation (see [`super::resume`]).
+//! What a start does before the container runs: the agent's home mounted into a new container,
+//! and the arguments that resume its conversation (see [`super::resume`]); its workspace is
+//! made and mounted by [`super::workspace`].
 
 use std::path::PathBuf;
 
@@ -9,8 +10,6 @@ use super::{home, resume, Agents};
 use crate::agent_state::profile::Install;
 use crate::config::AgentDef;
 use crate::error::{HubError, HubResult};
-use crate::protocol::WorkspaceInfo;
-use crate::workspace::{self, AgentUser};
 
 /// Where the tmux session gets the arguments of this start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -271,54 +270,5 @@ impl Agents {
             .containers
             .ensure_volume(def.endpoint(), spec)
             .await
-    }
-
-    /// Makes sure the agent's checkout exists, writable by the image's user (refused when the
-    /// repository does not let that user write it), and mounts it at the workdir, with the
-    /// repository's git directory at its own path (the checkout's `.git` names it).
-    pub(super) async fn add_workspace(
-        &self,
-        def: &mut AgentDef,
-        image: &ImageInfo,
-    ) -> HubResult<()> {
-        let Some(ws) = self.workspace_info(def) else {
-            return Ok(());
-        };
-        let path = PathBuf::from(&ws.path);
-        let user = AgentUser::parse(&image.user);
-        let image = def.image.get_ref().clone();
-        let common_dir = super::workspace::blocking(move || {
-            let checkout = super::workspace::checkout(&ws);
-            Ok(workspace::prepare(&checkout, &user, &image)?.common_dir)
-        })
-        .await?;
-        let workdir = def
-            .workdir_or_default()
-            .unwrap_or_else(|| "/workspace".into());
-        def.mounts.push(format!("{}:{workdir}", path.display()));
-        let git = common_dir.display();
-        def.mounts.push(format!("{git}:{git}"));
-        def.workdir = Some(workdir);
-        // The checkout belongs to the repository's owner, not necessarily the agent's user.
-        if !def.env.contains_key("GIT_CONFIG_COUNT") {
-            def.env.insert("GIT_CONFIG_COUNT".into(), "1".into());
-            def.env
-                .insert("GIT_CONFIG_KEY_0".into(), "safe.directory".into());
-            def.env.insert("GIT_CONFIG_VALUE_0".into(), "*".into());
-        }
-        Ok(())
-    }
-
-    /// The agent's workspace as clients see it.
-    pub(super) fn workspace_info(&self, def: &AgentDef) -> Option<WorkspaceInfo> {
-        let ws = def.workspace.as_ref()?;
-        let path = home::workspace_dir(&self.handles.access.agents_dir, &def.id);
-        Some(WorkspaceInfo {
-            repo: ws.repo.get_ref().clone(),
-            base: def.workspace_base().unwrap_or_default(),
-            branch: def.workspace_branch().unwrap_or_default(),
-            exists: path.join(".git").exists(),
-            path: path.display().to_string(),
-        })
     }
 }

@@ -1,12 +1,15 @@
-//! The operations on an agent's workspace: what it changed, and removing its checkout (the
-//! branch stays in the user's repository).
+//! An agent's workspace as the agents see it: its checkout made and mounted at a start, what
+//! it changed, and removing its checkout (the branch stays in the user's repository). The git
+//! work itself is [`crate::workspace`]; the load-time checks are `config/workspace.rs`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::{AgentStatus, Agents};
+use super::containers::ImageInfo;
+use super::{home, AgentStatus, Agents};
+use crate::config::AgentDef;
 use crate::error::{HubError, HubResult};
 use crate::protocol::WorkspaceInfo;
-use crate::workspace::{self, Changes, Checkout, WorkspaceError};
+use crate::workspace::{self, AgentUser, Changes, Checkout, WorkspaceError};
 
 impl Agents {
     /// The agent's workspace, or why it has none.
@@ -45,6 +48,55 @@ impl Agents {
         blocking(move || workspace::remove(&checkout(&ws), force)).await?;
         tracing::info!(agent = id, path = %removed.path, "workspace removed; branch {} kept", removed.branch);
         Ok(removed)
+    }
+
+    /// Makes sure the agent's checkout exists, writable by the image's user (refused when the
+    /// repository does not let that user write it), and mounts it at the workdir, with the
+    /// repository's git directory at its own path (the checkout's `.git` names it).
+    pub(super) async fn add_workspace(
+        &self,
+        def: &mut AgentDef,
+        image: &ImageInfo,
+    ) -> HubResult<()> {
+        let Some(ws) = self.workspace_info(def) else {
+            return Ok(());
+        };
+        let path = PathBuf::from(&ws.path);
+        let user = AgentUser::parse(&image.user);
+        let image = def.image.get_ref().clone();
+        let common_dir = blocking(move || {
+            let checkout = checkout(&ws);
+            Ok(workspace::prepare(&checkout, &user, &image)?.common_dir)
+        })
+        .await?;
+        let workdir = def
+            .workdir_or_default()
+            .unwrap_or_else(|| "/workspace".into());
+        def.mounts.push(format!("{}:{workdir}", path.display()));
+        let git = common_dir.display();
+        def.mounts.push(format!("{git}:{git}"));
+        def.workdir = Some(workdir);
+        // The checkout belongs to the repository's owner, not necessarily the agent's user.
+        if !def.env.contains_key("GIT_CONFIG_COUNT") {
+            def.env.insert("GIT_CONFIG_COUNT".into(), "1".into());
+            def.env
+                .insert("GIT_CONFIG_KEY_0".into(), "safe.directory".into());
+            def.env.insert("GIT_CONFIG_VALUE_0".into(), "*".into());
+        }
+        Ok(())
+    }
+
+    /// The agent's workspace as clients see it.
+    pub(super) fn workspace_info(&self, def: &AgentDef) -> Option<WorkspaceInfo> {
+        let ws = def.workspace.as_ref()?;
+        let path = home::workspace_dir(&self.handles.access.agents_dir, &def.id);
+        Some(WorkspaceInfo {
+            repo: ws.repo.get_ref().clone(),
+            base: def.workspace_base().unwrap_or_default(),
+            branch: def.workspace_branch().unwrap_or_default(),
+            exists: path.join(".git").exists(),
+            path: path.display().to_string(),
+        })
     }
 }
 

@@ -12,7 +12,7 @@ mod agent;
 mod audit;
 pub mod policy;
 mod tokens;
-mod workspaces;
+mod workspace;
 
 pub use agent::{AgentDef, Resume, StartTmux, WorkspaceDef, DEFAULT_TEAM};
 pub use audit::{AuditConfig, MAX_FIELD_BYTES};
@@ -282,7 +282,7 @@ impl HubConfig {
                 return Err(place.error("id", None, "duplicate agent id".into()));
             }
         }
-        workspaces::check(&mut config, text, origin)?;
+        workspace::check(&mut config, text, origin)?;
         for agent in &mut config.agents {
             let (line, col, _) = locate(text, Some(agent.get_ref().image.span()));
             agent.get_mut().image_location = format!("{origin}:{line}:{col}");

@@ -4,16 +4,16 @@
 //! command guard they enforce.
 
 mod follow;
+mod follow_status_file;
 mod info;
 pub mod input;
 mod rendered;
 mod state;
-mod status_file;
 pub mod talk;
 mod wait;
 pub mod write;
 
-pub use status_file::StatusFiles;
+pub use follow_status_file::StatusFiles;
 
 use std::sync::{Arc, Mutex};
 

@@ -25,6 +25,11 @@
 //! The operations: [`check`] (at load), [`prepare`] (before the agent starts: [`agent_access`],
 //! [`ensure`], [`open::open`]), [`changes`] (what the agent changed against its base),
 //! [`dirty_files`] and [`remove`].
+//!
+//! Workspace code elsewhere only calls these: `config/workspace.rs` checks each definition at
+//! load, `agents/workspace.rs` makes and mounts an agent's checkout at its start and answers
+//! `changes` and `remove`, and `api/agents.rs`, `cli/workspace.rs` and the MCP tools expose
+//! those.
 
 mod access;
 mod changes;
