@@ -138,7 +138,7 @@ for _ in $(seq 150); do
     sleep 0.2
 done
 token=$(cat "$work/data/admin-token")
-echo "run.sh: hub $($bin --version 2>/dev/null || echo agent-hub) on 127.0.0.1:$port (pid $hub_pid), schemathesis $have"
+echo "run.sh: hub $($bin --version 2>/dev/null || echo agent-hub) on 127.0.0.1:$port (pid $hub_pid, hub id $hub_id), schemathesis $have"
 
 # Real sessions, tasks and agents for the operations on one (fixtures.py says which is for what;
 # schemathesis.toml names the sessions and tasks by these variables, the agents by their ids).
