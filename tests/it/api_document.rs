@@ -1,12 +1,15 @@
 //! The OpenAPI document against the hub that serves it: `tests/schemathesis/run.sh` runs
 //! schemathesis (the version the script pins) on every operation of `GET /openapi.json` of a
-//! fresh hub with `--checks all`, in every phase and on real sessions and tasks the script
-//! makes first, and must report no failure and no error: the document admits what the hub
-//! accepts and nothing it refuses.
+//! fresh hub with `--checks all`, in every phase and on real sessions, tasks and container
+//! agents the script makes first, and must report no failure, no error and no operation that
+//! met nothing but 404s: the document admits what the hub accepts and nothing it refuses.
 //!
 //! Gating like the browser tests: skipped with a message when schemathesis is not installed
 //! (`pip install schemathesis==<the pinned version>`), a failure when
-//! `AGENT_HUB_SCHEMATHESIS=required` (CI).
+//! `AGENT_HUB_SCHEMATHESIS=required` (CI). The container agents' part like the Docker tests:
+//! without an engine or the test image the script leaves the agents' operations out and says
+//! so (SKIPPED), and fails instead when `AGENT_HUB_DOCKER_TESTS=required` (CI), which it reads
+//! from this test's environment.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # Runs schemathesis (pinned: SCHEMATHESIS_VERSION below) against a fresh hub: every operation
 # of its GET /openapi.json with `--checks all`, in every phase (stateful included), bounded and
-# with the exclusions of schemathesis.toml beside this script, on real sessions and tasks
-# made first (fixtures.py). Exits with schemathesis's exit code (0: no failure, no error).
+# with the exclusions of schemathesis.toml beside this script, on real sessions, tasks and
+# container agents made first (fixtures.py). Exits with schemathesis's exit code (0: no
+# failure, no error, and no operation that answered only 404: see schemathesis.toml).
 #
 #   tests/schemathesis/run.sh target/debug/agent-hub [more schemathesis run options]
 #
-# Builds nothing. The hub listens on a free loopback port with a temporary data dir and a tmux
-# socket (and tmux directory) of its own; whatever happens, the hub, its tmux server and any
-# process it started are stopped and the temporary directory removed.
+# Builds nothing. The hub listens on a free loopback port with a temporary data dir, a tmux
+# socket (and tmux directory) of its own and a hub id of its own; whatever happens, the hub, its
+# tmux server and any process it started are stopped, its containers and volumes removed (by
+# the hub id's label) and the temporary directory removed.
+#
+# The container agents run the test image (AGENT_HUB_TEST_IMAGE, else AGENT_TEST_IMAGE of
+# docker/images.env) and need a Docker engine. Without one, or without the image, the agents'
+# operations are left out and the script says so (SKIPPED); with AGENT_HUB_DOCKER_TESTS=required
+# (CI) it fails instead, as the Docker tests do.
 set -euo pipefail
 
 SCHEMATHESIS_VERSION=4.32.5
@@ -31,8 +38,28 @@ if [[ $have != "$SCHEMATHESIS_VERSION" ]]; then
     exit 2
 fi
 
+# The container agents: with a Docker engine that has the test image.
+# shellcheck source=../../docker/images.env
+source "$here/../../docker/images.env"
+image=${AGENT_HUB_TEST_IMAGE:-$AGENT_TEST_IMAGE}
+agents=1
+if ! docker info >/dev/null 2>&1; then
+    agents="no Docker engine answers \`docker info\`"
+elif ! docker image inspect "$image" >/dev/null 2>&1; then
+    agents="the test image $image is missing (run docker/build-offline.sh)"
+fi
+if [[ $agents != 1 ]]; then
+    if [[ ${AGENT_HUB_DOCKER_TESTS:-} == required ]]; then
+        echo "run.sh: the container agents are required (AGENT_HUB_DOCKER_TESTS=required) but $agents" >&2
+        exit 2
+    fi
+    echo "run.sh: SKIPPED: the container agents' operations (/v1/agents/{id}...) are left out: $agents"
+fi
+
 work=$(mktemp -d "${TMPDIR:-/tmp}/agent-hub-schemathesis.XXXXXX")
 socket=agent-hub-st-$$
+# On every container and volume the hub makes (label agent-hub.hub): what the cleanup removes.
+hub_id=schemathesis-$$-$RANDOM
 mkdir "$work/tmux"
 # The hub's tmux server lives under this directory, not the user's.
 export TMUX_TMPDIR=$work/tmux
@@ -57,9 +84,25 @@ stop_hub() {
     wait "$hub_pid" 2>/dev/null || true
     hub_pid=
 }
+# The hub's containers, then their volumes (the agents' homes; a volume in use stays).
+remove_containers() {
+    [[ $agents == 1 ]] || return 0
+    local label=label=agent-hub.hub=$hub_id ids
+    ids=$(docker ps -aq --filter "$label" 2>/dev/null || true)
+    if [[ -n $ids ]]; then
+        # shellcheck disable=SC2086
+        docker rm -f $ids >/dev/null 2>&1 || true
+    fi
+    ids=$(docker volume ls -q --filter "$label" 2>/dev/null || true)
+    if [[ -n $ids ]]; then
+        # shellcheck disable=SC2086
+        docker volume rm -f $ids >/dev/null 2>&1 || true
+    fi
+}
 cleanup() {
     local rc=$?
     stop_hub
+    remove_containers
     tmux -L "$socket" kill-server 2>/dev/null || true
     rm -rf "$work"
     exit "$rc"
@@ -74,7 +117,11 @@ unset_hub_env=()
 while read -r name; do
     unset_hub_env+=(-u "$name")
 done < <(compgen -e | grep '^AGENT_HUB_' || true)
-env "${unset_hub_env[@]}" setsid "$bin" serve --listen "127.0.0.1:$port" \
+echo "hub_id = \"$hub_id\"" >"$work/hub.toml"
+if [[ $agents == 1 ]]; then
+    python3 "$here/fixtures.py" agents "$work" "$image" "$here/fixture-shell.sh" >>"$work/hub.toml"
+fi
+env "${unset_hub_env[@]}" setsid "$bin" serve --config "$work/hub.toml" --listen "127.0.0.1:$port" \
     --data-dir "$work/data" --tmux-socket "$socket" </dev/null >"$work/hub.log" 2>&1 &
 hub_pid=$!
 
@@ -91,15 +138,27 @@ for _ in $(seq 150); do
     sleep 0.2
 done
 token=$(cat "$work/data/admin-token")
-echo "run.sh: hub $($bin --version 2>/dev/null || echo agent-hub) on 127.0.0.1:$port (pid $hub_pid), schemathesis $have"
+echo "run.sh: hub $($bin --version 2>/dev/null || echo agent-hub) on 127.0.0.1:$port (pid $hub_pid, hub id $hub_id), schemathesis $have"
 
-# Real sessions and a task for the operations on one (fixtures.py says which is for what;
-# schemathesis.toml names them by these variables).
-fixtures=$(python3 "$here/fixtures.py" "http://127.0.0.1:$port" "$token" "$here/fixture-shell.sh")
+# Real sessions, tasks and agents for the operations on one (fixtures.py says which is for what;
+# schemathesis.toml names the sessions and tasks by these variables, the agents by their ids).
+fixture_args=("http://127.0.0.1:$port" "$token" "$here/fixture-shell.sh")
+skip_agents=()
+if [[ $agents == 1 ]]; then
+    fixture_args+=(--agents)
+else
+    skip_agents=(--exclude-path-regex '^/v1/agents/')
+fi
+fixtures=$(python3 "$here/fixtures.py" "${fixture_args[@]}")
 while IFS='=' read -r name value; do
     export "$name=$value"
 done <<<"$fixtures"
 echo "run.sh: fixtures: ${fixtures//$'\n'/ }"
+
+# hooks.py bounds the agents' state waits and gives the removed workspace back (through the
+# hub's API: its URL and the owner's token).
+export SCHEMATHESIS_HOOKS=$here/hooks.py
+export AGENT_HUB_ST_URL=http://127.0.0.1:$port AGENT_HUB_ST_TOKEN=$token
 
 start=$(date +%s)
 set +e
@@ -111,6 +170,7 @@ set +e
         -H "Authorization: Bearer $token" \
         --output-sanitize false \
         --no-color \
+        "${skip_agents[@]}" \
         "$@"
 )
 rc=$?
