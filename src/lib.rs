@@ -20,7 +20,7 @@
 //! - [`backend`]: backends only move bytes: host PTY (`pty`), tmux control mode (`tmux`), and
 //!   `external` terminals owned by another process and reached through its bridge API.
 //! - [`process`]: stopping every process of a terminal.
-//! - [`routing`]: which session a leader means by agent id, owner session or label.
+//! - [`owner_routing`]: which session a leader means by agent id, owner session or label.
 //! - [`tasks`]: shell commands run to completion (in a PTY session or with pipes).
 //! - [`guard`]: the command guard every command-capable input passes, enforced inside the
 //!   session's input operations (`session::write`) with the caller's [`actor`].
@@ -90,4 +90,5 @@ pub mod tasks;
 pub mod term;
 pub mod tick;
 pub mod toml_file;
+pub mod usage;
 pub mod workspace;

@@ -2,7 +2,7 @@
 //! [`super::evaluate`] what to do, reports the decision as an event (`policy_warned`,
 //! `policy_stopped`, ..., with the reason and `dry_run`), and applies it unless the policy is a
 //! dry run. Actions that take time (stopping a container) run beside the loop, never in it.
-//! [`check`] is the same evaluation without acting (`agent-hub policy check`).
+//! [`PolicyRunner::check`] is the same evaluation without acting (`agent-hub policy check`).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -45,6 +45,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "session",
             "protocol",
             "owner_routing",
+            "usage",
         ],
     ),
     (
