@@ -413,7 +413,10 @@ impl Agents {
             plan
         };
         let keeps_home = self.add_home(&mut def, &image_info);
-        let (container_id, recreated) = self.container_for(&def, existing, keeps_home).await?;
+        let image_id = image_info.id.as_deref();
+        let (container_id, recreated) = self
+            .container_for(&def, image_id, existing, keeps_home)
+            .await?;
         if !running {
             self.install_hooks(&def);
             self.clear_status_files(&def);
@@ -450,20 +453,25 @@ impl Agents {
         })
     }
 
-    /// The agent's container for this start: `existing` when its definition is `def`'s (or it
-    /// runs), else one made (again) as `def` says. Returns its id and, when it was made again
-    /// in place of `existing`, why.
+    /// The agent's container for this start: `existing` when it is what `def` makes from the
+    /// image `image_id` (or it runs), else one made (again) as `def` says. Returns its id and,
+    /// when it was made again in place of `existing`, why.
     async fn container_for(
         &self,
         def: &AgentDef,
+        image_id: Option<&str>,
         existing: Option<ContainerState>,
         keeps_home: bool,
     ) -> HubResult<(String, Option<recreate::Change>)> {
         let Some(container) = existing else {
             return Ok((self.create_container(def, keeps_home).await?, None));
         };
-        let wanted = docker::container_definition(def, self.hub_id());
-        match recreate::decide(&container, &wanted) {
+        let definition = docker::container_definition(def, self.hub_id());
+        let wanted = recreate::Wanted {
+            definition: &definition,
+            image_id,
+        };
+        match recreate::decide(&container, wanted) {
             recreate::Decision::Keep => Ok((container.id, None)),
             recreate::Decision::KeepOutdated(change) => {
                 tracing::warn!(

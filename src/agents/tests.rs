@@ -101,12 +101,16 @@ struct FakeContainer {
     tmux: bool,
     /// Its `agent-hub.definition` label.
     definition: Option<String>,
+    /// The ID of the image it was made from.
+    image_id: Option<String>,
 }
 
 #[derive(Default)]
 struct World {
     /// Image -> labels; an image not here is missing.
     images: HashMap<String, HashMap<String, String>>,
+    /// Image -> its ID (`sha256:<name>` when not here).
+    image_ids: HashMap<String, String>,
     /// By container name.
     containers: BTreeMap<String, FakeContainer>,
     /// Every call, in order ("create NAME", "start ID", "stop NAME", ...).
@@ -125,6 +129,14 @@ struct World {
     data_dir_hidden: bool,
     /// How many containers were created (their ids count them).
     created: usize,
+}
+
+impl World {
+    /// The ID of the image of this name now.
+    fn image_id(&self, image: &str) -> String {
+        let id = self.image_ids.get(image);
+        id.cloned().unwrap_or_else(|| format!("sha256:{image}"))
+    }
 }
 
 #[derive(Default, Clone)]
@@ -167,8 +179,11 @@ fn ready<T: Send + 'static>(v: T) -> BoxFuture<'static, T> {
 
 impl Containers for FakeContainers {
     fn image_info<'a>(&'a self, _: &'a str, image: &'a str) -> Op<'a, Option<ImageInfo>> {
-        let labels = self.world.lock().unwrap().images.get(image).cloned();
+        let w = self.world.lock().unwrap();
+        let labels = w.images.get(image).cloned();
+        let id = w.image_id(image);
         ready(Ok(labels.map(|labels| ImageInfo {
+            id: Some(id),
             labels,
             env: Vec::new(),
             user: "agent".into(),
@@ -200,6 +215,7 @@ impl Containers for FakeContainers {
             exit_code: c.exit_code,
             started_at: None,
             definition: c.definition.clone(),
+            image_id: c.image_id.clone(),
         });
         ready(Ok(state))
     }
@@ -216,6 +232,7 @@ impl Containers for FakeContainers {
         let created = FakeContainer {
             id: id.clone(),
             definition: body.labels.unwrap_or_default().remove(LABEL_DEFINITION),
+            image_id: Some(w.image_id(def.image.get_ref())),
             ..Default::default()
         };
         w.containers.insert(name, created);
@@ -512,7 +529,7 @@ async fn a_running_container_found_by_reconcile_is_reattached_with_its_old_sessi
                 running: true,
                 exit_code: None,
                 tmux: true,
-                definition: None,
+                ..Default::default()
             },
         );
     }
@@ -878,6 +895,47 @@ async fn the_removal_of_a_container_made_again_does_not_take_the_new_ones_id() {
     f.agents.stop("a1").await.unwrap();
     f.agents.container_removed("a1", "cid-2");
     assert_eq!(f.agents.info("a1").unwrap().container_id, None);
+}
+
+#[tokio::test]
+async fn an_image_rebuilt_under_the_same_name_makes_a_stopped_container_again() {
+    let containers = FakeContainers::with_image("img");
+    let f = fixture("", containers.clone());
+    f.agents.start("a1", false).await.unwrap();
+    let home = f.data.path().join("agents/a1/home");
+    std::fs::write(home.join("notes.txt"), "kept").unwrap();
+    f.agents.stop("a1").await.unwrap();
+    // `img` is built again: the name names another image.
+    let rebuild = |id: &str| {
+        let mut w = containers.world.lock().unwrap();
+        w.image_ids.insert("img".into(), id.into());
+    };
+    rebuild("sha256:second");
+    let started = f.agents.start("a1", false).await.unwrap();
+    assert_eq!(
+        started.recreated,
+        Some(recreate::Change::Parts(vec![recreate::REBUILT]))
+    );
+    assert_eq!(started.info.container_id.as_deref(), Some("cid-2"));
+    assert_eq!(containers.count("remove"), 1);
+    assert_eq!(
+        std::fs::read_to_string(home.join("notes.txt")).unwrap(),
+        "kept"
+    );
+    // Made from the image the name names now: the next start keeps it.
+    f.agents.stop("a1").await.unwrap();
+    let again = f.agents.start("a1", false).await.unwrap();
+    assert_eq!(again.recreated, None);
+    assert_eq!(again.info.container_id.as_deref(), Some("cid-2"));
+
+    // The name names nothing any more (the tag was removed): the start says the image is not
+    // found and leaves the container as it is.
+    f.agents.stop("a1").await.unwrap();
+    containers.world.lock().unwrap().images.clear();
+    let err = f.agents.start("a1", false).await.unwrap_err();
+    assert!(err.to_string().contains("image 'img' not found"), "{err}");
+    assert_eq!(containers.count("remove"), 1);
+    assert!(containers.world.lock().unwrap().containers.len() == 1);
 }
 
 /// An agent running Claude Code with its config dir mounted from the user's own directory.

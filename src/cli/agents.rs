@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 use std::time::Instant;
 
 use super::ClientOpts;
+use crate::agents::recreate::REBUILT;
 use crate::protocol::AgentStatus;
 use clap::Args;
 
@@ -144,9 +145,26 @@ fn op_note(already_running: bool, recreated: bool, changed: &[String]) -> String
     if !recreated {
         return String::new();
     }
-    match changed {
-        [] => " (container made again: it recorded no definition)".into(),
-        parts => format!(" (container made again: {} changed)", parts.join(", ")),
+    format!(
+        " (container made again: {})",
+        what_changed(changed, "it recorded")
+    )
+}
+
+/// What changed, from a reply's `changed`: `env, mounts changed`, `image rebuilt`; nothing
+/// (the container did not record its definition) is `<records> no definition`.
+fn what_changed(changed: &[String], records: &str) -> String {
+    let rebuilt = changed.iter().any(|p| p == REBUILT);
+    let parts: Vec<&str> = changed
+        .iter()
+        .map(String::as_str)
+        .filter(|p| *p != REBUILT)
+        .collect();
+    match (parts.is_empty(), rebuilt) {
+        (true, false) => format!("{records} no definition"),
+        (true, true) => "image rebuilt".into(),
+        (false, false) => format!("{} changed", parts.join(", ")),
+        (false, true) => format!("image rebuilt, {} changed", parts.join(", ")),
     }
 }
 
@@ -171,5 +189,14 @@ mod tests {
             " (container made again: env, mounts changed)"
         );
         assert!(op_note(false, true, &[]).contains("recorded no definition"));
+        let rebuilt = ["image (rebuilt)".to_string(), "env".to_string()];
+        assert_eq!(
+            op_note(false, true, &rebuilt),
+            " (container made again: image rebuilt, env changed)"
+        );
+        assert_eq!(
+            op_note(false, true, &rebuilt[..1]),
+            " (container made again: image rebuilt)"
+        );
     }
 }

@@ -33,13 +33,15 @@ pub struct AgentStartReply {
     #[serde(default)]
     pub already_running: bool,
     /// The start removed the agent's stopped container and made it again, because its
-    /// definition (image, command, env, mounts, ...) changed since the container was made, or
-    /// the container did not record it (made by an older hub). Its home and workspace are kept.
+    /// definition (image, command, env, mounts, ...) changed since the container was made, its
+    /// image was rebuilt under the same name, or the container did not record its definition
+    /// (made by an older hub). Its home and workspace are kept.
     #[serde(default)]
     pub recreated: bool,
     /// What changed, when `recreated`: parts of the container's definition (`image`, `command`,
-    /// `env`, `workdir`, `mounts`, `labels`, `other`); empty when the old container did not
-    /// record its definition.
+    /// `env`, `workdir`, `mounts`, `labels`, `other`), and `image (rebuilt)` when its image's
+    /// name names another image than the one it was made from; empty when the old container
+    /// did not record its definition.
     #[serde(default)]
     pub changed: Vec<String>,
     /// `started`, `already running`, or `started; container made again: <why>`.
