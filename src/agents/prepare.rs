@@ -1,7 +1,7 @@
 //! What a start does before the container runs: the agent's home and workspace mounted into a
 //! new container, and the arguments that resume its conversation (see [`super::resume`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::config_dir::{self, AgentFiles, ConfigDir, ConfigDirSpec};
 use super::containers::{ImageInfo, VolumeSpec};
@@ -292,21 +292,29 @@ impl Agents {
             Ok(workspace::prepare(&checkout, &user, &image)?.common_dir)
         })
         .await?;
-        let workdir = def
-            .workdir_or_default()
-            .unwrap_or_else(|| "/workspace".into());
-        def.mounts.push(format!("{}:{workdir}", path.display()));
-        let git = common_dir.display();
-        def.mounts.push(format!("{git}:{git}"));
-        def.workdir = Some(workdir);
-        // The checkout belongs to the repository's owner, not necessarily the agent's user.
-        if !def.env.contains_key("GIT_CONFIG_COUNT") {
-            def.env.insert("GIT_CONFIG_COUNT".into(), "1".into());
-            def.env
-                .insert("GIT_CONFIG_KEY_0".into(), "safe.directory".into());
-            def.env.insert("GIT_CONFIG_VALUE_0".into(), "*".into());
-        }
+        mount_workspace(def, &path, &common_dir);
         Ok(())
+    }
+
+    /// The definition a start would make the agent's container with now, its image being
+    /// `image`, found without making or changing anything (to tell whether the running
+    /// container is outdated); the same steps as a start's. `None` when it cannot be told:
+    /// the repository of its workspace cannot be read.
+    pub(super) async fn definition_now(
+        &self,
+        def: &AgentDef,
+        image: &ImageInfo,
+    ) -> Option<crate::docker::Definition> {
+        let mut def = def.clone();
+        def.start_tmux = crate::docker::resolve_start_tmux(def.start_tmux, Some(&image.labels));
+        if let Some(ws) = self.workspace_info(&def) {
+            let common_dir = common_dir_now(&def.id, ws.clone()).await?;
+            mount_workspace(&mut def, Path::new(&ws.path), &common_dir);
+        }
+        self.handles.access.add_env_and_mounts(&mut def);
+        self.handles.access.add_pipe_mount(&mut def);
+        self.add_home(&mut def, image);
+        Some(crate::docker::container_definition(&def, self.hub_id()))
     }
 
     /// The agent's workspace as clients see it.
@@ -320,5 +328,38 @@ impl Agents {
             exists: path.join(".git").exists(),
             path: path.display().to_string(),
         })
+    }
+}
+
+/// The git directory of the repository of the workspace `ws` (the one a start mounts), read
+/// without changing anything; `None` when it cannot be read (said in the log).
+async fn common_dir_now(agent: &str, ws: WorkspaceInfo) -> Option<PathBuf> {
+    let found = super::workspace::blocking(move || {
+        Ok(workspace::check(Path::new(&ws.repo), &ws.base)?.common_dir)
+    })
+    .await;
+    found
+        .inspect_err(|e| {
+            tracing::info!(agent, "whether its container is outdated is not known: {e}");
+        })
+        .ok()
+}
+
+/// Mounts the agent's checkout at `path` at its workdir, with its repository's git directory
+/// `common_dir` at its own path (the checkout's `.git` names it).
+fn mount_workspace(def: &mut AgentDef, path: &Path, common_dir: &Path) {
+    let workdir = def
+        .workdir_or_default()
+        .unwrap_or_else(|| "/workspace".into());
+    def.mounts.push(format!("{}:{workdir}", path.display()));
+    let git = common_dir.display();
+    def.mounts.push(format!("{git}:{git}"));
+    def.workdir = Some(workdir);
+    // The checkout belongs to the repository's owner, not necessarily the agent's user.
+    if !def.env.contains_key("GIT_CONFIG_COUNT") {
+        def.env.insert("GIT_CONFIG_COUNT".into(), "1".into());
+        def.env
+            .insert("GIT_CONFIG_KEY_0".into(), "safe.directory".into());
+        def.env.insert("GIT_CONFIG_VALUE_0".into(), "*".into());
     }
 }

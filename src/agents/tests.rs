@@ -938,6 +938,98 @@ async fn an_image_rebuilt_under_the_same_name_makes_a_stopped_container_again() 
     assert!(containers.world.lock().unwrap().containers.len() == 1);
 }
 
+/// A repository with one commit on `main`, owned by uid 1000 when the tests run as root (the
+/// fake image's user, `agent`, is taken for the owner of a repository root does not own).
+fn user_repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir.path())
+            .args(["-c", "user.name=U", "-c", "user.email=u@x"])
+            .args(args)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(dir.path().join("README.md"), "app\n").unwrap();
+    git(&["add", "README.md"]);
+    git(&["commit", "-qm", "Start"]);
+    use std::os::unix::fs::MetadataExt;
+    if std::fs::metadata(dir.path()).unwrap().uid() == 0 {
+        let ok = std::process::Command::new("chown")
+            .args(["-R", "1000:1000"])
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+    dir
+}
+
+/// A hub restarted on `f`'s data dir with the agent `a1` of `agent_toml`, its running
+/// container re-attached (as the Docker sync does when the hub starts).
+async fn restarted(f: Fixture, agent_toml: &str) -> Fixture {
+    let again = fixture_in(agent_toml, f.containers.clone(), f.data);
+    again.agents.reconcile("").await;
+    let info = again.agents.info("a1").unwrap();
+    assert_eq!(info.status, AgentStatus::Running, "re-attached: {info:?}");
+    again
+}
+
+#[tokio::test]
+async fn a_running_container_of_another_definition_is_said_to_be_outdated_until_a_restart() {
+    let repo = user_repo();
+    let toml = |greeting: &str| {
+        format!(
+            "env = {{ GREETING = \"{greeting}\" }}\nworkspace = {{ repo = \"{}\", base = \"main\" }}\n",
+            repo.path().display()
+        )
+    };
+    let containers = FakeContainers::with_image("img");
+    let f = fixture(&toml("one"), containers.clone());
+    let started = f.agents.start("a1", false).await.unwrap();
+    assert!(!started.info.outdated && started.info.changed.is_empty());
+    // The hub restarts with the same hub.toml: what it computes for the running container
+    // (home, workspace, hub access, pipe directory) is what the start made it with.
+    let f = restarted(f, &toml("one")).await;
+    let info = f.agents.info("a1").unwrap();
+    assert!(!info.outdated, "{info:?}");
+
+    // Another env in hub.toml: the running container is kept, and said to be outdated.
+    let f = restarted(f, &toml("two")).await;
+    let info = f.agents.info("a1").unwrap();
+    assert_eq!(
+        (info.outdated, info.changed),
+        (true, vec!["env".to_string()])
+    );
+    assert_eq!(containers.count("create"), 1);
+    // Its image rebuilt under the same name too.
+    containers
+        .world
+        .lock()
+        .unwrap()
+        .image_ids
+        .insert("img".into(), "sha256:second".into());
+    let f = restarted(f, &toml("two")).await;
+    let info = f.agents.info("a1").unwrap();
+    assert_eq!(info.changed, ["image (rebuilt)", "env"]);
+    // A stopped agent is not outdated (its next start applies the definition)...
+    f.agents.stop("a1").await.unwrap();
+    let info = f.agents.info("a1").unwrap();
+    assert!(!info.outdated && info.changed.is_empty(), "{info:?}");
+    // ... and a restart applies it.
+    let started = f.agents.restart("a1", false).await.unwrap();
+    assert_eq!(
+        started.recreated.map(|c| c.parts()),
+        Some(vec!["image (rebuilt)".to_string(), "env".into()])
+    );
+    assert!(!started.info.outdated && started.info.changed.is_empty());
+    let f = restarted(f, &toml("two")).await;
+    assert!(!f.agents.info("a1").unwrap().outdated);
+}
+
 /// An agent running Claude Code with its config dir mounted from the user's own directory.
 fn claude_with_config_at(cfg: &std::path::Path) -> String {
     format!(

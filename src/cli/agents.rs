@@ -61,6 +61,9 @@ pub async fn list(args: AgentsArgs) -> i32 {
                 if let Some(err) = &a.error {
                     println!("  error: {err}");
                 }
+                if a.outdated {
+                    println!("  outdated: {}", outdated_note(&a.changed));
+                }
             }
             0
         }
@@ -151,6 +154,12 @@ fn op_note(already_running: bool, recreated: bool, changed: &[String]) -> String
     )
 }
 
+/// What the listing says under a running agent whose container is outdated.
+fn outdated_note(changed: &[String]) -> String {
+    let what = what_changed(changed, "its container records");
+    format!("{what}; `agent-hub restart` applies its definition")
+}
+
 /// What changed, from a reply's `changed`: `env, mounts changed`, `image rebuilt`; nothing
 /// (the container did not record its definition) is `<records> no definition`.
 fn what_changed(changed: &[String], records: &str) -> String {
@@ -177,7 +186,7 @@ fn indent(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::op_note;
+    use super::{op_note, outdated_note};
 
     #[test]
     fn a_start_line_says_when_the_container_was_made_again_and_why() {
@@ -198,5 +207,18 @@ mod tests {
             op_note(false, true, &rebuilt[..1]),
             " (container made again: image rebuilt)"
         );
+    }
+
+    #[test]
+    fn the_listing_says_what_makes_a_running_container_outdated_and_the_way_out() {
+        assert_eq!(
+            outdated_note(&["env".into()]),
+            "env changed; `agent-hub restart` applies its definition"
+        );
+        assert_eq!(
+            outdated_note(&["image (rebuilt)".into()]),
+            "image rebuilt; `agent-hub restart` applies its definition"
+        );
+        assert!(outdated_note(&[]).starts_with("its container records no definition"));
     }
 }

@@ -220,6 +220,18 @@ pub struct AgentInfo {
     /// The agent's git checkout, when its definition names a `workspace`.
     #[serde(default)]
     pub workspace: Option<WorkspaceInfo>,
+    /// The agent runs in a container made otherwise than a start would make it now: its
+    /// definition changed in `hub.toml` since (the hub read it again when it restarted), its
+    /// image was rebuilt under the same name, or the container records no definition (made by
+    /// an older hub). A running container is kept as it is: `restart` applies the definition
+    /// (it makes the container again, keeping the home and workspace). Only while `running`.
+    #[serde(default)]
+    pub outdated: bool,
+    /// What differs, when `outdated`: parts of the container's definition (`image`,
+    /// `command`, `env`, `workdir`, `mounts`, `labels`, `other`) and `image (rebuilt)`; empty
+    /// when the container records no definition.
+    #[serde(default)]
+    pub changed: Vec<String>,
 }
 
 /// An agent's git checkout of its own.

@@ -1,14 +1,20 @@
 //! What an agent's container is made of, against a real Docker engine (#40): an image rebuilt
-//! under the same tag makes a stopped container again. (A changed `env` making a stopped
-//! container again: `docker::a_changed_env_makes_the_container_again_...`.)
+//! under the same tag makes a stopped container again, and a running container made otherwise
+//! than its definition makes it now is listed as outdated until a restart. (A changed `env`
+//! making a stopped container again: `docker::a_changed_env_makes_the_container_again_...`.)
 
 use std::process::Command;
 
+use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::docker_support::{agent_toml, docker, hub_with_agents, test_image, unique_hub_id};
+use crate::cli::BIN;
+use crate::docker_support::{
+    agent_toml, docker, hub_with_agents, test_image, unique_hub_id, ContainerGuard,
+};
+use crate::hub_process::{free_port, HubProcess};
 use crate::require_docker;
-use crate::support::TestHub;
+use crate::support::{wait_until, TestHub};
 
 /// An image name of the test's own (`agent-hub-test/<name>:latest`), naming the test image at
 /// first; dropped, it removes the name and every image built under it, even when the test
@@ -161,4 +167,130 @@ async fn an_image_rebuilt_under_the_same_tag_makes_the_stopped_container_again()
         "{v}"
     );
     post(&hub, "/v1/agents/rb/stop").await;
+}
+
+/// The agent `id` as `GET /v1/agents` lists it.
+async fn listed(hub: &HubProcess, id: &str) -> Value {
+    let v = hub.call(Method::GET, "/v1/agents", json!({})).await;
+    let agents = v["agents"].as_array().cloned().unwrap_or_default();
+    let found = agents.into_iter().find(|a| a["id"] == id);
+    found.unwrap_or_else(|| panic!("{id} is not listed: {v}"))
+}
+
+/// `agent-hub agents [--json]` against `hub`: its output.
+fn cli_agents(hub: &HubProcess, json: bool) -> String {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["agents", "--hub", &hub.base, "--token", &hub.owner_token]);
+    if json {
+        cmd.arg("--json");
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `hub.toml` changed and the hub restarted: its running agent is re-attached as it is, and
+/// `GET /v1/agents` (and `/v1/agents/{id}`, and `agent-hub agents`) say that it is outdated,
+/// what changed, until a restart applies the definition.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_agent_of_a_changed_definition_is_listed_outdated_until_a_restart() {
+    require_docker!();
+    let dir = tempfile::tempdir().unwrap();
+    let hub_id = unique_hub_id();
+    let _guard = ContainerGuard(hub_id.clone());
+    let socket = format!("ah-{hub_id}");
+    let _tmux = crate::support::TmuxServerGuard(socket.clone());
+    let port = free_port();
+    let data = dir.path().join("data");
+    let config = dir.path().join("hub.toml");
+    let write_config = |greeting: &str| {
+        let toml = format!(
+            "listen = \"127.0.0.1:{port}\"\ndata_dir = \"{}\"\nhub_id = \"{hub_id}\"\ntmux_socket = \"{socket}\"\n{}",
+            data.display(),
+            agent_toml("od", &format!("env = {{ GREETING = \"{greeting}\" }}")),
+        );
+        std::fs::write(&config, toml).unwrap();
+    };
+    let base = format!("http://127.0.0.1:{port}");
+
+    write_config("one");
+    let mut hub = HubProcess::spawn_config(&config, &base).await;
+    let v = hub
+        .call(Method::POST, "/v1/agents/od/start", json!({}))
+        .await;
+    assert_eq!(v["agent"]["status"], "running", "{v}");
+    assert_eq!(
+        (&v["agent"]["outdated"], &v["agent"]["changed"]),
+        (&json!(false), &json!([]))
+    );
+    let first = v["agent"]["container_id"].as_str().unwrap().to_string();
+
+    // The same hub.toml: re-attached, not outdated.
+    hub.kill9();
+    hub = HubProcess::spawn_config(&config, &base).await;
+    wait_running(&hub, "od").await;
+    let a = listed(&hub, "od").await;
+    assert_eq!(
+        (&a["outdated"], &a["changed"]),
+        (&json!(false), &json!([])),
+        "{a}"
+    );
+
+    // Another env: the running container is kept, and listed as outdated.
+    write_config("two");
+    hub.kill9();
+    hub = HubProcess::spawn_config(&config, &base).await;
+    wait_running(&hub, "od").await;
+    let a = listed(&hub, "od").await;
+    assert_eq!(a["container_id"], first.as_str(), "kept: {a}");
+    assert_eq!(
+        (&a["outdated"], &a["changed"]),
+        (&json!(true), &json!(["env"])),
+        "{a}"
+    );
+    let v = hub.call(Method::GET, "/v1/agents/od", json!({})).await;
+    assert_eq!(
+        (&v["agent"]["outdated"], &v["agent"]["changed"]),
+        (&json!(true), &json!(["env"])),
+        "{v}"
+    );
+    hub.log_line("its running container is kept, but its definition changed (env)")
+        .await;
+    let text = cli_agents(&hub, false);
+    assert!(
+        text.contains("  outdated: env changed; `agent-hub restart` applies its definition"),
+        "{text}"
+    );
+    let listing: Value = serde_json::from_str(&cli_agents(&hub, true)).unwrap();
+    assert_eq!(listing["agents"][0]["outdated"], true, "{listing}");
+    assert_eq!(listing["agents"][0]["changed"], json!(["env"]), "{listing}");
+
+    // A restart applies it.
+    let v = hub
+        .call(Method::POST, "/v1/agents/od/restart", json!({}))
+        .await;
+    assert_eq!(
+        (v["recreated"].as_bool(), v["changed"].clone()),
+        (Some(true), json!(["env"])),
+        "{v}"
+    );
+    let a = listed(&hub, "od").await;
+    assert_eq!(
+        (&a["outdated"], &a["changed"]),
+        (&json!(false), &json!([])),
+        "{a}"
+    );
+    let second = a["container_id"].as_str().unwrap();
+    assert_eq!(docker(&["exec", second, "printenv", "GREETING"]), "two\n");
+    hub.call(Method::POST, "/v1/agents/od/stop", json!({}))
+        .await;
+}
+
+/// Waits until the restarted hub has re-attached the agent `id`.
+async fn wait_running(hub: &HubProcess, id: &str) {
+    let up = wait_until(std::time::Duration::from_secs(30), || async {
+        listed(hub, id).await["status"] == "running"
+    })
+    .await;
+    assert!(up, "{id} was not re-attached: {}", listed(hub, id).await);
 }
