@@ -51,6 +51,29 @@ impl Agents {
         });
     }
 
+    /// A stopped agent takes back the ended session it had before the hub restarted (its last
+    /// screen: see `persist::restore`), unless it has a session of this run already (then that
+    /// one is dropped).
+    fn take_back_ended_session(&self, agent: &str) {
+        let sessions = &self.handles.sessions;
+        let Some(ended) = sessions.take_ended_agent_session(agent) else {
+            return;
+        };
+        if sessions.session(&ended).is_none() {
+            return; // deleted meanwhile
+        }
+        let mut taken = false;
+        self.update(agent, |rt| {
+            if rt.session_id.is_none() {
+                rt.session_id = Some(ended.clone());
+                taken = true;
+            }
+        });
+        if !taken {
+            sessions.remove(&ended);
+        }
+    }
+
     /// While an engine is unreachable its running agents cannot be seen: say so.
     pub fn mark_unreachable(&self, endpoint: &str) {
         for id in self.on_endpoint(endpoint) {
@@ -98,6 +121,7 @@ impl Agents {
                     }
                     rt.container_id = None;
                 });
+                self.take_back_ended_session(&id);
             }
         }
     }
@@ -133,6 +157,7 @@ impl Agents {
                     rt.exit_code = state.exit_code;
                 }
             });
+            self.take_back_ended_session(agent);
             return;
         }
         if self.attached(agent) {

@@ -27,6 +27,8 @@ struct FakeRegistry {
     sessions: Mutex<BTreeMap<String, Arc<Session>>>,
     next_id: Mutex<u32>,
     carried_over: Mutex<HashMap<String, (String, Owner)>>,
+    /// Agent id -> its ended session from before a restart.
+    ended: Mutex<HashMap<String, String>>,
     added: Mutex<Vec<(String, Origin)>>,
 }
 
@@ -41,6 +43,9 @@ impl SessionRegistry for FakeRegistry {
     }
     fn take_container_session(&self, container_id: &str) -> Option<(String, Owner)> {
         self.carried_over.lock().unwrap().remove(container_id)
+    }
+    fn take_ended_agent_session(&self, agent_id: &str) -> Option<String> {
+        self.ended.lock().unwrap().remove(agent_id)
     }
     fn add(&self, new: NewSession, origin: Origin) -> Arc<Session> {
         let id = new.spec.id.clone();
@@ -551,6 +556,73 @@ async fn a_running_container_found_by_reconcile_is_reattached_with_its_old_sessi
     assert_eq!(f.registry.added.lock().unwrap()[0].1, Origin::Restored);
     assert_eq!(event_types(&mut f.events), ["agent_attached"]);
     assert_eq!(f.containers.count("create"), 0, "no new container");
+}
+
+/// Registers the ended session `id` of agent `a1` with `screen` on it, as `persist` does for a
+/// stopped agent's session from before a restart, and remembers it for the agent.
+fn restored_ended_session(f: &Fixture, id: &str, screen: &str) {
+    let output = Arc::new(Output::new(1 << 16));
+    output.push(screen.as_bytes());
+    output.finish(crate::output::ExitInfo {
+        exit_code: Some(0),
+        reason: "stopped".into(),
+        exited_at: chrono::Utc::now(),
+    });
+    let spec = crate::session::SessionSpec {
+        id: id.into(),
+        backend: crate::protocol::SessionBackend::Docker,
+        source: "docker".into(),
+        shell: "bash".into(),
+        args: Vec::new(),
+        cwd: "/".into(),
+        tmux_session: Some(AGENT_TMUX_SESSION.into()),
+        agent_id: Some("a1".into()),
+        policy: None,
+        container_id: Some("cid-1".into()),
+        created_at: chrono::Utc::now(),
+    };
+    let size = crate::backend::TermSize { cols: 80, rows: 24 };
+    let backend = crate::backend::exited::ExitedBackend;
+    let new = NewSession::new(spec, size, Owner::default(), output, backend);
+    f.registry.add(new, Origin::Restored);
+    f.registry
+        .ended
+        .lock()
+        .unwrap()
+        .insert("a1".into(), id.into());
+}
+
+#[tokio::test]
+async fn a_stopped_agent_takes_back_its_ended_session_from_before_a_restart() {
+    let containers = FakeContainers::with_image("img");
+    let f = fixture("", containers.clone());
+    f.agents.start("a1", false).await.unwrap();
+    f.agents.stop("a1").await.unwrap();
+    // The hub restarts on the same data dir; `persist` registered the ended session again.
+    let f = fixture_in("", containers.clone(), f.data);
+    restored_ended_session(&f, "docker_old", "last words");
+    f.agents.reconcile("").await;
+    let info = f.agents.info("a1").unwrap();
+    assert_eq!(info.session_id.as_deref(), Some("docker_old"));
+    assert_eq!(
+        (info.status, info.pty_attached),
+        (AgentStatus::Stopped, false)
+    );
+    let old = f.registry.session("docker_old").unwrap();
+    assert!(old.output().exit().is_some(), "still ended");
+    // Its next start makes a new session in its place.
+    let started = f.agents.start("a1", false).await.unwrap();
+    assert_ne!(started.info.session_id.as_deref(), Some("docker_old"));
+    assert!(f.registry.session("docker_old").is_none());
+
+    // Started before the Docker sync gave it back: the old one is dropped all the same.
+    f.agents.stop("a1").await.unwrap();
+    let f = fixture_in("", containers, f.data);
+    restored_ended_session(&f, "docker_older", "older words");
+    f.agents.start("a1", false).await.unwrap();
+    assert!(f.registry.session("docker_older").is_none());
+    f.agents.reconcile("").await;
+    assert!(f.registry.ended.lock().unwrap().is_empty());
 }
 
 #[tokio::test]
