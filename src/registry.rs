@@ -66,6 +66,9 @@ pub trait SessionRegistry: Send + Sync {
     fn new_id(&self, prefix: &str) -> String;
     /// The id and owner a container's session had before a restart, once.
     fn take_container_session(&self, container_id: &str) -> Option<(String, Owner)>;
+    /// The id of the ended session a stopped agent had before a restart (registered again:
+    /// its last screen), once.
+    fn take_ended_agent_session(&self, agent_id: &str) -> Option<String>;
     /// Registers a session and publishes it.
     fn add(&self, new: NewSession, origin: Origin) -> Arc<Session>;
     /// Removes a session without touching its program.
@@ -79,6 +82,8 @@ pub struct Registry {
     issued_ids: Mutex<HashSet<String>>,
     /// Container id -> (session id, owner) from before a restart (see `persist`).
     container_sessions: Mutex<HashMap<String, (String, Owner)>>,
+    /// Agent id -> the id of its ended session from before a restart (see `persist`).
+    ended_agent_sessions: Mutex<HashMap<String, String>>,
     events: EventSink,
     guard: Arc<Guard>,
     metrics: crate::metrics::Metrics,
@@ -105,6 +110,7 @@ impl Registry {
             sessions: RwLock::new(BTreeMap::new()),
             issued_ids: Mutex::new(HashSet::new()),
             container_sessions: Mutex::new(HashMap::new()),
+            ended_agent_sessions: Mutex::new(HashMap::new()),
             events,
             guard,
             metrics,
@@ -132,6 +138,12 @@ impl Registry {
     pub fn remember_container_session(&self, container_id: &str, id: &str, owner: Owner) {
         self.reserve_id(id);
         locked(&self.container_sessions).insert(container_id.to_string(), (id.to_string(), owner));
+    }
+
+    /// Remembers the ended session `id` of the agent `agent_id` from before a restart,
+    /// registered again, for the agent to show as its last screen.
+    pub fn remember_ended_agent_session(&self, agent_id: &str, id: &str) {
+        locked(&self.ended_agent_sessions).insert(agent_id.to_string(), id.to_string());
     }
 
     /// Takes a session out of the map (it stays open: the caller closes it).
@@ -186,6 +198,10 @@ impl SessionRegistry for Registry {
 
     fn take_container_session(&self, container_id: &str) -> Option<(String, Owner)> {
         locked(&self.container_sessions).remove(container_id)
+    }
+
+    fn take_ended_agent_session(&self, agent_id: &str) -> Option<String> {
+        locked(&self.ended_agent_sessions).remove(agent_id)
     }
 
     fn add(&self, new: NewSession, origin: Origin) -> Arc<Session> {

@@ -270,7 +270,8 @@ export class Fleet {
     const c = u.check;
     const sig = JSON.stringify([u.state, u.since, worker, u.key === this.selected, this.opts.canOperate(),
       s && [s.id, s.label, s.cli_type, s.alive, s.backend, s.source, s.policy, s.last_activity_at, this.ticked.has(s.id)],
-      u.agent && [u.agent.status, u.agent.policy, u.agent.last_activity_at, this.confirming === u.agent.id],
+      u.agent && [u.agent.status, u.agent.policy, u.agent.last_activity_at, u.agent.outdated, u.agent.changed,
+        this.confirming === u.agent.id],
       st && [st.question, st.choices], c && c.idle_deadline_in_ms != null && [c.idle_deadline_in_ms, c.policy, c.dry_run, this.checkedAt]]);
     let row = this.rowCache.get(u.key);
     if (row?.sig !== sig) {
@@ -294,7 +295,7 @@ export class Fleet {
         })
       : "";
     const container = u.agent
-      ? h("span", { class: `status ${u.agent.status}` }, u.agent.status)
+      ? [h("span", { class: `status ${u.agent.status}` }, u.agent.status), outdatedEl(u.agent)]
       : s?.source === "host"
         ? h("span.status.host", {
             "data-where": "host",
@@ -426,4 +427,14 @@ export function alertError(what, e) {
   bar.textContent = `${what}: ${e.message}`;
   bar.hidden = false;
   setTimeout(() => (bar.hidden = true), 5000);
+}
+
+/** A running agent's word that its container is outdated (its definition changed, its image
+ * was rebuilt), with what changed and the way out; "" when it is not. */
+function outdatedEl(agent) {
+  if (!agent.outdated) return "";
+  const what = agent.changed?.length ? agent.changed.join(", ") : "its container records no definition";
+  return h("span.outdated", {
+    title: `made otherwise than its definition makes it now (${what}): restart applies the definition`,
+  }, " · outdated");
 }

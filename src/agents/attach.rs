@@ -150,6 +150,10 @@ impl Agents {
         if let Some(prev) = previous.filter(|p| *p != session_id) {
             sessions.remove(&prev);
         }
+        // And the one from before a restart, when the agent had not taken it back yet.
+        if let Some(ended) = sessions.take_ended_agent_session(id) {
+            sessions.remove(&ended);
+        }
         if let Some(dir) = self.status_dir(def) {
             session.follow_status_file(StatusFiles::Container(dir));
         }

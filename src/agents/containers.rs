@@ -30,6 +30,9 @@ pub struct ContainerState {
     /// The definition it was made with (its `agent-hub.definition` label; `None` for a
     /// container of a hub that did not record it).
     pub definition: Option<String>,
+    /// The ID of the image it was made from (its inspect's `Image`: what its image's name
+    /// named then, whatever the name names now).
+    pub image_id: Option<String>,
 }
 
 /// A container on an engine.
@@ -63,6 +66,8 @@ pub type Labels = HashMap<String, String>;
 /// What the hub reads of an image.
 #[derive(Debug, Clone, Default)]
 pub struct ImageInfo {
+    /// Its ID (`sha256:...`): a rebuilt image has another under the same name.
+    pub id: Option<String>,
     pub labels: Labels,
     /// `NAME=value` entries of its environment.
     pub env: Vec<String>,
@@ -166,6 +171,7 @@ impl Containers for DockerContainers {
             Ok(image.map(|i| {
                 let config = i.config.unwrap_or_default();
                 ImageInfo {
+                    id: i.id,
                     labels: config.labels.unwrap_or_default(),
                     env: config.env.unwrap_or_default(),
                     user: config.user.unwrap_or_default(),
@@ -198,6 +204,7 @@ impl Containers for DockerContainers {
             let answer = docker.inspect_container(at.container, None).await;
             Ok(found(at.endpoint, answer)?.map(|c| {
                 let state = c.state.unwrap_or_default();
+                let image_id = c.image;
                 let definition = c
                     .config
                     .and_then(|c| c.labels)
@@ -212,6 +219,7 @@ impl Containers for DockerContainers {
                         .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
                         .map(|t| t.with_timezone(&Utc)),
                     definition,
+                    image_id,
                 }
             }))
         })

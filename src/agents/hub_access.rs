@@ -69,16 +69,25 @@ impl HubAccess {
         super::home::agent_dir(&self.agents_dir, agent_id)
     }
 
-    /// Adds the environment and mounts a new container of `def` gets (nothing when its
-    /// `hub_access` is off).
+    /// Makes the agent's own directory (local engines) and adds the environment and mounts a
+    /// new container of `def` gets (see [`Self::add_env_and_mounts`]).
     pub fn add_to(&self, def: &mut AgentDef) {
+        if def.docker_host.is_none() {
+            if let Err(e) = self.make_agent_dir(&def.id) {
+                let dir = self.agent_dir(&def.id);
+                tracing::warn!(agent = %def.id, "cannot make {}: {e}", dir.display());
+            }
+        }
+        self.add_env_and_mounts(def);
+    }
+
+    /// Adds the environment and mounts a new container of `def` gets (only the agent's own
+    /// directory when its `hub_access` is off), making nothing.
+    pub fn add_env_and_mounts(&self, def: &mut AgentDef) {
         let local = def.docker_host.is_none();
         if local {
             // The agent's own directory: its credential, and the arguments of each start.
             let dir = self.agent_dir(&def.id);
-            if let Err(e) = self.make_agent_dir(&def.id) {
-                tracing::warn!(agent = %def.id, "cannot make {}: {e}", dir.display());
-            }
             def.mounts
                 .push(format!("{}:{AGENT_DIR_IN_CONTAINER}:ro", dir.display()));
         }
@@ -125,9 +134,17 @@ impl HubAccess {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
         }
-        def.mounts
-            .push(format!("{}:{PIPE_DIR_IN_CONTAINER}", dir.display()));
+        self.add_pipe_mount(def);
         Ok(())
+    }
+
+    /// Adds the mount of the agent's pipe directory (local engines), making nothing.
+    pub fn add_pipe_mount(&self, def: &mut AgentDef) {
+        if def.docker_host.is_none() {
+            let dir = self.pipes_dir.join(&def.id);
+            def.mounts
+                .push(format!("{}:{PIPE_DIR_IN_CONTAINER}", dir.display()));
+        }
     }
 
     /// Makes the agent's directory, readable by the container's user (it is the agent's alone).

@@ -98,6 +98,9 @@ struct Runtime {
     error: Option<String>,
     /// Its home in its container, as its image says (learnt at a start or a re-attach).
     home: Option<String>,
+    /// Its running container was made otherwise than a start would make it now, and how (found
+    /// when the hub attached to it: a start or a re-attach); a restart applies the definition.
+    outdated: Option<recreate::Change>,
 }
 
 /// What the agents work with.
@@ -242,6 +245,7 @@ impl Agents {
             .and_then(|s| self.handles.sessions.session(s));
         let session_info = session.as_ref().map(|s| s.info());
         let plan = self.resume_plan(def, false);
+        let outdated = rt.outdated.filter(|_| rt.status == AgentStatus::Running);
         Ok(AgentInfo {
             id: def.id.clone(),
             status: rt.status,
@@ -263,6 +267,8 @@ impl Agents {
             resume_reason: plan.reason,
             home: self.host_home(def).map(|h| h.display().to_string()),
             workspace: self.workspace_info(def),
+            outdated: outdated.is_some(),
+            changed: outdated.map(|c| c.parts()).unwrap_or_default(),
         })
     }
 
@@ -413,7 +419,10 @@ impl Agents {
             plan
         };
         let keeps_home = self.add_home(&mut def, &image_info);
-        let (container_id, recreated) = self.container_for(&def, existing, keeps_home).await?;
+        let image_id = image_info.id.as_deref();
+        let (container_id, recreated) = self
+            .container_for(&def, image_id, existing, keeps_home)
+            .await?;
         if !running {
             self.install_hooks(&def);
             self.clear_status_files(&def);
@@ -450,27 +459,30 @@ impl Agents {
         })
     }
 
-    /// The agent's container for this start: `existing` when its definition is `def`'s (or it
-    /// runs), else one made (again) as `def` says. Returns its id and, when it was made again
-    /// in place of `existing`, why.
+    /// The agent's container for this start: `existing` when it is what `def` makes from the
+    /// image `image_id` (or it runs), else one made (again) as `def` says. Returns its id and,
+    /// when it was made again in place of `existing`, why; a running one that is not what
+    /// `def` makes is marked outdated.
     async fn container_for(
         &self,
         def: &AgentDef,
+        image_id: Option<&str>,
         existing: Option<ContainerState>,
         keeps_home: bool,
     ) -> HubResult<(String, Option<recreate::Change>)> {
+        self.mark_outdated(&def.id, None);
         let Some(container) = existing else {
             return Ok((self.create_container(def, keeps_home).await?, None));
         };
-        let wanted = docker::container_definition(def, self.hub_id());
-        match recreate::decide(&container, &wanted) {
+        let definition = docker::container_definition(def, self.hub_id());
+        let wanted = recreate::Wanted {
+            definition: &definition,
+            image_id,
+        };
+        match recreate::decide(&container, wanted) {
             recreate::Decision::Keep => Ok((container.id, None)),
             recreate::Decision::KeepOutdated(change) => {
-                tracing::warn!(
-                    agent = %def.id,
-                    "its running container is kept, but {change}: restart the agent to apply \
-                     its definition"
-                );
+                self.mark_outdated(&def.id, Some(change));
                 Ok((container.id, None))
             }
             recreate::Decision::Recreate(change) => {
@@ -486,6 +498,19 @@ impl Agents {
                 Ok((self.create_container(def, keeps_home).await?, Some(change)))
             }
         }
+    }
+
+    /// Records whether the agent's running container, which the hub attaches to as it is, is
+    /// outdated and how: its info says so while it runs, and the log when it is.
+    fn mark_outdated(&self, id: &str, change: Option<recreate::Change>) {
+        if let Some(change) = &change {
+            tracing::warn!(
+                agent = id,
+                "its running container is kept, but {change}: restart the agent to apply its \
+                 definition"
+            );
+        }
+        self.update(id, |rt| rt.outdated = change);
     }
 
     /// Makes the agent's container as `def` says (its home volume first, when it keeps one).

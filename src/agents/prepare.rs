@@ -2,7 +2,7 @@
 //! and the arguments that resume its conversation (see [`super::resume`]); its workspace is
 //! made and mounted by [`super::workspace`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::config_dir::{self, AgentFiles, ConfigDir, ConfigDirSpec};
 use super::containers::{ImageInfo, VolumeSpec};
@@ -270,5 +270,26 @@ impl Agents {
             .containers
             .ensure_volume(def.endpoint(), spec)
             .await
+    }
+
+    /// The definition a start would make the agent's container with now, its image being
+    /// `image`, found without making or changing anything (to tell whether the running
+    /// container is outdated); the same steps as a start's. `None` when it cannot be told:
+    /// the repository of its workspace cannot be read.
+    pub(super) async fn definition_now(
+        &self,
+        def: &AgentDef,
+        image: &ImageInfo,
+    ) -> Option<crate::docker::Definition> {
+        let mut def = def.clone();
+        def.start_tmux = crate::docker::resolve_start_tmux(def.start_tmux, Some(&image.labels));
+        if let Some(ws) = self.workspace_info(&def) {
+            let common_dir = super::workspace::common_dir_now(&def.id, ws.clone()).await?;
+            super::workspace::mount_workspace(&mut def, Path::new(&ws.path), &common_dir);
+        }
+        self.handles.access.add_env_and_mounts(&mut def);
+        self.handles.access.add_pipe_mount(&mut def);
+        self.add_home(&mut def, image);
+        Some(crate::docker::container_definition(&def, self.hub_id()))
     }
 }

@@ -2,8 +2,9 @@
 //! every agent of it is reconciled, and the Docker events (see [`super::sync`]) report deaths
 //! and starts in between. A running container the hub is not attached to is re-attached.
 
-use super::containers::Place;
-use super::{AgentStatus, Agents};
+use super::containers::{ContainerState, ImageInfo, Place};
+use super::{recreate, AgentStatus, Agents};
+use crate::config::AgentDef;
 use crate::docker;
 use crate::protocol::EventKind;
 
@@ -48,6 +49,29 @@ impl Agents {
                 rt.container_id = None;
             }
         });
+    }
+
+    /// A stopped agent takes back the ended session it had before the hub restarted (its last
+    /// screen: see `persist::restore`), unless it has a session of this run already (then that
+    /// one is dropped).
+    fn take_back_ended_session(&self, agent: &str) {
+        let sessions = &self.handles.sessions;
+        let Some(ended) = sessions.take_ended_agent_session(agent) else {
+            return;
+        };
+        if sessions.session(&ended).is_none() {
+            return; // deleted meanwhile
+        }
+        let mut taken = false;
+        self.update(agent, |rt| {
+            if rt.session_id.is_none() {
+                rt.session_id = Some(ended.clone());
+                taken = true;
+            }
+        });
+        if !taken {
+            sessions.remove(&ended);
+        }
     }
 
     /// While an engine is unreachable its running agents cannot be seen: say so.
@@ -97,6 +121,7 @@ impl Agents {
                     }
                     rt.container_id = None;
                 });
+                self.take_back_ended_session(&id);
             }
         }
     }
@@ -132,6 +157,7 @@ impl Agents {
                     rt.exit_code = state.exit_code;
                 }
             });
+            self.take_back_ended_session(agent);
             return;
         }
         if self.attached(agent) {
@@ -145,10 +171,14 @@ impl Agents {
             .handles
             .containers
             .image_info(def.endpoint(), def.image.get_ref())
-            .await;
-        if let Ok(Some(image)) = image {
-            self.learn_home(&def, &image);
+            .await
+            .ok()
+            .flatten();
+        if let Some(image) = &image {
+            self.learn_home(&def, image);
         }
+        let outdated = self.outdated(&def, &state, image.as_ref()).await;
+        self.mark_outdated(agent, outdated);
         match self.attach(&def, &container_id, false).await {
             Ok(_) => {
                 self.update(agent, |rt| {
@@ -172,5 +202,32 @@ impl Agents {
                 self.emit(agent, EventKind::AgentAttachFailed, &e.to_string());
             }
         }
+    }
+
+    /// Whether the running `container` of `def` is outdated (see [`recreate`]), and how,
+    /// `image` being its image's as the engine has it now; `None` when it is not, or when the
+    /// hub cannot tell (said in the log): the image's name names no image now, or the
+    /// repository of its workspace cannot be read.
+    async fn outdated(
+        &self,
+        def: &AgentDef,
+        container: &ContainerState,
+        image: Option<&ImageInfo>,
+    ) -> Option<recreate::Change> {
+        let Some(image) = image else {
+            tracing::info!(
+                agent = %def.id,
+                "whether its container is outdated is not known: its image '{}' is not on {}",
+                def.image.get_ref(),
+                docker::endpoint_name(def.endpoint())
+            );
+            return None;
+        };
+        let definition = self.definition_now(def, image).await?;
+        let wanted = recreate::Wanted {
+            definition: &definition,
+            image_id: image.id.as_deref(),
+        };
+        recreate::change(container, wanted)
     }
 }

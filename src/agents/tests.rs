@@ -27,6 +27,8 @@ struct FakeRegistry {
     sessions: Mutex<BTreeMap<String, Arc<Session>>>,
     next_id: Mutex<u32>,
     carried_over: Mutex<HashMap<String, (String, Owner)>>,
+    /// Agent id -> its ended session from before a restart.
+    ended: Mutex<HashMap<String, String>>,
     added: Mutex<Vec<(String, Origin)>>,
 }
 
@@ -41,6 +43,9 @@ impl SessionRegistry for FakeRegistry {
     }
     fn take_container_session(&self, container_id: &str) -> Option<(String, Owner)> {
         self.carried_over.lock().unwrap().remove(container_id)
+    }
+    fn take_ended_agent_session(&self, agent_id: &str) -> Option<String> {
+        self.ended.lock().unwrap().remove(agent_id)
     }
     fn add(&self, new: NewSession, origin: Origin) -> Arc<Session> {
         let id = new.spec.id.clone();
@@ -101,12 +106,16 @@ struct FakeContainer {
     tmux: bool,
     /// Its `agent-hub.definition` label.
     definition: Option<String>,
+    /// The ID of the image it was made from.
+    image_id: Option<String>,
 }
 
 #[derive(Default)]
 struct World {
     /// Image -> labels; an image not here is missing.
     images: HashMap<String, HashMap<String, String>>,
+    /// Image -> its ID (`sha256:<name>` when not here).
+    image_ids: HashMap<String, String>,
     /// By container name.
     containers: BTreeMap<String, FakeContainer>,
     /// Every call, in order ("create NAME", "start ID", "stop NAME", ...).
@@ -125,6 +134,14 @@ struct World {
     data_dir_hidden: bool,
     /// How many containers were created (their ids count them).
     created: usize,
+}
+
+impl World {
+    /// The ID of the image of this name now.
+    fn image_id(&self, image: &str) -> String {
+        let id = self.image_ids.get(image);
+        id.cloned().unwrap_or_else(|| format!("sha256:{image}"))
+    }
 }
 
 #[derive(Default, Clone)]
@@ -167,8 +184,11 @@ fn ready<T: Send + 'static>(v: T) -> BoxFuture<'static, T> {
 
 impl Containers for FakeContainers {
     fn image_info<'a>(&'a self, _: &'a str, image: &'a str) -> Op<'a, Option<ImageInfo>> {
-        let labels = self.world.lock().unwrap().images.get(image).cloned();
+        let w = self.world.lock().unwrap();
+        let labels = w.images.get(image).cloned();
+        let id = w.image_id(image);
         ready(Ok(labels.map(|labels| ImageInfo {
+            id: Some(id),
             labels,
             env: Vec::new(),
             user: "agent".into(),
@@ -200,6 +220,7 @@ impl Containers for FakeContainers {
             exit_code: c.exit_code,
             started_at: None,
             definition: c.definition.clone(),
+            image_id: c.image_id.clone(),
         });
         ready(Ok(state))
     }
@@ -216,6 +237,7 @@ impl Containers for FakeContainers {
         let created = FakeContainer {
             id: id.clone(),
             definition: body.labels.unwrap_or_default().remove(LABEL_DEFINITION),
+            image_id: Some(w.image_id(def.image.get_ref())),
             ..Default::default()
         };
         w.containers.insert(name, created);
@@ -512,7 +534,7 @@ async fn a_running_container_found_by_reconcile_is_reattached_with_its_old_sessi
                 running: true,
                 exit_code: None,
                 tmux: true,
-                definition: None,
+                ..Default::default()
             },
         );
     }
@@ -534,6 +556,73 @@ async fn a_running_container_found_by_reconcile_is_reattached_with_its_old_sessi
     assert_eq!(f.registry.added.lock().unwrap()[0].1, Origin::Restored);
     assert_eq!(event_types(&mut f.events), ["agent_attached"]);
     assert_eq!(f.containers.count("create"), 0, "no new container");
+}
+
+/// Registers the ended session `id` of agent `a1` with `screen` on it, as `persist` does for a
+/// stopped agent's session from before a restart, and remembers it for the agent.
+fn restored_ended_session(f: &Fixture, id: &str, screen: &str) {
+    let output = Arc::new(Output::new(1 << 16));
+    output.push(screen.as_bytes());
+    output.finish(crate::output::ExitInfo {
+        exit_code: Some(0),
+        reason: "stopped".into(),
+        exited_at: chrono::Utc::now(),
+    });
+    let spec = crate::session::SessionSpec {
+        id: id.into(),
+        backend: crate::protocol::SessionBackend::Docker,
+        source: "docker".into(),
+        shell: "bash".into(),
+        args: Vec::new(),
+        cwd: "/".into(),
+        tmux_session: Some(AGENT_TMUX_SESSION.into()),
+        agent_id: Some("a1".into()),
+        policy: None,
+        container_id: Some("cid-1".into()),
+        created_at: chrono::Utc::now(),
+    };
+    let size = crate::backend::TermSize { cols: 80, rows: 24 };
+    let backend = crate::backend::exited::ExitedBackend;
+    let new = NewSession::new(spec, size, Owner::default(), output, backend);
+    f.registry.add(new, Origin::Restored);
+    f.registry
+        .ended
+        .lock()
+        .unwrap()
+        .insert("a1".into(), id.into());
+}
+
+#[tokio::test]
+async fn a_stopped_agent_takes_back_its_ended_session_from_before_a_restart() {
+    let containers = FakeContainers::with_image("img");
+    let f = fixture("", containers.clone());
+    f.agents.start("a1", false).await.unwrap();
+    f.agents.stop("a1").await.unwrap();
+    // The hub restarts on the same data dir; `persist` registered the ended session again.
+    let f = fixture_in("", containers.clone(), f.data);
+    restored_ended_session(&f, "docker_old", "last words");
+    f.agents.reconcile("").await;
+    let info = f.agents.info("a1").unwrap();
+    assert_eq!(info.session_id.as_deref(), Some("docker_old"));
+    assert_eq!(
+        (info.status, info.pty_attached),
+        (AgentStatus::Stopped, false)
+    );
+    let old = f.registry.session("docker_old").unwrap();
+    assert!(old.output().exit().is_some(), "still ended");
+    // Its next start makes a new session in its place.
+    let started = f.agents.start("a1", false).await.unwrap();
+    assert_ne!(started.info.session_id.as_deref(), Some("docker_old"));
+    assert!(f.registry.session("docker_old").is_none());
+
+    // Started before the Docker sync gave it back: the old one is dropped all the same.
+    f.agents.stop("a1").await.unwrap();
+    let f = fixture_in("", containers, f.data);
+    restored_ended_session(&f, "docker_older", "older words");
+    f.agents.start("a1", false).await.unwrap();
+    assert!(f.registry.session("docker_older").is_none());
+    f.agents.reconcile("").await;
+    assert!(f.registry.ended.lock().unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -878,6 +967,139 @@ async fn the_removal_of_a_container_made_again_does_not_take_the_new_ones_id() {
     f.agents.stop("a1").await.unwrap();
     f.agents.container_removed("a1", "cid-2");
     assert_eq!(f.agents.info("a1").unwrap().container_id, None);
+}
+
+#[tokio::test]
+async fn an_image_rebuilt_under_the_same_name_makes_a_stopped_container_again() {
+    let containers = FakeContainers::with_image("img");
+    let f = fixture("", containers.clone());
+    f.agents.start("a1", false).await.unwrap();
+    let home = f.data.path().join("agents/a1/home");
+    std::fs::write(home.join("notes.txt"), "kept").unwrap();
+    f.agents.stop("a1").await.unwrap();
+    // `img` is built again: the name names another image.
+    let rebuild = |id: &str| {
+        let mut w = containers.world.lock().unwrap();
+        w.image_ids.insert("img".into(), id.into());
+    };
+    rebuild("sha256:second");
+    let started = f.agents.start("a1", false).await.unwrap();
+    assert_eq!(
+        started.recreated,
+        Some(recreate::Change::Parts(vec![recreate::REBUILT]))
+    );
+    assert_eq!(started.info.container_id.as_deref(), Some("cid-2"));
+    assert_eq!(containers.count("remove"), 1);
+    assert_eq!(
+        std::fs::read_to_string(home.join("notes.txt")).unwrap(),
+        "kept"
+    );
+    // Made from the image the name names now: the next start keeps it.
+    f.agents.stop("a1").await.unwrap();
+    let again = f.agents.start("a1", false).await.unwrap();
+    assert_eq!(again.recreated, None);
+    assert_eq!(again.info.container_id.as_deref(), Some("cid-2"));
+
+    // The name names nothing any more (the tag was removed): the start says the image is not
+    // found and leaves the container as it is.
+    f.agents.stop("a1").await.unwrap();
+    containers.world.lock().unwrap().images.clear();
+    let err = f.agents.start("a1", false).await.unwrap_err();
+    assert!(err.to_string().contains("image 'img' not found"), "{err}");
+    assert_eq!(containers.count("remove"), 1);
+    assert!(containers.world.lock().unwrap().containers.len() == 1);
+}
+
+/// A repository with one commit on `main`, owned by uid 1000 when the tests run as root (the
+/// fake image's user, `agent`, is taken for the owner of a repository root does not own).
+fn user_repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir.path())
+            .args(["-c", "user.name=U", "-c", "user.email=u@x"])
+            .args(args)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(dir.path().join("README.md"), "app\n").unwrap();
+    git(&["add", "README.md"]);
+    git(&["commit", "-qm", "Start"]);
+    use std::os::unix::fs::MetadataExt;
+    if std::fs::metadata(dir.path()).unwrap().uid() == 0 {
+        let ok = std::process::Command::new("chown")
+            .args(["-R", "1000:1000"])
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+    dir
+}
+
+/// A hub restarted on `f`'s data dir with the agent `a1` of `agent_toml`, its running
+/// container re-attached (as the Docker sync does when the hub starts).
+async fn restarted(f: Fixture, agent_toml: &str) -> Fixture {
+    let again = fixture_in(agent_toml, f.containers.clone(), f.data);
+    again.agents.reconcile("").await;
+    let info = again.agents.info("a1").unwrap();
+    assert_eq!(info.status, AgentStatus::Running, "re-attached: {info:?}");
+    again
+}
+
+#[tokio::test]
+async fn a_running_container_of_another_definition_is_said_to_be_outdated_until_a_restart() {
+    let repo = user_repo();
+    let toml = |greeting: &str| {
+        format!(
+            "env = {{ GREETING = \"{greeting}\" }}\nworkspace = {{ repo = \"{}\", base = \"main\" }}\n",
+            repo.path().display()
+        )
+    };
+    let containers = FakeContainers::with_image("img");
+    let f = fixture(&toml("one"), containers.clone());
+    let started = f.agents.start("a1", false).await.unwrap();
+    assert!(!started.info.outdated && started.info.changed.is_empty());
+    // The hub restarts with the same hub.toml: what it computes for the running container
+    // (home, workspace, hub access, pipe directory) is what the start made it with.
+    let f = restarted(f, &toml("one")).await;
+    let info = f.agents.info("a1").unwrap();
+    assert!(!info.outdated, "{info:?}");
+
+    // Another env in hub.toml: the running container is kept, and said to be outdated.
+    let f = restarted(f, &toml("two")).await;
+    let info = f.agents.info("a1").unwrap();
+    assert_eq!(
+        (info.outdated, info.changed),
+        (true, vec!["env".to_string()])
+    );
+    assert_eq!(containers.count("create"), 1);
+    // Its image rebuilt under the same name too.
+    containers
+        .world
+        .lock()
+        .unwrap()
+        .image_ids
+        .insert("img".into(), "sha256:second".into());
+    let f = restarted(f, &toml("two")).await;
+    let info = f.agents.info("a1").unwrap();
+    assert_eq!(info.changed, ["image (rebuilt)", "env"]);
+    // A stopped agent is not outdated (its next start applies the definition)...
+    f.agents.stop("a1").await.unwrap();
+    let info = f.agents.info("a1").unwrap();
+    assert!(!info.outdated && info.changed.is_empty(), "{info:?}");
+    // ... and a restart applies it.
+    let started = f.agents.restart("a1", false).await.unwrap();
+    assert_eq!(
+        started.recreated.map(|c| c.parts()),
+        Some(vec!["image (rebuilt)".to_string(), "env".into()])
+    );
+    assert!(!started.info.outdated && started.info.changed.is_empty());
+    let f = restarted(f, &toml("two")).await;
+    assert!(!f.agents.info("a1").unwrap().outdated);
 }
 
 /// An agent running Claude Code with its config dir mounted from the user's own directory.

@@ -69,20 +69,7 @@ impl Agents {
             Ok(workspace::prepare(&checkout, &user, &image)?.common_dir)
         })
         .await?;
-        let workdir = def
-            .workdir_or_default()
-            .unwrap_or_else(|| "/workspace".into());
-        def.mounts.push(format!("{}:{workdir}", path.display()));
-        let git = common_dir.display();
-        def.mounts.push(format!("{git}:{git}"));
-        def.workdir = Some(workdir);
-        // The checkout belongs to the repository's owner, not necessarily the agent's user.
-        if !def.env.contains_key("GIT_CONFIG_COUNT") {
-            def.env.insert("GIT_CONFIG_COUNT".into(), "1".into());
-            def.env
-                .insert("GIT_CONFIG_KEY_0".into(), "safe.directory".into());
-            def.env.insert("GIT_CONFIG_VALUE_0".into(), "*".into());
-        }
+        mount_workspace(def, &path, &common_dir);
         Ok(())
     }
 
@@ -132,4 +119,35 @@ pub(super) async fn blocking<T: Send + 'static>(
             message: format!("workspace: {e}"),
         })?
         .map_err(workspace_error)
+}
+
+/// The git directory of the repository of the workspace `ws` (the one a start mounts), read
+/// without changing anything; `None` when it cannot be read (said in the log).
+pub(super) async fn common_dir_now(agent: &str, ws: WorkspaceInfo) -> Option<PathBuf> {
+    let found =
+        blocking(move || Ok(workspace::check(Path::new(&ws.repo), &ws.base)?.common_dir)).await;
+    found
+        .inspect_err(|e| {
+            tracing::info!(agent, "whether its container is outdated is not known: {e}");
+        })
+        .ok()
+}
+
+/// Mounts the agent's checkout at `path` at its workdir, with its repository's git directory
+/// `common_dir` at its own path (the checkout's `.git` names it).
+pub(super) fn mount_workspace(def: &mut AgentDef, path: &Path, common_dir: &Path) {
+    let workdir = def
+        .workdir_or_default()
+        .unwrap_or_else(|| "/workspace".into());
+    def.mounts.push(format!("{}:{workdir}", path.display()));
+    let git = common_dir.display();
+    def.mounts.push(format!("{git}:{git}"));
+    def.workdir = Some(workdir);
+    // The checkout belongs to the repository's owner, not necessarily the agent's user.
+    if !def.env.contains_key("GIT_CONFIG_COUNT") {
+        def.env.insert("GIT_CONFIG_COUNT".into(), "1".into());
+        def.env
+            .insert("GIT_CONFIG_KEY_0".into(), "safe.directory".into());
+        def.env.insert("GIT_CONFIG_VALUE_0".into(), "*".into());
+    }
 }

@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 use std::time::Instant;
 
 use super::ClientOpts;
+use crate::agents::recreate::REBUILT;
 use crate::protocol::AgentStatus;
 use clap::Args;
 
@@ -59,6 +60,9 @@ pub async fn list(args: AgentsArgs) -> i32 {
                 );
                 if let Some(err) = &a.error {
                     println!("  error: {err}");
+                }
+                if a.outdated {
+                    println!("  outdated: {}", outdated_note(&a.changed));
                 }
             }
             0
@@ -144,9 +148,32 @@ fn op_note(already_running: bool, recreated: bool, changed: &[String]) -> String
     if !recreated {
         return String::new();
     }
-    match changed {
-        [] => " (container made again: it recorded no definition)".into(),
-        parts => format!(" (container made again: {} changed)", parts.join(", ")),
+    format!(
+        " (container made again: {})",
+        what_changed(changed, "it recorded")
+    )
+}
+
+/// What the listing says under a running agent whose container is outdated.
+fn outdated_note(changed: &[String]) -> String {
+    let what = what_changed(changed, "its container records");
+    format!("{what}; `agent-hub restart` applies its definition")
+}
+
+/// What changed, from a reply's `changed`: `env, mounts changed`, `image rebuilt`; nothing
+/// (the container did not record its definition) is `<records> no definition`.
+fn what_changed(changed: &[String], records: &str) -> String {
+    let rebuilt = changed.iter().any(|p| p == REBUILT);
+    let parts: Vec<&str> = changed
+        .iter()
+        .map(String::as_str)
+        .filter(|p| *p != REBUILT)
+        .collect();
+    match (parts.is_empty(), rebuilt) {
+        (true, false) => format!("{records} no definition"),
+        (true, true) => "image rebuilt".into(),
+        (false, false) => format!("{} changed", parts.join(", ")),
+        (false, true) => format!("image rebuilt, {} changed", parts.join(", ")),
     }
 }
 
@@ -159,7 +186,7 @@ fn indent(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::op_note;
+    use super::{op_note, outdated_note};
 
     #[test]
     fn a_start_line_says_when_the_container_was_made_again_and_why() {
@@ -171,5 +198,27 @@ mod tests {
             " (container made again: env, mounts changed)"
         );
         assert!(op_note(false, true, &[]).contains("recorded no definition"));
+        let rebuilt = ["image (rebuilt)".to_string(), "env".to_string()];
+        assert_eq!(
+            op_note(false, true, &rebuilt),
+            " (container made again: image rebuilt, env changed)"
+        );
+        assert_eq!(
+            op_note(false, true, &rebuilt[..1]),
+            " (container made again: image rebuilt)"
+        );
+    }
+
+    #[test]
+    fn the_listing_says_what_makes_a_running_container_outdated_and_the_way_out() {
+        assert_eq!(
+            outdated_note(&["env".into()]),
+            "env changed; `agent-hub restart` applies its definition"
+        );
+        assert_eq!(
+            outdated_note(&["image (rebuilt)".into()]),
+            "image rebuilt; `agent-hub restart` applies its definition"
+        );
+        assert!(outdated_note(&[]).starts_with("its container records no definition"));
     }
 }

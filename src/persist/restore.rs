@@ -1,7 +1,9 @@
 //! Bringing the registry back after a restart (even after SIGKILL): host tmux sessions are
 //! re-adopted with their id and owner, container sessions get theirs back when the Docker
-//! sync attaches them, external sessions are registered again and health-checked, and host
-//! PTY sessions, which cannot outlive the hub, are listed as exited with the reason.
+//! sync attaches them, the ended session of a stopped container agent is listed as ended
+//! again (its last screen, from its snapshot) for its agent to take back, external sessions
+//! are registered again and health-checked, and host PTY sessions, which cannot outlive the
+//! hub, are listed as exited with the reason.
 //! Host tmux sessions on the hub's socket that the registry does not know are adopted too,
 //! so a lost or corrupt registry still brings back what tmux still runs.
 
@@ -88,14 +90,18 @@ pub async fn restore(hub: &Handles, file: Option<RegistryFile>, data_dir: &Path)
             continue;
         }
         match saved.backend {
-            SessionBackend::Docker => match &saved.container_id {
-                Some(container) if saved.exit.is_none() => {
+            SessionBackend::Docker => match (&saved.container_id, &saved.exit) {
+                (Some(container), None) => {
                     hub.sessions.remember_container_session(
                         container,
                         &saved.id,
                         saved.owner.clone(),
                     );
                     report.containers_pending.push(saved.id);
+                }
+                (_, Some(_)) if last_screen_kept(hub, &saved, data_dir) => {
+                    restore_last_screen(hub, &saved, data_dir);
+                    report.exited.push(saved.id);
                 }
                 _ => report.skipped.push(saved.id),
             },
@@ -140,6 +146,32 @@ pub async fn restore(hub: &Handles, file: Option<RegistryFile>, data_dir: &Path)
         }
     }
     report
+}
+
+/// The agent of a container session, when `hub.toml` still defines it.
+fn defined_agent<'a>(hub: &Handles, saved: &'a SavedSession) -> Option<&'a str> {
+    let agent = saved.agent_id.as_deref()?;
+    hub.config
+        .agent_defs()
+        .any(|d| d.id == agent)
+        .then_some(agent)
+}
+
+/// Whether the ended session of a container agent left its last screen: a snapshot (with
+/// `snapshots` on), and an agent `hub.toml` still defines to show it. (Without one the agent
+/// says it has no screen of its last run, as before the restart it would have had.)
+fn last_screen_kept(hub: &Handles, saved: &SavedSession, data_dir: &Path) -> bool {
+    defined_agent(hub, saved).is_some() && super::snapshots::exists(data_dir, &saved.id)
+}
+
+/// The ended session of a stopped container agent: listed as ended again, with its snapshot
+/// (its last screen), and given back to its agent when the Docker sync finds it stopped.
+/// Never alive again: the agent's next start makes a new session.
+fn restore_last_screen(hub: &Handles, saved: &SavedSession, data_dir: &Path) {
+    tombstone(hub, saved, "", data_dir);
+    if let Some(agent) = defined_agent(hub, saved) {
+        hub.sessions.remember_ended_agent_session(agent, &saved.id);
+    }
 }
 
 fn spec_of(saved: &SavedSession, backend: SessionBackend) -> SessionSpec {

@@ -51,6 +51,11 @@ pub fn write_changed(
     Ok(())
 }
 
+/// Whether a session has a saved snapshot.
+pub fn exists(dir: &Path, id: &str) -> bool {
+    path(dir, id).is_file()
+}
+
 /// The saved snapshot of a session, if there is one.
 pub fn load(dir: &Path, id: &str) -> Option<Vec<u8>> {
     std::fs::read(path(dir, id)).ok()

@@ -33,13 +33,15 @@ pub struct AgentStartReply {
     #[serde(default)]
     pub already_running: bool,
     /// The start removed the agent's stopped container and made it again, because its
-    /// definition (image, command, env, mounts, ...) changed since the container was made, or
-    /// the container did not record it (made by an older hub). Its home and workspace are kept.
+    /// definition (image, command, env, mounts, ...) changed since the container was made, its
+    /// image was rebuilt under the same name, or the container did not record its definition
+    /// (made by an older hub). Its home and workspace are kept.
     #[serde(default)]
     pub recreated: bool,
     /// What changed, when `recreated`: parts of the container's definition (`image`, `command`,
-    /// `env`, `workdir`, `mounts`, `labels`, `other`); empty when the old container did not
-    /// record its definition.
+    /// `env`, `workdir`, `mounts`, `labels`, `other`), and `image (rebuilt)` when its image's
+    /// name names another image than the one it was made from; empty when the old container
+    /// did not record its definition.
     #[serde(default)]
     pub changed: Vec<String>,
     /// `started`, `already running`, or `started; container made again: <why>`.
@@ -218,6 +220,18 @@ pub struct AgentInfo {
     /// The agent's git checkout, when its definition names a `workspace`.
     #[serde(default)]
     pub workspace: Option<WorkspaceInfo>,
+    /// The agent runs in a container made otherwise than a start would make it now: its
+    /// definition changed in `hub.toml` since (the hub read it again when it restarted), its
+    /// image was rebuilt under the same name, or the container records no definition (made by
+    /// an older hub). A running container is kept as it is: `restart` applies the definition
+    /// (it makes the container again, keeping the home and workspace). Only while `running`.
+    #[serde(default)]
+    pub outdated: bool,
+    /// What differs, when `outdated`: parts of the container's definition (`image`,
+    /// `command`, `env`, `workdir`, `mounts`, `labels`, `other`) and `image (rebuilt)`; empty
+    /// when the container records no definition.
+    #[serde(default)]
+    pub changed: Vec<String>,
 }
 
 /// An agent's git checkout of its own.

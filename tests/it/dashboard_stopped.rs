@@ -2,16 +2,19 @@
 //! Enter on it) shows its last screen, read-only and marked as stopped, with its start control;
 //! starting it from there opens its live terminal once it is up. An agent that never ran says
 //! so, with its start control. Headless Chromium on a hub with real containers; screenshots go
-//! to `target/browser-artifacts/`.
+//! to `target/browser-artifacts/`. The last screen outlives a hub restart (the routes the panel
+//! reads, on a `serve` process restarted on its data dir).
 
 use std::time::Duration;
 
+use reqwest::Method;
 use serde_json::{json, Value};
 
 use crate::browser;
 use crate::browser_support::Browser;
 use crate::dashboard::{open_fleet, wait_row_state, wait_terminal_live, T};
-use crate::docker_support::{agent_toml, hub_with_agents};
+use crate::docker_support::{agent_toml, hub_with_agents, unique_hub_id, ContainerGuard};
+use crate::hub_process::{free_port, HubProcess};
 use crate::support::{wait_until, TestHub};
 
 const ARROW_DOWN: &str = "\u{E015}";
@@ -224,4 +227,185 @@ async fn a_stopped_agent_shows_its_last_screen_and_starts_from_there() {
 
     let violations = b.js("return window.cspViolations", json!([])).await;
     assert_eq!(violations, json!([]), "the page's CSP holds");
+}
+
+/// The hub's `serve` on `config`, and what the test needs of it.
+struct Restartable {
+    config: std::path::PathBuf,
+    base: String,
+    data: std::path::PathBuf,
+}
+
+impl Restartable {
+    async fn spawn(&self) -> HubProcess {
+        HubProcess::spawn_config(&self.config, &self.base).await
+    }
+}
+
+/// Whether the hub's `registry.json` in `data` records the session `id` as ended.
+fn saved_as_ended(data: &std::path::Path, id: &str) -> bool {
+    let text = std::fs::read_to_string(data.join("registry.json")).unwrap_or_default();
+    let file: Value = serde_json::from_str(&text).unwrap_or_default();
+    let sessions = file["sessions"].as_array().cloned().unwrap_or_default();
+    sessions
+        .iter()
+        .any(|s| s["id"] == id && !s["exit"].is_null())
+}
+
+/// What the panel of the stopped agent `agent` reads after a restart: the agent names its
+/// ended session `old` again (once the Docker sync found its container stopped), the session is
+/// listed ended, and its screen and stream show `marker`.
+async fn last_screen_is_back(hub: &HubProcess, agent: &str, old: &str, marker: &str) {
+    let named = wait_until(T, || async {
+        let v = hub
+            .call(Method::GET, &format!("/v1/agents/{agent}"), json!({}))
+            .await;
+        v["agent"]["session_id"] == old
+    })
+    .await;
+    let v = hub
+        .call(Method::GET, &format!("/v1/agents/{agent}"), json!({}))
+        .await;
+    assert!(named, "the agent does not name its last session again: {v}");
+    let a = &v["agent"];
+    assert_eq!(
+        (&a["status"], &a["pty_attached"]),
+        (&json!("stopped"), &json!(false)),
+        "{v}"
+    );
+    let v = hub.call(Method::GET, "/v1/pty/sessions", json!({})).await;
+    let listed = v["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == old);
+    let listed = listed.unwrap_or_else(|| panic!("{old} is not listed: {v}"));
+    assert_eq!(listed["alive"], false, "never alive again: {listed}");
+    let v = hub
+        .call(
+            Method::POST,
+            &format!("/v1/pty/sessions/{old}/term_read"),
+            json!({ "mode": "viewport" }),
+        )
+        .await;
+    let text = v["text"].as_str().unwrap_or_default();
+    assert!(text.contains(marker), "its screen: {v}");
+    // The panel's terminal reads the session's stream: it paints the same screen.
+    let url = format!(
+        "{}/v1/pty/sessions/{old}/stream",
+        hub.base.replace("http://", "ws://")
+    );
+    let request = crate::support::ws_request(&url, &hub.owner_token);
+    let (mut ws, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    let mut painted = Vec::new();
+    let deadline = tokio::time::Instant::now() + T;
+    while !String::from_utf8_lossy(&painted).contains(marker) {
+        use futures_util::StreamExt;
+        use tokio_tungstenite::tungstenite::Message;
+        match tokio::time::timeout_at(deadline, ws.next()).await {
+            Ok(Some(Ok(Message::Binary(b)))) => painted.extend_from_slice(&b),
+            Ok(Some(Ok(_))) => {}
+            other => panic!(
+                "the stream ended without {marker:?} ({other:?}): {:?}",
+                String::from_utf8_lossy(&painted)
+            ),
+        }
+    }
+}
+
+/// A stopped agent's last screen (what its panel shows) outlives the hub: after a graceful
+/// restart and after a SIGKILL, the agent names its ended session again and the session shows
+/// what it showed, never alive again; the agent's next start makes a new session in its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_agents_last_screen_survives_hub_restarts() {
+    crate::require_docker!();
+    let dir = tempfile::tempdir().unwrap();
+    let hub_id = unique_hub_id();
+    let _guard = ContainerGuard(hub_id.clone());
+    let socket = format!("ah-{hub_id}");
+    let _tmux = crate::support::TmuxServerGuard(socket.clone());
+    let port = free_port();
+    let hub = Restartable {
+        config: dir.path().join("hub.toml"),
+        base: format!("http://127.0.0.1:{port}"),
+        data: dir.path().join("data"),
+    };
+    let toml = format!(
+        "listen = \"127.0.0.1:{port}\"\ndata_dir = \"{}\"\nhub_id = \"{hub_id}\"\ntmux_socket = \"{socket}\"\nsnapshots = true\n{}",
+        hub.data.display(),
+        agent_toml("last", ""),
+    );
+    std::fs::write(&hub.config, toml).unwrap();
+    let mut process = hub.spawn().await;
+
+    let v = process
+        .call(Method::POST, "/v1/agents/last/start", json!({}))
+        .await;
+    let old = v["agent"]["session_id"]
+        .as_str()
+        .expect("started")
+        .to_string();
+    process
+        .call(
+            Method::POST,
+            &format!("/v1/pty/sessions/{old}/send_line"),
+            json!({ "data": "echo last-words-$((6*7))" }),
+        )
+        .await;
+    let shown = wait_until(T, || async {
+        let v = process
+            .call(
+                Method::POST,
+                &format!("/v1/pty/sessions/{old}/term_read"),
+                json!({ "mode": "viewport" }),
+            )
+            .await;
+        v["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("last-words-42"))
+    })
+    .await;
+    assert!(shown, "the agent never printed its marker");
+    let v = process
+        .call(Method::POST, "/v1/agents/last/stop", json!({}))
+        .await;
+    assert_eq!(v["agent"]["status"], "stopped", "{v}");
+
+    // A graceful restart.
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(process.child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let _ = process.child.wait();
+    let mut process = hub.spawn().await;
+    last_screen_is_back(&process, "last", &old, "last-words-42").await;
+
+    // A SIGKILL, once the restarted hub has written its registry and snapshot again.
+    let snapshot = hub.data.join("snapshots").join(format!("{old}.bin"));
+    let written = wait_until(T, || async {
+        saved_as_ended(&hub.data, &old)
+            && std::fs::read_to_string(&snapshot).is_ok_and(|t| t.contains("last-words-42"))
+    })
+    .await;
+    assert!(written, "the ended session is not on disk");
+    process.kill9();
+    let process = hub.spawn().await;
+    last_screen_is_back(&process, "last", &old, "last-words-42").await;
+
+    // Its next start: a new session, the old one gone.
+    let v = process
+        .call(Method::POST, "/v1/agents/last/start", json!({}))
+        .await;
+    let new = v["agent"]["session_id"].as_str().expect("started");
+    assert_ne!(new, old);
+    let (status, _) = process
+        .call_status(Method::GET, &format!("/v1/pty/sessions/{old}"), json!({}))
+        .await;
+    assert_eq!(
+        status, 404,
+        "the last screen is replaced by the new session"
+    );
+    process
+        .call(Method::POST, "/v1/agents/last/stop", json!({}))
+        .await;
 }

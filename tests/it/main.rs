@@ -39,6 +39,7 @@ mod real_cli_docker;
 mod real_cli_gemini;
 mod real_cli_hooks;
 mod real_cli_opencode;
+mod recreate;
 mod redaction;
 mod resume;
 mod routing;

@@ -574,6 +574,32 @@ mod tests {
         }
     }
 
+    /// An agent says whether its running container is outdated and what changed, and a start
+    /// what made its container again (`image (rebuilt)` among the parts).
+    #[test]
+    fn agents_say_what_their_container_is_made_of() {
+        let doc = doc();
+        let schemas = &doc["components"]["schemas"];
+        let agent = &schemas["AgentInfo"]["properties"];
+        assert_eq!(agent["outdated"]["type"], "boolean", "{agent}");
+        assert_eq!(agent["changed"]["type"], "array", "{agent}");
+        assert_eq!(agent["changed"]["items"]["type"], "string", "{agent}");
+        let text = agent["outdated"]["description"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(text.contains("`restart` applies the definition"), "{text}");
+        let started = &schemas["AgentStartReply"]["properties"]["changed"]["description"];
+        assert!(
+            started
+                .as_str()
+                .is_some_and(|d| d.contains("image (rebuilt)")),
+            "{started}"
+        );
+        // The reply always has them: a client of an older hub reads them as their defaults.
+        let required = schemas["AgentInfo"]["required"].as_array().unwrap();
+        assert!(!required.contains(&"outdated".into()), "{required:?}");
+    }
+
     /// Every bridge URL the document admits is one the hub takes (it parses, with a host); the
     /// hub refuses every other.
     #[test]
