@@ -19,6 +19,7 @@ pub mod classify;
 mod menu;
 pub mod profile;
 pub mod question;
+pub mod reset_time;
 pub mod status_file;
 mod view;
 pub mod wait;

@@ -1,0 +1,137 @@
+//! When a usage or rate limit ends, read from the words a CLI prints about it (pure):
+//!
+//! - a delay: `try again in 2h 14m`, `It will reset in 2 hours 14 minutes`, `retrying in 18s`,
+//!   `Retrying in 0.2 seconds`;
+//! - a clock time: `resets 3pm`, `resets 3:34am (UTC)`, `try again at 4:02 AM`,
+//!   `Access resets at 4:01 AM UTC`.
+//!
+//! A clock time is the next one to come (today's, else tomorrow's). It is read as UTC: the
+//! CLIs print their process's local time, and agent containers run in UTC; a host session
+//! whose zone is another reads an `until` off by its offset (said in docs/agents.md).
+
+use std::sync::LazyLock;
+
+use chrono::{DateTime, Duration, NaiveTime, Utc};
+use regex::Regex;
+
+static DELAY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\bin ((?:\d+(?:\.\d+)?\s*(?:h|hours?|hrs?|m|min|mins|minutes?|s|sec|secs|seconds?)\b[\s,]*(?:and\s+)?)+)",
+    )
+    .expect("the delay pattern compiles")
+});
+
+static PART: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(\d+(?:\.\d+)?)\s*(h|hours?|hrs?|m|min|mins|minutes?|s|sec|secs|seconds?)\b")
+        .expect("the part pattern compiles")
+});
+
+static CLOCK: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:resets?|reset at|resets at|again at|continue automatically at|until)\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?")
+        .expect("the clock pattern compiles")
+});
+
+/// When the limit `text` speaks of ends, seen at `now`; none when it names no time.
+pub fn reset_time(text: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    clock(text, now).or_else(|| delay(text).map(|d| now + d))
+}
+
+/// `in 2h 14m` and its kin.
+fn delay(text: &str) -> Option<Duration> {
+    let found = DELAY.captures(text)?;
+    let mut millis = 0f64;
+    for part in PART.captures_iter(found.get(1)?.as_str()) {
+        let n: f64 = part[1].parse().ok()?;
+        let unit = part[2].to_ascii_lowercase();
+        millis += n * match unit.chars().next()? {
+            'h' => 3_600_000.0,
+            'm' => 60_000.0,
+            _ => 1_000.0,
+        };
+    }
+    Some(Duration::milliseconds(millis.round() as i64))
+}
+
+/// `resets 3:34am` and its kin: the next such time after `now`.
+fn clock(text: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let found = CLOCK.captures(text)?;
+    let mut hour: u32 = found[1].parse().ok()?;
+    let minute: u32 = found.get(2).map_or(Some(0), |m| m.as_str().parse().ok())?;
+    match found.get(3).map(|m| m.as_str().to_ascii_lowercase()) {
+        Some(half) if half.starts_with('p') && hour < 12 => hour += 12,
+        Some(half) if half.starts_with('a') && hour == 12 => hour = 0,
+        Some(_) => {}
+        // A bare number after "resets" with no minutes and no am/pm is no time.
+        None if found.get(2).is_none() => return None,
+        None => {}
+    }
+    let time = NaiveTime::from_hms_opt(hour, minute, 0)?;
+    let today = now.date_naive().and_time(time).and_utc();
+    Some(if today > now {
+        today
+    } else {
+        today + Duration::days(1)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> DateTime<Utc> {
+        "2026-11-27T02:00:00Z".parse().unwrap()
+    }
+
+    fn at(text: &str) -> Option<String> {
+        reset_time(text, now()).map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+    }
+
+    #[test]
+    fn delays() {
+        assert_eq!(
+            at("You've hit your usage limit, try again in 2h 14m.").unwrap(),
+            "2026-11-27 04:14:00"
+        );
+        assert_eq!(
+            at("Go usage limit reached. It will reset in 2 hours 14 minutes. To continue").unwrap(),
+            "2026-11-27 04:14:00"
+        );
+        assert_eq!(
+            at("[retrying in 18s attempt #1]").unwrap(),
+            "2026-11-27 02:00:18"
+        );
+        assert_eq!(
+            at("✻ 429 rate limit · retrying in 2s · attempt 3/10").unwrap(),
+            "2026-11-27 02:00:02"
+        );
+    }
+
+    #[test]
+    fn clock_times_come_next() {
+        assert_eq!(
+            at("You've hit your 5-hour limit · resets 3:34am (UTC)").unwrap(),
+            "2026-11-27 03:34:00"
+        );
+        assert_eq!(at("resets 3pm").unwrap(), "2026-11-27 15:00:00");
+        assert_eq!(
+            at("or try again at 1:02 AM.").unwrap(),
+            "2026-11-28 01:02:00"
+        );
+        assert_eq!(
+            at("Access resets at 4:01 AM UTC.").unwrap(),
+            "2026-11-27 04:01:00"
+        );
+        assert_eq!(at("resets at 12am").unwrap(), "2026-11-28 00:00:00");
+        assert_eq!(
+            at("Usage limit reached · set to continue automatically at 3:34am").unwrap(),
+            "2026-11-27 03:34:00"
+        );
+    }
+
+    #[test]
+    fn no_time_named() {
+        assert_eq!(at("API Error: Request rejected (429) · rate limited"), None);
+        assert_eq!(at("resets 5 times"), None);
+        assert_eq!(at("Try again later or check your quotas."), None);
+    }
+}
