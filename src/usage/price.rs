@@ -1,7 +1,7 @@
 //! The price table: dollars per million tokens of each kind, by model name or prefix.
 //!
 //! The hub ships the public list prices of the models its shipped profiles use
-//! (`policies/prices.toml`, with the date they were taken); `[prices."MODEL"]` tables of
+//! (`src/usage/prices.toml`, compiled in, with the date they were taken); `[prices."MODEL"]` tables of
 //! hub.toml add models or replace shipped ones. A model matches the key equal to its name,
 //! else the longest key its name starts with (`claude-sonnet-4-5` prices
 //! `claude-sonnet-4-5-20250929`). A model no key matches has no cost (`None`), never a
@@ -17,7 +17,7 @@ use super::Tokens;
 use crate::toml_file::TomlFileError;
 
 /// The table shipped with the hub.
-pub const SHIPPED: &str = include_str!("../../policies/prices.toml");
+pub const SHIPPED: &str = include_str!("prices.toml");
 
 /// Dollars per million tokens of one model (or family of models).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -100,7 +100,7 @@ struct ShippedFile {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PriceTable {
     prices: BTreeMap<String, Price>,
-    /// When the shipped prices were taken (`policies/prices.toml`).
+    /// When the shipped prices were taken (`src/usage/prices.toml`).
     pub shipped_taken: String,
 }
 
@@ -114,14 +114,14 @@ impl PriceTable {
 
     /// The table shipped with the hub.
     pub fn shipped() -> Self {
-        let file: ShippedFile = toml::from_str(SHIPPED).expect("policies/prices.toml parses");
+        let file: ShippedFile = toml::from_str(SHIPPED).expect("src/usage/prices.toml parses");
         let mut table = PriceTable {
             prices: BTreeMap::new(),
             shipped_taken: file.taken,
         };
         table
-            .add(&file.prices, SHIPPED, "policies/prices.toml")
-            .expect("policies/prices.toml holds prices");
+            .add(&file.prices, SHIPPED, "src/usage/prices.toml")
+            .expect("src/usage/prices.toml holds prices");
         table
     }
 
