@@ -7,10 +7,10 @@
 #
 #   tests/schemathesis/run.sh target/debug/agent-hub [more schemathesis run options]
 #
-# Builds nothing. The hub listens on a free loopback port with a temporary data dir, a tmux
-# socket (and tmux directory) of its own and a hub id of its own; whatever happens, the hub, its
-# tmux server and any process it started are stopped, its containers and volumes removed (by
-# the hub id's label) and the temporary directory removed.
+# Builds nothing. The hub listens on a free loopback port in a temporary directory (its working
+# directory, its data dir inside), a tmux socket (and tmux directory) of its own and a hub id of its
+# own; whatever happens, the hub, its tmux server and any process it started are stopped, its
+# containers and volumes removed (by the hub id's label) and the temporary directory removed.
 #
 # The container agents run the test image (AGENT_HUB_TEST_IMAGE, else AGENT_TEST_IMAGE of
 # docker/images.env) and need a Docker engine. Without one, or without the image, the agents'
@@ -121,6 +121,9 @@ echo "hub_id = \"$hub_id\"" >"$work/hub.toml"
 if [[ $agents == 1 ]]; then
     python3 "$here/fixtures.py" agents "$work" "$image" "$here/fixture-shell.sh" >>"$work/hub.toml"
 fi
+# Started in the temporary directory: a hub reads ./policies when hub.toml names no policies
+# dir, and the caller's (a checkout's policies/, say) is not this run's.
+cd "$work"
 env "${unset_hub_env[@]}" setsid "$bin" serve --config "$work/hub.toml" --listen "127.0.0.1:$port" \
     --data-dir "$work/data" --tmux-socket "$socket" </dev/null >"$work/hub.log" 2>&1 &
 hub_pid=$!
