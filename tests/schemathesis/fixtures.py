@@ -22,6 +22,15 @@ their ids below. Nothing here runs a program a request chose: the sessions and t
 - AGENT_HUB_ST_TASK: a finished task (a wait for it answers at once).
 - AGENT_HUB_ST_CANCELLED: a running task of its own for `cancel`, which ends it (and leaves it
   listed: on the task the others use, the run would take the cancel for a removal).
+- AGENT_HUB_ST_REGISTERED: an external session for `unregister`: the live session, registered
+  again under the id `st-registered` with the hub itself as its bridge (`bridge_url` the hub's
+  URL, `bridge_token` the owner's token). A bridge lends only the sessions it owns, so the hub
+  reads the live session through its own bridge API and nothing loops.
+
+`DELETE /v1/pty/reset` forgets the exited sessions (AGENT_HUB_ST_EXITED, and the killed and
+signalled ones once they have ended) and unregisters the external ones, and `unregister`
+removes AGENT_HUB_ST_REGISTERED: hooks.py makes them again (`exited_session`, `session`,
+`register`) before a request that names one the hub no longer has.
 
 The container agents (each runs the fixture shell in the test image, with no network and no
 access to the hub; `stop_grace` and `ready_timeout` are short so the run stays short):
@@ -63,6 +72,8 @@ STOPPED = ["st-ws"]
 # The routing keys of the one session they name, and the agent whose session it is.
 ROUTING = {"owner_agent_id": "st-agent", "owner_session_id": "st-owner", "label": "st-fixture"}
 ROUTED_AGENT = "st-agent"
+# The id of the external session (see AGENT_HUB_ST_REGISTERED above).
+REGISTERED = "st-registered"
 # Where the fixture shell is mounted in the agents' containers.
 SHELL_IN_CONTAINER = "/opt/agent-hub-st/fixture-shell.sh"
 
@@ -80,6 +91,49 @@ def call(base, token, method, path, body=None):
             return json.load(reply)
     except urllib.error.HTTPError as e:
         sys.exit(f"fixtures.py: {method} {path} answered {e.code}: {e.read().decode()}")
+
+
+def found(base, token, path):
+    """Whether GET `path` answers (True) or 404 (False)."""
+    request = urllib.request.Request(base + path, headers={"Authorization": "Bearer " + token})
+    try:
+        with urllib.request.urlopen(request, timeout=30):
+            return True
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            return False
+        sys.exit(f"fixtures.py: GET {path} answered {e.code}: {e.read().decode()}")
+
+
+def session(base, token, args, **owner):
+    """A new pty session running `sh ARGS`."""
+    body = {"backend": "pty", "shell": "sh", "args": args, **owner}
+    return call(base, token, "POST", "/v1/pty/sessions", body)["session_id"]
+
+
+def exited_session(base, token, session_id=None):
+    """A session whose program has exited (`session_id`, else a new one): it has printed a line,
+    and waits for its output or state answer at once."""
+    session_id = session_id or session(base, token, ["-c", "echo fixture output"])
+    deadline = time.monotonic() + 10
+    while call(base, token, "GET", f"/v1/pty/sessions/{session_id}")["session"]["alive"]:
+        if time.monotonic() > deadline:
+            sys.exit(f"fixtures.py: session {session_id} did not exit within 10 s")
+        time.sleep(0.05)
+    return session_id
+
+
+def register(base, token, remote):
+    """Registers the hub's session `remote` again as the external session REGISTERED, with the
+    hub itself as its bridge (it checks the bridge's /health and credential before it answers)."""
+    body = {
+        "session_id": REGISTERED,
+        "remote_session_id": remote,
+        "source": "st-fixture",
+        "bridge_url": base,
+        "bridge_token": token,
+    }
+    return call(base, token, "POST", "/v1/pty/register", body)["session_id"]
 
 
 def restore_workspace(base, token, agent):
@@ -142,17 +196,13 @@ def main():
     base, token, shell = sys.argv[1:4]
     with_agents = sys.argv[4:] == ["--agents"]
     api = lambda method, path, body=None: call(base, token, method, path, body)  # noqa: E731
-
-    def session(args, **owner):
-        body = {"backend": "pty", "shell": "sh", "args": args, **owner}
-        return api("POST", "/v1/pty/sessions", body)["session_id"]
-
     ids = {
-        "AGENT_HUB_ST_SESSION": session([shell], **({} if with_agents else ROUTING)),
-        "AGENT_HUB_ST_KILLED": session([shell]),
-        "AGENT_HUB_ST_SIGNALLED": session([shell]),
-        "AGENT_HUB_ST_EXITED": session(["-c", "echo fixture output"]),
+        "AGENT_HUB_ST_SESSION": session(base, token, [shell], **({} if with_agents else ROUTING)),
+        "AGENT_HUB_ST_KILLED": session(base, token, [shell]),
+        "AGENT_HUB_ST_SIGNALLED": session(base, token, [shell]),
+        "AGENT_HUB_ST_EXITED": session(base, token, ["-c", "echo fixture output"]),
     }
+    ids["AGENT_HUB_ST_REGISTERED"] = register(base, token, ids["AGENT_HUB_ST_SESSION"])
     task = api("POST", "/v1/tasks", {"cmd": "echo fixture task", "pty": False})
     ids["AGENT_HUB_ST_TASK"] = task["taskId"]
     ids["AGENT_HUB_ST_CANCELLED"] = api("POST", "/v1/tasks", {"cmd": "sleep 600"})["taskId"]
@@ -164,12 +214,7 @@ def main():
             api("POST", f"/v1/agents/{agent}/stop")
         routed = api("GET", f"/v1/agents/{ROUTED_AGENT}")["agent"]["session_id"]
         api("POST", "/v1/pty/update-ownership", {"session_id": routed, **ROUTING})
-    deadline = time.monotonic() + 10
-    exited = ids["AGENT_HUB_ST_EXITED"]
-    while api("GET", f"/v1/pty/sessions/{exited}")["session"]["alive"]:
-        if time.monotonic() > deadline:
-            sys.exit(f"fixtures.py: session {exited} did not exit within 10 s")
-        time.sleep(0.05)
+    exited_session(base, token, ids["AGENT_HUB_ST_EXITED"])
     for name, value in ids.items():
         print(f"{name}={value}")
 

@@ -7,10 +7,10 @@
 #
 #   tests/schemathesis/run.sh target/debug/agent-hub [more schemathesis run options]
 #
-# Builds nothing. The hub listens on a free loopback port with a temporary data dir, a tmux
-# socket (and tmux directory) of its own and a hub id of its own; whatever happens, the hub, its
-# tmux server and any process it started are stopped, its containers and volumes removed (by
-# the hub id's label) and the temporary directory removed.
+# Builds nothing. The hub listens on a free loopback port in a temporary directory (its working
+# directory, its data dir inside), a tmux socket (and tmux directory) of its own and a hub id of its
+# own; whatever happens, the hub, its tmux server and any process it started are stopped, its
+# containers and volumes removed (by the hub id's label) and the temporary directory removed.
 #
 # The container agents run the test image (AGENT_HUB_TEST_IMAGE, else AGENT_TEST_IMAGE of
 # docker/images.env) and need a Docker engine. Without one, or without the image, the agents'
@@ -121,6 +121,9 @@ echo "hub_id = \"$hub_id\"" >"$work/hub.toml"
 if [[ $agents == 1 ]]; then
     python3 "$here/fixtures.py" agents "$work" "$image" "$here/fixture-shell.sh" >>"$work/hub.toml"
 fi
+# Started in the temporary directory: a hub reads ./policies when hub.toml names no policies
+# dir, and the caller's (a checkout's policies/, say) is not this run's.
+cd "$work"
 env "${unset_hub_env[@]}" setsid "$bin" serve --config "$work/hub.toml" --listen "127.0.0.1:$port" \
     --data-dir "$work/data" --tmux-socket "$socket" </dev/null >"$work/hub.log" 2>&1 &
 hub_pid=$!
@@ -155,19 +158,27 @@ while IFS='=' read -r name value; do
 done <<<"$fixtures"
 echo "run.sh: fixtures: ${fixtures//$'\n'/ }"
 
-# hooks.py bounds the agents' state waits and gives the removed workspace back (through the
-# hub's API: its URL and the owner's token).
+# hooks.py gives every request the owner's token (the current one: `rotate` replaces it),
+# points `register` at the hub itself, makes again what `reset` and `unregister` remove, bounds
+# the agents' state waits and gives the removed workspace back (through the hub's API: its URL
+# and the token; the fixture shell for new sessions). The token is not given as a header of its
+# own (`-H`): schemathesis would send it as it is after a rotation. So the document, which
+# needs a token too, is fetched here and given as a file, the hub's URL beside it.
 export SCHEMATHESIS_HOOKS=$here/hooks.py
 export AGENT_HUB_ST_URL=http://127.0.0.1:$port AGENT_HUB_ST_TOKEN=$token
+export AGENT_HUB_ST_SHELL=$here/fixture-shell.sh
+python3 -c 'import sys, urllib.request
+request = urllib.request.Request(sys.argv[1], headers={"Authorization": "Bearer " + sys.argv[2]})
+sys.stdout.buffer.write(urllib.request.urlopen(request, timeout=30).read())' \
+    "http://127.0.0.1:$port/openapi.json" "$token" >"$work/openapi.json"
 
 start=$(date +%s)
 set +e
 (
     cd "$work"
     schemathesis --config-file "$here/schemathesis.toml" run \
-        "http://127.0.0.1:$port/openapi.json" \
+        "$work/openapi.json" --url "http://127.0.0.1:$port" \
         --checks all \
-        -H "Authorization: Bearer $token" \
         --output-sanitize false \
         --no-color \
         "${skip_agents[@]}" \
