@@ -105,6 +105,12 @@ impl Externals {
     ) -> HubResult<(Arc<Session>, bool)> {
         check_session_id(&req.session_id)?;
         crate::owner_routing::check_owner_role(req.owner.owner_role.as_deref())?;
+        // Checked before anything else, a registration made again included.
+        let size = TermSize {
+            cols: req.cols.unwrap_or(self.config.cols),
+            rows: req.rows.unwrap_or(self.config.rows),
+        };
+        check_size(size.cols, size.rows).map_err(|e| HubError::bad_request(e.to_string()))?;
         let remote_id = req
             .remote_session_id
             .clone()
@@ -128,11 +134,6 @@ impl Externals {
             existing.heartbeat();
             return Ok((existing, false));
         }
-        let size = TermSize {
-            cols: req.cols.unwrap_or(self.config.cols),
-            rows: req.rows.unwrap_or(self.config.rows),
-        };
-        check_size(size.cols, size.rows).map_err(|e| HubError::bad_request(e.to_string()))?;
         let link = Arc::new(ExternalLink::new(
             client,
             remote_id,

@@ -210,6 +210,19 @@ async fn one_hub_lists_resolves_and_steers_another_hubs_sessions() {
     // is down is named in the error.
     let again = register_all(&local, &remote).await;
     assert!(again.iter().all(|v| v["created"] == false), "{again:?}");
+    // A size out of range is refused for a registration made again too.
+    let (status, v) = local
+        .post(
+            "/v1/pty/register",
+            json!({"session_id": worker_a, "bridge_url": remote.base,
+                   "bridge_token": remote.owner_token, "cols": 0}),
+        )
+        .await;
+    assert_eq!(
+        (status, v["error_code"].as_str()),
+        (400, Some("BAD_REQUEST")),
+        "{v}"
+    );
     let dead = format!("http://127.0.0.1:{}", free_port());
     let (status, v) = local
         .post(
