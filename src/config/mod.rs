@@ -156,6 +156,12 @@ pub struct HubConfig {
     /// inspect, home volume, create, start, tmux attach) at once; the others wait their turn,
     /// first come first served. The wait for an agent's `ready_pattern` is not counted.
     pub agent_start_concurrency: usize,
+    /// `[prices."MODEL"]`: dollars per million tokens, added over the shipped table
+    /// (`crate::usage::price`).
+    pub prices: crate::usage::price::PriceEntries,
+    /// The shipped prices with `prices` over them, made at load.
+    #[serde(skip)]
+    pub price_table: crate::usage::price::PriceTable,
 }
 
 impl Default for HubConfig {
@@ -192,6 +198,8 @@ impl Default for HubConfig {
             audit: Default::default(),
             hub_binary: None,
             agent_start_concurrency: DEFAULT_AGENT_START_CONCURRENCY,
+            prices: Default::default(),
+            price_table: crate::usage::price::PriceTable::shipped(),
         }
     }
 }
@@ -283,6 +291,7 @@ impl HubConfig {
             }
         }
         workspace::check(&mut config, text, origin)?;
+        config.price_table = crate::usage::price::PriceTable::with(&config.prices, text, origin)?;
         for agent in &mut config.agents {
             let (line, col, _) = locate(text, Some(agent.get_ref().image.span()));
             agent.get_mut().image_location = format!("{origin}:{line}:{col}");

@@ -113,17 +113,33 @@ fn an_unreachable_hub_and_a_bad_config_give_clear_errors() {
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("hub.toml");
-    std::fs::write(&path, "cols = 100\nrows = \"many\"\n").unwrap();
-    let out = Command::new(BIN)
-        .args(["serve", "--config", path.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(&format!("{}:2:8", path.display())) && err.contains("rows"),
-        "{err}"
-    );
+    // A bad value, a price without its output price and a negative one (#41), each at its
+    // place.
+    for (text, place, what) in [
+        ("cols = 100\nrows = \"many\"\n", ":2:8", "rows"),
+        (
+            "[prices.\"m\"]\ninput = 3.0\n",
+            ":1:1",
+            "missing field `output`",
+        ),
+        (
+            "[prices.\"m\"]\ninput = -3.0\noutput = 15.0\n",
+            ":2:9",
+            "input must be a price in dollars per million tokens, 0 or more",
+        ),
+    ] {
+        std::fs::write(&path, text).unwrap();
+        let out = Command::new(BIN)
+            .args(["serve", "--config", path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("{}{place}", path.display())) && err.contains(what),
+            "{err}"
+        );
+    }
 
     let out = Command::new(BIN)
         .args(["serve", "--config", "/no/such/hub.toml"])
