@@ -6,8 +6,8 @@
 //!   `Access resets at 4:01 AM UTC`.
 //!
 //! A clock time is the next one to come (today's, else tomorrow's). It is read as UTC: the
-//! CLIs print their process's local time, and agent containers run in UTC; a host session
-//! whose zone is another reads an `until` off by its offset (said in docs/agents.md).
+//! CLIs print their process's local time, and agent containers run in UTC; for a host session
+//! in another zone the caller must shift it by that zone's offset.
 
 use std::sync::LazyLock;
 
