@@ -14,20 +14,22 @@ use std::sync::LazyLock;
 use chrono::{DateTime, Duration, NaiveTime, Utc};
 use regex::Regex;
 
+/// The units a delay is written in (`2h`, `14 minutes`, `18s`, `0.2 seconds`).
+const UNIT: &str = r"h|hours?|hrs?|m|min|mins|minutes?|s|sec|secs|seconds?";
+
 static DELAY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?i)\bin ((?:\d+(?:\.\d+)?\s*(?:h|hours?|hrs?|m|min|mins|minutes?|s|sec|secs|seconds?)\b[\s,]*(?:and\s+)?)+)",
-    )
+    Regex::new(&format!(
+        r"(?i)\bin ((?:\d+(?:\.\d+)?\s*(?:{UNIT})\b[\s,]*(?:and\s+)?)+)"
+    ))
     .expect("the delay pattern compiles")
 });
 
 static PART: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(\d+(?:\.\d+)?)\s*(h|hours?|hrs?|m|min|mins|minutes?|s|sec|secs|seconds?)\b")
-        .expect("the part pattern compiles")
+    Regex::new(&format!(r"(?i)(\d+(?:\.\d+)?)\s*({UNIT})\b")).expect("the part pattern compiles")
 });
 
 static CLOCK: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(?:resets?|reset at|resets at|again at|continue automatically at|until)\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?")
+    Regex::new(r"(?i)\b(?:resets?|again at|continue automatically at|until)\s+(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)?")
         .expect("the clock pattern compiles")
 });
 

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::sync::LazyLock;
 
 use serde::Deserialize;
 use toml::Spanned;
@@ -112,17 +113,20 @@ impl PriceTable {
         Ok(table)
     }
 
-    /// The table shipped with the hub.
+    /// The table shipped with the hub (read once).
     pub fn shipped() -> Self {
-        let file: ShippedFile = toml::from_str(SHIPPED).expect("src/usage/prices.toml parses");
-        let mut table = PriceTable {
-            prices: BTreeMap::new(),
-            shipped_taken: file.taken,
-        };
-        table
-            .add(&file.prices, SHIPPED, "src/usage/prices.toml")
-            .expect("src/usage/prices.toml holds prices");
-        table
+        static TABLE: LazyLock<PriceTable> = LazyLock::new(|| {
+            let file: ShippedFile = toml::from_str(SHIPPED).expect("src/usage/prices.toml parses");
+            let mut table = PriceTable {
+                prices: BTreeMap::new(),
+                shipped_taken: file.taken,
+            };
+            table
+                .add(&file.prices, SHIPPED, "src/usage/prices.toml")
+                .expect("src/usage/prices.toml holds prices");
+            table
+        });
+        TABLE.clone()
     }
 
     fn add(
