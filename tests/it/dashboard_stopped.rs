@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 use crate::browser;
 use crate::browser_support::Browser;
 use crate::dashboard::{open_fleet, wait_row_state, wait_terminal_live, T};
-use crate::docker_support::{agent_toml, hub_with_agents, unique_hub_id, ContainerGuard};
-use crate::hub_process::{free_port, HubProcess};
+use crate::docker_support::{agent_toml, hub_with_agents, ConfiguredHub};
+use crate::hub_process::HubProcess;
 use crate::support::{wait_until, TestHub};
 
 const ARROW_DOWN: &str = "\u{E015}";
@@ -229,19 +229,6 @@ async fn a_stopped_agent_shows_its_last_screen_and_starts_from_there() {
     assert_eq!(violations, json!([]), "the page's CSP holds");
 }
 
-/// The hub's `serve` on `config`, and what the test needs of it.
-struct Restartable {
-    config: std::path::PathBuf,
-    base: String,
-    data: std::path::PathBuf,
-}
-
-impl Restartable {
-    async fn spawn(&self) -> HubProcess {
-        HubProcess::spawn_config(&self.config, &self.base).await
-    }
-}
-
 /// Whether the hub's `registry.json` in `data` records the session `id` as ended.
 fn saved_as_ended(data: &std::path::Path, id: &str) -> bool {
     let text = std::fs::read_to_string(data.join("registry.json")).unwrap_or_default();
@@ -319,23 +306,8 @@ async fn last_screen_is_back(hub: &HubProcess, agent: &str, old: &str, marker: &
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_agents_last_screen_survives_hub_restarts() {
     crate::require_docker!();
-    let dir = tempfile::tempdir().unwrap();
-    let hub_id = unique_hub_id();
-    let _guard = ContainerGuard(hub_id.clone());
-    let socket = format!("ah-{hub_id}");
-    let _tmux = crate::support::TmuxServerGuard(socket.clone());
-    let port = free_port();
-    let hub = Restartable {
-        config: dir.path().join("hub.toml"),
-        base: format!("http://127.0.0.1:{port}"),
-        data: dir.path().join("data"),
-    };
-    let toml = format!(
-        "listen = \"127.0.0.1:{port}\"\ndata_dir = \"{}\"\nhub_id = \"{hub_id}\"\ntmux_socket = \"{socket}\"\nsnapshots = true\n{}",
-        hub.data.display(),
-        agent_toml("last", ""),
-    );
-    std::fs::write(&hub.config, toml).unwrap();
+    let hub = ConfiguredHub::new();
+    hub.write_config(&format!("snapshots = true\n{}", agent_toml("last", "")));
     let mut process = hub.spawn().await;
 
     let v = process

@@ -898,28 +898,18 @@ async fn a_definition_naming_a_missing_image_is_rejected_at_load() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_env_makes_the_container_again_and_the_home_stays() {
     require_docker!();
-    let dir = tempfile::tempdir().unwrap();
-    let hub_id = crate::docker_support::unique_hub_id();
-    let _guard = crate::docker_support::ContainerGuard(hub_id.clone());
-    let socket = format!("ah-{hub_id}");
-    let _tmux = crate::support::TmuxServerGuard(socket.clone());
-    let port = free_port();
-    let data = dir.path().join("data");
-    let config = dir.path().join("hub.toml");
+    let hub_files = crate::docker_support::ConfiguredHub::new();
     let write_config = |greeting: &str| {
-        let toml = format!(
-            "listen = \"127.0.0.1:{port}\"\ndata_dir = \"{}\"\nhub_id = \"{hub_id}\"\ntmux_socket = \"{socket}\"\n{}",
-            data.display(),
-            agent_toml("cfg", &format!("env = {{ GREETING = \"{greeting}\" }}")),
-        );
-        std::fs::write(&config, toml).unwrap();
+        hub_files.write_config(&agent_toml(
+            "cfg",
+            &format!("env = {{ GREETING = \"{greeting}\" }}"),
+        ));
     };
-    let base = format!("http://127.0.0.1:{port}");
     let post = reqwest::Method::POST;
     let printenv = |container: &str| docker(&["exec", container, "printenv", "GREETING"]);
 
     write_config("one");
-    let mut hub = HubProcess::spawn_config(&config, &base).await;
+    let mut hub = hub_files.spawn().await;
     let v = hub
         .call(post.clone(), "/v1/agents/cfg/start", json!({}))
         .await;
@@ -943,7 +933,7 @@ async fn a_changed_env_makes_the_container_again_and_the_home_stays() {
 
     // The same hub.toml: the stopped container is started again.
     hub.kill9();
-    hub = HubProcess::spawn_config(&config, &base).await;
+    hub = hub_files.spawn().await;
     let v = hub
         .call(post.clone(), "/v1/agents/cfg/start", json!({}))
         .await;
@@ -961,7 +951,7 @@ async fn a_changed_env_makes_the_container_again_and_the_home_stays() {
     // Another env: the container is made again.
     write_config("two");
     hub.kill9();
-    hub = HubProcess::spawn_config(&config, &base).await;
+    hub = hub_files.spawn().await;
     let v = hub
         .call(post.clone(), "/v1/agents/cfg/start", json!({}))
         .await;
@@ -985,7 +975,7 @@ async fn a_changed_env_makes_the_container_again_and_the_home_stays() {
     assert_eq!(printenv(&second), "two\n");
     let kept = docker(&["exec", &second, "sh", "-c", "cat \"$HOME/kept.txt\""]);
     assert_eq!(kept, "kept\n", "the home outlives the container");
-    assert!(data.join("agents/cfg/home/kept.txt").is_file());
+    assert!(hub_files.data.join("agents/cfg/home/kept.txt").is_file());
     let gone = std::process::Command::new("docker")
         .args(["inspect", &first])
         .output()

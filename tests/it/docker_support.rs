@@ -259,3 +259,48 @@ impl Drop for EngineProxy {
         self.cut();
     }
 }
+
+/// A hub run as a process of its own from a `hub.toml` of its own, which its restarts read
+/// again (`spawn`): its containers, volumes and tmux server are removed when it is dropped.
+pub struct ConfiguredHub {
+    pub base: String,
+    pub data: std::path::PathBuf,
+    pub config: std::path::PathBuf,
+    /// The settings every write of the file starts with: address, data dir, hub id, socket.
+    settings: String,
+    _tmux: crate::support::TmuxServerGuard,
+    _containers: ContainerGuard,
+    _dir: tempfile::TempDir,
+}
+
+impl ConfiguredHub {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let hub_id = unique_hub_id();
+        let socket = format!("ah-{hub_id}");
+        let port = crate::hub_process::free_port();
+        let data = dir.path().join("data");
+        ConfiguredHub {
+            base: format!("http://127.0.0.1:{port}"),
+            config: dir.path().join("hub.toml"),
+            settings: format!(
+                "listen = \"127.0.0.1:{port}\"\ndata_dir = \"{}\"\nhub_id = \"{hub_id}\"\ntmux_socket = \"{socket}\"\n",
+                data.display()
+            ),
+            data,
+            _tmux: crate::support::TmuxServerGuard(socket),
+            _containers: ContainerGuard(hub_id),
+            _dir: dir,
+        }
+    }
+
+    /// Writes its `hub.toml`: the hub's own settings, then `rest` (more settings, `[[agents]]`).
+    pub fn write_config(&self, rest: &str) {
+        std::fs::write(&self.config, format!("{}{rest}", self.settings)).unwrap();
+    }
+
+    /// Starts the hub on its `hub.toml` as it is now.
+    pub async fn spawn(&self) -> crate::hub_process::HubProcess {
+        crate::hub_process::HubProcess::spawn_config(&self.config, &self.base).await
+    }
+}

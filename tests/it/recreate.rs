@@ -10,9 +10,9 @@ use serde_json::{json, Value};
 
 use crate::cli::BIN;
 use crate::docker_support::{
-    agent_toml, docker, hub_with_agents, test_image, unique_hub_id, ContainerGuard,
+    agent_toml, docker, hub_with_agents, test_image, unique_hub_id, ConfiguredHub,
 };
-use crate::hub_process::{free_port, HubProcess};
+use crate::hub_process::HubProcess;
 use crate::require_docker;
 use crate::support::{wait_until, TestHub};
 
@@ -195,26 +195,16 @@ fn cli_agents(hub: &HubProcess, json: bool) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_running_agent_of_a_changed_definition_is_listed_outdated_until_a_restart() {
     require_docker!();
-    let dir = tempfile::tempdir().unwrap();
-    let hub_id = unique_hub_id();
-    let _guard = ContainerGuard(hub_id.clone());
-    let socket = format!("ah-{hub_id}");
-    let _tmux = crate::support::TmuxServerGuard(socket.clone());
-    let port = free_port();
-    let data = dir.path().join("data");
-    let config = dir.path().join("hub.toml");
+    let hub_files = ConfiguredHub::new();
     let write_config = |greeting: &str| {
-        let toml = format!(
-            "listen = \"127.0.0.1:{port}\"\ndata_dir = \"{}\"\nhub_id = \"{hub_id}\"\ntmux_socket = \"{socket}\"\n{}",
-            data.display(),
-            agent_toml("od", &format!("env = {{ GREETING = \"{greeting}\" }}")),
-        );
-        std::fs::write(&config, toml).unwrap();
+        hub_files.write_config(&agent_toml(
+            "od",
+            &format!("env = {{ GREETING = \"{greeting}\" }}"),
+        ));
     };
-    let base = format!("http://127.0.0.1:{port}");
 
     write_config("one");
-    let mut hub = HubProcess::spawn_config(&config, &base).await;
+    let mut hub = hub_files.spawn().await;
     let v = hub
         .call(Method::POST, "/v1/agents/od/start", json!({}))
         .await;
@@ -227,7 +217,7 @@ async fn a_running_agent_of_a_changed_definition_is_listed_outdated_until_a_rest
 
     // The same hub.toml: re-attached, not outdated.
     hub.kill9();
-    hub = HubProcess::spawn_config(&config, &base).await;
+    hub = hub_files.spawn().await;
     wait_running(&hub, "od").await;
     let a = listed(&hub, "od").await;
     assert_eq!(
@@ -239,7 +229,7 @@ async fn a_running_agent_of_a_changed_definition_is_listed_outdated_until_a_rest
     // Another env: the running container is kept, and listed as outdated.
     write_config("two");
     hub.kill9();
-    hub = HubProcess::spawn_config(&config, &base).await;
+    hub = hub_files.spawn().await;
     wait_running(&hub, "od").await;
     let a = listed(&hub, "od").await;
     assert_eq!(a["container_id"], first.as_str(), "kept: {a}");
