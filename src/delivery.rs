@@ -6,7 +6,8 @@
 //! Steps: wait while the agent's MCP connection to the hub is awaited; refuse when the agent
 //! is `blocked` (a prompt would answer its question) unless forced; paste or type the text;
 //! wait until the screen shows it; pause; Enter; wait for a meaningful screen change; Enter
-//! once more if none; receipt `submitted` or `stalled`.
+//! once more if none, or if the change was the Enter taken as a newline (Gemini CLI does that
+//! with an Enter it reads too soon after a paste); receipt `submitted` or `stalled`.
 
 use std::time::Duration;
 
@@ -141,10 +142,16 @@ pub async fn submit(
         tokio::time::sleep(opts.pause).await;
     }
     for enters in 1..=2u8 {
+        if enters > 1 {
+            tokio::time::sleep(opts.pause).await;
+        }
         let baseline = session.screen_fingerprint();
+        let caret = Caret::of(session);
         write(b"\r".to_vec()).await?;
         bytes_written += 1;
-        if screen_changes(session, baseline, opts.confirm_within).await {
+        if screen_changes(session, baseline, opts.confirm_within).await
+            && !caret.went_to_a_new_line(&Caret::of(session))
+        {
             return Ok(DeliveryReport {
                 receipt: Receipt::Submitted,
                 bracketed_paste: paste,
@@ -202,6 +209,51 @@ impl Echo {
     }
 }
 
+/// The cursor's row as the screen shows it: the row's text, the text left of the cursor, the
+/// row above, and whether any row below shows something.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Caret {
+    row: String,
+    left: String,
+    above: String,
+    below: bool,
+}
+
+impl Caret {
+    fn of(session: &Session) -> Self {
+        session.with_screen(|s| {
+            let vt = s.vt();
+            let (row, col) = vt.cursor_position();
+            let rows: Vec<String> = vt.rows(0, vt.size().1.get()).collect();
+            let text = |r: u16| rows.get(usize::from(r)).cloned().unwrap_or_default();
+            let row_text = text(row);
+            Caret {
+                left: row_text.chars().take(usize::from(col)).collect(),
+                above: row.checked_sub(1).map(text).unwrap_or_default(),
+                below: rows.iter().skip(usize::from(row) + 1).any(|r| !blank(r)),
+                row: row_text,
+            }
+        })
+    }
+
+    /// Whether Enter only moved the cursor to a new, empty line of the program's input box
+    /// (the program took it as a newline): the row the cursor was on is now the row above it,
+    /// unchanged, nothing but blanks and borders is left of the cursor, and the box's rest (a
+    /// footer) is drawn below it. A submitted prompt clears the input instead, a shell shows
+    /// its prompt on the new line, and a line-mode program leaves nothing below the cursor.
+    fn went_to_a_new_line(&self, after: &Caret) -> bool {
+        !blank(&self.row)
+            && after.above.trim_end() == self.row.trim_end()
+            && blank(&after.left)
+            && after.below
+    }
+}
+
+/// Nothing but blanks and box borders.
+fn blank(text: &str) -> bool {
+    text.chars().all(|c| c.is_whitespace() || "│┃|".contains(c))
+}
+
 /// Waits up to `within` for the screen's fingerprint to differ from `baseline` (or the
 /// program to end).
 async fn screen_changes(session: &Session, baseline: u64, within: Duration) -> bool {
@@ -234,6 +286,56 @@ async fn screen_until(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn caret(above: &str, row: &str, col: usize) -> Caret {
+        Caret {
+            row: row.into(),
+            left: row.chars().take(col).collect(),
+            above: above.into(),
+            below: true,
+        }
+    }
+
+    #[test]
+    fn an_enter_taken_as_a_newline_is_told_from_a_submit() {
+        let typed = caret("", " > please run a tool", 20);
+        let table: &[(Caret, bool, &str)] = &[
+            (
+                caret(" > please run a tool", "", 3),
+                true,
+                "Gemini CLI's newline",
+            ),
+            (caret("│ > x", "│   ", 4), false, "another row above"),
+            (
+                caret("", " > Type your message", 3),
+                false,
+                "a cleared input",
+            ),
+            (
+                caret(" > please run a tool", "$ ", 2),
+                false,
+                "a shell's next prompt",
+            ),
+            (
+                caret(" > please run a tool", "│ ", 2),
+                true,
+                "a newline in a box",
+            ),
+        ];
+        for (after, newline, what) in table {
+            assert_eq!(typed.went_to_a_new_line(after), *newline, "{what}");
+        }
+        let line_mode = Caret {
+            below: false,
+            ..caret(" > please run a tool", "", 0)
+        };
+        assert!(!typed.went_to_a_new_line(&line_mode), "nothing drawn below");
+        let empty = caret("", "", 0);
+        assert!(
+            !empty.went_to_a_new_line(&caret("", "", 0)),
+            "nothing typed"
+        );
+    }
 
     #[test]
     fn payloads() {

@@ -81,6 +81,18 @@ async fn fake_agent_is_classified_and_delivery_gives_receipts(backend: &str) {
     hub.wait_output(&id, "answered: y", t).await;
     wait_state(&hub, &id, "idle", t).await;
 
+    // A program that takes the first Enter as a newline (Gemini CLI, an Enter read too soon
+    // after a paste): the new empty line is not taken for a submit, and Enter is pressed again.
+    let (_, v) = submit(&hub, &id, "rushed", false).await;
+    assert_eq!(v["receipt"], "submitted", "{v}");
+    let (_, v) = submit(&hub, &id, "after a newline", false).await;
+    assert_eq!(
+        (v["receipt"].as_str(), v["delivery"]["enters"].as_u64()),
+        (Some("submitted"), Some(2)),
+        "{v}"
+    );
+    hub.wait_output(&id, "echo: after a newline", t).await;
+
     // A program that ignores Enter: two Enters, then `stalled`.
     let (_, v) = submit(&hub, &id, "deaf", false).await;
     assert_eq!(v["receipt"], "submitted", "{v}");
