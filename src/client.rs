@@ -256,6 +256,28 @@ impl HubClient {
             .await
     }
 
+    /// What the agent spent in the period `q` names (`q.team` is for [`Self::usage`]).
+    pub async fn agent_usage(
+        &self,
+        id: &str,
+        q: &crate::protocol::UsageQuery,
+    ) -> Result<crate::protocol::AgentUsageReply, ClientError> {
+        self.get(&format!(
+            "/v1/agents/{}/usage{}",
+            encode(id),
+            usage_query(q)
+        ))
+        .await
+    }
+
+    /// What every agent the caller may see spent in the period `q` names.
+    pub async fn usage(
+        &self,
+        q: &crate::protocol::UsageQuery,
+    ) -> Result<crate::protocol::UsageReply, ClientError> {
+        self.get(&format!("/v1/usage{}", usage_query(q))).await
+    }
+
     /// Deletes the agent's checkout (its branch stays).
     pub async fn remove_workspace(
         &self,
@@ -433,5 +455,28 @@ impl HubClient {
             self.ws_base(),
             Self::session_path(id, "/stream")
         )
+    }
+}
+
+/// `?since=..&until=..&period=..&team=..` with the parameters `q` gives (nothing without).
+fn usage_query(q: &crate::protocol::UsageQuery) -> String {
+    let time = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339();
+    let period = q.period.map(|p| match p {
+        crate::protocol::NamedPeriod::Today => "today".to_string(),
+        crate::protocol::NamedPeriod::Week => "week".to_string(),
+    });
+    let pairs = [
+        ("since", q.since.map(time)),
+        ("until", q.until.map(time)),
+        ("period", period),
+        ("team", q.team.clone()),
+    ];
+    let set: Vec<String> = pairs
+        .into_iter()
+        .filter_map(|(k, v)| Some(format!("{k}={}", encode(&v?))))
+        .collect();
+    match set.is_empty() {
+        true => String::new(),
+        false => format!("?{}", set.join("&")),
     }
 }

@@ -71,6 +71,8 @@ struct Inner {
     /// People's credentials: the owner's token, `[[tokens]]`, sign-in codes.
     access: crate::access::Access,
     metrics: crate::metrics::Metrics,
+    /// What each agent's model calls used.
+    ledger: Arc<crate::ledger::Ledger>,
 }
 
 impl Hub {
@@ -99,6 +101,10 @@ impl Hub {
             crate::metrics::Metrics::new(redactor.counter(), guard.refusals(), audit.meters());
         let events = EventSink::new(redactor.clone());
         let policy = Arc::new(crate::policy::Engine::new(&config));
+        let ledger = Arc::new(crate::ledger::Ledger::open(
+            &config.data_dir,
+            config.price_table.clone(),
+        ));
         let profiles: crate::registry::ProfileSource = {
             let policy = policy.clone();
             Arc::new(move |cli_type| policy.loaded().profiles.resolve(cli_type))
@@ -126,6 +132,7 @@ impl Hub {
                     config.hub_binary.clone(),
                 ),
                 profiles,
+                ledger: ledger.clone(),
             },
         ));
         let config = Arc::new(config);
@@ -169,6 +176,7 @@ impl Hub {
                 policy,
                 tasks,
                 events,
+                ledger,
                 config,
             }),
         }
@@ -177,6 +185,11 @@ impl Hub {
     /// The tracker of the hub's background tasks.
     pub fn tracker(&self) -> &TaskTracker {
         &self.inner.tracker
+    }
+
+    /// What each agent's model calls used, kept.
+    pub fn ledger(&self) -> &Arc<crate::ledger::Ledger> {
+        &self.inner.ledger
     }
 
     /// The hub's metrics.

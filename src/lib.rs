@@ -44,6 +44,8 @@
 //! - [`config`]: the `hub.toml` settings. [`access`]: people's credentials (the owner's token
 //!   in the data dir, `[[tokens]]`, sign-in codes); [`credentials`]: agents'.
 //! - [`metrics`]: Prometheus metrics (served at `GET /metrics` by `api::metrics`).
+//! - [`usage`]: what model calls used, read from the CLIs' own records, and what it cost by
+//!   the price table; [`ledger`]: each agent's calls kept on disk, followed as they come.
 //! - [`term`]: the terminal's vocabulary (size, signals, key names, a talk's result);
 //!   [`json`]: the JSON conventions every wire type shares; [`toml_file`]: locating problems in
 //!   TOML files.
@@ -72,6 +74,7 @@ pub mod host;
 pub mod http_client;
 pub mod hub;
 pub mod json;
+pub mod ledger;
 pub mod mcp;
 pub mod metrics;
 pub mod output;

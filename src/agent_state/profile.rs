@@ -19,6 +19,7 @@ use super::status_file::StatusFileSpec;
 use super::{AgentStateError, State};
 use crate::activity::Masks;
 use crate::toml_file::TomlFileError;
+use crate::usage::UsageSpec;
 
 /// The profiles shipped with the hub (also in `policies/agents/`).
 const BUILTIN: &[(&str, &str)] = &[
@@ -91,6 +92,8 @@ struct ProfileFile {
     resume: Option<ResumeFile>,
     /// What the CLI's own hooks say about its state.
     signals: Option<SignalsFile>,
+    /// Where the CLI records what its model calls used.
+    usage: Option<UsageSpec>,
 }
 
 /// `[signals]` of a profile.
@@ -303,6 +306,8 @@ pub struct Profile {
     pub resume: Option<ResumeSpec>,
     /// What its own hooks mean (empty: the screen alone).
     pub signals: Signals,
+    /// Where it records what its model calls used (`None`: the hub cannot tell).
+    pub usage: Option<UsageSpec>,
 }
 
 /// A profile chosen for a `cli_type`, and why.
@@ -453,6 +458,7 @@ impl Profile {
                 rules: Vec::new(),
                 resume: None,
                 signals: Signals::default(),
+                usage: None,
             })
     }
 }
@@ -546,6 +552,7 @@ pub fn parse(text: &str, origin: &str, stem: &str) -> Result<Profile, AgentState
             hooks: s.hooks,
             status_file: s.status_file,
         }),
+        usage: file.usage,
     })
 }
 

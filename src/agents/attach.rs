@@ -157,6 +157,9 @@ impl Agents {
         if let Some(dir) = self.status_dir(def) {
             session.follow_status_file(StatusFiles::Container(dir));
         }
+        if let Some(following) = self.usage_following(def) {
+            self.handles.ledger.follow(following, session.closed());
+        }
         // The pane already has the session's size (`attach_tmux` made it so).
         Ok(session_id)
     }

@@ -119,6 +119,8 @@ pub struct Handles {
     pub access: hub_access::HubAccess,
     /// The CLI profiles (how each CLI resumes its conversation).
     pub profiles: crate::registry::ProfileSource,
+    /// Where what each agent's model calls used is counted.
+    pub ledger: Arc<crate::ledger::Ledger>,
 }
 
 /// The agents of a hub.
@@ -192,6 +194,11 @@ impl Agents {
         self.defs
             .get(id)
             .ok_or_else(|| HubError::AgentNotFound { id: id.into() })
+    }
+
+    /// Why the hub cannot read what `id`'s model calls used (`None`: it can).
+    pub fn usage_unread(&self, id: &str) -> HubResult<Option<String>> {
+        Ok(self.usage_records(self.def(id)?).err())
     }
 
     /// All definitions.

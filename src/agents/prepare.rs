@@ -189,6 +189,37 @@ impl Agents {
         Some(config.join(&spec.dir))
     }
 
+    /// Where the agent's CLI records what its model calls used, on this machine (`None` when
+    /// its profile names no records or the hub cannot see its config dir).
+    pub(super) fn usage_following(&self, def: &AgentDef) -> Option<crate::ledger::Following> {
+        self.usage_records(def)
+            .inspect_err(|why| tracing::info!(agent = %def.id, "its usage is not read: {why}"))
+            .ok()
+    }
+
+    /// Where the agent's CLI records what its model calls used, or why the hub cannot read
+    /// them.
+    pub(super) fn usage_records(&self, def: &AgentDef) -> Result<crate::ledger::Following, String> {
+        let resolved = (self.handles.profiles)(def.cli_type.as_deref());
+        let profile = resolved.profile;
+        let Some(spec) = profile.usage.as_ref() else {
+            return Err(format!(
+                "the {} profile names no usage records (its CLI keeps none the hub reads)",
+                profile.name
+            ));
+        };
+        let config = match self.config_dir(def) {
+            Some((_, dir)) => dir.on_host?,
+            None => return Err("its CLI's config dir is not on this machine".into()),
+        };
+        Ok(crate::ledger::Following {
+            agent: def.id.clone(),
+            team: def.team().to_string(),
+            dir: config.join(&spec.dir),
+            format: spec.records,
+        })
+    }
+
     /// Removes the status files an earlier run of the agent's CLI left in its config dir (its
     /// container is not running, so none is live): the newest file is then the new run's. Only
     /// in its kept home: a config dir mounted from elsewhere is the user's, maybe shared with

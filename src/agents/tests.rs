@@ -347,6 +347,7 @@ fn fixture_in(agent_toml: &str, containers: FakeContainers, data: tempfile::Temp
             credentials: credentials.clone(),
             access: super::hub_access::HubAccess::new(data.path(), None),
             profiles: Arc::new(|c| crate::agent_state::profile::ProfileSet::default().resolve(c)),
+            ledger: Arc::new(crate::ledger::Ledger::open(data.path(), Default::default())),
         },
     );
     Fixture {

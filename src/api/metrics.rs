@@ -24,7 +24,8 @@ pub async fn scrape(State(hub): State<Hub>) -> Response {
             .iter()
             .map(|a| a.status.to_string())
             .collect();
-        hub.metrics().render(&hub.list(), &statuses)
+        hub.metrics()
+            .render(&hub.list(), &statuses, &hub.ledger().totals())
     })
     .await
     .unwrap_or_default();

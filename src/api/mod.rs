@@ -21,6 +21,7 @@ mod sessions;
 mod stream;
 mod tasks;
 mod traffic;
+mod usage;
 mod web;
 
 use axum::extract::{DefaultBodyLimit, State};

@@ -10,7 +10,7 @@ use super::{
     access, agents, bridge, events, external_sessions, openapi, owner_routing, policies, previews,
     sessions, stream,
 };
-use super::{tasks, traffic, web};
+use super::{tasks, traffic, usage, web};
 use crate::actor::Role;
 use crate::hub::Hub;
 use crate::scope::AgentAccess;
@@ -133,6 +133,8 @@ pub static ROUTES: &[Route] = &[
     route!(POST "/v1/agents/{id}/stop", OPERATOR, As("agent_stop"), CONTROL, agents::stop_agent),
     route!(POST "/v1/agents/{id}/restart", OPERATOR, As("agent_restart"), CONTROL, agents::restart_agent),
     route!(GET "/v1/agents/{id}/changes", OBSERVER, No, LOOK, agents::agent_changes),
+    route!(GET "/v1/agents/{id}/usage", OBSERVER, No, LOOK, usage::agent_usage),
+    route!(GET "/v1/usage", OBSERVER, No, ANY, usage::usage),
     route!(DELETE "/v1/agents/{id}/workspace", OPERATOR, As("workspace_remove"), NEVER, agents::remove_workspace),
     route!(GET "/v1/tasks", OBSERVER, No, NEVER, tasks::list_tasks),
     route!(POST "/v1/tasks", OPERATOR, As("task_create"), NEVER, tasks::create_task),

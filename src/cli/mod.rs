@@ -16,6 +16,7 @@ mod policy;
 mod run;
 mod serve;
 mod token;
+mod usage;
 mod wait_state;
 mod workspace;
 
@@ -111,6 +112,10 @@ pub enum Command {
     Diff(workspace::DiffArgs),
     /// An agent's workspace: `remove` deletes its checkout and keeps its branch.
     Workspace(workspace::WorkspaceArgs),
+    /// What agents spent (tokens by kind, dollars by the price table), read from their CLIs'
+    /// own records: one AGENT by model, or every agent with team and fleet totals; --period
+    /// today|week, --since/--until, --team, --json.
+    Usage(usage::UsageArgs),
     /// Policies: `check` (dry run: what each policy would do now, and why), `list`, `reload`.
     Policy(policy::PolicyArgs),
     /// Show the audit log (who typed what where, what the guard refused); --follow streams it.
@@ -170,6 +175,7 @@ pub fn run(cli: Cli) -> i32 {
             Command::Restart(args) => agents::run_op(args.op, "restart", args.fresh).await,
             Command::Diff(args) => workspace::diff(args).await,
             Command::Workspace(args) => workspace::run(args).await,
+            Command::Usage(args) => usage::run(args).await,
             Command::Policy(args) => policy::run(args).await,
             Command::Audit(args) => audit::run(args).await,
             Command::Doctor(args) => doctor::run(args).await,

@@ -316,6 +316,12 @@ pub static ACTIONS: &[Action] = &[
         AGENT,
         query("full", Kind::Bool, "Include the full diffs (default false)."),
     ], rest("GET", "/v1/agents/{agent_id}/changes")),
+    action(Tool::Agents, "usage", "What the agents you may see spent (a leader: its team's), read from their CLIs' own records: each agent's calls, tokens (input, output, cache_read, cache_write) and cost_usd by the hub's price table (null for an unpriced model; usage null with a reason when its CLI keeps no records the hub reads), with each team's and the total; for a period (all time by default).", &[
+        query("period", Kind::Str, "today or week (from 00:00 UTC today, from Monday 00:00 UTC)."),
+        query("since", Kind::Str, "From this time on (RFC 3339), instead of period."),
+        query("until", Kind::Str, "Up to this time (RFC 3339), excluded."),
+        query("team", Kind::Str, "Only this team's agents."),
+    ], rest("GET", "/v1/usage")),
     action(Tool::Agents, "state", "The agent's state: working, idle, blocked, exited (also when stopped) or unknown, and stuck.", &[AGENT, EXPLAIN], rest("GET", "/v1/agents/{agent_id}/state")),
     action(Tool::Agents, "wait_state", "Wait until the agent's state is one of states (reached: true), or the timeout (reached: false); a stopped agent is waited for until it starts.", &[AGENT, STATES, WAIT_TIMEOUT, EXPLAIN], rest("GET", "/v1/agents/{agent_id}/state")),
     action(Tool::Agents, "run", "Run a shell command as a task: in its own PTY (default; answers at once with taskId and sessionId) or with pipes (pty: false; answers when it ends with stdout, stderr, exitCode). Passes the command guard.", &[

@@ -7,6 +7,7 @@
 //! they cannot drift from them.
 
 mod scrape;
+mod usage;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -108,6 +109,7 @@ struct Inner {
     api_requests: HistogramFamily<RouteLabels>,
     api_errors: Family<CodeLabels, Counter>,
     scraped: scrape::StateGauges,
+    usage: usage::UsageCounters,
 }
 
 /// Registers each metric under its name with its help text: one table a registry, one line a
@@ -158,6 +160,7 @@ impl Metrics {
             "api_errors" => api_errors, "API error replies by error code (AUDIT_UNAVAILABLE, PTY_COMMAND_BLOCKED, ...)";
         );
         let scraped = scrape::StateGauges::register(r);
+        let usage = usage::UsageCounters::register(r);
         Metrics {
             inner: Arc::new(Inner {
                 registry,
@@ -172,6 +175,7 @@ impl Metrics {
                 api_requests,
                 api_errors,
                 scraped,
+                usage,
             }),
         }
     }

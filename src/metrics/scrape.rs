@@ -142,15 +142,18 @@ impl StateGauges {
 
 impl super::Metrics {
     /// The text of one scrape (OpenMetrics, which Prometheus reads), with the gauges read
-    /// from `sessions` and the agents' statuses.
+    /// from `sessions` and the agents' statuses, and the usage counters caught up with
+    /// `usage`.
     pub fn render(
         &self,
         sessions: &[std::sync::Arc<Session>],
         agent_statuses: &[String],
+        usage: &[crate::usage::tally::Total],
     ) -> String {
         let gauges = &self.inner.scraped;
         let _one = gauges.lock.lock().unwrap_or_else(|e| e.into_inner());
         gauges.refresh(sessions, agent_statuses);
+        self.inner.usage.catch_up(usage);
         let mut text = String::new();
         if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &self.inner.registry) {
             tracing::error!("encoding metrics: {e}");

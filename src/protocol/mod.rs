@@ -10,6 +10,7 @@ mod fleet;
 mod policy;
 mod replies;
 pub(crate) mod schema;
+mod usage;
 
 use std::collections::BTreeMap;
 
@@ -47,6 +48,7 @@ pub use events::*;
 pub use fleet::*;
 pub use policy::*;
 pub use replies::*;
+pub use usage::*;
 
 /// `POST /v1/pty/sessions`. Text holds no NUL byte (a program cannot be given one).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]

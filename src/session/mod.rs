@@ -172,6 +172,12 @@ impl Session {
         self.cancel.cancel();
     }
 
+    /// Cancelled when the session leaves the registry: a background task of the session's
+    /// kept elsewhere ends with it.
+    pub fn closed(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
     /// Stops streaming without stopping the program (detaches a tmux client cleanly).
     pub async fn detach(&self) {
         self.backend.detach().await;

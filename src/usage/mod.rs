@@ -8,8 +8,10 @@
 //! where, is in `docs/research/cli-usage-records.md`.
 
 pub mod aider;
+pub mod files;
 pub mod price;
 pub mod records;
+pub mod tally;
 
 use std::ops::AddAssign;
 
@@ -17,7 +19,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 /// Tokens of one call, or a sum of them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Tokens {
     /// Input not read from or written to a cache.
     pub input: u64,
@@ -50,6 +52,16 @@ impl AddAssign for Tokens {
         self.cache_read += other.cache_read;
         self.cache_write += other.cache_write;
     }
+}
+
+/// `[usage]` of a profile: where and how the CLI records what each model call used.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsageSpec {
+    /// The records' format: `claude-transcript`, `codex-rollout` or `gemini-chat`.
+    pub records: records::Format,
+    /// Their directory under the CLI's config dir (its subdirectories included): `projects`.
+    pub dir: String,
 }
 
 /// One model call as a CLI recorded it.

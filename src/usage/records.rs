@@ -14,7 +14,8 @@ use serde_json::Value;
 use super::{Call, Tokens};
 
 /// The record formats the hub reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Format {
     /// Claude Code's transcripts: `<config dir>/projects/<dir>/<session>.jsonl`.
     ClaudeTranscript,

@@ -5,8 +5,8 @@
 //!
 //! - **core**: the terminal's vocabulary, the output pipeline, screen, redaction, the guard, the git workspaces,
 //!   agent states, the settings, backends, sessions and the wire types;
-//! - **components**: what the hub is made of (agents, tasks, policy, audit, persistence,
-//!   metrics, external sessions, ...), each holding narrow handles, never the hub;
+//! - **components**: what the hub is made of (agents, tasks, policy, audit, persistence, the
+//!   usage ledger, metrics, external sessions, ...), each holding narrow handles, never the hub;
 //! - **composition**: `hub`, which builds the components and hands each its handles;
 //! - **edge**: how the world reaches the hub: the API, MCP, the CLI and its client, and the
 //!   daemon, the process that starts the hub and the API's listeners.
@@ -60,6 +60,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "delivery",
             "external_sessions",
             "persist",
+            "ledger",
             "agents",
             "host",
             "tasks",

@@ -50,15 +50,19 @@ async fn stdio_client(hub: &TestHub, token: &str) -> Client {
     ().serve(transport).await.expect("initialize over stdio")
 }
 
-fn http_transport(hub: &TestHub, token: &str) -> StreamableHttpClientTransport<reqwest::Client> {
+fn http_transport(base: &str, token: &str) -> StreamableHttpClientTransport<reqwest::Client> {
     StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", hub.base))
-            .auth_header(token),
+        StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp")).auth_header(token),
     )
 }
 
 pub async fn http_client(hub: &TestHub, token: &str) -> Client {
-    ().serve(http_transport(hub, token))
+    http_client_at(&hub.base, token).await
+}
+
+/// An MCP client of the hub at `base` over `/mcp`.
+pub async fn http_client_at(base: &str, token: &str) -> Client {
+    ().serve(http_transport(base, token))
         .await
         .expect("initialize over /mcp")
 }
@@ -487,7 +491,7 @@ async fn mcp_over_streamable_http_at_slash_mcp() {
     client.cancel().await.unwrap();
 
     // A wrong token cannot even open a session.
-    let refused = ().serve(http_transport(&hub, "wrong-token-0123456789abcdef")).await;
+    let refused = ().serve(http_transport(&hub.base, "wrong-token-0123456789abcdef")).await;
     assert!(refused.is_err(), "a wrong token must be refused");
     let (status, body) = {
         let resp = reqwest::Client::new()

@@ -69,6 +69,8 @@ use crate::protocol::*;
         stop_agent,
         restart_agent,
         agent_changes,
+        agent_usage,
+        usage,
         remove_workspace,
         list_tasks,
         create_task,

@@ -549,6 +549,26 @@ pub(super) fn restart_agent() {}
 pub(super) fn agent_changes() {}
 
 #[utoipa::path(
+    get,
+    path = "/v1/agents/{id}/usage",
+    operation_id = "agent_usage",
+    summary = "What the agent's model calls used (tokens by kind and model) and cost, read from its CLI's own records, for a period (all time by default); `usage` is null, with a `reason`, when the hub cannot read its CLI's records.",
+    params(("id" = String, Path, description = "Agent id (a removed agent's figures stay)"), UsageQuery),
+    responses((status = 200, body = AgentUsageReply), (status = "default", body = ErrorBody, description = "Failed"))
+)]
+pub(super) fn agent_usage() {}
+
+#[utoipa::path(
+    get,
+    path = "/v1/usage",
+    operation_id = "usage",
+    summary = "What every agent the caller may see spent in a period, with each team's and the fleet's totals; `team` picks one team.",
+    params(UsageQuery),
+    responses((status = 200, body = UsageReply), (status = "default", body = ErrorBody, description = "Failed"))
+)]
+pub(super) fn usage() {}
+
+#[utoipa::path(
     delete,
     path = "/v1/agents/{id}/workspace",
     operation_id = "remove_workspace",

@@ -1,0 +1,127 @@
+//! REST handlers of what agents spent: `GET /v1/agents/{id}/usage` (one agent) and
+//! `GET /v1/usage` (every agent the caller may see, with team and fleet totals), for a period.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Path, State};
+use axum::Json;
+
+use super::error::{ApiQuery, ApiResult};
+use crate::actor::Actor;
+use crate::error::{HubError, HubResult};
+use crate::hub::Hub;
+use crate::protocol::{
+    AgentUsage, AgentUsageReply, NamedPeriod, TeamUsage, UsageQuery, UsageReply,
+};
+use crate::usage::tally::Period;
+
+pub async fn agent_usage(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<UsageQuery>,
+) -> ApiResult<Json<AgentUsageReply>> {
+    if q.team.is_some() {
+        return Err(HubError::bad_request("team: only GET /v1/usage takes a team").into());
+    }
+    let period = period(&q)?;
+    let agent = agent_usage_of(&hub, &id, period)?;
+    Ok(Json(AgentUsageReply {
+        ok: true,
+        since: period.since,
+        until: period.until,
+        agent,
+    }))
+}
+
+pub async fn usage(
+    State(hub): State<Hub>,
+    axum::Extension(actor): axum::Extension<Actor>,
+    ApiQuery(q): ApiQuery<UsageQuery>,
+) -> ApiResult<Json<UsageReply>> {
+    let period = period(&q)?;
+    let mut ids: Vec<String> = hub.agents().defs().map(|d| d.id.clone()).collect();
+    ids.extend(hub.ledger().agents());
+    ids.sort();
+    ids.dedup();
+    let mut agents = Vec::new();
+    for id in ids {
+        if !super::scope::agent_visible(&hub, &actor, &id) {
+            continue;
+        }
+        let agent = agent_usage_of(&hub, &id, period)?;
+        if q.team.as_ref().is_none_or(|t| *t == agent.team) {
+            agents.push(agent);
+        }
+    }
+    let shown: Vec<&str> = agents.iter().map(|a| a.agent_id.as_str()).collect();
+    let total = hub.ledger().of_agents(|id, _| shown.contains(&id), period);
+    let mut teams: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for a in &agents {
+        teams.entry(&a.team).or_default().push(&a.agent_id);
+    }
+    let teams = teams
+        .into_iter()
+        .map(|(team, ids)| TeamUsage {
+            team: team.to_string(),
+            usage: hub.ledger().of_agents(|id, _| ids.contains(&id), period),
+        })
+        .collect();
+    Ok(Json(UsageReply {
+        ok: true,
+        since: period.since,
+        until: period.until,
+        total,
+        teams,
+        agents,
+    }))
+}
+
+/// What agent `id` spent in `period`: `null` with the reason when the hub cannot read its
+/// CLI's records and has counted nothing of it; a removed agent's figures stay.
+fn agent_usage_of(hub: &Hub, id: &str, period: Period) -> HubResult<AgentUsage> {
+    let ledger = hub.ledger();
+    let (team, unread) = match hub.agents().def(id) {
+        Ok(def) => (def.team().to_string(), hub.agents().usage_unread(id)?),
+        Err(e) => (ledger.team_of(id).ok_or(e)?, None),
+    };
+    let counted_any = ledger.team_of(id).is_some();
+    let (usage, reason) = match unread {
+        Some(why) if !counted_any => (None, Some(why)),
+        _ => (Some(ledger.of_agent(id, period)), None),
+    };
+    Ok(AgentUsage {
+        agent_id: id.to_string(),
+        team,
+        usage,
+        reason,
+    })
+}
+
+/// The query's period: `since` or a named `period` (not both), up to `until`.
+fn period(q: &UsageQuery) -> HubResult<Period> {
+    let now = chrono::Utc::now();
+    let named = q.period.map(|p| match p {
+        NamedPeriod::Today => Period::today(now),
+        NamedPeriod::Week => Period::week(now),
+    });
+    let since = match (q.since, named) {
+        (Some(_), Some(_)) => {
+            return Err(HubError::bad_request(
+                "since, period: give one of them, not both",
+            ))
+        }
+        (Some(since), None) => Some(since),
+        (None, named) => named.and_then(|p| p.since),
+    };
+    if let (Some(s), Some(u)) = (since, q.until) {
+        if u <= s {
+            return Err(HubError::bad_request(format!(
+                "until: {u} is not after since ({s})"
+            )));
+        }
+    }
+    Ok(Period {
+        since,
+        until: q.until,
+    })
+}

@@ -1,0 +1,74 @@
+//! Wire types of what agents spent: `GET /v1/agents/{id}/usage` and `GET /v1/usage`.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+pub use crate::usage::tally::{ModelSummary, Summary};
+pub use crate::usage::Tokens;
+
+/// A period named instead of `since`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum NamedPeriod {
+    /// Since 00:00 UTC today.
+    Today,
+    /// Since Monday 00:00 UTC of this week.
+    Week,
+}
+
+/// `GET /v1/agents/{id}/usage` and `GET /v1/usage` query: the period (all time by default).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct UsageQuery {
+    /// From this time on (RFC 3339), included.
+    pub since: Option<DateTime<Utc>>,
+    /// Up to this time (RFC 3339), excluded.
+    pub until: Option<DateTime<Utc>>,
+    /// `today` or `week` (UTC) instead of `since`.
+    pub period: Option<NamedPeriod>,
+    /// `GET /v1/usage` only: this team's agents alone.
+    pub team: Option<String>,
+}
+
+/// What one agent spent.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AgentUsage {
+    pub agent_id: String,
+    pub team: String,
+    /// `null` when the hub cannot read what the agent's CLI used (see `reason`).
+    pub usage: Option<Summary>,
+    /// Why `usage` is `null`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// What one team's agents spent together.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct TeamUsage {
+    pub team: String,
+    pub usage: Summary,
+}
+
+/// `GET /v1/agents/{id}/usage`
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AgentUsageReply {
+    pub ok: bool,
+    pub since: Option<DateTime<Utc>>,
+    pub until: Option<DateTime<Utc>>,
+    #[serde(flatten)]
+    pub agent: AgentUsage,
+}
+
+/// `GET /v1/usage`
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct UsageReply {
+    pub ok: bool,
+    pub since: Option<DateTime<Utc>>,
+    pub until: Option<DateTime<Utc>>,
+    /// All the agents shown together.
+    pub total: Summary,
+    pub teams: Vec<TeamUsage>,
+    pub agents: Vec<AgentUsage>,
+}

@@ -1,0 +1,219 @@
+//! One agent's record files, followed as they grow: every `*.jsonl` file under the records'
+//! directory (its subdirectories included), each read by a [`Reader`] of its own, whole lines
+//! only (a line being written is read once it ends).
+//!
+//! After a restart the files are read from their start again, so that each reader knows what
+//! came before (a call written on several lines, the model a Codex rollout named earlier); the
+//! calls that end at or before where the hub had counted up to are not counted again.
+
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use super::records::{Format, Reader};
+use super::Call;
+
+/// How deep under the records' directory files are looked for (Codex: `YYYY/MM/DD/`).
+const MAX_DEPTH: usize = 5;
+/// The most read of one file at one look (the rest is read at the next).
+const MAX_READ: u64 = 8 << 20;
+
+/// A call read now: its file (relative to the records' directory), the byte just after its
+/// line, and the call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadCall {
+    pub file: String,
+    pub end: u64,
+    pub call: Call,
+}
+
+/// The record files of one agent.
+#[derive(Debug)]
+pub struct RecordFiles {
+    dir: PathBuf,
+    format: Format,
+    files: HashMap<String, Followed>,
+    /// How far each file had been counted (before a restart), by file.
+    counted_up_to: HashMap<String, u64>,
+}
+
+#[derive(Debug)]
+struct Followed {
+    reader: Reader,
+    /// The bytes read so far (whole lines).
+    read: u64,
+}
+
+impl RecordFiles {
+    pub fn new(dir: PathBuf, format: Format, counted_up_to: HashMap<String, u64>) -> Self {
+        RecordFiles {
+            dir,
+            format,
+            files: HashMap::new(),
+            counted_up_to,
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The calls the files gained since the last look (none when the directory is missing).
+    pub fn poll(&mut self) -> Vec<ReadCall> {
+        let mut found = Vec::new();
+        walk(&self.dir, 0, &mut found);
+        let mut out = Vec::new();
+        for path in found {
+            let Ok(rel) = path.strip_prefix(&self.dir) else {
+                continue;
+            };
+            let rel = rel.to_string_lossy().into_owned();
+            let Ok(len) = std::fs::metadata(&path).map(|m| m.len()) else {
+                continue;
+            };
+            let format = self.format;
+            let followed = self.files.entry(rel.clone()).or_insert_with(|| Followed {
+                reader: Reader::new(format),
+                read: 0,
+            });
+            if len < followed.read {
+                // Cut short or replaced: a new file.
+                *followed = Followed {
+                    reader: Reader::new(format),
+                    read: 0,
+                };
+                self.counted_up_to.remove(&rel);
+            }
+            if len > followed.read {
+                let counted = self.counted_up_to.get(&rel).copied().unwrap_or(0);
+                followed.read_new(&path, &rel, counted, &mut out);
+            }
+        }
+        out
+    }
+}
+
+impl Followed {
+    /// Reads the whole lines `path` gained; the calls they record past `counted` go to `out`.
+    fn read_new(&mut self, path: &Path, rel: &str, counted: u64, out: &mut Vec<ReadCall>) {
+        let Ok(mut file) = std::fs::File::open(path) else {
+            return;
+        };
+        let mut bytes = Vec::new();
+        let read = file
+            .seek(SeekFrom::Start(self.read))
+            .and_then(|_| file.take(MAX_READ).read_to_end(&mut bytes));
+        if read.is_err() {
+            return;
+        }
+        let Some(whole) = bytes.iter().rposition(|&b| b == b'\n') else {
+            return;
+        };
+        let mut at = self.read;
+        for line in bytes[..=whole].split_inclusive(|&b| b == b'\n') {
+            at += line.len() as u64;
+            let text = String::from_utf8_lossy(line);
+            if let Some(call) = self.reader.line(text.trim_end()) {
+                if at > counted {
+                    out.push(ReadCall {
+                        file: rel.to_string(),
+                        end: at,
+                        call,
+                    });
+                }
+            }
+        }
+        self.read = at;
+    }
+}
+
+/// The `*.jsonl` files under `dir`, at most [`MAX_DEPTH`] levels down (links not followed).
+fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let path = entry.path();
+        if kind.is_dir() && depth < MAX_DEPTH {
+            walk(&path, depth + 1, out);
+        } else if kind.is_file() && path.extension().is_some_and(|e| e == "jsonl") {
+            out.push(path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    fn claude_line(request: &str, output: u64) -> String {
+        format!(
+            r#"{{"type":"assistant","requestRef":"{request}","message":{{"id":"m","model":"claude-x","usage":{{"input_tokens":10,"output_tokens":{output}}}}}}}"#
+        )
+    }
+
+    fn append(path: &Path, text: &str) {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    }
+
+    #[test]
+    fn whole_lines_are_read_as_they_come_in_every_subdirectory() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("proj");
+        std::fs::create_dir(&sub).unwrap();
+        let file = sub.join("s.jsonl");
+        let mut files =
+            RecordFiles::new(dir.path().into(), Format::ClaudeTranscript, HashMap::new());
+        assert!(files.poll().is_empty());
+        let first = format!("{}\n", claude_line("a", 5));
+        append(&file, &first);
+        let half = claude_line("b", 7);
+        append(&file, &half[..20]);
+        let read = files.poll();
+        assert_eq!(read.len(), 1);
+        assert_eq!(read[0].file, "proj/s.jsonl");
+        assert_eq!(read[0].end, first.len() as u64);
+        assert_eq!(read[0].call.tokens.output, 5);
+        append(&file, &format!("{}\n", &half[20..]));
+        let read = files.poll();
+        assert_eq!(read.len(), 1, "{read:?}");
+        assert_eq!(read[0].call.tokens.output, 7);
+        assert!(files.poll().is_empty());
+        // Another file elsewhere in the tree, a file of another kind ignored.
+        append(
+            &dir.path().join("t.jsonl"),
+            &format!("{}\n", claude_line("c", 1)),
+        );
+        append(
+            &dir.path().join("notes.txt"),
+            &format!("{}\n", claude_line("d", 1)),
+        );
+        assert_eq!(files.poll().len(), 1);
+    }
+
+    #[test]
+    fn after_a_restart_what_was_counted_is_not_counted_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.jsonl");
+        let one = format!("{}\n", claude_line("a", 5));
+        // The same call on a second line (another content block), then a new call.
+        append(&file, &one);
+        append(&file, &one);
+        append(&file, &format!("{}\n", claude_line("b", 9)));
+        let counted = HashMap::from([("s.jsonl".to_string(), one.len() as u64)]);
+        let mut files = RecordFiles::new(dir.path().into(), Format::ClaudeTranscript, counted);
+        let read = files.poll();
+        assert_eq!(read.len(), 1, "{read:?}");
+        assert_eq!(read[0].call.tokens.output, 9);
+    }
+}
