@@ -7,7 +7,7 @@
 
 import "./csp.js";
 import { api, follow, setToken, token } from "./api.js";
-import { Fleet, STATES } from "./fleet.js";
+import { Fleet, STATES, spendEl } from "./fleet.js";
 // xterm.js (350 kB) is loaded when the first terminal opens, not with the fleet page.
 let termModule = null;
 const loadTerminals = () => (termModule ??= import("./terminal.js").then((m) => {
@@ -99,6 +99,7 @@ function start() {
     onOpen: (ids) => openGrid(ids),
     onOpenOne: openUnit,
     onCounts: showCounts,
+    onSpend: showSpend,
     onBlocked: notifyBlocked,
     onRender: followFleet,
   });
@@ -164,6 +165,11 @@ function notifyBlocked(u) {
     n.close();
   };
   window.agentHub.notifications.push(n);
+}
+
+/** The fleet's spend today, in the header. */
+function showSpend(total) {
+  $("spend").replaceChildren(total.calls ? h("span", {}, spendEl({ usage: total }), " today") : "");
 }
 
 function showCounts(counts) {
@@ -291,6 +297,7 @@ function describe(panel) {
     const question = app.fleet.questionEl(u);
     panel.question.replaceChildren(...(question ? [question] : []));
   }
+  showAgentSpend(panel, u);
   if (u.agent?.workspace?.exists && !panel.changes) {
     panel.changes = new Changes(u.agent.id);
     panel.info.append(panel.changes.el);
@@ -355,6 +362,7 @@ function describeAgent(p, u) {
   p.note?.remove();
   p.info.prepend((p.note = stoppedNote(u, !!p.screen, controls)));
   if (p.text) p.text.textContent = noScreen(u);
+  showAgentSpend(p, u);
   if (u.agent.workspace?.exists && !p.changes) {
     p.changes = new Changes(u.agent.id);
     p.info.append(p.changes.el);
@@ -452,3 +460,10 @@ document.addEventListener("keydown", (e) => {
 });
 
 redeemSigninLink().then((refusal) => (refusal ? showSignIn(refusal, true) : signIn()));
+
+/** An agent panel's line of what the agent spent today. */
+function showAgentSpend(panel, u) {
+  if (!u.agent) return;
+  if (!panel.spend) panel.info.append((panel.spend = h("div.panel-spend", { "data-spend-for": u.agent.id })));
+  panel.spend.replaceChildren(h("b", {}, "today "), spendEl(app.fleet.spend.get(u.agent.id)));
+}

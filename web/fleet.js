@@ -6,7 +6,8 @@
 // kept live from one preview socket for the whole fleet (`setPreviews`: only the changed rows'
 // text is touched). A click on a row (or Enter on the selected one) opens its terminal, or the
 // panel of a container agent that is not running (its last screen and start control). Nothing
-// is polled; a 1 s timer only re-renders the relative times.
+// is polled but what agents spent today (`/v1/usage?period=today`, every 15 s: it changes
+// with no event); a 1 s timer only re-renders the relative times.
 
 import { api } from "./api.js";
 import { h, span, ago, debounce } from "./util.js";
@@ -37,6 +38,10 @@ export class Fleet {
     this.policies = new Map();
     this.checks = new Map();
     this.checkedAt = 0;
+    /** agent id -> what it spent today ({usage, reason}), and the fleet's total. */
+    this.spend = new Map();
+    this.spendTotal = null;
+    this.spendTimer = 0;
     this.ticked = new Set();
     /** session id -> its preview lines, and the element showing them (rebuilt by render). */
     this.previews = new Map();
@@ -71,13 +76,24 @@ export class Fleet {
       api("GET", "/v1/pty/sessions"),
       api("GET", "/v1/agents"),
       api("GET", "/v1/policies"),
+      this.reloadSpend(false),
     ]);
+    if (!this.spendTimer) this.spendTimer = setInterval(() => this.reloadSpend(), 15000);
     this.sessions = new Map(s.sessions.map((x) => [x.id, x]));
     this.agents = new Map(a.agents.map((x) => [x.id, x]));
     this.policies = new Map(p.policies.map((x) => [x.name, x.settings]));
     await this.reloadChecks(false);
     this.loaded = true;
     this.render();
+  }
+
+  /** What each agent spent today, and the total (told to `opts.onSpend`). */
+  async reloadSpend(render = true) {
+    const u = await api("GET", "/v1/usage?period=today");
+    this.spend = new Map(u.agents.map((a) => [a.agent_id, a]));
+    this.spendTotal = u.total;
+    this.opts.onSpend?.(u.total);
+    if (render) this.render();
   }
 
   async reloadChecks(render = true) {
@@ -224,7 +240,7 @@ export class Fleet {
           h("table.units", {},
             h("thead", {}, h("tr", {},
               ["", "agent / session", "state", "in state", "last activity", "runs in",
-                "policy", ""].map((t) => h("th", {}, t)))),
+                "policy", "today", ""].map((t) => h("th", {}, t)))),
             h("tbody", {}, rows))));
     }
     if (!shown.length) frag.append(h("p.empty", {}, units.length ? "nothing matches" : "no agents or sessions"));
@@ -272,7 +288,8 @@ export class Fleet {
       s && [s.id, s.label, s.cli_type, s.alive, s.backend, s.source, s.policy, s.last_activity_at, this.ticked.has(s.id)],
       u.agent && [u.agent.status, u.agent.policy, u.agent.last_activity_at, u.agent.outdated, u.agent.changed,
         this.confirming === u.agent.id],
-      st && [st.question, st.choices], c && c.idle_deadline_in_ms != null && [c.idle_deadline_in_ms, c.policy, c.dry_run, this.checkedAt]]);
+      st && [st.question, st.choices], JSON.stringify(this.spend.get(u.key) || null),
+      c && c.idle_deadline_in_ms != null && [c.idle_deadline_in_ms, c.policy, c.dry_run, this.checkedAt]]);
     let row = this.rowCache.get(u.key);
     if (row?.sig !== sig) {
       const els = this.row(u, now, worker);
@@ -328,11 +345,12 @@ export class Fleet {
         ago(s?.last_activity_at || u.agent?.last_activity_at, now)),
       h("td", {}, container),
       h("td", {}, s?.policy || u.agent?.policy || "", this.countdown(u, now)),
+      h("td.spend", {}, u.agent ? spendEl(this.spend.get(u.key)) : ""),
       h("td.controls", {}, controls));
     const question = this.questionEl(u);
     if (!question) return main;
     return [main, h("tr.question", { "data-question-for": u.key },
-      h("td"), h("td", { colspan: 7 }, question))];
+      h("td"), h("td", { colspan: 8 }, question))];
   }
 
   /** A blocked unit's question with a button per answer, or null. */
@@ -437,4 +455,24 @@ function outdatedEl(agent) {
   return h("span.outdated", {
     title: `made otherwise than its definition makes it now (${what}): restart applies the definition`,
   }, " · outdated");
+}
+
+/** A token count in few characters: 950, 12.3k, 4.1M. */
+function tokens(n) {
+  if (n < 1000) return `${n}`;
+  if (n < 1e6) return `${(n / 1e3).toFixed(1)}k`;
+  return `${(n / 1e6).toFixed(1)}M`;
+}
+
+/** What some calls cost and used, `$0.42 · 12.3k tok` (`$0.42+` when some model has no
+ * price); a dash, with the reason, when the hub cannot read what the agent used. */
+export function spendEl(a) {
+  const u = a?.usage;
+  if (!u) return h("span.dim", { title: a?.reason || "not known" }, "—");
+  const t = u.tokens;
+  const all = t.input + t.output + t.cache_read + t.cache_write;
+  const title = `${u.calls} calls today: ${t.input} input, ${t.output} output, ${t.cache_read} cache read, ` +
+    `${t.cache_write} cache write tokens` + (u.cost_complete ? "" : "; models without a price left out of the cost");
+  return h("span", { "data-cost": u.cost_usd.toFixed(2), title },
+    `$${u.cost_usd.toFixed(2)}${u.cost_complete ? "" : "+"} · ${tokens(all)} tok`);
 }

@@ -22,6 +22,7 @@ mod dashboard;
 mod dashboard_fleet;
 mod dashboard_restart;
 mod dashboard_stopped;
+mod dashboard_usage;
 mod docker;
 mod fleet_start;
 mod guard;
