@@ -256,26 +256,25 @@ impl HubClient {
             .await
     }
 
-    /// What the agent spent in the period `q` names (`q.team` is for [`Self::usage`]).
+    /// What the agent spent in the period `q` names.
     pub async fn agent_usage(
         &self,
         id: &str,
         q: &crate::protocol::UsageQuery,
     ) -> Result<crate::protocol::AgentUsageReply, ClientError> {
-        self.get(&format!(
-            "/v1/agents/{}/usage{}",
-            encode(id),
-            usage_query(q)
-        ))
-        .await
+        let query = usage_query(q, None);
+        self.get(&format!("/v1/agents/{}/usage{query}", encode(id)))
+            .await
     }
 
-    /// What every agent the caller may see spent in the period `q` names.
+    /// What every agent the caller may see (of `q.team` alone, if given) spent in the period
+    /// `q` names.
     pub async fn usage(
         &self,
-        q: &crate::protocol::UsageQuery,
+        q: &crate::protocol::FleetUsageQuery,
     ) -> Result<crate::protocol::UsageReply, ClientError> {
-        self.get(&format!("/v1/usage{}", usage_query(q))).await
+        let query = usage_query(&q.period(), q.team.as_deref());
+        self.get(&format!("/v1/usage{query}")).await
     }
 
     /// Deletes the agent's checkout (its branch stays).
@@ -458,8 +457,8 @@ impl HubClient {
     }
 }
 
-/// `?since=..&until=..&period=..&team=..` with the parameters `q` gives (nothing without).
-fn usage_query(q: &crate::protocol::UsageQuery) -> String {
+/// `?since=..&until=..&period=..&team=..` with the parameters given (nothing without).
+fn usage_query(q: &crate::protocol::UsageQuery, team: Option<&str>) -> String {
     let time = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339();
     let period = q.period.map(|p| match p {
         crate::protocol::NamedPeriod::Today => "today".to_string(),
@@ -469,7 +468,7 @@ fn usage_query(q: &crate::protocol::UsageQuery) -> String {
         ("since", q.since.map(time)),
         ("until", q.until.map(time)),
         ("period", period),
-        ("team", q.team.clone()),
+        ("team", team.map(String::from)),
     ];
     let set: Vec<String> = pairs
         .into_iter()

@@ -8,10 +8,10 @@ use axum::Json;
 
 use super::error::{ApiQuery, ApiResult};
 use crate::actor::Actor;
-use crate::error::{HubError, HubResult};
+use crate::error::HubResult;
 use crate::hub::Hub;
 use crate::protocol::{
-    AgentUsage, AgentUsageReply, NamedPeriod, TeamUsage, UsageQuery, UsageReply,
+    AgentUsage, AgentUsageReply, FleetUsageQuery, NamedPeriod, TeamUsage, UsageQuery, UsageReply,
 };
 use crate::usage::tally::Period;
 
@@ -20,10 +20,7 @@ pub async fn agent_usage(
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<UsageQuery>,
 ) -> ApiResult<Json<AgentUsageReply>> {
-    if q.team.is_some() {
-        return Err(HubError::bad_request("team: only GET /v1/usage takes a team").into());
-    }
-    let period = period(&q)?;
+    let period = period(&q);
     let agent = agent_usage_of(&hub, &id, period)?;
     Ok(Json(AgentUsageReply {
         ok: true,
@@ -36,9 +33,9 @@ pub async fn agent_usage(
 pub async fn usage(
     State(hub): State<Hub>,
     axum::Extension(actor): axum::Extension<Actor>,
-    ApiQuery(q): ApiQuery<UsageQuery>,
+    ApiQuery(q): ApiQuery<FleetUsageQuery>,
 ) -> ApiResult<Json<UsageReply>> {
-    let period = period(&q)?;
+    let period = period(&q.period());
     let mut ids: Vec<String> = hub.agents().defs().map(|d| d.id.clone()).collect();
     ids.extend(hub.ledger().agents());
     ids.sort();
@@ -97,31 +94,16 @@ fn agent_usage_of(hub: &Hub, id: &str, period: Period) -> HubResult<AgentUsage> 
     })
 }
 
-/// The query's period: `since` or a named `period` (not both), up to `until`.
-fn period(q: &UsageQuery) -> HubResult<Period> {
+/// The query's period: from `since` and from a named `period`'s start, whichever is later,
+/// up to `until` (an `until` not after that is an empty period: nothing was spent in it).
+fn period(q: &UsageQuery) -> Period {
     let now = chrono::Utc::now();
-    let named = q.period.map(|p| match p {
-        NamedPeriod::Today => Period::today(now),
-        NamedPeriod::Week => Period::week(now),
+    let named = q.period.and_then(|p| match p {
+        NamedPeriod::Today => Period::today(now).since,
+        NamedPeriod::Week => Period::week(now).since,
     });
-    let since = match (q.since, named) {
-        (Some(_), Some(_)) => {
-            return Err(HubError::bad_request(
-                "since, period: give one of them, not both",
-            ))
-        }
-        (Some(since), None) => Some(since),
-        (None, named) => named.and_then(|p| p.since),
-    };
-    if let (Some(s), Some(u)) = (since, q.until) {
-        if u <= s {
-            return Err(HubError::bad_request(format!(
-                "until: {u} is not after since ({s})"
-            )));
-        }
-    }
-    Ok(Period {
-        since,
+    Period {
+        since: q.since.max(named),
         until: q.until,
-    })
+    }
 }

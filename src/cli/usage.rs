@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::ops::{fail, print_json};
 use super::ClientOpts;
-use crate::protocol::{AgentUsage, NamedPeriod, Summary, UsageQuery};
+use crate::protocol::{AgentUsage, FleetUsageQuery, NamedPeriod, Summary};
 
 #[derive(Debug, Args)]
 pub struct UsageArgs {
@@ -17,12 +17,13 @@ pub struct UsageArgs {
     #[arg(long, conflicts_with = "agent")]
     pub team: Option<String>,
     /// From this time on (RFC 3339: 2026-11-27T00:00:00Z).
-    #[arg(long, conflicts_with = "period")]
+    #[arg(long)]
     pub since: Option<DateTime<Utc>>,
     /// Up to this time (RFC 3339), excluded.
     #[arg(long)]
     pub until: Option<DateTime<Utc>>,
-    /// `today` or `week` (from 00:00 UTC today, from Monday 00:00 UTC) instead of --since.
+    /// `today` or `week`: from 00:00 UTC today, from Monday 00:00 UTC (with --since, the
+    /// later start).
     #[arg(long, value_parser = parse_period)]
     pub period: Option<NamedPeriod>,
     #[command(flatten)]
@@ -38,7 +39,7 @@ fn parse_period(text: &str) -> Result<NamedPeriod, String> {
 }
 
 pub async fn run(args: UsageArgs) -> i32 {
-    let q = UsageQuery {
+    let q = FleetUsageQuery {
         since: args.since,
         until: args.until,
         period: args.period,
@@ -46,7 +47,7 @@ pub async fn run(args: UsageArgs) -> i32 {
     };
     let client = args.opts.client();
     let printed = match &args.agent {
-        Some(id) => client.agent_usage(id, &q).await.map(|v| {
+        Some(id) => client.agent_usage(id, &q.period()).await.map(|v| {
             if args.opts.json {
                 print_json(&v)
             } else {

@@ -26,7 +26,9 @@ pub struct Following {
 }
 
 impl Ledger {
-    /// Follows `what` until `until` is cancelled.
+    /// Follows `what` until `until` is cancelled. The looks read the files on the task's own
+    /// thread: a walk of a few directories and the lines a second added (the status files are
+    /// followed the same way).
     pub fn follow(self: &Arc<Self>, what: Following, until: CancellationToken) {
         let ledger = self.clone();
         tokio::spawn(async move {
@@ -37,32 +39,14 @@ impl Ledger {
                     _ = until.cancelled() => true,
                     _ = tokio::time::sleep(LOOK_EVERY) => false,
                 };
-                files = match ledger.look(&what, files).await {
-                    Some(files) => files,
-                    None => return,
-                };
+                let reads = files.poll();
+                if !reads.is_empty() {
+                    ledger.record(&what.agent, &what.team, reads);
+                }
                 if ended {
                     return;
                 }
             }
         });
-    }
-
-    /// Counts what `files` gained; gives them back (`None` when the look could not run).
-    async fn look(
-        self: &Arc<Self>,
-        what: &Following,
-        mut files: RecordFiles,
-    ) -> Option<RecordFiles> {
-        let (files, reads) = tokio::task::spawn_blocking(move || {
-            let reads = files.poll();
-            (files, reads)
-        })
-        .await
-        .ok()?;
-        if !reads.is_empty() {
-            self.record(&what.agent, &what.team, reads);
-        }
-        Some(files)
     }
 }

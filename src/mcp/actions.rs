@@ -318,7 +318,7 @@ pub static ACTIONS: &[Action] = &[
     ], rest("GET", "/v1/agents/{agent_id}/changes")),
     action(Tool::Agents, "usage", "What the agents you may see spent (a leader: its team's), read from their CLIs' own records: each agent's calls, tokens (input, output, cache_read, cache_write) and cost_usd by the hub's price table (null for an unpriced model; usage null with a reason when its CLI keeps no records the hub reads), with each team's and the total; for a period (all time by default).", &[
         query("period", Kind::Str, "today or week (from 00:00 UTC today, from Monday 00:00 UTC)."),
-        query("since", Kind::Str, "From this time on (RFC 3339), instead of period."),
+        query("since", Kind::Str, "From this time on (RFC 3339); with period, the later start."),
         query("until", Kind::Str, "Up to this time (RFC 3339), excluded."),
         query("team", Kind::Str, "Only this team's agents."),
     ], rest("GET", "/v1/usage")),

@@ -17,7 +17,7 @@ pub enum NamedPeriod {
     Week,
 }
 
-/// `GET /v1/agents/{id}/usage` and `GET /v1/usage` query: the period (all time by default).
+/// `GET /v1/agents/{id}/usage` query: the period (all time by default).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
@@ -26,10 +26,35 @@ pub struct UsageQuery {
     pub since: Option<DateTime<Utc>>,
     /// Up to this time (RFC 3339), excluded.
     pub until: Option<DateTime<Utc>>,
-    /// `today` or `week` (UTC) instead of `since`.
+    /// `today` or `week` (from 00:00 UTC today, from Monday 00:00 UTC); with `since`, the
+    /// later start.
     pub period: Option<NamedPeriod>,
-    /// `GET /v1/usage` only: this team's agents alone.
+}
+
+/// `GET /v1/usage` query: the period, as [`UsageQuery`], and a team.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct FleetUsageQuery {
+    /// From this time on (RFC 3339), included.
+    pub since: Option<DateTime<Utc>>,
+    /// Up to this time (RFC 3339), excluded.
+    pub until: Option<DateTime<Utc>>,
+    /// `today` or `week`, as for one agent.
+    pub period: Option<NamedPeriod>,
+    /// This team's agents alone.
     pub team: Option<String>,
+}
+
+impl FleetUsageQuery {
+    /// Its period alone.
+    pub fn period(&self) -> UsageQuery {
+        UsageQuery {
+            since: self.since,
+            until: self.until,
+            period: self.period,
+        }
+    }
 }
 
 /// What one agent spent.

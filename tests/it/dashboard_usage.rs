@@ -11,7 +11,8 @@ use crate::browser;
 use crate::dashboard::{open_fleet, T};
 use crate::support::TestHub;
 
-const AGENTS: &str = "[[agents]]\nid = \"a1\"\nteam = \"core\"\nimage = \"img\"\ncli_type = \"claude\"\n\
+const AGENTS: &str =
+    "[[agents]]\nid = \"a1\"\nteam = \"core\"\nimage = \"img\"\ncli_type = \"claude\"\n\
 [[agents]]\nid = \"ai\"\nteam = \"core\"\nimage = \"img\"\ncli_type = \"aider\"\n";
 
 /// `a1`'s calls of claude-sonnet-4-5 ($3 input, $15 output, $0.30 cache read per million):
@@ -59,7 +60,10 @@ async fn the_fleet_shows_what_each_agent_spent_today_and_the_total() {
         .await;
     assert_eq!(row, spent);
     let header = b
-        .js("return document.getElementById('spend').textContent", json!([]))
+        .js(
+            "return document.getElementById('spend').textContent",
+            json!([]),
+        )
         .await;
     assert_eq!(header, format!("{spent} today"));
     let dash = b
@@ -69,7 +73,10 @@ async fn the_fleet_shows_what_each_agent_spent_today_and_the_total() {
         )
         .await;
     assert_eq!(dash[0], "—", "{dash}");
-    assert!(dash[1].as_str().unwrap().contains("aider profile"), "{dash}");
+    assert!(
+        dash[1].as_str().unwrap().contains("aider profile"),
+        "{dash}"
+    );
 
     // The agent's panel (it never ran: its start control and what it spent).
     b.click("tr[data-unit=\"a1\"] td.name").await;

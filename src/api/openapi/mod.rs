@@ -93,6 +93,7 @@ use crate::protocol::*;
     security(("bearer" = [])),
     components(schemas(
         StateQuery,
+        NamedPeriod,
         ClientFrame,
         ServerFrame,
         SessionBackend,

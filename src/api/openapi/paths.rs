@@ -563,7 +563,7 @@ pub(super) fn agent_usage() {}
     path = "/v1/usage",
     operation_id = "usage",
     summary = "What every agent the caller may see spent in a period, with each team's and the fleet's totals; `team` picks one team.",
-    params(UsageQuery),
+    params(FleetUsageQuery),
     responses((status = 200, body = UsageReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 pub(super) fn usage() {}
