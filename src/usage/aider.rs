@@ -2,14 +2,24 @@
 //! (and copies into `.aider.chat.history.md`),
 //!
 //! ```text
-//! Tokens: 1.3k sent, 89 cache write, 567 cache hit, 42 received.
-//! Cost: $0.0048 message, $0.0048 session.
+//! Tokens: 2.0k sent, 78 cache write, 560 cache hit, 34 received.
+//! Cost: $0.0067 message, $0.02 session.
 //! ```
 //!
 //! `Cost:` follows on the same line, or on the next when both cache counts are shown, and is
 //! left out for a model Aider has no price for. Counts of 1,000 and more are rounded by Aider
-//! (`1.3k`, `12k`): the figures are Aider's, as it shows them. Its cost is taken at its word.
-//! Aider counts `sent` with the cache writes in it; they are taken out here.
+//! (`1.3k`, `12k`): the figures are Aider's, as it shows them. Its cost is taken at its word
+//! (where LiteLLM prices nothing, Aider's own formula charges the whole prompt count at the
+//! input price and the cache counts on top of it: more than the tokens cost at their prices).
+//!
+//! Aider's figures are the server's only when it does not stream (`--no-stream`); a streamed
+//! reply's are Aider's own estimate. Its `sent` is the server's prompt count plus the cache
+//! writes once more: the prompt count counts the cached tokens, read and written (OpenAI's
+//! meaning, and LiteLLM's for Claude), but Aider takes it for Anthropic's input, which counts
+//! neither. Both cache counts are taken out of `sent` here, the writes twice. Aider shows the
+//! cache counts of a server that sends Anthropic's fields (`cache_read_input_tokens`,
+//! `cache_creation_input_tokens`) or DeepSeek's (`prompt_cache_hit_tokens`), not OpenAI's own
+//! (`prompt_tokens_details.cached_tokens`): the cached tokens of such a server are input here.
 
 use regex::Regex;
 use std::sync::LazyLock;
@@ -42,11 +52,12 @@ pub fn reports(text: &str) -> Vec<Report> {
         .filter_map(|c| {
             let n = |name: &str| c.name(name).map_or(Some(0), |m| number(m.as_str()));
             let write = n("write")?;
+            let hit = n("hit")?;
             Some(Report {
                 tokens: Tokens {
-                    input: n("sent")?.saturating_sub(write),
+                    input: n("sent")?.saturating_sub(hit + 2 * write),
                     output: n("received")?,
-                    cache_read: n("hit")?,
+                    cache_read: hit,
                     cache_write: write,
                 },
                 cost_usd: c.name("cost").and_then(|m| m.as_str().parse().ok()),
@@ -74,8 +85,8 @@ mod tests {
     #[test]
     fn a_report_on_one_line_and_one_split_over_two() {
         let text = "Hi.\n\nTokens: 765 sent, 4 received. Cost: $0.0024 message, $0.0024 session.\n\
-                    ok\nTokens: 1.3k sent, 89 cache write, 567 cache hit, 42 received.\n\
-                    Cost: $0.0048 message, $0.0072 session.\n";
+                    ok\nTokens: 2.0k sent, 78 cache write, 560 cache hit, 34 received.\n\
+                    Cost: $0.0067 message, $0.0091 session.\n";
         let found = reports(text);
         assert_eq!(found.len(), 2);
         assert_eq!(
@@ -87,17 +98,33 @@ mod tests {
             }
         );
         assert_eq!(found[0].cost_usd, Some(0.0024));
+        // 2,000 sent: 1,284 input, 560 read, 78 written (counted twice).
         assert_eq!(
             found[1].tokens,
             Tokens {
-                input: 1211,
-                output: 42,
-                cache_read: 567,
-                cache_write: 89
+                input: 1284,
+                output: 34,
+                cache_read: 560,
+                cache_write: 78
             }
         );
-        assert_eq!(found[1].cost_usd, Some(0.0048));
+        assert_eq!(found[1].cost_usd, Some(0.0067));
         assert!(text[found[1].end..].trim().is_empty());
+    }
+
+    #[test]
+    fn a_cache_hit_alone_is_taken_out_of_what_was_sent() {
+        // DeepSeek's `prompt_cache_hit_tokens`: a part of the prompt count, no cache write.
+        let found = reports("Tokens: 900 sent, 300 cache hit, 20 received.\n");
+        assert_eq!(
+            found[0].tokens,
+            Tokens {
+                input: 600,
+                output: 20,
+                cache_read: 300,
+                cache_write: 0
+            }
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //!
 //! Token kinds follow Anthropic's meaning, whatever a CLI writes: `input` counts neither cache
 //! reads nor cache writes, each of which is counted apart. A CLI whose input includes its
-//! cached tokens (Codex, Gemini CLI) has them taken out when read. What each CLI records, and
+//! cached tokens (Codex, Gemini CLI, Aider) has them taken out when read. What each CLI records, and
 //! where, is in `docs/research/cli-usage-records.md`.
 
 pub mod aider;

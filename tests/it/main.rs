@@ -40,6 +40,7 @@ mod real_cli_docker;
 mod real_cli_gemini;
 mod real_cli_hooks;
 mod real_cli_opencode;
+mod real_cli_usage;
 mod recreate;
 mod redaction;
 mod resume;

@@ -16,20 +16,27 @@
 //!
 //! Every request's method and path is recorded, so a test can show what a CLI called, and
 //! every model request's body, so a test can show which earlier turns a CLI sent.
+//!
+//! Every model call answered (any turn, and the side calls a CLI makes for a title or a route)
+//! reports the token counts the test chose ([`Usage`]), each API in its own fields, and is
+//! counted ([`ModelStandIn::answered`]): a test can hold what a CLI recorded of its calls
+//! against the calls it made.
 
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agent_hub::usage::Tokens;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Request, State};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-/// Tool calls are numbered: a CLI keys its answer by the call's id.
+/// Tool calls and replies are numbered: a CLI keys its answer by the call's id, and its
+/// records of a reply by the reply's.
 static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 fn call_id(prefix: &str) -> String {
@@ -47,10 +54,116 @@ pub const TITLE: &str = "Stand-in task";
 /// The file Aider is pointed at by `run a tool` (the test commits it in Aider's repository).
 pub const MENTIONED_FILE: &str = "hello.py";
 
+/// The tokens the stand-in reports for each model call it answers, in Anthropic's meaning:
+/// `input` counts no cached token, `output` counts the thinking too. Each API gets them in
+/// its own fields (the methods below); one without a field for a kind gets no count of it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    /// Of `output`, the thinking (the OpenAI and Gemini APIs count it apart).
+    pub reasoning: u64,
+}
+
+impl Usage {
+    /// What [`ModelStandIn::start`] reports: a small call, nothing cached.
+    pub const SMALL: Usage = Usage {
+        input: 10,
+        output: 5,
+        cache_read: 0,
+        cache_write: 0,
+        reasoning: 0,
+    };
+
+    /// The tokens of one call as the hub counts them.
+    pub fn tokens(&self) -> Tokens {
+        Tokens {
+            input: self.input,
+            output: self.output,
+            cache_read: self.cache_read,
+            cache_write: self.cache_write,
+        }
+    }
+
+    /// Every token of the prompt, cached or not (the prompt count of OpenAI and Gemini).
+    fn prompt(&self) -> u64 {
+        self.input + self.cache_read + self.cache_write
+    }
+
+    /// The Anthropic Messages API's `usage`, saying `output` output tokens (a stream's
+    /// `message_start` says 1, its `message_delta` the total, which replaces it).
+    fn anthropic(&self, output: u64) -> Value {
+        json!({"input_tokens": self.input, "cache_creation_input_tokens": self.cache_write,
+               "cache_read_input_tokens": self.cache_read, "output_tokens": output})
+    }
+
+    /// The OpenAI Responses API's `usage`: the input counts the cached tokens (read and
+    /// written), each said apart in its details; the output counts the reasoning.
+    fn responses(&self) -> Value {
+        json!({"input_tokens": self.prompt(),
+               "input_tokens_details": {"cached_tokens": self.cache_read,
+                                        "cache_write_tokens": self.cache_write},
+               "output_tokens": self.output,
+               "output_tokens_details": {"reasoning_tokens": self.reasoning},
+               "total_tokens": self.prompt() + self.output})
+    }
+
+    /// The Chat Completions API's `usage`: OpenAI's fields (the prompt counts the cached
+    /// tokens, the read ones said apart in its details; the completion counts the reasoning)
+    /// and the cache fields an OpenAI-compatible gateway in front of Claude adds (LiteLLM's),
+    /// the only ones Aider shows.
+    fn chat(&self) -> Value {
+        json!({"prompt_tokens": self.prompt(), "completion_tokens": self.output,
+               "total_tokens": self.prompt() + self.output,
+               "prompt_tokens_details": {"cached_tokens": self.cache_read},
+               "completion_tokens_details": {"reasoning_tokens": self.reasoning},
+               "cache_read_input_tokens": self.cache_read,
+               "cache_creation_input_tokens": self.cache_write})
+    }
+
+    /// The Gemini API's `usageMetadata` of a reply's last chunk: the prompt counts the cached
+    /// tokens (Gemini has no cache write: written tokens are prompt tokens), the thoughts are
+    /// apart from the candidates.
+    fn gemini(&self) -> Value {
+        let candidates = self.output.saturating_sub(self.reasoning);
+        json!({"promptTokenCount": self.prompt(), "cachedContentTokenCount": self.cache_read,
+               "candidatesTokenCount": candidates, "thoughtsTokenCount": self.reasoning,
+               "totalTokenCount": self.prompt() + self.output})
+    }
+
+    /// The `usageMetadata` of a chunk before the last: the prompt only, as the API sends it
+    /// while the reply is under way (the last chunk's figures replace it).
+    fn gemini_so_far(&self) -> Value {
+        json!({"promptTokenCount": self.prompt(), "cachedContentTokenCount": self.cache_read,
+               "totalTokenCount": self.prompt()})
+    }
+}
+
+/// A model call the stand-in answered (an error is no answer): its path and its request.
+#[derive(Debug, Clone)]
+pub struct Answered {
+    pub path: String,
+    pub body: Value,
+}
+
 #[derive(Clone, Default)]
 struct Shared {
+    usage: Usage,
     requests: Arc<Mutex<Vec<String>>>,
     bodies: Arc<Mutex<Vec<Value>>>,
+    answered: Arc<Mutex<Vec<Answered>>>,
+}
+
+impl Shared {
+    /// Counts the call to `uri` with `body` as answered.
+    fn answering(&self, uri: &Uri, body: &Value) {
+        self.answered.lock().unwrap().push(Answered {
+            path: uri.path().to_string(),
+            body: body.clone(),
+        });
+    }
 }
 
 pub struct ModelStandIn {
@@ -66,8 +179,17 @@ impl Drop for ModelStandIn {
 }
 
 impl ModelStandIn {
+    /// A stand-in reporting [`Usage::SMALL`] for each call.
     pub async fn start() -> Self {
-        let shared = Shared::default();
+        Self::start_with_usage(Usage::SMALL).await
+    }
+
+    /// A stand-in reporting `usage` for each call it answers.
+    pub async fn start_with_usage(usage: Usage) -> Self {
+        let shared = Shared {
+            usage,
+            ..Shared::default()
+        };
         let app = Router::new()
             .route("/v1/messages", post(messages))
             .route("/v1/messages/count_tokens", post(count_tokens))
@@ -100,6 +222,25 @@ impl ModelStandIn {
             .map(|b| b.to_string())
             .filter(|b| b.contains(words))
             .collect()
+    }
+
+    /// The model calls answered so far, in order.
+    pub fn answered(&self) -> Vec<Answered> {
+        self.shared.answered.lock().unwrap().clone()
+    }
+}
+
+impl Answered {
+    /// The model asked for: the body's `model`, else (Gemini) the path's `models/MODEL:METHOD`.
+    pub fn model(&self) -> Option<String> {
+        match self.body["model"].as_str() {
+            Some(model) => Some(model.to_string()),
+            None => self
+                .path
+                .rsplit_once("/models/")
+                .and_then(|(_, call)| call.split_once(':'))
+                .map(|(model, _)| model.to_string()),
+        }
     }
 }
 
@@ -218,7 +359,7 @@ fn error_400() -> Response {
 
 /// The Anthropic Messages API. The scripted words are the last user message's last text
 /// block (system reminders, which start with `<`, are not the user's words).
-async fn messages(State(shared): State<Shared>, Json(body): Json<Value>) -> Response {
+async fn messages(State(shared): State<Shared>, uri: Uri, Json(body): Json<Value>) -> Response {
     shared.bodies.lock().unwrap().push(body.clone());
     let user = body["messages"]
         .as_array()
@@ -245,13 +386,17 @@ async fn messages(State(shared): State<Shared>, Json(body): Json<Value>) -> Resp
     if turn == Turn::Error {
         return error_400();
     }
+    shared.answering(&uri, &body);
+    let usage = shared.usage;
     let model = body["model"].clone();
+    // Numbered: Claude Code's transcript names a call by its message's id, among others.
+    let id = call_id("msg");
     if body["stream"] != true {
         return Json(json!({
-            "id": "msg_standin", "type": "message", "role": "assistant", "model": model,
+            "id": id, "type": "message", "role": "assistant", "model": model,
             "content": [{"type": "text", "text": words(&turn).join(" ")}],
             "stop_reason": "end_turn", "stop_sequence": null,
-            "usage": {"input_tokens": 10, "output_tokens": 5},
+            "usage": usage.anthropic(usage.output),
         }))
         .into_response();
     }
@@ -259,9 +404,9 @@ async fn messages(State(shared): State<Shared>, Json(body): Json<Value>) -> Resp
         tx.event(
             "message_start",
             json!({"type": "message_start", "message": {
-            "id": "msg_standin", "type": "message", "role": "assistant", "model": model,
+            "id": id, "type": "message", "role": "assistant", "model": model,
             "content": [], "stop_reason": null, "stop_sequence": null,
-            "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+            "usage": usage.anthropic(1)}}),
         )
         .await;
         let stop = if turn == Turn::Tool {
@@ -306,7 +451,8 @@ async fn messages(State(shared): State<Shared>, Json(body): Json<Value>) -> Resp
         tx.event(
             "message_delta",
             json!({"type": "message_delta",
-            "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 15}}),
+            "delta": {"stop_reason": stop, "stop_sequence": null},
+            "usage": {"output_tokens": usage.output}}),
         )
         .await;
         tx.event("message_stop", json!({"type": "message_stop"}))
@@ -316,7 +462,7 @@ async fn messages(State(shared): State<Shared>, Json(body): Json<Value>) -> Resp
 
 /// The OpenAI Responses API as Codex calls it. A request for a title (a JSON schema output)
 /// gets one; a `function_call_output` last is the turn after a tool call.
-async fn responses(State(shared): State<Shared>, Json(body): Json<Value>) -> Response {
+async fn responses(State(shared): State<Shared>, uri: Uri, Json(body): Json<Value>) -> Response {
     shared.bodies.lock().unwrap().push(body.clone());
     let input = body["input"].as_array().cloned().unwrap_or_default();
     let last = input.last().cloned().unwrap_or_default();
@@ -337,10 +483,13 @@ async fn responses(State(shared): State<Shared>, Json(body): Json<Value>) -> Res
     if turn == Turn::Error {
         return error_400();
     }
+    shared.answering(&uri, &body);
+    let usage = shared.usage;
+    let id = call_id("resp");
     sse(move |tx| async move {
         tx.event(
             "response.created",
-            json!({"type": "response.created", "response": {"id": "resp_standin"}}),
+            json!({"type": "response.created", "response": {"id": id}}),
         )
         .await;
         if turn == Turn::Tool {
@@ -387,9 +536,8 @@ async fn responses(State(shared): State<Shared>, Json(body): Json<Value>) -> Res
         }
         tx.event(
             "response.completed",
-            json!({"type": "response.completed", "response": {"id": "resp_standin",
-            "usage": {"input_tokens": 1, "input_tokens_details": null, "output_tokens": 1,
-                      "output_tokens_details": null, "total_tokens": 2}}}),
+            json!({"type": "response.completed", "response": {"id": id,
+            "usage": usage.responses()}}),
         )
         .await;
     })
@@ -404,7 +552,11 @@ async fn responses(State(shared): State<Shared>, Json(body): Json<Value>) -> Res
 ///   tools (`bash` among them), so `run a tool` gets a `bash` tool call; the tool's result
 ///   comes back as a last message of role `tool`. A new session's first prompt is also sent
 ///   in a call of its own, with no tools, for a title ([`TITLE`]).
-async fn chat_completions(State(shared): State<Shared>, Json(body): Json<Value>) -> Response {
+async fn chat_completions(
+    State(shared): State<Shared>,
+    uri: Uri,
+    Json(body): Json<Value>,
+) -> Response {
     shared.bodies.lock().unwrap().push(body.clone());
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
     let text = messages
@@ -443,14 +595,14 @@ async fn chat_completions(State(shared): State<Shared>, Json(body): Json<Value>)
     if turn == Turn::Error {
         return error_400();
     }
+    shared.answering(&uri, &body);
     let pieces = match turn {
         _ if wants_title => vec![TITLE.to_string()],
         Turn::Tool => vec![format!("Please look at {MENTIONED_FILE} for the details.")],
         _ => words(&turn),
     };
     let tool_call = turn == Turn::Tool && has_bash;
-    let usage = (body["stream_options"]["include_usage"] == true)
-        .then(|| json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}));
+    let usage = shared.usage.chat();
     let model = body["model"].clone();
     let created = 1_700_000_000;
     if body["stream"] != true {
@@ -459,10 +611,11 @@ async fn chat_completions(State(shared): State<Shared>, Json(body): Json<Value>)
             "model": model,
             "choices": [{"index": 0, "finish_reason": "stop",
                          "message": {"role": "assistant", "content": pieces.join(" ")}}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            "usage": usage,
         }))
         .into_response();
     }
+    let usage_asked = body["stream_options"]["include_usage"] == true;
     sse(move |tx| async move {
         let chunk = |delta: Value, finish: Value| {
             json!({"id": "chatcmpl-standin", "object": "chat.completion.chunk",
@@ -501,7 +654,7 @@ async fn chat_completions(State(shared): State<Shared>, Json(body): Json<Value>)
             "stop"
         };
         let mut last = chunk(json!({}), json!(finish));
-        if let Some(usage) = usage {
+        if usage_asked {
             last["usage"] = usage;
         }
         tx.data(last).await;
@@ -519,10 +672,12 @@ async fn chat_completions(State(shared): State<Shared>, Json(body): Json<Value>)
 async fn gemini(
     State(shared): State<Shared>,
     Path(call): Path<String>,
+    uri: Uri,
     Json(body): Json<Value>,
 ) -> Response {
     shared.bodies.lock().unwrap().push(body.clone());
-    let Some((_model, method)) = call.split_once(':') else {
+    let known = |method: &str| matches!(method, "generateContent" | "streamGenerateContent");
+    let Some((_model, method)) = call.split_once(':').filter(|(_, m)| known(m)) else {
         return not_found().await.into_response();
     };
     let parts = body["contents"]
@@ -548,6 +703,8 @@ async fn gemini(
     if turn == Turn::Error {
         return gemini_error_400();
     }
+    shared.answering(&uri, &body);
+    let usage = shared.usage;
     match method {
         "generateContent" => {
             let reply = if wants_json {
@@ -555,13 +712,14 @@ async fn gemini(
             } else {
                 words(&turn).join(" ")
             };
-            Json(gemini_chunk(json!([{ "text": reply }]), true)).into_response()
+            Json(gemini_chunk(json!([{ "text": reply }]), &usage, true)).into_response()
         }
-        "streamGenerateContent" => sse(move |tx| async move {
+        _ => sse(move |tx| async move {
             if turn == Turn::Tool {
                 let call = json!({"functionCall": {"name": "run_shell_command",
                     "args": {"command": "touch made-by-tool.txt", "description": "Create a file"}}});
-                tx.data_crlf(gemini_chunk(json!([call]), true)).await;
+                tx.data_crlf(gemini_chunk(json!([call]), &usage, true))
+                    .await;
                 return;
             }
             let all = words(&turn);
@@ -570,22 +728,24 @@ async fn gemini(
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }
                 let piece = if i == 0 { w.clone() } else { format!(" {w}") };
-                tx.data_crlf(gemini_chunk(json!([{ "text": piece }]), i + 1 == all.len()))
+                let last = i + 1 == all.len();
+                tx.data_crlf(gemini_chunk(json!([{ "text": piece }]), &usage, last))
                     .await;
             }
         }),
-        _ => not_found().await.into_response(),
     }
 }
 
-/// One Gemini response chunk of `parts`; the `last` one ends the turn.
-fn gemini_chunk(parts: Value, last: bool) -> Value {
+/// One Gemini response chunk of `parts`, with `usage` as far as it goes; the `last` one ends
+/// the turn.
+fn gemini_chunk(parts: Value, usage: &Usage, last: bool) -> Value {
     let mut candidate = json!({"content": {"role": "model", "parts": parts}, "index": 0});
     let mut chunk = json!({"modelVersion": "stand-in"});
     if last {
         candidate["finishReason"] = json!("STOP");
-        chunk["usageMetadata"] =
-            json!({"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15});
+        chunk["usageMetadata"] = usage.gemini();
+    } else {
+        chunk["usageMetadata"] = usage.gemini_so_far();
     }
     chunk["candidates"] = json!([candidate]);
     chunk

@@ -21,7 +21,7 @@ use crate::real_cli::{
 use crate::support::{wait_until, TestHub};
 
 /// The question a reply naming [`MENTIONED_FILE`] raises.
-const ADD_FILE: &str = "Add file to the chat?";
+pub const ADD_FILE: &str = "Add file to the chat?";
 
 /// The pinned version (the one line of tests/agent-clis/requirements.txt that is not a comment).
 fn pinned_version() -> String {
@@ -61,14 +61,7 @@ fn aider_env(home: &Home, standin: &ModelStandIn, aider: &Path) -> Value {
         "[user]\n\tname = Test\n\temail = test@example.com\n",
     )
     .unwrap();
-    std::fs::write(
-        dir.join("model.metadata.json"),
-        json!({"openai/standin": {"max_input_tokens": 32768, "max_output_tokens": 4096,
-               "input_cost_per_token": 0, "output_cost_per_token": 0,
-               "litellm_provider": "openai", "mode": "chat"}})
-        .to_string(),
-    )
-    .unwrap();
+    write_model_metadata(dir, 0.0, 0.0);
     // Keyed by `str((version, sys.executable))`: the venv's interpreter, Aider's shebang.
     let script = std::fs::read_to_string(aider).unwrap();
     let python = script
@@ -92,6 +85,20 @@ fn aider_env(home: &Home, standin: &ModelStandIn, aider: &Path) -> Value {
     })
 }
 
+/// The stand-in model's metadata for Aider in `home` (`model.metadata.json`, which
+/// [`aider_args`] name), priced at `input` and `output` dollars a token (Aider shows no cost
+/// for a model priced at 0).
+pub fn write_model_metadata(home: &Path, input: f64, output: f64) {
+    std::fs::write(
+        home.join("model.metadata.json"),
+        json!({"openai/standin": {"max_input_tokens": 32768, "max_output_tokens": 4096,
+               "input_cost_per_token": input, "output_cost_per_token": output,
+               "litellm_provider": "openai", "mode": "chat"}})
+        .to_string(),
+    )
+    .unwrap();
+}
+
 /// Aider's arguments: the stand-in's model, and nothing that reaches beyond it or asks at start.
 fn aider_args(home: &Home) -> Value {
     json!([
@@ -107,8 +114,19 @@ fn aider_args(home: &Home) -> Value {
     ])
 }
 
-/// Starts Aider in a tmux session of `hub` (120x30, the hub's default size, as the recorded
-/// screens), under `policy` if given, and waits for its prompt.
+/// The request that starts Aider in `home` (its files written): 120x30, the hub's default
+/// size, as the recorded screens.
+pub fn aider_request(home: &Home, standin: &ModelStandIn, aider: &Path) -> Value {
+    let env = aider_env(home, standin, aider);
+    let mut request = session_request(aider, "aider", home, env);
+    request["args"] = aider_args(home);
+    request["cols"] = json!(120);
+    request["rows"] = json!(30);
+    request
+}
+
+/// Starts Aider in a tmux session of `hub` in a new home, under `policy` if given, and waits
+/// for its prompt.
 async fn start_aider<'a>(
     hub: &'a TestHub,
     aider: &Path,
@@ -116,16 +134,17 @@ async fn start_aider<'a>(
     policy: Option<&str>,
 ) -> RealCli<'a> {
     let home = Home::new();
-    let env = aider_env(&home, standin, aider);
-    let mut request = session_request(aider, "aider", &home, env);
-    request["args"] = aider_args(&home);
-    request["cols"] = json!(120);
-    request["rows"] = json!(30);
+    let request = aider_request(&home, standin, aider);
     let run = RealCli::launch(hub, home, request, policy).await;
+    prompt_up(&run).await;
+    run
+}
+
+/// Waits for Aider's first prompt.
+pub async fn prompt_up(run: &RealCli<'_>) {
     // About 3 s on an idle machine; the whole suite on two cores can take much longer.
     let up = wait_until(Duration::from_secs(90), || async { at_prompt(&run.pane()) }).await;
     assert!(up, "no Aider prompt; pane:\n{}", run.pane());
-    run
 }
 
 /// Whether the pane's last line is Aider's empty prompt `>`.
