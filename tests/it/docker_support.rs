@@ -299,6 +299,11 @@ impl ConfiguredHub {
         std::fs::write(&self.config, format!("{}{rest}", self.settings)).unwrap();
     }
 
+    /// The hub id its containers carry (`agent-hub.hub`).
+    pub fn hub_id(&self) -> &str {
+        &self._containers.0
+    }
+
     /// Starts the hub on its `hub.toml` as it is now.
     pub async fn spawn(&self) -> crate::hub_process::HubProcess {
         crate::hub_process::HubProcess::spawn_config(&self.config, &self.base).await

@@ -52,5 +52,6 @@ mod status_file;
 mod stream;
 mod tasks;
 mod term_read;
+mod usage;
 mod words;
 mod workspace;
