@@ -87,9 +87,14 @@ export class Fleet {
     this.render();
   }
 
-  /** What each agent spent today, and the total (told to `opts.onSpend`). */
+  /** What each agent spent today, and the total (told to `opts.onSpend`). A failure leaves
+   * the last figures (the fleet is drawn without them). */
   async reloadSpend(render = true) {
-    const u = await api("GET", "/v1/usage?period=today");
+    const u = await api("GET", "/v1/usage?period=today").catch((e) => {
+      console.error("usage", e);
+      return null;
+    });
+    if (!u) return;
     this.spend = new Map(u.agents.map((a) => [a.agent_id, a]));
     this.spendTotal = u.total;
     this.opts.onSpend?.(u.total);
