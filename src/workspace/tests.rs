@@ -240,6 +240,26 @@ fn two_checkouts_do_not_see_each_others_files() {
     assert!(dirty_files(&fx.repo).unwrap().is_empty());
 }
 
+/// Agents on one repository starting at once: each `git worktree list` of one start must not
+/// read another's half-made entry ("failed to read .git/worktrees/.../commondir").
+#[test]
+fn checkouts_made_at_once_on_one_repository_all_succeed() {
+    let fx = fixture();
+    let agents: Vec<Agent> = (0..16).map(|n| agent(&fx, &format!("a{n}"))).collect();
+    std::thread::scope(|s| {
+        let made: Vec<_> = agents
+            .iter()
+            .map(|a| s.spawn(move || ensure(&a.checkout())))
+            .collect();
+        for (n, m) in made.into_iter().enumerate() {
+            let made = m.join().unwrap();
+            assert!(matches!(made, Ok(true)), "a{n}: {made:?}");
+        }
+    });
+    let listed = git(&fx.repo, &["worktree", "list"]);
+    assert_eq!(listed.lines().count(), 17, "{listed}");
+}
+
 #[test]
 fn a_commit_in_the_checkout_lands_on_the_branch_in_the_repository() {
     let fx = fixture();

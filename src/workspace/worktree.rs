@@ -1,6 +1,8 @@
 //! Creating and deleting an agent's checkout: a linked worktree of the user's repository.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use super::git::Git;
 use super::repo::{has_branch, locate, resolve_base};
@@ -16,6 +18,8 @@ use super::{changes::dirty_files, owner, Checkout, Repo, WorkspaceError};
 pub fn ensure(c: &Checkout) -> Result<bool, WorkspaceError> {
     let repo = locate(c.repo)?;
     let path = absolute(c.path)?;
+    let one = one_at_a_time(&repo.toplevel);
+    let _held = one.lock().unwrap_or_else(|e| e.into_inner());
     prune(&repo.toplevel)?;
     let mut worktrees = list(&repo.toplevel)?;
     if let Some(found) = worktrees.iter().find(|w| same_path(&w.path, &path)) {
@@ -43,6 +47,16 @@ pub fn ensure(c: &Checkout) -> Result<bool, WorkspaceError> {
     Ok(true)
 }
 
+/// The lock that makes the hub's changes to `repo`'s worktrees one at a time: git writes a new
+/// worktree's entry in steps, and another `git worktree` command of the same repository that
+/// reads it half made fails ("failed to read .git/worktrees/<name>/commondir"), as when two
+/// agents on one repository start at once.
+fn one_at_a_time(repo: &Path) -> Arc<Mutex<()>> {
+    static LOCKS: LazyLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> = LazyLock::new(Mutex::default);
+    let mut locks = LOCKS.lock().unwrap_or_else(|e| e.into_inner());
+    locks.entry(repo.to_path_buf()).or_default().clone()
+}
+
 /// Locks the new worktree: a `git worktree prune` run where its path does not exist (in
 /// another agent's container, where only the repository's git directory is mounted) must not
 /// take it away from its agent.
@@ -64,6 +78,8 @@ fn lock(repo: &Path, path: &Path) -> Result<(), WorkspaceError> {
 pub fn remove(c: &Checkout, force: bool) -> Result<(), WorkspaceError> {
     let repo = locate(c.repo)?;
     let path = absolute(c.path)?;
+    let one = one_at_a_time(&repo.toplevel);
+    let _held = one.lock().unwrap_or_else(|e| e.into_inner());
     prune(&repo.toplevel)?;
     let worktrees = list(&repo.toplevel)?;
     let Some(found) = worktrees.iter().find(|w| same_path(&w.path, &path)) else {
