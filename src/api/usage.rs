@@ -77,13 +77,13 @@ pub async fn usage(
 /// CLI's records and has counted nothing of it; a removed agent's figures stay.
 fn agent_usage_of(hub: &Hub, id: &str, period: Period) -> HubResult<AgentUsage> {
     let ledger = hub.ledger();
+    let counted_team = ledger.team_of(id);
     let (team, unread) = match hub.agents().def(id) {
         Ok(def) => (def.team().to_string(), hub.agents().usage_unread(id)?),
-        Err(e) => (ledger.team_of(id).ok_or(e)?, None),
+        Err(e) => (counted_team.clone().ok_or(e)?, None),
     };
-    let counted_any = ledger.team_of(id).is_some();
     let (usage, reason) = match unread {
-        Some(why) if !counted_any => (None, Some(why)),
+        Some(why) if counted_team.is_none() => (None, Some(why)),
         _ => (Some(ledger.of_agent(id, period)), None),
     };
     Ok(AgentUsage {

@@ -47,10 +47,6 @@ impl Ledger {
         }
     }
 
-    pub fn prices(&self) -> &PriceTable {
-        &self.prices
-    }
-
     /// How far each of `agent`'s record files was counted, by file.
     pub fn read_up_to(&self, agent: &str) -> HashMap<String, u64> {
         self.lock().read_up_to(agent)

@@ -54,10 +54,6 @@ impl RecordFiles {
         }
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// The calls the files gained since the last look (none when the directory is missing).
     pub fn poll(&mut self) -> Vec<ReadCall> {
         let mut found = Vec::new();
