@@ -121,11 +121,17 @@ async fn a_stopped_agent_shows_its_last_screen_and_starts_from_there() {
     )
     .await;
     wait_page_screen(&b, &old, "last-words-42").await;
-    let drawn = text_of(&b, &format!("{} .term-body .xterm-rows", panel("web-s"))).await;
-    assert!(
-        drawn.as_str().is_some_and(|t| t.contains("last-words-42")),
-        "the last screen is drawn in the panel: {drawn}"
-    );
+    // xterm.js draws its rows at the next animation frame after the buffer holds the text.
+    let rows = format!("{} .term-body .xterm-rows", panel("web-s"));
+    b.wait_js(
+        "the last screen drawn in the panel",
+        &format!(
+            "return !!document.querySelector({})?.textContent.includes('last-words-42')",
+            json!(rows)
+        ),
+        T,
+    )
+    .await;
     let hash = b.js("return location.hash", json!([])).await;
     assert_eq!(hash, json!("#/agent/web-s"));
     let read_only = b
