@@ -277,6 +277,32 @@ impl HubClient {
         self.get(&format!("/v1/usage{query}")).await
     }
 
+    /// Every budget in force the caller may see.
+    pub async fn budgets(&self) -> Result<crate::protocol::BudgetsReply, ClientError> {
+        self.get("/v1/budgets").await
+    }
+
+    /// Changes the budget of `whose` (`agents/ID` or `teams/NAME`): `set` one in place of the
+    /// written one, `lift` it until it renews, or `reset` it to the written one.
+    pub async fn change_budget(
+        &self,
+        whose: &str,
+        change: BudgetChange,
+    ) -> Result<crate::protocol::BudgetReply, ClientError> {
+        let path = format!("/v1/{whose}/budget");
+        match change {
+            BudgetChange::Set(b) => self.call(reqwest::Method::PUT, &path, Some(&b)).await,
+            BudgetChange::Lift => {
+                self.post(&format!("{path}/lift"), &serde_json::json!({}))
+                    .await
+            }
+            BudgetChange::Reset => {
+                self.call(reqwest::Method::DELETE, &path, None::<&Value>)
+                    .await
+            }
+        }
+    }
+
     /// Deletes the agent's checkout (its branch stays).
     pub async fn remove_workspace(
         &self,
@@ -458,6 +484,13 @@ impl HubClient {
 }
 
 /// `?since=..&until=..&period=..&team=..` with the parameters given (nothing without).
+/// A change to a budget (see [`HubClient::change_budget`]).
+pub enum BudgetChange {
+    Set(crate::protocol::Budget),
+    Lift,
+    Reset,
+}
+
 fn usage_query(q: &crate::protocol::UsageQuery, team: Option<&str>) -> String {
     let time = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339();
     let period = q.period.map(|p| match p {

@@ -157,6 +157,20 @@ pub enum HubError {
     /// Something inside the hub failed; the message says what.
     #[error("internal error: {message}")]
     Internal { message: String },
+    /// The agent's budget (or its team's) is spent: deliveries, and with `budget_action =
+    /// "stop"` starts, are refused until it renews or a person raises or lifts it. `budget` is
+    /// the budget's view (`BudgetView`).
+    #[error("{message}")]
+    BudgetExhausted {
+        message: String,
+        budget: Box<serde_json::Value>,
+    },
+    /// No agent is in this team and hub.toml has no `[teams.NAME]` for it.
+    #[error("no team '{team}' (no agent is in it and hub.toml has no [teams.{team}])")]
+    TeamNotFound { team: String },
+    /// The agent or team has no budget in force (to lift).
+    #[error("{whose} has no budget in force; set one with PUT .../budget")]
+    NoBudget { whose: String },
     /// The agent must be stopped first.
     #[error("agent '{id}' is running; stop it first")]
     AgentRunning { id: String },
@@ -191,6 +205,9 @@ impl HubError {
             HubError::TaskTimedOut { .. } => "PTY_TIMEOUT",
             HubError::AgentNotRunning { .. } => "AGENT_NOT_RUNNING",
             HubError::AgentStartFailed { .. } => "AGENT_START_FAILED",
+            HubError::BudgetExhausted { .. } => "BUDGET_EXHAUSTED",
+            HubError::TeamNotFound { .. } => "TEAM_NOT_FOUND",
+            HubError::NoBudget { .. } => "NO_BUDGET",
             HubError::DockerUnavailable { .. } => "DOCKER_UNAVAILABLE",
             HubError::Docker { .. } => "DOCKER_ERROR",
             HubError::TermBufferAccessDisabled => "TERM_BUFFER_ACCESS_DISABLED",
@@ -239,6 +256,8 @@ impl HubError {
             | HubError::Forbidden { .. }
             | HubError::CommandBlocked { .. } => 403,
             HubError::AuditUnavailable { .. } => 503,
+            HubError::BudgetExhausted { .. } => 429,
+            HubError::TeamNotFound { .. } | HubError::NoBudget { .. } => 404,
             HubError::AuditRecordNotFound { .. } => 404,
             HubError::Unauthorized { .. } => 401,
             HubError::RouteNotMatched { .. } => 404,

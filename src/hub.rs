@@ -73,6 +73,7 @@ struct Inner {
     metrics: crate::metrics::Metrics,
     /// What each agent's model calls used.
     ledger: Arc<crate::ledger::Ledger>,
+    budgets: Arc<crate::policy::budgets::Budgets>,
 }
 
 impl Hub {
@@ -105,6 +106,7 @@ impl Hub {
             &config.data_dir,
             config.price_table.clone(),
         ));
+        let budgets = Arc::new(crate::policy::budgets::Budgets::open(&config.data_dir));
         let profiles: crate::registry::ProfileSource = {
             let policy = policy.clone();
             Arc::new(move |cli_type| policy.loaded().profiles.resolve(cli_type))
@@ -177,6 +179,7 @@ impl Hub {
                 tasks,
                 events,
                 ledger,
+                budgets,
                 config,
             }),
         }
@@ -387,7 +390,14 @@ impl Hub {
             metrics: self.inner.metrics.clone(),
             guard: self.inner.guard.clone(),
             config: self.inner.config.clone(),
+            budgets: self.inner.budgets.clone(),
+            ledger: self.inner.ledger.clone(),
         }
+    }
+
+    /// The budgets in force and their run-time changes.
+    pub fn budgets(&self) -> &Arc<crate::policy::budgets::Budgets> {
+        &self.inner.budgets
     }
 
     /// The Docker sync component over this hub's agents (the daemon starts it).

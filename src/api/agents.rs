@@ -41,6 +41,7 @@ pub async fn start_agent(
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<StartQuery>,
 ) -> ApiResult<Json<AgentStartReply>> {
+    hub.policy_runner().check_start_budget(&id)?;
     Ok(start_reply(hub.agents().start(&id, q.fresh).await?))
 }
 
@@ -73,6 +74,7 @@ pub async fn restart_agent(
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<StartQuery>,
 ) -> ApiResult<Json<AgentStartReply>> {
+    hub.policy_runner().check_start_budget(&id)?;
     Ok(start_reply(hub.agents().restart(&id, q.fresh).await?))
 }
 

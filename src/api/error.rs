@@ -93,6 +93,9 @@ impl IntoResponse for ApiError {
             HubError::CommandBlocked { pattern } => {
                 d.insert("pattern".into(), json!(pattern));
             }
+            HubError::BudgetExhausted { budget, .. } => {
+                d.insert("budget".into(), (**budget).clone());
+            }
             _ => {}
         }
         if status.is_server_error() {
@@ -107,6 +110,18 @@ impl IntoResponse for ApiError {
                 axum::http::header::CONNECTION,
                 axum::http::HeaderValue::from_static("close"),
             );
+        }
+        if let HubError::BudgetExhausted { budget, .. } = &e {
+            // When the budget renews, for clients that wait out a 429 by its Retry-After.
+            let renews = budget["standing"]["renews_at"].as_str();
+            let renews = renews.and_then(|t| t.parse::<chrono::DateTime<chrono::Utc>>().ok());
+            if let Some(after) = renews.map(|t| (t - chrono::Utc::now()).num_seconds().max(0)) {
+                if let Ok(v) = axum::http::HeaderValue::from_str(&after.to_string()) {
+                    response
+                        .headers_mut()
+                        .insert(axum::http::header::RETRY_AFTER, v);
+                }
+            }
         }
         let code = crate::api::metrics::ErrorCode(e.code());
         response.extensions_mut().insert(code);

@@ -6,6 +6,7 @@ mod agents;
 pub mod audit;
 pub mod auth;
 mod bridge;
+mod budgets;
 pub mod error;
 mod events;
 mod external_sessions;

@@ -7,8 +7,8 @@ use axum::http::Method;
 use axum::routing::{on, MethodFilter, MethodRouter};
 
 use super::{
-    access, agents, bridge, events, external_sessions, openapi, owner_routing, policies, previews,
-    sessions, stream,
+    access, agents, bridge, budgets, events, external_sessions, openapi, owner_routing, policies,
+    previews, sessions, stream,
 };
 use super::{tasks, traffic, usage, web};
 use crate::actor::Role;
@@ -135,6 +135,15 @@ pub static ROUTES: &[Route] = &[
     route!(GET "/v1/agents/{id}/changes", OBSERVER, No, LOOK, agents::agent_changes),
     route!(GET "/v1/agents/{id}/usage", OBSERVER, No, LOOK, usage::agent_usage),
     route!(GET "/v1/usage", OBSERVER, No, ANY, usage::usage),
+    route!(GET "/v1/budgets", OBSERVER, No, ANY, budgets::budgets),
+    route!(GET "/v1/agents/{id}/budget", OBSERVER, No, LOOK, budgets::agent_budget),
+    route!(PUT "/v1/agents/{id}/budget", ADMIN, As("budget_set"), NEVER, budgets::set_agent_budget),
+    route!(DELETE "/v1/agents/{id}/budget", ADMIN, As("budget_reset"), NEVER, budgets::reset_agent_budget),
+    route!(POST "/v1/agents/{id}/budget/lift", ADMIN, As("budget_lift"), NEVER, budgets::lift_agent_budget),
+    route!(GET "/v1/teams/{team}/budget", OBSERVER, No, NEVER, budgets::team_budget),
+    route!(PUT "/v1/teams/{team}/budget", ADMIN, As("budget_set"), NEVER, budgets::set_team_budget),
+    route!(DELETE "/v1/teams/{team}/budget", ADMIN, As("budget_reset"), NEVER, budgets::reset_team_budget),
+    route!(POST "/v1/teams/{team}/budget/lift", ADMIN, As("budget_lift"), NEVER, budgets::lift_team_budget),
     route!(DELETE "/v1/agents/{id}/workspace", OPERATOR, As("workspace_remove"), NEVER, agents::remove_workspace),
     route!(GET "/v1/tasks", OBSERVER, No, NEVER, tasks::list_tasks),
     route!(POST "/v1/tasks", OPERATOR, As("task_create"), NEVER, tasks::create_task),

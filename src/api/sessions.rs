@@ -143,6 +143,7 @@ pub async fn send_line(
     ApiJson(req): ApiJson<SendLineRequest>,
 ) -> ApiResult<Json<WriteReply>> {
     let session = hub.get(&id)?;
+    hub.policy_runner().check_delivery_budget(&session)?;
     if req.submit {
         let opts = crate::delivery::Options {
             force: req.force,
@@ -236,6 +237,7 @@ pub async fn talk(
 ) -> ApiResult<Json<TalkReply>> {
     let command = (req.command.as_str(), req.sentinel.as_deref());
     let session = hub.get(&id)?;
+    hub.policy_runner().check_delivery_budget(&session)?;
     let result = run_talk(&hub, &actor, &session, command, req.timeout_ms).await?;
     Ok(Json(TalkReply {
         ok: true,

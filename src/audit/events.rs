@@ -1,5 +1,5 @@
 //! Recording hub events that are actions of their own: policy actions (`policy_*`, emitted by
-//! the policy engine), agent lifecycle (`agent_*`) and sessions brought back after a restart
+//! the policy engine), budgets reaching 80 % and 100 % (`budget_*`), agent lifecycle (`agent_*`) and sessions brought back after a restart
 //! (`session_restored`). They are recorded as they are published on the hub's event bus, with
 //! the hub as the actor. Session events that follow from a request (created, killed,
 //! registered...) are not: the request itself is on record, once.
@@ -15,7 +15,10 @@ use crate::protocol::HubEvent;
 
 /// Whether an event of this type is audited.
 pub fn audited_event(kind: &str) -> bool {
-    kind == "session_restored" || ["policy_", "agent_"].iter().any(|p| kind.starts_with(p))
+    kind == "session_restored"
+        || ["policy_", "agent_", "budget_"]
+            .iter()
+            .any(|p| kind.starts_with(p))
 }
 
 /// The record for an audited event.

@@ -4,6 +4,7 @@
 mod agents;
 mod attach;
 mod audit;
+mod budget;
 mod completions;
 pub mod credential;
 mod doctor;
@@ -116,6 +117,9 @@ pub enum Command {
     /// own records: one AGENT by model, or every agent with team and fleet totals; --period
     /// today|week, --since/--until, --team, --json.
     Usage(usage::UsageArgs),
+    /// Budgets: each agent's (its policy's `budget`) and each team's, what was spent in the
+    /// period and when it renews; `set`, `lift` and `reset` change one at run time (admin).
+    Budget(budget::BudgetArgs),
     /// Policies: `check` (dry run: what each policy would do now, and why), `list`, `reload`.
     Policy(policy::PolicyArgs),
     /// Show the audit log (who typed what where, what the guard refused); --follow streams it.
@@ -176,6 +180,7 @@ pub fn run(cli: Cli) -> i32 {
             Command::Diff(args) => workspace::diff(args).await,
             Command::Workspace(args) => workspace::run(args).await,
             Command::Usage(args) => usage::run(args).await,
+            Command::Budget(args) => budget::run(args).await,
             Command::Policy(args) => policy::run(args).await,
             Command::Audit(args) => audit::run(args).await,
             Command::Doctor(args) => doctor::run(args).await,

@@ -149,7 +149,7 @@ fn row(first: &str, rest: [String; 7]) -> Vec<String> {
 }
 
 /// The rows in columns as wide as their widest cell, two spaces apart.
-fn columns(rows: &[Vec<String>]) -> String {
+pub(super) fn columns(rows: &[Vec<String>]) -> String {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let width = |c: usize| {
         rows.iter()

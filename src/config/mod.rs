@@ -11,6 +11,7 @@ use toml::Spanned;
 mod agent;
 mod audit;
 pub mod policy;
+pub mod team;
 mod tokens;
 mod workspace;
 
@@ -159,6 +160,8 @@ pub struct HubConfig {
     /// `[prices."MODEL"]`: dollars per million tokens, added over the shipped table
     /// (`crate::usage::price`).
     pub prices: crate::usage::price::PriceEntries,
+    /// `[teams.NAME]`: what a team has of its own (its budget).
+    pub teams: team::Teams,
     /// The shipped prices with `prices` over them, made at load.
     #[serde(skip)]
     pub price_table: crate::usage::price::PriceTable,
@@ -199,6 +202,7 @@ impl Default for HubConfig {
             hub_binary: None,
             agent_start_concurrency: DEFAULT_AGENT_START_CONCURRENCY,
             prices: Default::default(),
+            teams: Default::default(),
             price_table: crate::usage::price::PriceTable::shipped(),
         }
     }
@@ -292,6 +296,7 @@ impl HubConfig {
         }
         workspace::check(&mut config, text, origin)?;
         config.price_table = crate::usage::price::PriceTable::with(&config.prices, text, origin)?;
+        team::check(&config.teams, text, origin)?;
         for agent in &mut config.agents {
             let (line, col, _) = locate(text, Some(agent.get_ref().image.span()));
             agent.get_mut().image_location = format!("{origin}:{line}:{col}");
@@ -375,6 +380,18 @@ pub fn check_size(cols: u16, rows: u16) -> Result<(), ConfigError> {
 
 /// The span of the line assigning `field` in the table starting at `table` (up to the next
 /// table header), or the table itself.
+/// Where `key = ` is first written inside `span` of `text` (a key of an inline table).
+pub(crate) fn key_in(
+    text: &str,
+    span: std::ops::Range<usize>,
+    key: &str,
+) -> Option<std::ops::Range<usize>> {
+    let inside = text.get(span.clone())?;
+    let pattern = regex::Regex::new(&format!(r"\b{}\s*=", regex::escape(key))).ok()?;
+    let found = pattern.find(inside)?;
+    Some(span.start + found.start()..span.start + found.end())
+}
+
 pub(crate) fn field_span(
     text: &str,
     table: std::ops::Range<usize>,

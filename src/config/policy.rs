@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::agent_state::State;
+pub use crate::usage::budget::{Budget, BudgetAction};
 
 /// What to do when the idle timeout (or max lifetime) is reached.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,6 +74,11 @@ pub struct Policy {
     /// A `send_line_to_agent` to this stopped agent starts it first.
     #[serde(default)]
     pub start_on_message: bool,
+    /// What each agent under the policy may spend (`docs/usage.md#budgets`).
+    pub budget: Option<Budget>,
+    /// What an exhausted budget does: `hold` (default), `stop` or `notify`.
+    #[serde(default)]
+    pub budget_action: BudgetAction,
 }
 
 fn default_idle_states() -> Vec<State> {

@@ -7,6 +7,8 @@
 //! session; [`Engine`] holds what was loaded (reloadable: SIGHUP, `POST /v1/policies/reload`)
 //! and what each policy has already done.
 
+pub mod budget_check;
+pub mod budgets;
 pub mod evaluate;
 pub mod runner;
 pub mod start_on_message;
@@ -131,6 +133,17 @@ pub fn parse_policy(text: &str, origin: &str, stem: &str) -> Result<Policy, Toml
             &format!("exempt_roles: unknown role '{bad}' (roles are leader and worker)"),
         ));
     }
+    if let Some(bad) = p.budget.as_ref().and_then(|b| b.check().err()) {
+        let budget = field("budget").unwrap_or(0..0);
+        let at_field = match bad.field {
+            "budget" => budget,
+            key => crate::config::key_in(text, budget.start..text.len(), key).unwrap_or(budget),
+        };
+        return Err(at(Some(at_field), &format!("budget: {}", bad.message)));
+    }
+    if p.budget.is_none() && text_sets(text, "budget_action") {
+        return Err(at(field("budget_action"), "budget_action needs budget"));
+    }
     if p.max_lifetime_s == Some(0) {
         return Err(at(
             field("max_lifetime_s"),
@@ -138,6 +151,11 @@ pub fn parse_policy(text: &str, origin: &str, stem: &str) -> Result<Policy, Toml
         ));
     }
     Ok(p)
+}
+
+/// Whether `key` is set in a policy's text (a field whose default cannot be told apart).
+fn text_sets(text: &str, key: &str) -> bool {
+    toml::from_str::<toml::Table>(text).is_ok_and(|t| t.contains_key(key))
 }
 
 fn name_ok(name: &str) -> bool {
@@ -281,6 +299,24 @@ mod tests {
             ("idle_timout_s = 5\n", "p.toml:1:", "idle_timout_s"),
             ("name = \"bad name\"\n", "p.toml:1:", "name"),
             ("\nexempt_roles = [\"boss\"]\n", "p.toml:2:", "exempt_roles"),
+            ("\nbudget = { usd = -1.0 }\n", "p.toml:2:12", "usd"),
+            (
+                "\nbudget = { tokens = -5, per = \"day\" }\n",
+                "p.toml:2:12",
+                "tokens",
+            ),
+            ("budget = { per = \"month\" }\n", "p.toml:1:", "month"),
+            (
+                "budget = { per = \"day\" }\n",
+                "p.toml:1:1",
+                "usd, tokens or both",
+            ),
+            (
+                "budget_action = \"hold\"\n",
+                "p.toml:1:1",
+                "budget_action needs budget",
+            ),
+            ("budget_action = \"pause\"\n", "p.toml:1:", "pause"),
         ];
         for (text, at, key) in table {
             let e = parse_policy(text, "p.toml", "p").unwrap_err().to_string();

@@ -50,6 +50,10 @@ pub struct PolicyRunner {
     pub guard: Arc<crate::guard::Guard>,
     /// Where the policies are loaded from (see [`PolicyRunner::reload`]).
     pub config: Arc<HubConfig>,
+    /// The budgets in force and their run-time changes.
+    pub budgets: Arc<super::budgets::Budgets>,
+    /// What each agent spent, for the budgets.
+    pub ledger: Arc<crate::ledger::Ledger>,
 }
 
 impl PolicyRunner {
@@ -60,10 +64,13 @@ impl PolicyRunner {
         tracker.spawn(async move {
             let mut tick = tokio::time::interval(TICK);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut budget_tick = tokio::time::interval(super::budget_check::BUDGET_TICK);
+            budget_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tokio::select! {
                     _ = closing.cancelled() => return,
                     _ = tick.tick() => self.run_once(&actions).await,
+                    _ = budget_tick.tick() => self.check_budgets(&actions).await,
                 }
             }
         });

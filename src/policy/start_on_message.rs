@@ -39,6 +39,8 @@ impl PolicyRunner {
         let session = match resolve_session(&self.candidates(actor), keys) {
             Err(HubError::RouteNotMatched { .. }) if self.starts_on_message(actor, keys) => {
                 let id = keys.agent_id.clone().unwrap_or_default();
+                // An agent whose budget is spent is not started for a message it may not have.
+                self.budgets.check_delivery(&id, &self.team_of(&id))?;
                 self.agents.start(&id, false).await?;
                 // Reported once the start succeeded (a failed start has its own event).
                 self.events.emit(EventKind::PolicyStarted {
@@ -69,6 +71,7 @@ impl PolicyRunner {
                 });
             }
         }
+        self.check_delivery_budget(&session)?;
         let report = crate::delivery::submit(&session, By::Caller(actor), text, opts).await?;
         Ok(AgentDelivery {
             started,

@@ -113,6 +113,10 @@ pub enum EventKind {
         reason: String,
         dry_run: bool,
     },
+    /// A budget reached 80 % of a cap in its period (sent once per period).
+    BudgetWarned(BudgetEvent),
+    /// A budget reached a cap in its period (sent once per period): its `action` is taken.
+    BudgetExhausted(BudgetEvent),
     PoliciesReloaded {
         policies: Vec<String>,
         profiles: Vec<String>,
@@ -163,6 +167,53 @@ pub struct SessionAdded {
 pub struct AgentEvent {
     pub agent_id: String,
     pub detail: String,
+}
+
+/// A budget crossing a threshold: whose, which budget, what was spent, when it renews.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetEvent {
+    pub scope: super::usage::BudgetScope,
+    /// The agent's id, or the team's name.
+    pub name: String,
+    /// The agent, for an agent's budget.
+    pub agent_id: Option<String>,
+    /// The team, for a team's budget.
+    pub team: Option<String>,
+    /// `policy:NAME`, `team` or `set`.
+    pub source: String,
+    pub budget_usd: Option<f64>,
+    pub budget_tokens: Option<i64>,
+    pub per: super::usage::Per,
+    pub action: super::usage::BudgetAction,
+    /// The larger of spent/cap for dollars and tokens.
+    pub used: f64,
+    pub spent_usd: f64,
+    pub spent_tokens: u64,
+    /// When the budget renews; `null` for a `total` budget.
+    pub renews_at: Option<DateTime<Utc>>,
+}
+
+impl BudgetEvent {
+    /// The event for `view`.
+    pub fn of(view: &super::usage::BudgetView) -> Self {
+        let agent = view.scope == super::usage::BudgetScope::Agent;
+        BudgetEvent {
+            scope: view.scope,
+            name: view.name.clone(),
+            agent_id: agent.then(|| view.name.clone()),
+            team: (!agent).then(|| view.name.clone()),
+            source: view.source.clone(),
+            budget_usd: view.budget.usd,
+            budget_tokens: view.budget.tokens,
+            per: view.budget.per,
+            action: view.action,
+            used: view.standing.used,
+            spent_usd: view.standing.spent_usd,
+            spent_tokens: view.standing.spent_tokens,
+            renews_at: view.standing.renews_at,
+        }
+    }
 }
 
 /// A policy acting on a session (or saying what it would do, with `dryRun`).
@@ -221,6 +272,8 @@ impl EventKind {
             PolicyInterrupted(_) => "policy_interrupted",
             PolicyActionFailed { .. } => "policy_action_failed",
             PolicyStarted { .. } => "policy_started",
+            BudgetWarned(_) => "budget_warned",
+            BudgetExhausted(_) => "budget_exhausted",
             PoliciesReloaded { .. } => "policies_reloaded",
             PoliciesReloadFailed { .. } => "policies_reload_failed",
             TaskStarted { .. } => "task_started",
@@ -262,6 +315,7 @@ impl EventKind {
             PolicyWarned(p) | PolicyStopped(p) | PolicyRestarted(p) | PolicyNotified(p)
             | PolicyInterrupted(p) => p.agent_id.as_deref(),
             PolicyStarted { agent_id, .. } => Some(agent_id),
+            BudgetWarned(b) | BudgetExhausted(b) => b.agent_id.as_deref(),
             _ => None,
         }
     }

@@ -97,3 +97,49 @@ pub struct UsageReply {
     pub teams: Vec<TeamUsage>,
     pub agents: Vec<AgentUsage>,
 }
+
+pub use crate::usage::budget::{Budget, BudgetAction, Level as BudgetLevel, Per, Standing};
+
+/// Whose budget: one agent's, or a team's (all its agents' spending together).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum BudgetScope {
+    Agent,
+    Team,
+}
+
+/// One budget in force and where it stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct BudgetView {
+    pub scope: BudgetScope,
+    /// The agent's id, or the team's name.
+    pub name: String,
+    /// The budget in force: the written one, or the one a person set at run time.
+    pub budget: Budget,
+    /// Where it comes from: `policy:NAME`, `team` (hub.toml's `[teams.NAME]`) or `set` (by a
+    /// person at run time, in place of the written one).
+    pub source: String,
+    pub action: BudgetAction,
+    pub standing: Standing,
+    /// A person lifted it until it renews: nothing is refused meanwhile.
+    pub lifted: bool,
+    /// Whether deliveries (and, with `stop`, starts) are refused now.
+    pub refusing: bool,
+}
+
+/// `GET /v1/budgets`
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct BudgetsReply {
+    pub ok: bool,
+    pub budgets: Vec<BudgetView>,
+}
+
+/// `GET|PUT|DELETE /v1/agents/{id}/budget`, `POST .../budget/lift` (and the same for teams):
+/// the budget after the change, if one is in force.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct BudgetReply {
+    pub ok: bool,
+    pub budget: Option<BudgetView>,
+}

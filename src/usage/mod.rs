@@ -8,6 +8,7 @@
 //! where, is in `docs/research/cli-usage-records.md`.
 
 pub mod aider;
+pub mod budget;
 pub mod files;
 pub mod price;
 pub mod records;

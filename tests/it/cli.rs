@@ -13,6 +13,24 @@ use crate::support::{wait_until, TestHub};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_agent-hub");
 
+/// `agent-hub ARGS` against the hub at `base` with `token`; its standard output (it must
+/// succeed).
+pub fn run_ok(base: &str, token: &str, args: &[&str]) -> String {
+    let out = Command::new(BIN)
+        .args(args)
+        .env("AGENT_HUB_URL", base)
+        .env("AGENT_HUB_TOKEN", token)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 fn cli(hub: &TestHub, args: &[&str]) -> std::process::Output {
     Command::new(BIN)
         .args(args)

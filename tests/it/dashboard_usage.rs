@@ -17,7 +17,7 @@ const AGENTS: &str =
 
 /// `a1`'s calls of claude-sonnet-4-5 ($3 input, $15 output, $0.30 cache read per million):
 /// today $0.45 and $0.18, 260 000 tokens; two days ago $3, not today's.
-fn seed(data: &std::path::Path) {
+pub fn seed(data: &std::path::Path) {
     let line = |at: chrono::DateTime<Utc>, input: u64, output: u64, cache_read: u64, end: u64| {
         json!({"at": at, "team": "core", "model": "claude-sonnet-4-5",
                "tokens": {"input": input, "output": output, "cache_read": cache_read, "cache_write": 0},

@@ -16,6 +16,7 @@ mod audit;
 mod auth;
 mod bad_input;
 mod bridge;
+mod budget;
 mod cli;
 mod cli_targets;
 mod dashboard;

@@ -48,19 +48,7 @@ fn agent_toml(standin: &ModelStandIn, files: &std::path::Path) -> String {
 
 /// `agent-hub ARGS` against `hub` as its owner; its standard output (it must succeed).
 fn run_cli(hub: &HubProcess, args: &[&str]) -> String {
-    let out = std::process::Command::new(crate::cli::BIN)
-        .args(args)
-        .env("AGENT_HUB_URL", &hub.base)
-        .env("AGENT_HUB_TOKEN", &hub.owner_token)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{args:?}: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    text
+    crate::cli::run_ok(&hub.base, &hub.owner_token, args)
 }
 
 async fn usage_of(hub: &HubProcess, agent: &str) -> Value {

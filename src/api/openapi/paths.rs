@@ -569,6 +569,97 @@ pub(super) fn agent_usage() {}
 pub(super) fn usage() {}
 
 #[utoipa::path(
+    get,
+    path = "/v1/budgets",
+    operation_id = "budgets",
+    summary = "Every budget in force the caller may see (each agent's policy's, each team's from hub.toml, or one set at run time), with what was spent in its period, when it renews, and whether it refuses deliveries now.",
+    responses((status = 200, body = BudgetsReply), (status = "default", body = ErrorBody, description = "Failed"))
+)]
+pub(super) fn budgets() {}
+
+#[utoipa::path(
+    get,
+    path = "/v1/agents/{id}/budget",
+    operation_id = "agent_budget",
+    summary = "The agent's own budget in force and where it stands (`budget` is null when it has none).",
+    params(("id" = String, Path, description = "Agent id")),
+    responses((status = 200, body = BudgetReply), (status = "default", body = ErrorBody, description = "Failed"))
+)]
+pub(super) fn agent_budget() {}
+
+#[utoipa::path(
+    put,
+    path = "/v1/agents/{id}/budget",
+    operation_id = "set_agent_budget",
+    summary = "Set the agent's budget at run time, in place of its policy's, until reset (admin; audited). Its 80 % and 100 % events are sent afresh.",
+    params(("id" = String, Path, description = "Agent id")),
+    request_body = Budget,
+    responses((status = 200, body = BudgetReply), (status = "default", body = ErrorBody, description = "Failed"))
+)]
+pub(super) fn set_agent_budget() {}
+
+#[utoipa::path(
+    delete,
+    path = "/v1/agents/{id}/budget",
+    operation_id = "reset_agent_budget",
+    summary = "Drop the run-time changes to the agent's budget (a set budget, a lift): its policy's budget is in force again (admin; audited).",
+    params(("id" = String, Path, description = "Agent id")),
+    responses((status = 200, body = BudgetReply), (status = "default", body = ErrorBody, description = "Failed"))
+)]
+pub(super) fn reset_agent_budget() {}
+
+#[utoipa::path(
+    post,
+    path = "/v1/agents/{id}/budget/lift",
+    operation_id = "lift_agent_budget",
+    summary = "Lift the agent's exhausted budget until it renews (a `total` budget: until reset): nothing is refused meanwhile (admin; audited). `NO_BUDGET` when it has none.",
+    params(("id" = String, Path, description = "Agent id")),
+    responses((status = 200, body = BudgetReply), (status = "default", body = ErrorBody, description = "Failed"))
+)]
+pub(super) fn lift_agent_budget() {}
+
+#[utoipa::path(
+    get,
+    path = "/v1/teams/{team}/budget",
+    operation_id = "team_budget",
+    summary = "The team's budget in force (all its agents' spending together) and where it stands.",
+    params(("team" = String, Path, description = "Team name")),
+    responses((status = 200, body = BudgetReply), (status = "default", body = ErrorBody, description = "Failed"))
+)]
+pub(super) fn team_budget() {}
+
+#[utoipa::path(
+    put,
+    path = "/v1/teams/{team}/budget",
+    operation_id = "set_team_budget",
+    summary = "Set the team's budget at run time, in place of hub.toml's, until reset (admin; audited).",
+    params(("team" = String, Path, description = "Team name")),
+    request_body = Budget,
+    responses((status = 200, body = BudgetReply), (status = "default", body = ErrorBody, description = "Failed"))
+)]
+pub(super) fn set_team_budget() {}
+
+#[utoipa::path(
+    delete,
+    path = "/v1/teams/{team}/budget",
+    operation_id = "reset_team_budget",
+    summary = "Drop the run-time changes to the team's budget (admin; audited).",
+    params(("team" = String, Path, description = "Team name")),
+    responses((status = 200, body = BudgetReply), (status = "default", body = ErrorBody, description = "Failed"))
+)]
+pub(super) fn reset_team_budget() {}
+
+#[utoipa::path(
+    post,
+    path = "/v1/teams/{team}/budget/lift",
+    operation_id = "lift_team_budget",
+    summary = "Lift the team's exhausted budget until it renews (admin; audited).",
+    params(("team" = String, Path, description = "Team name")),
+    responses((status = 200, body = BudgetReply), (status = "default", body = ErrorBody, description = "Failed"))
+)]
+pub(super) fn lift_team_budget() {}
+
+#[utoipa::path(
     delete,
     path = "/v1/agents/{id}/workspace",
     operation_id = "remove_workspace",
