@@ -17,6 +17,7 @@ mod auth;
 mod bad_input;
 mod bridge;
 mod budget;
+mod budget_real_cli;
 mod cli;
 mod cli_targets;
 mod dashboard;

@@ -30,13 +30,24 @@ const USED: Usage = Usage {
 /// The agent `cc` (team `core`): Claude Code in the test image, its config dir mounted from
 /// `files/claude`, talking to `standin` over the host's loopback.
 fn agent_toml(standin: &ModelStandIn, files: &std::path::Path) -> String {
+    claude_agent("cc", "team = \"core\"\n", standin, files)
+}
+
+/// The agent `id` (with the extra `lines` of its table): Claude Code in the test image, its
+/// config dir mounted from `files/claude`, talking to `standin` over the host's loopback.
+pub fn claude_agent(
+    id: &str,
+    lines: &str,
+    standin: &ModelStandIn,
+    files: &std::path::Path,
+) -> String {
     let modules = format!(
         "{}/tests/agent-clis/node_modules",
         env!("CARGO_MANIFEST_DIR")
     );
     let env = toml_table(&claude_env(standin, "/cfg"));
     format!(
-        "[[agents]]\nid = \"cc\"\nteam = \"core\"\nimage = \"{image}\"\n\
+        "[[agents]]\nid = \"{id}\"\n{lines}image = \"{image}\"\n\
          command = [\"/clis/.bin/claude\"]\n\
          mounts = [\"{modules}:/clis:ro\", \"{files}/claude:/cfg\", \"{files}/work:/work\"]\n\
          workdir = \"/work\"\nnetwork = \"host\"\nenv = {{ {env} }}\ncli_type = \"claude\"\n\
@@ -51,7 +62,7 @@ fn run_cli(hub: &HubProcess, args: &[&str]) -> String {
     crate::cli::run_ok(&hub.base, &hub.owner_token, args)
 }
 
-async fn usage_of(hub: &HubProcess, agent: &str) -> Value {
+pub async fn usage_of(hub: &HubProcess, agent: &str) -> Value {
     let (status, v) = hub
         .call_status(
             Method::GET,
@@ -76,11 +87,17 @@ async fn counted(hub: &HubProcess, calls: u64) -> Value {
 
 /// A turn: `prompt` delivered to `cc`, sent to the model, answered, and the agent idle again.
 async fn turn(hub: &HubProcess, standin: &ModelStandIn, prompt: &str) {
+    turn_of(hub, "cc", standin, prompt).await
+}
+
+/// A turn of `agent`: `prompt` delivered, sent to the model, answered, and the agent idle
+/// again.
+pub async fn turn_of(hub: &HubProcess, agent: &str, standin: &ModelStandIn, prompt: &str) {
     let (status, v) = hub
         .call_status(
             Method::POST,
             "/v1/pty/send_line_to_agent",
-            json!({"agent_id": "cc", "data": prompt}),
+            json!({"agent_id": agent, "data": prompt}),
         )
         .await;
     assert_eq!(
@@ -95,12 +112,16 @@ async fn turn(hub: &HubProcess, standin: &ModelStandIn, prompt: &str) {
     assert!(asked, "{prompt:?} not sent: {:?}", standin.requests());
     let idle = wait_until(Duration::from_secs(60), || async {
         let s = hub
-            .call(Method::GET, "/v1/agents/cc/state", Value::Null)
+            .call(
+                Method::GET,
+                &format!("/v1/agents/{agent}/state"),
+                Value::Null,
+            )
             .await;
         s["state"] == "idle" && s["rule"] != "input:sent"
     })
     .await;
-    assert!(idle, "cc not idle after {prompt:?}");
+    assert!(idle, "{agent} not idle after {prompt:?}");
 }
 
 /// The cost of `calls` calls of [`USED`] by `model`, by the shipped price table, worked out
