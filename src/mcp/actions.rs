@@ -322,6 +322,7 @@ pub static ACTIONS: &[Action] = &[
         query("until", Kind::Str, "Up to this time (RFC 3339), excluded."),
         query("team", Kind::Str, "Only this team's agents."),
     ], rest("GET", "/v1/usage")),
+    action(Tool::Agents, "budgets", "The budgets in force you may see (a leader: its team's agents' and its team's): each one's caps (usd, tokens per hour, day, week or total), what was spent in the period, when it renews, its action (hold, stop, notify) and whether it refuses deliveries now (BUDGET_EXHAUSTED).", &[], rest("GET", "/v1/budgets")),
     action(Tool::Agents, "state", "The agent's state: working, idle, blocked, exited (also when stopped) or unknown, and stuck.", &[AGENT, EXPLAIN], rest("GET", "/v1/agents/{agent_id}/state")),
     action(Tool::Agents, "wait_state", "Wait until the agent's state is one of states (reached: true), or the timeout (reached: false); a stopped agent is waited for until it starts.", &[AGENT, STATES, WAIT_TIMEOUT, EXPLAIN], rest("GET", "/v1/agents/{agent_id}/state")),
     action(Tool::Agents, "run", "Run a shell command as a task: in its own PTY (default; answers at once with taskId and sessionId) or with pipes (pty: false; answers when it ends with stdout, stderr, exitCode). Passes the command guard.", &[

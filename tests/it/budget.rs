@@ -271,6 +271,15 @@ async fn budgets_refuse_until_a_person_raises_or_lifts_them_and_survive_restarts
         row.contains("$0.50 per day") && row.contains("refusing"),
         "{table}"
     );
+    let mcp = crate::mcp::http_client_at(&hub.base, &hub.owner_token).await;
+    let m = crate::mcp::ok(&mcp, "k_agents", json!({"action": "budgets"})).await;
+    let names: Vec<&str> = m["budgets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["name"].as_str())
+        .collect();
+    assert_eq!(names, ["a1", "core"], "{m}");
     let reset: Value =
         serde_json::from_str(&cli(&["budget", "reset", "--team", "core", "--json"])).unwrap();
     assert_eq!(reset["budget"]["source"], "team", "{reset}");
