@@ -52,13 +52,38 @@ impl BudgetAction {
 pub struct Budget {
     /// Dollars per period, 0 or more.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0)]
     pub usd: Option<f64>,
     /// Tokens per period (input, output, cache read and cache write together), 0 or more.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "whole_tokens"
+    )]
+    #[schema(minimum = 0)]
     pub tokens: Option<i64>,
     /// `hour`, `day` (default), `week` or `total`.
     #[serde(default)]
     pub per: Per,
+}
+
+/// Tokens as an integer or a whole float (`2e6`, `80.0`: JSON Schema's integers); a negative
+/// number is read, for [`Budget::check`] to refuse in its own words.
+fn whole_tokens<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Number {
+        Int(i64),
+        Float(f64),
+    }
+    match Option::<Number>::deserialize(d)? {
+        None => Ok(None),
+        Some(Number::Int(n)) => Ok(Some(n)),
+        Some(Number::Float(f)) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(Some(f as i64)),
+        Some(Number::Float(f)) => Err(serde::de::Error::custom(format!(
+            "tokens must be a whole number, not {f}"
+        ))),
+    }
 }
 
 /// A field of a budget that cannot be, and why.

@@ -66,6 +66,8 @@ AGENTS = {
     "st-stopped": {"workspace": False, "start": True},
     "st-restarted": {"workspace": False, "start": True},
     "st-ws": {"workspace": True, "start": True},
+    # Never started: its budget (its policy's, run.sh) is what the budget operations change.
+    "st-budget": {"workspace": False, "start": False, "policy": "st-budget"},
 }
 # Stopped again once started.
 STOPPED = ["st-ws"]
@@ -183,6 +185,8 @@ def agents_toml(directory, image, shell):
             "ready_timeout = 10",
             "stop_grace = 1",
         ]
+        if what.get("policy"):
+            text.append(f"policy = {json.dumps(what['policy'])}")
         if what["workspace"]:
             text.append(f"workspace = {{ repo = {json.dumps(repo)}, base = \"main\" }}")
         text.append("")

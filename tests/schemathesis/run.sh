@@ -121,6 +121,11 @@ echo "hub_id = \"$hub_id\"" >"$work/hub.toml"
 if [[ $agents == 1 ]]; then
     python3 "$here/fixtures.py" agents "$work" "$image" "$here/fixture-shell.sh" >>"$work/hub.toml"
 fi
+# A team with a budget of its own, and the policy with a budget of the agent `st-budget`: what
+# the budget operations read, set, lift and reset.
+printf '[teams.st-team]\nbudget = { usd = 1000.0 }\n' >>"$work/hub.toml"
+mkdir -p "$work/policies"
+printf 'budget = { usd = 1000.0, per = "week" }\n' >"$work/policies/st-budget.toml"
 # Started in the temporary directory: a hub reads ./policies when hub.toml names no policies
 # dir, and the caller's (a checkout's policies/, say) is not this run's.
 cd "$work"

@@ -1,6 +1,7 @@
 //! The bounds of request schemas that `utoipa`'s derive cannot state, added to the generated
 //! document (a [`Modify`]): rules between fields (at least one routing key, `timeout_ms` only
-//! with `wait`, base64 `data` with `encoding: base64`, `hub_access` with an owner agent),
+//! with `wait`, base64 `data` with `encoding: base64`, `hub_access` with an owner agent, a
+//! budget's cap),
 //! and requests that take a flattened struct and refuse unknown fields, which `utoipa` writes
 //! as an `allOf` that cannot say "no other fields"; and the bridge's talk, whose fields are
 //! talk's. Each rule here is one the hub checks.
@@ -65,6 +66,12 @@ impl Modify for Bounds {
             object(schemas, "HeartbeatRequest"),
             "anyOf",
             at_least_one(&[("session_ids", "array"), ("owner_agent_id", "string")]),
+        );
+        // A budget caps dollars, tokens or both (`usage::budget::Budget::check`).
+        add(
+            object(schemas, "Budget"),
+            "anyOf",
+            at_least_one(&[("usd", "number"), ("tokens", "integer")]),
         );
         add(
             object(schemas, "StateQuery"),
