@@ -35,6 +35,17 @@ pub enum WarnTo {
     Leader,
 }
 
+/// What to do with a `limited` agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnLimit {
+    /// Queue deliveries and send the continue line once the limit is over.
+    Wait,
+}
+
+/// `limit_retry_s` when not set: how long a limit with no stated reset is waited out.
+pub const DEFAULT_LIMIT_RETRY_S: u64 = 300;
+
 /// One policy, as written in its file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -74,6 +85,12 @@ pub struct Policy {
     /// A `send_line_to_agent` to this stopped agent starts it first.
     #[serde(default)]
     pub start_on_message: bool,
+    /// `wait`: while the agent is `limited` (a usage or rate limit), deliveries are queued, and
+    /// once the limit is over the profile's continue line is sent (`docs/policies.md#limits`).
+    pub on_limit: Option<OnLimit>,
+    /// With `on_limit = "wait"` and no reset time on the screen: seconds after the limit was
+    /// seen to send the continue line (default [`DEFAULT_LIMIT_RETRY_S`]).
+    pub limit_retry_s: Option<u64>,
     /// What each agent under the policy may spend (`docs/usage.md#budgets`).
     pub budget: Option<Budget>,
     /// What an exhausted budget does: `hold` (default), `stop` or `notify`.

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::agent_state::profile::{Profile, ProfileSet};
 use crate::agent_state::{AgentStateError, State};
-pub use crate::config::policy::{IdleAction, Policy, StuckAction, WarnTo};
+pub use crate::config::policy::{IdleAction, OnLimit, Policy, StuckAction, WarnTo};
 use crate::config::HubConfig;
 use crate::error::HubError;
 pub use crate::toml_file::toml_files;
@@ -143,6 +143,18 @@ pub fn parse_policy(text: &str, origin: &str, stem: &str) -> Result<Policy, Toml
     }
     if p.budget.is_none() && text_sets(text, "budget_action") {
         return Err(at(field("budget_action"), "budget_action needs budget"));
+    }
+    if p.limit_retry_s == Some(0) {
+        return Err(at(
+            field("limit_retry_s"),
+            "limit_retry_s must be at least 1",
+        ));
+    }
+    if p.limit_retry_s.is_some() && p.on_limit.is_none() {
+        return Err(at(
+            field("limit_retry_s"),
+            "limit_retry_s needs on_limit = \"wait\"",
+        ));
     }
     if p.max_lifetime_s == Some(0) {
         return Err(at(
@@ -317,6 +329,13 @@ mod tests {
                 "budget_action needs budget",
             ),
             ("budget_action = \"pause\"\n", "p.toml:1:", "pause"),
+            ("on_limit = \"sleep\"\n", "p.toml:1:", "sleep"),
+            ("limit_retry_s = 30\n", "p.toml:1:1", "needs on_limit"),
+            (
+                "on_limit = \"wait\"\nlimit_retry_s = 0\n",
+                "p.toml:2:1",
+                "at least 1",
+            ),
         ];
         for (text, at, key) in table {
             let e = parse_policy(text, "p.toml", "p").unwrap_err().to_string();

@@ -304,8 +304,12 @@ impl<'a> RealCli<'a> {
         assert!(shown, "no Claude Code prompt; pane:\n{}", self.pane());
     }
 
-    /// Waits until tmux's pane satisfies `shows` and the hub reports `want`; returns how long
-    /// after the pane first showed it the hub reported it (zero when the hub was first).
+    /// Waits until tmux's pane satisfies `shows` and then the hub reports `want`; returns how
+    /// long after the pane first showed it the hub reported it (about zero when the hub was
+    /// first). The pane comes first: `want` may still be the state of the turn before (a hook's
+    /// `idle` stays until the CLI's next hook, which a loaded machine can hold back for a
+    /// second), and a test that took that for this turn's would type its next prompt into a
+    /// CLI still at work (CI lost prompts to Gemini CLI's input box that way).
     pub async fn latency(&self, shows: impl Fn(&str) -> bool, want: &str) -> Duration {
         let deadline = Instant::now() + Duration::from_secs(30);
         let mut seen_at = None;
@@ -315,8 +319,8 @@ impl<'a> RealCli<'a> {
                 seen_at = Some(now);
             }
             let s = self.state().await;
-            if s["state"] == want && s["rule"] != "input:sent" {
-                return seen_at.map_or(Duration::ZERO, |t| Instant::now().duration_since(t));
+            if let Some(t) = seen_at.filter(|_| s["state"] == want && s["rule"] != "input:sent") {
+                return Instant::now().duration_since(t);
             }
             assert!(
                 now < deadline,
@@ -576,7 +580,8 @@ async fn claude_code_states_on_the_real_cli() {
         let prompt = format!("say something {i}");
         run.submit(&prompt).await;
         let asked = format!("❯ {prompt}");
-        let answered = |p: &str| p.contains(&asked) && p.matches(INSTANT).count() > i;
+        // This prompt with an answer below it (earlier turns may scroll out of the pane).
+        let answered = |p: &str| p.rfind(&asked).is_some_and(|at| p[at..].contains(INSTANT));
         samples.push(run.latency(answered, "idle").await);
     }
 

@@ -153,8 +153,11 @@ async fn opencode_states_on_the_real_cli() {
     // reported), which no rule can tell from the start screen: idle. It is waited for longer
     // than a latency sample may take.
     for i in 0..3 {
-        run.submit(&format!("say something {i}")).await;
-        let answered = |p: &str| p.matches(INSTANT).count() > i && at_rest(p);
+        let prompt = format!("say something {i}");
+        run.submit(&prompt).await;
+        // This prompt with an answer below it (earlier turns scroll out of the pane).
+        let answered =
+            |p: &str| p.rfind(&prompt).is_some_and(|at| p[at..].contains(INSTANT)) && at_rest(p);
         if i > 0 {
             samples.push(run.latency(answered, "idle").await);
             continue;
