@@ -666,16 +666,26 @@ async fn input_sets_a_status_aside_until_the_screen_agrees_again() {
         w.note_input(true, Instant::now());
         assert_eq!(w.state(), State::Working, "{source}");
         tokio::time::advance(Duration::from_millis(50)).await;
-        w.observe(ran.screen(), false, Instant::now());
-        tokio::time::advance(profile.dwell).await;
-        w.observe(ran.screen(), false, Instant::now());
-        let r = w.report(Instant::now());
+        let r = look_through_the_dwell(&mut w, &ran, profile.dwell).await;
         assert_eq!(
             (r.state, r.source.as_str()),
             (State::Idle, then),
             "{source}"
         );
     }
+}
+
+/// Looks at `screen` now, and again once `dwell` has passed: what the watch reports of a
+/// screen that stays.
+async fn look_through_the_dwell(
+    w: &mut Watch,
+    screen: &vt100::Parser,
+    dwell: Duration,
+) -> StateReport {
+    w.observe(screen.screen(), false, Instant::now());
+    tokio::time::advance(dwell).await;
+    w.observe(screen.screen(), false, Instant::now());
+    w.report(Instant::now())
 }
 
 fn claude() -> Arc<profile::Profile> {
@@ -708,11 +718,7 @@ async fn a_limit_on_the_screen_outranks_a_busy_status_at_once() {
     w.observe(working.screen(), false, Instant::now());
     assert_eq!(w.state(), State::Working);
     tokio::time::advance(Duration::from_millis(100)).await;
-    let retrying = claude_retrying(18);
-    w.observe(retrying.screen(), false, Instant::now());
-    tokio::time::advance(profile.dwell).await;
-    w.observe(retrying.screen(), false, Instant::now());
-    let r = w.report(Instant::now());
+    let r = look_through_the_dwell(&mut w, &claude_retrying(18), profile.dwell).await;
     assert_eq!(
         (r.state, r.rule.as_str()),
         (State::Limited, "limit"),
@@ -744,10 +750,7 @@ async fn a_limit_on_the_screen_outranks_a_busy_status_at_once() {
 
     // The API answers again: the spinner works, and the status counts again.
     tokio::time::advance(Duration::from_millis(100)).await;
-    w.observe(working.screen(), false, Instant::now());
-    tokio::time::advance(profile.dwell).await;
-    w.observe(working.screen(), false, Instant::now());
-    let r = w.report(Instant::now());
+    let r = look_through_the_dwell(&mut w, &working, profile.dwell).await;
     assert_eq!(
         (r.state, r.source.as_str()),
         (State::Working, "status-file:busy")

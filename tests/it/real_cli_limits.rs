@@ -27,21 +27,14 @@ const IDLE_5S: &str = "idle_timeout_s = 5\n";
 /// How long a limited agent is held so (longer than the idle policy's 5 s).
 const HOLD: Duration = Duration::from_secs(6);
 
-/// A hub whose policies include `idle-5s`; the directory lives as long as the first.
-async fn hub() -> (tempfile::TempDir, TestHub) {
-    let dir = policies_dir();
-    std::fs::write(dir.path().join("idle-5s.toml"), IDLE_5S).unwrap();
-    let hub = hub_with_policies(&dir, "").await;
-    (dir, hub)
-}
-
 /// When `until` is expected to be, from the moment the hub read `limited`.
 enum Until {
     /// The screen states no time.
     None,
     /// At most this long after the reading (a retry's countdown).
     Within(Duration),
-    /// About this long after it (a reset time, shown to the minute).
+    /// About this long after it (a reset time, shown to the minute in the machine's time
+    /// zone, which is UTC here as in agent containers).
     About(Duration),
 }
 
@@ -60,46 +53,106 @@ struct Expect {
     resume: &'static [&'static str],
 }
 
-/// The limit, seen through: a prompt is submitted to a stand-in that answers 429 from now on;
-/// the hub reads `limited` by the profile's `limit` rule (with the `until` expected) and holds
-/// it for [`HOLD`] with no policy acting; then the stand-in answers again, the CLI finishes
-/// the turn (the instant answer shows), reads `idle`, and the idle policy stops it. Prints how
-/// long after the screen showed the limit, and after the first 429, the hub read `limited`.
-async fn limited_then_recovers(
-    run: &RealCli<'_>,
-    standin: &ModelStandIn,
-    mut events: tokio::sync::broadcast::Receiver<agent_hub::protocol::HubEvent>,
-    expect: Expect,
-) {
-    standin.limit(Limit {
-        retry_after_s: expect.retry_after_s,
-        calls: None,
-    });
-    run.submit("say something").await;
-    let refused = wait_until(T, || async { standin.refused() > 0 }).await;
-    assert!(
-        refused,
-        "no model call: {}\n{}",
-        run.state().await,
-        run.pane()
-    );
-    let first_429 = Instant::now();
-    let latency = run.latency(|p| p.contains(expect.shows), "limited").await;
-    let took = first_429.elapsed();
-    let s = explain(run).await;
-    run.record(&format!("{}/limited-retrying", expect.cli), true);
-    assert_eq!(s["state"], "limited", "{s}\npane:\n{}", run.pane());
+impl Expect {
+    /// A CLI that retries by itself, with no signal to overrule.
+    fn new(cli: &'static str, shows: &'static str, retry_after_s: u64, until: Until) -> Self {
+        Expect {
+            cli,
+            shows,
+            retry_after_s,
+            until,
+            overrules: None,
+            resume: &[],
+        }
+    }
+}
 
-    // Limited, not idle: the 5 s idle policy leaves it be. Each reading names the rule and
-    // says when the limit ends, or that the screen does not say; the time the screen states
-    // (a countdown may skip a frame) is read.
+/// A stand-in and a hub whose policies include `idle-5s` (the directory lives as long).
+struct Limits {
+    standin: ModelStandIn,
+    hub: TestHub,
+    _policies: tempfile::TempDir,
+}
+
+impl Limits {
+    async fn start() -> Self {
+        let dir = policies_dir();
+        std::fs::write(dir.path().join("idle-5s.toml"), IDLE_5S).unwrap();
+        Limits {
+            standin: ModelStandIn::start().await,
+            hub: hub_with_policies(&dir, "").await,
+            _policies: dir,
+        }
+    }
+
+    /// The limit, seen through: a prompt is submitted to the stand-in answering 429 from now
+    /// on; the hub reads `limited` by the profile's `limit` rule (with the `until` expected)
+    /// and holds it for [`HOLD`] with no policy acting; then the stand-in answers again, the
+    /// CLI finishes the turn (the instant answer shows), reads `idle`, and the idle policy
+    /// stops it. Prints how long after the screen showed the limit, and after the first 429,
+    /// the hub read `limited`.
+    async fn limited_then_recovers(&self, run: &RealCli<'_>, expect: Expect) {
+        let mut events = self.hub.hub.subscribe_events();
+        let standin = &self.standin;
+        standin.limit(Limit {
+            retry_after_s: expect.retry_after_s,
+            calls: None,
+        });
+        run.submit("say something").await;
+        let refused = wait_until(T, || async { standin.refused() > 0 }).await;
+        assert!(
+            refused,
+            "no model call: {}\n{}",
+            run.state().await,
+            run.pane()
+        );
+        let first_429 = Instant::now();
+        let latency = run.latency(|p| p.contains(expect.shows), "limited").await;
+        let took = first_429.elapsed();
+        run.record(&format!("{}/limited-retrying", expect.cli), true);
+        hold_limited(run, &expect).await;
+        while let Ok(e) = events.try_recv() {
+            let e = crate::policy_support::event_value(&e);
+            assert!(
+                !(e["type"] == "policy_stopped" && e["sessionId"] == run.id.as_str()),
+                "stopped while limited: {e}"
+            );
+        }
+        println!(
+            "real-cli limit {}: limited {:.0} ms after the screen showed it, {:.1} s after the \
+             first 429",
+            expect.cli,
+            latency.as_secs_f64() * 1000.0,
+            took.as_secs_f64()
+        );
+
+        standin.unlimit();
+        if !expect.resume.is_empty() {
+            run.keys(expect.resume).await;
+        }
+        let answered = run.shows(INSTANT, Duration::from_secs(45)).await;
+        assert!(answered, "{}", run.pane());
+        let idle = run.wait_state("idle").await;
+        assert_ne!(idle["rule"], "input:sent", "{idle}");
+        let stopped = wait_event(&mut events, "policy_stopped", &run.id, T).await;
+        assert!(
+            stopped.is_some(),
+            "not stopped once idle: {}",
+            run.state().await
+        );
+    }
+}
+
+/// `limited` for [`HOLD`] (longer than the idle policy's 5 s), each reading by the `limit`
+/// rule, its `source` naming the rule and when the limit ends (or that the screen does not
+/// say); the time the screen states is read at least once (a countdown may skip a frame).
+async fn hold_limited(run: &RealCli<'_>, expect: &Expect) {
     let mut as_expected = false;
     let until = Instant::now() + HOLD;
     while Instant::now() < until {
-        let s = explain(run).await;
+        let s = run.state().await;
         assert_eq!(s["state"], "limited", "{s}\npane:\n{}", run.pane());
         assert_eq!(s["rule"], "limit", "{s}");
-        let source = s["source"].as_str().unwrap_or_default();
         let reading = match expect.overrules {
             Some(signal) => format!("screen:rule limit (over {signal}: a limit on the screen)"),
             None => "screen:rule limit".into(),
@@ -108,6 +161,7 @@ async fn limited_then_recovers(
             Some(until) => format!("{reading}; until {until}"),
             None => format!("{reading}; no reset time on the screen"),
         };
+        let source = s["source"].as_str().unwrap_or_default();
         assert_eq!(source.replace("+00:00", "Z"), said, "{s}");
         if let Until::None = expect.until {
             assert!(s["until"].is_null(), "{s}");
@@ -118,56 +172,8 @@ async fn limited_then_recovers(
     assert!(
         as_expected,
         "never an until as expected: {}",
-        explain(run).await
-    );
-    while let Ok(e) = events.try_recv() {
-        let e = crate::policy_support::event_value(&e);
-        assert!(
-            !(e["type"] == "policy_stopped" && e["sessionId"] == run.id.as_str()),
-            "stopped while limited: {e}"
-        );
-    }
-
-    println!(
-        "real-cli limit {}: limited {:.0} ms after the screen showed it, {:.1} s after the \
-         first 429",
-        expect.cli,
-        latency.as_secs_f64() * 1000.0,
-        took.as_secs_f64()
-    );
-    standin.unlimit();
-    if !expect.resume.is_empty() {
-        run.keys(expect.resume).await;
-    }
-    assert!(
-        run.shows(INSTANT, Duration::from_secs(45)).await,
-        "{}",
-        run.pane()
-    );
-    let idle = run.wait_state("idle").await;
-    assert_ne!(idle["rule"], "input:sent", "{idle}");
-    let stopped = wait_event(
-        &mut events,
-        "policy_stopped",
-        &run.id,
-        Duration::from_secs(15),
-    )
-    .await;
-    assert!(
-        stopped.is_some(),
-        "not stopped once idle: {}",
         run.state().await
     );
-}
-
-/// The state with `explain`.
-async fn explain(run: &RealCli<'_>) -> Value {
-    let (status, v) = run
-        .hub
-        .get(&format!("/v1/pty/sessions/{}/state?explain=true", run.id))
-        .await;
-    assert_eq!(status, 200, "{v}");
-    v
 }
 
 /// Whether the `until` of the state `s` is as `expect`ed.
@@ -188,22 +194,18 @@ fn until_as_expected(s: &Value, expect: &Until) -> bool {
 #[tokio::test]
 async fn claude_code_reads_limited_while_it_retries_a_429() {
     let Some(claude) = cli("claude") else { return };
-    let standin = ModelStandIn::start().await;
-    let (_dir, hub) = hub().await;
+    let t = Limits::start().await;
     let home = Home::new();
-    let request = session_request(&claude, "claude", &home, home.claude_env(&standin, false));
-    let events = hub.hub.subscribe_events();
-    let run = RealCli::launch(&hub, home, request, Some("idle-5s")).await;
+    let env = home.claude_env(&t.standin, false);
+    let request = session_request(&claude, "claude", &home, env);
+    let run = RealCli::launch(&t.hub, home, request, Some("idle-5s")).await;
     run.claude_prompt().await;
+    let until = Until::Within(Duration::from_secs(40));
     let expect = Expect {
-        cli: "claude-code",
-        shows: "429 ",
-        retry_after_s: 1,
-        until: Until::Within(Duration::from_secs(40)),
         overrules: Some("status-file:busy"),
-        resume: &[],
+        ..Expect::new("claude-code", "429 ", 1, until)
     };
-    limited_then_recovers(&run, &standin, events, expect).await;
+    t.limited_then_recovers(&run, expect).await;
 }
 
 /// Codex retries a 429 that carries `retry-after` (`• Server is busy, reconnecting 1/20`),
@@ -211,79 +213,62 @@ async fn claude_code_reads_limited_while_it_retries_a_429() {
 #[tokio::test]
 async fn codex_reads_limited_while_it_retries_a_429() {
     let Some(codex) = cli("codex") else { return };
-    let standin = ModelStandIn::start().await;
-    let (_dir, hub) = hub().await;
+    let t = Limits::start().await;
     let home = Home::new();
-    let env = home.codex_env(&standin);
+    let env = home.codex_env(&t.standin);
     // More retries than its 5, so it does not give up while the test holds it.
     let config = home.path().join("codex/config.toml");
-    let text = std::fs::read_to_string(&config).unwrap();
-    let text = text.replace(
+    let text = std::fs::read_to_string(&config).unwrap().replace(
         "env_key = \"STANDIN_API_KEY\"\n",
         "env_key = \"STANDIN_API_KEY\"\nstream_max_retries = 20\n",
     );
     std::fs::write(&config, text).unwrap();
     let request = session_request(&codex, "codex", &home, env);
-    let events = hub.hub.subscribe_events();
-    let run = RealCli::launch(&hub, home, request, Some("idle-5s")).await;
+    let run = RealCli::launch(&t.hub, home, request, Some("idle-5s")).await;
     run.wait_state("idle").await;
-    let expect = Expect {
-        cli: "codex",
-        shows: "Server is busy",
-        retry_after_s: 1,
-        until: Until::None,
-        overrules: None,
-        resume: &[],
-    };
-    limited_then_recovers(&run, &standin, events, expect).await;
+    let expect = Expect::new("codex", "Server is busy", 1, Until::None);
+    t.limited_then_recovers(&run, expect).await;
 }
 
 /// Gemini CLI takes a 429 whose retry delay is over 300 s for a quota it does not retry by
 /// itself: a dialog, `Usage limit reached for gemini-2.5-flash.`, `Access resets at 4:01 AM
-/// UTC.`, `● 1. Keep trying`. (A 429 it retries by itself shows nothing but `Thinking...`.)
+/// UTC.`, `● 1. Keep trying`, chosen once the API answers again. (A 429 it retries by itself
+/// shows nothing but `Thinking...`.)
 #[tokio::test]
 async fn gemini_cli_reads_limited_at_its_usage_limit_dialog() {
     let Some(gemini) = cli("gemini") else { return };
-    let standin = ModelStandIn::start().await;
-    let (_dir, hub) = hub().await;
-    let events = hub.hub.subscribe_events();
-    let (run, _proj) =
-        crate::real_cli_gemini::start(&hub, &gemini, &standin, Some("idle-5s"), false).await;
+    let t = Limits::start().await;
+    let policy = Some("idle-5s");
+    let (run, _) = crate::real_cli_gemini::start(&t.hub, &gemini, &t.standin, policy, false).await;
     crate::real_cli_gemini::ready(&run).await;
     run.wait_state("idle").await;
+    let two_hours = Duration::from_secs(2 * 3600);
     let expect = Expect {
-        cli: "gemini-cli",
-        shows: "Usage limit reached",
-        retry_after_s: 2 * 3600,
-        until: Until::About(Duration::from_secs(2 * 3600)),
-        overrules: None,
         resume: &["Enter"],
+        ..Expect::new(
+            "gemini-cli",
+            "Usage limit reached",
+            2 * 3600,
+            Until::About(two_hours),
+        )
     };
-    limited_then_recovers(&run, &standin, events, expect).await;
+    t.limited_then_recovers(&run, expect).await;
 }
 
-/// opencode retries a 429 after its `retry-after`, counting down on its footer (`[retrying in
-/// 5s attempt #1]`, wrapped to a row of its own in 80 columns).
+/// opencode retries a 429 after its `retry-after` (5 times: 25 s before it gives up), counting
+/// down on its footer (`[retrying in 5s attempt #1]`, wrapped to a row of its own in 80
+/// columns).
 #[tokio::test]
 async fn opencode_reads_limited_while_it_retries_a_429() {
     let Some(opencode) = cli("opencode") else {
         return;
     };
-    let standin = ModelStandIn::start().await;
-    let (_dir, hub) = hub().await;
-    let events = hub.hub.subscribe_events();
-    let (run, _proj) =
-        crate::real_cli_opencode::start(&hub, &opencode, &standin, Some("idle-5s")).await;
-    let expect = Expect {
-        cli: "opencode",
-        shows: "attempt #",
-        // 5 retries, each after `retry-after`: 25 s before it gives up.
-        retry_after_s: 5,
-        until: Until::Within(Duration::from_secs(6)),
-        overrules: None,
-        resume: &[],
-    };
-    limited_then_recovers(&run, &standin, events, expect).await;
+    let t = Limits::start().await;
+    let policy = Some("idle-5s");
+    let (run, _) = crate::real_cli_opencode::start(&t.hub, &opencode, &t.standin, policy).await;
+    let until = Until::Within(Duration::from_secs(6));
+    t.limited_then_recovers(&run, Expect::new("opencode", "attempt #", 5, until))
+        .await;
 }
 
 /// Aider prints litellm's `RateLimitError` and `Retrying in 0.2 seconds...`, doubling the
@@ -291,22 +276,14 @@ async fn opencode_reads_limited_while_it_retries_a_429() {
 #[tokio::test]
 async fn aider_reads_limited_while_it_retries_a_429() {
     let Some(aider) = cli("aider") else { return };
-    let standin = ModelStandIn::start().await;
-    let (_dir, hub) = hub().await;
-    let events = hub.hub.subscribe_events();
+    let t = Limits::start().await;
     let home = Home::new();
-    let request = crate::real_cli_aider::aider_request(&home, &standin, &aider);
-    let run = RealCli::launch(&hub, home, request, Some("idle-5s")).await;
+    let request = crate::real_cli_aider::aider_request(&home, &t.standin, &aider);
+    let run = RealCli::launch(&t.hub, home, request, Some("idle-5s")).await;
     crate::real_cli_aider::prompt_up(&run).await;
-    let expect = Expect {
-        cli: "aider",
-        shows: "RateLimitError",
-        retry_after_s: 1,
-        until: Until::Within(Duration::from_secs(40)),
-        overrules: None,
-        resume: &[],
-    };
-    limited_then_recovers(&run, &standin, events, expect).await;
+    let until = Until::Within(Duration::from_secs(40));
+    t.limited_then_recovers(&run, Expect::new("aider", "RateLimitError", 1, until))
+        .await;
 }
 
 /// The stand-in's 429s as each API sends them (no CLI needed).
