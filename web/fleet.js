@@ -12,7 +12,7 @@
 import { api } from "./api.js";
 import { h, span, ago, debounce } from "./util.js";
 
-export const STATES = ["working", "idle", "blocked", "stuck", "exited", "unknown"];
+export const STATES = ["working", "idle", "blocked", "limited", "stuck", "exited", "unknown"];
 const ACTION_WORDS = {
   stop: "stops",
   restart: "restarts",
@@ -115,15 +115,18 @@ export class Fleet {
       s.agent_state = { ...s.agent_state, state: e.state, since: e.since, stuck: false };
       delete s.agent_state.question;
       delete s.agent_state.choices;
+      delete s.agent_state.until;
       this.scheduleRender();
       this.scheduleCheck();
       if (e.state === "blocked") this.loadQuestion(s.id, true);
+      if (e.state === "limited") this.loadQuestion(s.id);
       return;
     }
     if (e.type.startsWith("task_") || e.type === "audit_event") return;
     this.scheduleReload();
   }
 
+  /** The session's state as `GET .../state` has it (a blocked agent's question, a limit's `until`). */
   async loadQuestion(id, tell = false) {
     const st = await api("GET", `/v1/pty/sessions/${encodeURIComponent(id)}/state`);
     const s = this.sessions.get(id);
@@ -289,7 +292,7 @@ export class Fleet {
     const s = u.session;
     const st = s?.agent_state;
     const c = u.check;
-    const sig = JSON.stringify([u.state, u.since, worker, u.key === this.selected, this.opts.canOperate(),
+    const sig = JSON.stringify([u.state, u.since, st?.until, worker, u.key === this.selected, this.opts.canOperate(),
       s && [s.id, s.label, s.cli_type, s.alive, s.backend, s.source, s.policy, s.last_activity_at, this.ticked.has(s.id)],
       u.agent && [u.agent.status, u.agent.policy, u.agent.last_activity_at, u.agent.outdated, u.agent.changed,
         this.confirming === u.agent.id],
@@ -344,7 +347,7 @@ export class Fleet {
           s?.label && s.label !== u.name ? h("span.dim", {}, ` ${s.label}`) : "",
           s?.cli_type ? h("span.dim", {}, ` (${s.cli_type})`) : ""),
         preview),
-      h("td", {}, h("span", { class: `badge ${u.state}` }, u.state)),
+      h("td", {}, h("span", { class: `badge ${u.state}`, title: limitTitle(s?.agent_state) }, u.state)),
       h("td.since", { "data-since": u.since }, ago(u.since, now)),
       h("td", { "data-since": s?.last_activity_at || u.agent?.last_activity_at },
         ago(s?.last_activity_at || u.agent?.last_activity_at, now)),
@@ -480,4 +483,10 @@ export function spendEl(a) {
     `${t.cache_write} cache write tokens` + (u.cost_complete ? "" : "; models without a price left out of the cost");
   return h("span", { "data-cost": u.cost_usd.toFixed(2), title },
     `$${u.cost_usd.toFixed(2)}${u.cost_complete ? "" : "+"} · ${tokens(all)} tok`);
+}
+
+/** A limited agent's badge title: when its limit ends, if the screen says. */
+function limitTitle(st) {
+  if (st?.state !== "limited") return undefined;
+  return st.until ? `usage limit until ${new Date(st.until).toLocaleTimeString()}` : "usage limit";
 }

@@ -1,12 +1,12 @@
 //! The pure classifier: a profile's rules over the bottom rows of a rendered screen or over the
-//! window title, with screen stability as the fallback. It sees one moment;
-//! `agent_state::Watch` adds time (hysteresis).
+//! window title, and the generic limit rule ([`super::limit`]), with screen stability as the
+//! fallback. It sees one moment; `agent_state::Watch` adds time (hysteresis).
 
 use std::time::Duration;
 
-use super::menu;
 use super::profile::{Matcher, Order, Profile, Rule, Source};
 use super::State;
+use super::{limit, menu};
 
 /// What the screen says, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,12 +60,15 @@ pub fn classify(profile: &Profile, look: &Look) -> Classification {
         .rposition(|r| !r.trim().is_empty())
         .map_or(0, |i| i + 1);
     let content = &look.rows[..used];
-    let readings: Vec<Reading> = profile
+    let mut readings: Vec<Reading> = profile
         .rules
         .iter()
         .filter(|rule| applies(rule, look))
         .filter_map(|rule| read(rule, content, look.title))
         .collect();
+    if let Some(generic) = read_generic_limit(content, &readings) {
+        readings.push(generic);
+    }
     if let Some(r) = pick(profile, look, &readings) {
         return Classification {
             state: r.rule.state,
@@ -121,13 +124,42 @@ fn read<'p>(rule: &'p Rule, content: &[String], title: &str) -> Option<Reading<'
     })
 }
 
-/// The reading that wins (`readings` are in priority order).
+/// The generic limit rule's reading of the rows none of the profile's `readings` read.
+fn read_generic_limit<'p>(content: &[String], readings: &[Reading<'p>]) -> Option<Reading<'p>> {
+    let claimed = |row: &usize| readings.iter().any(|r| r.rows.contains(row));
+    let found = read(limit::generic(), content, "")?;
+    let (evidence, rows) = found
+        .evidence
+        .into_iter()
+        .zip(found.rows)
+        .filter(|(_, row)| !claimed(row))
+        .unzip();
+    let reading = Reading {
+        rule: found.rule,
+        evidence,
+        rows,
+    };
+    (!reading.rows.is_empty()).then_some(reading)
+}
+
+/// The reading that wins (`readings` are in priority order, the generic limit rule last).
 fn pick<'a, 'p>(
     profile: &Profile,
     look: &Look,
     readings: &'a [Reading<'p>],
 ) -> Option<&'a Reading<'p>> {
     let first = readings.first()?;
+    // A limit on the screen outranks work and rest wherever they are drawn: a CLI retrying
+    // under its spinner, the prompt under the error it stopped with. Only a question of a
+    // higher priority outranks it (a limit shown as a dialog is the profile's own rule, above
+    // its question rule).
+    let limited = readings.iter().find(|r| r.rule.state == State::Limited);
+    if let Some(limit) = limited {
+        let asking = readings.iter().find(|r| r.rule.state == State::Blocked);
+        if asking.is_none_or(|q| q.rule.priority <= limit.rule.priority) {
+            return Some(limit);
+        }
+    }
     let chosen = match (profile.order, first.lowest()) {
         // The lowest screen reading; among equals the first (highest priority).
         (Order::Position, Some(_)) => {

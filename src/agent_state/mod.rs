@@ -1,5 +1,5 @@
 //! What an agent is doing: `working`, `idle` (at its prompt), `blocked` (asking a question),
-//! `exited` or `unknown`, decided from the rendered screen and the window title by data-driven
+//! `limited` (held by a usage or rate limit of its model), `exited` or `unknown`, decided from the rendered screen and the window title by data-driven
 //! profiles
 //! ([`profile`], [`classify`]) and held steady over time by a [`Watch`] per session:
 //! - input we sent holds `working` until the screen changes (or `input_hold` passes);
@@ -16,6 +16,7 @@
 //! The watch also owns the session's meaningful-activity clock ([`crate::activity`]).
 
 pub mod classify;
+pub mod limit;
 mod menu;
 pub mod profile;
 pub mod question;
@@ -53,6 +54,9 @@ pub enum State {
     Working,
     Idle,
     Blocked,
+    /// Held by a usage or rate limit of its model (a 429 it retries, a limit it stopped at):
+    /// waiting, not progress and not rest.
+    Limited,
     Exited,
     Unknown,
 }
@@ -64,6 +68,7 @@ impl State {
             State::Working => "working",
             State::Idle => "idle",
             State::Blocked => "blocked",
+            State::Limited => "limited",
             State::Exited => "exited",
             State::Unknown => "unknown",
         }
@@ -90,6 +95,9 @@ pub struct StateReport {
     pub last_activity_at: DateTime<Utc>,
     /// Milliseconds since then.
     pub idle_for_ms: u64,
+    /// `limited`: when the limit ends, as the screen states it (a reset time, a retry's
+    /// countdown); `None` when it states none.
+    pub until: Option<DateTime<Utc>>,
 }
 
 #[cfg(test)]

@@ -666,14 +666,134 @@ async fn input_sets_a_status_aside_until_the_screen_agrees_again() {
         w.note_input(true, Instant::now());
         assert_eq!(w.state(), State::Working, "{source}");
         tokio::time::advance(Duration::from_millis(50)).await;
-        w.observe(ran.screen(), false, Instant::now());
-        tokio::time::advance(profile.dwell).await;
-        w.observe(ran.screen(), false, Instant::now());
-        let r = w.report(Instant::now());
+        let r = look_through_the_dwell(&mut w, &ran, profile.dwell).await;
         assert_eq!(
             (r.state, r.source.as_str()),
             (State::Idle, then),
             "{source}"
         );
     }
+}
+
+/// Looks at `screen` now, and again once `dwell` has passed: what the watch reports of a
+/// screen that stays.
+async fn look_through_the_dwell(
+    w: &mut Watch,
+    screen: &vt100::Parser,
+    dwell: Duration,
+) -> StateReport {
+    w.observe(screen.screen(), false, Instant::now());
+    tokio::time::advance(dwell).await;
+    w.observe(screen.screen(), false, Instant::now());
+    w.report(Instant::now())
+}
+
+fn claude() -> Arc<profile::Profile> {
+    ProfileSet::default().for_cli_type(Some("claude"))
+}
+
+/// Claude Code's screen while it retries a 429, its status file saying `busy`.
+fn claude_retrying(seconds: u32) -> vt100::Parser {
+    let text = format!(
+        "❯ say something\n\n✻ 429 Number of request tokens has exceeded y… · retrying in \
+         {seconds}s · attempt 3/10\n\n{rule}\n❯ \n{rule}\n  ⏸ manual mode on · esc to interrupt",
+        rule = "─".repeat(80)
+    );
+    parser(&text, 12)
+}
+
+/// A limit on the screen outranks the agent's own word at once, but a question: Claude Code's
+/// status file says `busy` all through its retries of a 429 (and a CLI that stopped at a limit
+/// says its turn ended). `until` is the retry's countdown, from the last look. Once the
+/// screen works again, the status counts again.
+#[tokio::test(start_paused = true)]
+async fn a_limit_on_the_screen_outranks_a_busy_status_at_once() {
+    let profile = claude();
+    let mut w = Watch::new(profile.clone(), Instant::now());
+    w.note_status(State::Working, "status-file:busy".into(), Instant::now());
+    let working = parser(
+        "❯ say something\n\n✻ Crafting…\n\n❯ \n  ⏸ manual mode on · esc to interrupt",
+        12,
+    );
+    w.observe(working.screen(), false, Instant::now());
+    assert_eq!(w.state(), State::Working);
+    tokio::time::advance(Duration::from_millis(100)).await;
+    let r = look_through_the_dwell(&mut w, &claude_retrying(18), profile.dwell).await;
+    assert_eq!(
+        (r.state, r.rule.as_str()),
+        (State::Limited, "limit"),
+        "{r:?}"
+    );
+    assert!(
+        profile.dwell < profile.signals.grace,
+        "at once, not after the grace"
+    );
+    let looked = crate::activity::wall_clock(Instant::now());
+    assert_eq!(r.until, Some(looked + chrono::Duration::seconds(18)));
+    assert_eq!(
+        r.source,
+        format!(
+            "screen:rule limit (over status-file:busy: a limit on the screen); until {}",
+            r.until.unwrap().to_rfc3339()
+        )
+    );
+    assert!(
+        r.evidence[0].contains("retrying in 18s"),
+        "{:?}",
+        r.evidence
+    );
+    // The countdown goes on: `until` stays put.
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let later = claude_retrying(17);
+    w.observe(later.screen(), false, Instant::now());
+    assert_eq!(w.report(Instant::now()).until, r.until);
+
+    // The API answers again: the spinner works, and the status counts again.
+    tokio::time::advance(Duration::from_millis(100)).await;
+    let r = look_through_the_dwell(&mut w, &working, profile.dwell).await;
+    assert_eq!(
+        (r.state, r.source.as_str()),
+        (State::Working, "status-file:busy")
+    );
+    assert_eq!(r.until, None);
+}
+
+/// The generic limit rule reads any CLI's error about a limit on the bottom rows, only on rows
+/// the profile's own rules do not read, and never an old error scrolled up.
+#[test]
+fn the_generic_limit_rule_reads_only_the_bottom_rows_no_rule_reads() {
+    let shell = shell();
+    let classify = |profile: &profile::Profile, text: &str| {
+        let p = parser(text, 12);
+        let rows = crate::activity::content_rows(p.screen(), &profile.masks);
+        classify::classify(
+            profile,
+            &classify::Look {
+                rows: &rows,
+                row_still_for: &[],
+                title: "",
+                screen_still_for: Duration::from_secs(60),
+                title_still_for: Duration::from_secs(60),
+            },
+        )
+    };
+    let got = classify(
+        &shell,
+        "$ agent\nError: 429 Too Many Requests. Retrying in 5s",
+    );
+    assert_eq!(
+        (got.state, got.rule.as_str()),
+        (State::Limited, "generic-limit")
+    );
+    // Its words typed at the prompt, or in a spinner line, are what the profile reads.
+    let got = classify(&shell, "$ echo 'quota exceeded, error 429' $ ");
+    assert_eq!(got.state, State::Idle, "{got:?}");
+    let got = classify(&shell, "⠙ Fixing the rate limit error handling...");
+    assert_eq!(got.state, State::Working, "{got:?}");
+    // An error of long ago, with output since.
+    let got = classify(&shell, "Error: quota exceeded\none\ntwo\nthree\n$ ");
+    assert_eq!(got.state, State::Idle, "{got:?}");
+    // A question outranks it.
+    let got = classify(&shell, "Error: rate limit exceeded\nRetry now? [y/N] ");
+    assert_eq!(got.state, State::Blocked, "{got:?}");
 }

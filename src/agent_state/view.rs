@@ -21,13 +21,18 @@ pub struct StateView {
     pub last_activity_at: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_for_ms: Option<u64>,
+    /// `limited`: when the limit ends, as the screen states it (a reset time, a retry's
+    /// countdown); absent when it states none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Vec<String>>,
     /// Where the reading comes from: `hook:EVENT[/DETAIL]` (the agent's own hook),
     /// `screen:rule NAME` (saying so when it overruled a hook), `fallback:stable`,
-    /// `input:sent`, `process:exited`, `agent:not_running`.
+    /// `input:sent`, `process:exited`, `agent:not_running`; a `limited` reading adds
+    /// `; until TIME` or `; no reset time on the screen`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
     /// Which profile and why (from the session's `cli_type`).

@@ -1,11 +1,13 @@
-//! What a `wait_state` caller waits for: a set of states (`idle`, `blocked`, `working`,
-//! `exited`, `unknown`) and `stuck`, parsed from `idle,blocked`, and whether a report is one of
+//! What a `wait_state` caller waits for: a set of states (`idle`, `blocked`, `limited`,
+//! `working`, `exited`, `unknown`) and `stuck`, parsed from `idle,blocked`, and whether a report is one of
 //! them. Pure; `Session::wait_state` is the loop that waits.
 
 use super::{AgentStateError, State, StateReport};
 
 /// Every name `wait` accepts, for messages and `help`.
-pub const WAITABLE: [&str; 6] = ["idle", "blocked", "working", "stuck", "exited", "unknown"];
+pub const WAITABLE: [&str; 7] = [
+    "idle", "blocked", "limited", "working", "stuck", "exited", "unknown",
+];
 
 /// The states a caller waits for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -22,6 +24,7 @@ impl Wanted {
             let state = match name {
                 "idle" => State::Idle,
                 "blocked" => State::Blocked,
+                "limited" => State::Limited,
                 "working" => State::Working,
                 "exited" => State::Exited,
                 "unknown" => State::Unknown,
@@ -79,6 +82,7 @@ mod tests {
             profile_checked_with: Vec::new(),
             last_activity_at: now,
             idle_for_ms: 0,
+            until: None,
         }
     }
 
@@ -88,6 +92,10 @@ mod tests {
         assert_eq!(w.states, vec![State::Idle, State::Blocked]);
         assert!(!w.stuck);
         assert!(Wanted::parse("stuck").unwrap().stuck);
+        assert_eq!(
+            Wanted::parse("limited").unwrap().states,
+            vec![State::Limited]
+        );
         assert!(Wanted::parse("")
             .unwrap_err()
             .to_string()
@@ -105,6 +113,7 @@ mod tests {
             (State::Working, false, false, false),
             (State::Working, true, true, true),
             (State::Blocked, false, false, false),
+            (State::Limited, false, false, false),
             (State::Exited, false, false, true),
         ];
         for (state, stuck, reached, settled) in table {

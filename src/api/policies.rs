@@ -67,6 +67,7 @@ pub(super) fn state_view(
         profile: Some(report.profile),
         last_activity_at: Some(report.last_activity_at),
         idle_for_ms: Some(report.idle_for_ms),
+        until: report.until,
         rule: explain.then_some(report.rule),
         evidence: explain.then_some(report.evidence),
         source: explain.then_some(report.source),
@@ -122,6 +123,7 @@ pub async fn agent_state(
             profile: None,
             last_activity_at: None,
             idle_for_ms: None,
+            until: None,
             rule: q.explain.then(|| "agent:not_running".into()),
             evidence: q
                 .explain

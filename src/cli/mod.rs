@@ -131,8 +131,8 @@ pub enum Command {
     Token(token::TokenArgs),
     /// Print a shell completion script: `agent-hub completions bash > /etc/bash_completion.d/agent-hub`.
     Completions(completions::CompletionsArgs),
-    /// Wait until a session's (or agent's) state is one of STATES (idle, blocked, working,
-    /// stuck, exited); exits 0 when reached, 124 at the timeout.
+    /// Wait until a session's (or agent's) state is one of STATES (idle, blocked, limited,
+    /// working, stuck, exited); exits 0 when reached, 124 at the timeout.
     WaitState(wait_state::WaitStateArgs),
     /// Tell the hub an agent's own hook fired (run by the agent CLI's hooks, which the hub
     /// configures): `agent-hub hook Notification permission_prompt`. Always exits 0 unless

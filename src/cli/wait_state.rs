@@ -12,7 +12,7 @@ use crate::client::encode;
 pub struct WaitStateArgs {
     /// A session id, an agent id or a label.
     pub target: String,
-    /// States to wait for: idle, blocked, working, stuck, exited, unknown.
+    /// States to wait for: idle, blocked, limited, working, stuck, exited, unknown.
     #[arg(required = true)]
     pub states: Vec<String>,
     /// Seconds to wait at most (up to 600).

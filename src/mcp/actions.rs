@@ -182,7 +182,7 @@ const EXPLAIN: Param = query(
 const STATES: Param = query(
     "states",
     Kind::StrList,
-    "States to wait for, any of: idle, blocked, working, stuck, exited, unknown.",
+    "States to wait for, any of: idle, blocked, limited, working, stuck, exited, unknown.",
 )
 .wire("wait")
 .required();
@@ -301,7 +301,7 @@ pub static ACTIONS: &[Action] = &[
         body("signal", Kind::Str, "The signal's name.").required(),
     ], rest("POST", "/v1/pty/sessions/{session_id}/signal")),
     action(Tool::Pty, "kill", "End the session: hang-up, then SIGKILL of everything left.", &[SESSION], rest("DELETE", S)),
-    action(Tool::Pty, "state", "What the agent in the session is doing: working, idle, blocked, exited or unknown, and stuck.", &[SESSION, EXPLAIN], rest("GET", "/v1/pty/sessions/{session_id}/state")),
+    action(Tool::Pty, "state", "What the agent in the session is doing: working, idle, blocked, limited (a usage or rate limit; until when), exited or unknown, and stuck.", &[SESSION, EXPLAIN], rest("GET", "/v1/pty/sessions/{session_id}/state")),
     action(Tool::Pty, "wait_state", "Wait until the session's state is one of states, answering the moment it is (reached: true), or at the timeout (reached: false). Use it after handing out work.", &[SESSION, STATES, WAIT_TIMEOUT, EXPLAIN], rest("GET", "/v1/pty/sessions/{session_id}/state")),
     action(Tool::Pty, "write", "Deprecated: refused with DEPRECATED. Use send_line, keys or talk.", &[], Route::Refused {
         code: "DEPRECATED",
@@ -323,7 +323,7 @@ pub static ACTIONS: &[Action] = &[
         query("team", Kind::Str, "Only this team's agents."),
     ], rest("GET", "/v1/usage")),
     action(Tool::Agents, "budgets", "The budgets in force you may see (a leader: its team's agents' and its team's): each one's caps (usd, tokens per hour, day, week or total), what was spent in the period, when it renews, its action (hold, stop, notify) and whether it refuses deliveries now (BUDGET_EXHAUSTED).", &[], rest("GET", "/v1/budgets")),
-    action(Tool::Agents, "state", "The agent's state: working, idle, blocked, exited (also when stopped) or unknown, and stuck.", &[AGENT, EXPLAIN], rest("GET", "/v1/agents/{agent_id}/state")),
+    action(Tool::Agents, "state", "The agent's state: working, idle, blocked, limited (a usage or rate limit; until when), exited (also when stopped) or unknown, and stuck.", &[AGENT, EXPLAIN], rest("GET", "/v1/agents/{agent_id}/state")),
     action(Tool::Agents, "wait_state", "Wait until the agent's state is one of states (reached: true), or the timeout (reached: false); a stopped agent is waited for until it starts.", &[AGENT, STATES, WAIT_TIMEOUT, EXPLAIN], rest("GET", "/v1/agents/{agent_id}/state")),
     action(Tool::Agents, "run", "Run a shell command as a task: in its own PTY (default; answers at once with taskId and sessionId) or with pipes (pty: false; answers when it ends with stdout, stderr, exitCode). Passes the command guard.", &[
         body("cmd", Kind::Str, "The command line (run with sh -c).").required(),

@@ -17,7 +17,9 @@ const AGENT_STATUSES: [&str; 6] = [
     "stopped", "starting", "running", "stopping", "exited", "failed",
 ];
 /// Every session state; `stuck` is `working` with no meaningful change for too long.
-const SESSION_STATES: [&str; 6] = ["working", "idle", "blocked", "stuck", "exited", "unknown"];
+const SESSION_STATES: [&str; 7] = [
+    "working", "idle", "blocked", "limited", "stuck", "exited", "unknown",
+];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SessionLabels {
@@ -65,7 +67,7 @@ impl StateGauges {
         super::register!(r,
             "sessions" => g.sessions, "Sessions by source (host, docker, external ones' own) and whether their program runs";
             "agents" => g.agents, "Configured container agents by status";
-            "sessions_by_state" => g.session_states, "Sessions by agent state (working, idle, blocked, stuck, exited, unknown)";
+            "sessions_by_state" => g.session_states, "Sessions by agent state (working, idle, blocked, limited, stuck, exited, unknown)";
             "agent_state_seconds" => g.agent_state_seconds, "How long each agent's session has been in its current state (one series per agent, its current state)";
             "docker_engine_up" => g.engine_up, "Whether the hub is connected to each Docker engine of hub.toml (1) or not (0)";
         );

@@ -26,7 +26,7 @@ pub fn not_blank() -> String {
 /// at least one named.
 pub fn wait_states() -> String {
     let ws = format!("[{WHITE_SPACE}]*");
-    let name = "(?:idle|blocked|working|exited|unknown|stuck)";
+    let name = "(?:idle|blocked|limited|working|exited|unknown|stuck)";
     format!("^(?:{ws},)*{ws}{name}{ws}(?:,{ws}(?:{name}{ws})?)*$")
 }
 

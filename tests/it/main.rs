@@ -41,6 +41,7 @@ mod real_cli_aider;
 mod real_cli_docker;
 mod real_cli_gemini;
 mod real_cli_hooks;
+mod real_cli_limits;
 mod real_cli_opencode;
 mod real_cli_usage;
 mod recreate;

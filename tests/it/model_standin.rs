@@ -21,6 +21,10 @@
 //! reports the token counts the test chose ([`Usage`]), each API in its own fields, and is
 //! counted ([`ModelStandIn::answered`]): a test can hold what a CLI recorded of its calls
 //! against the calls it made.
+//!
+//! A test can make it rate-limited ([`ModelStandIn::limit`]): every model call then gets a 429
+//! with `retry-after` and the body its API sends for a rate limit, for a chosen number of calls
+//! or until [`ModelStandIn::unlimit`], so the API recovers under a CLI that retries.
 
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
@@ -148,9 +152,23 @@ pub struct Answered {
     pub body: Value,
 }
 
+/// How the stand-in answers while rate-limited ([`ModelStandIn::limit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    /// `retry-after` in seconds (Gemini's `RetryInfo.retryDelay` too: over 300 s makes Gemini
+    /// CLI take it for a quota it does not retry by itself).
+    pub retry_after_s: u64,
+    /// How many model calls get a 429; `None`: every one until [`ModelStandIn::unlimit`].
+    pub calls: Option<u32>,
+}
+
 #[derive(Clone, Default)]
 struct Shared {
     usage: Usage,
+    /// The limit in force, if any (its `calls` counting down).
+    limit: Arc<Mutex<Option<Limit>>>,
+    /// How many model calls got a 429.
+    refused: Arc<std::sync::atomic::AtomicUsize>,
     requests: Arc<Mutex<Vec<String>>>,
     bodies: Arc<Mutex<Vec<Value>>>,
     answered: Arc<Mutex<Vec<Answered>>>,
@@ -228,6 +246,73 @@ impl ModelStandIn {
     pub fn answered(&self) -> Vec<Answered> {
         self.shared.answered.lock().unwrap().clone()
     }
+
+    /// From now on every model call gets a 429 (with `retry-after` and its API's rate-limit
+    /// body), `limit.calls` of them or until [`ModelStandIn::unlimit`].
+    pub fn limit(&self, limit: Limit) {
+        *self.shared.limit.lock().unwrap() = Some(limit);
+    }
+
+    /// The API answers again.
+    pub fn unlimit(&self) {
+        *self.shared.limit.lock().unwrap() = None;
+    }
+
+    /// How many model calls got a 429 so far.
+    pub fn refused(&self) -> usize {
+        self.shared
+            .refused
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Shared {
+    /// The limit a model call to `path` meets now (counting it), if any.
+    fn limit_for(&self, path: &str) -> Option<Limit> {
+        let model_call = ["/v1/messages", "/v1/responses", "/v1/chat/completions"].contains(&path)
+            || path.starts_with("/v1beta/models/");
+        let mut limit = self.limit.lock().unwrap();
+        let now = (*limit).filter(|_| model_call)?;
+        *limit = match now.calls {
+            Some(1) => None,
+            Some(n) => Some(Limit {
+                calls: Some(n - 1),
+                ..now
+            }),
+            None => Some(now),
+        };
+        self.refused
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Some(now)
+    }
+}
+
+/// A 429 as the API of `path` sends it for a rate limit (docs/research/cli-usage-records.md,
+/// section 3 and Appendix A): `retry-after`, and the body its clients read.
+fn rate_limited(path: &str, limit: Limit) -> Response {
+    let after = limit.retry_after_s;
+    let body = if path == "/v1/messages" {
+        json!({"type": "error", "error": {"type": "rate_limit_error",
+               "message": "Number of request tokens has exceeded your per-minute rate limit"}})
+    } else if path.starts_with("/v1beta/") {
+        json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED",
+               "message": "Resource has been exhausted (e.g. check quota).",
+               "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                            "retryDelay": format!("{after}s")}]}})
+    } else if path == "/v1/responses" {
+        json!({"error": {"type": "rate_limit_exceeded", "code": "rate_limit_exceeded",
+               "message": format!("Rate limit reached for gpt-standin. Please try again in {after}s.")}})
+    } else {
+        json!({"error": {"type": "tokens", "param": null, "code": "rate_limit_exceeded",
+               "message": format!("Rate limit reached for standin on tokens per min (TPM). \
+                                   Please try again in {after}s.")}})
+    };
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [("retry-after", after.to_string())],
+        Json(body),
+    )
+        .into_response()
 }
 
 impl Answered {
@@ -251,6 +336,9 @@ async fn record(
 ) -> Response {
     let line = format!("{} {}", req.method(), req.uri().path());
     shared.requests.lock().unwrap().push(line);
+    if let Some(limit) = shared.limit_for(req.uri().path()) {
+        return rate_limited(req.uri().path(), limit);
+    }
     next.run(req).await
 }
 

@@ -87,7 +87,7 @@ fn opencode_env(home: &Home, standin: &ModelStandIn) -> Value {
 /// Starts opencode in a new home (under `policy`, if given) and waits until it takes prompts;
 /// returns it and its project directory. It draws nothing for seconds (10 or more under load)
 /// before its input box.
-async fn start<'a>(
+pub async fn start<'a>(
     hub: &'a TestHub,
     opencode: &Path,
     standin: &ModelStandIn,

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 
 use super::classify::{classify, Classification, Look};
 use super::profile::Profile;
-use super::{State, StateReport};
+use super::{limit, State, StateReport};
 use crate::activity::{self, ActivityClock};
 
 /// A session's state and activity, over time.
@@ -241,8 +241,29 @@ impl Watch {
         self.current.state
     }
 
-    /// Where the current reading comes from, for `explain`.
+    /// When the limit the screen shows ends (read from the lines of the current reading, as
+    /// of the last look at them); `None` unless `limited`.
+    fn until(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        if self.current.state != State::Limited {
+            return None;
+        }
+        let looked = activity::wall_clock(self.last_observed.unwrap_or(self.since));
+        limit::until(&self.current.evidence, looked)
+    }
+
+    /// Where the current reading comes from, for `explain`; a limit's says when it ends.
     fn source(&self) -> String {
+        let source = self.reading_source();
+        if self.current.state != State::Limited {
+            return source;
+        }
+        match self.until() {
+            Some(until) => format!("{source}; until {}", until.to_rfc3339()),
+            None => format!("{source}; no reset time on the screen"),
+        }
+    }
+
+    fn reading_source(&self) -> String {
         let rule = &self.current.rule;
         let own = [
             "hook:",
@@ -278,6 +299,7 @@ impl Watch {
             profile_checked_with: self.profile.checked_with.clone(),
             last_activity_at: activity::wall_clock(last),
             idle_for_ms: now.duration_since(last).as_millis() as u64,
+            until: self.until(),
         }
     }
 }

@@ -122,13 +122,19 @@ impl Watch {
         // its permission notification about 6 s after drawing the question), or not at all
         // (its status file stays `idle` under a start-up dialog).
         let asking = seen.state == State::Blocked;
+        // A limit on the screen outranks any signal but a question at once too: no CLI says
+        // it is limited, and one retrying a 429 says it is busy (Claude Code's status file
+        // stays `busy` through all its retries), one that stopped at it that its turn ended.
+        let limited = seen.state == State::Limited && signal.state != State::Blocked;
         let from = *self.disagree_from.get_or_insert(signal.at.max(seen_since));
         let grace = self.profile.signals.grace;
-        if now.duration_since(from) < grace && !asking {
+        if now.duration_since(from) < grace && !asking && !limited {
             return (from_signal(Vec::new()), signal.at);
         }
         self.overruled = Some(if asking {
             format!("over {}: a question on the screen", signal.source)
+        } else if limited {
+            format!("over {}: a limit on the screen", signal.source)
         } else {
             format!(
                 "over {}: the screen read {} for {} ms",

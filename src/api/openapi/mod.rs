@@ -412,6 +412,7 @@ mod tests {
         let samples = around(&[
             "idle",
             "idle,blocked",
+            "limited",
             ",idle",
             "idle,",
             "idle,,stuck",
