@@ -34,6 +34,9 @@ pub enum Receipt {
     Submitted,
     /// The screen did not change after two Enters.
     Stalled,
+    /// Nothing was typed: the agent is `limited` (a usage or rate limit) and its policy waits
+    /// it out; the prompt is delivered once the limit is over (`queued_until` when known).
+    Queued,
 }
 
 /// What a delivery did.
@@ -47,6 +50,9 @@ pub struct DeliveryReport {
     pub bytes_written: usize,
     /// The agent's state before delivery.
     pub state_before: State,
+    /// For a `queued` prompt: when the limit is expected to end, if the screen says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queued_until: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Options of a delivery.
@@ -158,6 +164,7 @@ pub async fn submit(
                 enters,
                 bytes_written,
                 state_before: before.state,
+                queued_until: None,
             });
         }
     }
@@ -167,6 +174,7 @@ pub async fn submit(
         enters: 2,
         bytes_written,
         state_before: before.state,
+        queued_until: None,
     })
 }
 

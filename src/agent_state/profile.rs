@@ -70,6 +70,9 @@ struct ProfileFile {
     stable_state: State,
     #[serde(default = "default_interrupt_key")]
     interrupt_key: Spanned<String>,
+    /// What a policy's `on_limit = "wait"` sends once a usage or rate limit is over.
+    #[serde(default = "default_continue_line")]
+    continue_line: String,
     #[serde(default)]
     volatile: Vec<Spanned<String>>,
     #[serde(default = "yes")]
@@ -233,6 +236,10 @@ fn default_stable_after_ms() -> u64 {
 fn default_stable_state() -> State {
     State::Unknown
 }
+fn default_continue_line() -> String {
+    "continue".into()
+}
+
 fn default_interrupt_key() -> Spanned<String> {
     Spanned::new(0..0, "C-c".into())
 }
@@ -289,6 +296,8 @@ pub struct Profile {
     pub stable_state: State,
     pub interrupt_key: String,
     pub interrupt_bytes: Vec<u8>,
+    /// Sent (as a prompt) once a usage or rate limit is over, under `on_limit = "wait"`.
+    pub continue_line: String,
     pub masks: Masks,
     /// After input is sent, `working` holds this long unless the screen changes.
     pub input_hold: Duration,
@@ -449,6 +458,7 @@ impl Profile {
                 stable_state: State::Unknown,
                 interrupt_key: "C-c".into(),
                 interrupt_bytes: vec![3],
+                continue_line: default_continue_line(),
                 masks: Masks::default(),
                 input_hold: Duration::from_millis(default_input_hold_ms()),
                 dwell: Duration::from_millis(default_dwell_ms()),
@@ -535,6 +545,7 @@ pub fn parse(text: &str, origin: &str, stem: &str) -> Result<Profile, AgentState
         stable_state: file.stable_state,
         interrupt_key: key,
         interrupt_bytes,
+        continue_line: file.continue_line,
         masks: Masks {
             volatile,
             status_row: file.mask_status_row,

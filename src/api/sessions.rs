@@ -149,7 +149,13 @@ pub async fn send_line(
             force: req.force,
             ..Default::default()
         };
-        let report = crate::delivery::submit(&session, By::Caller(&actor), &req.data, opts).await?;
+        let queued = hub
+            .policy_runner()
+            .queue_if_limited(&session, &actor, &req.data, opts);
+        let report = match queued {
+            Some(report) => report,
+            None => crate::delivery::submit(&session, By::Caller(&actor), &req.data, opts).await?,
+        };
         let delivery = serde_json::to_value(&report).map_err(|e| HubError::Internal {
             message: e.to_string(),
         })?;

@@ -32,6 +32,8 @@ pub struct Memory {
     pub stuck_acted_for: Option<Instant>,
     /// The start (of this run of the agent) that max_lifetime acted for.
     pub lifetime_acted_for: Option<Instant>,
+    /// The usage or rate limit being waited out (`on_limit = "wait"`).
+    pub limit: Option<super::limits::LimitWait>,
 }
 
 pub use crate::protocol::{PolicyAction as Action, PolicyTrigger as Trigger};
@@ -71,6 +73,7 @@ impl Verdict {
             Action::Restart => "policy_restarted",
             Action::Notify => "policy_notified",
             Action::Interrupt => "policy_interrupted",
+            Action::Continue => "policy_continued",
             Action::None => "policy_none",
         };
         Verdict {
@@ -91,7 +94,7 @@ impl Verdict {
             Some(Trigger::IdleTimeout) => memory.idle_acted_for = Some(activity),
             Some(Trigger::OnStuck) => memory.stuck_acted_for = Some(snap.last_activity_at),
             Some(Trigger::MaxLifetime) => memory.lifetime_acted_for = Some(snap.started_at),
-            None => {}
+            Some(Trigger::OnLimit) | None => {}
         }
     }
 }

@@ -10,6 +10,7 @@
 pub mod budget_check;
 pub mod budgets;
 pub mod evaluate;
+pub mod limits;
 pub mod runner;
 pub mod start_on_message;
 
@@ -227,6 +228,8 @@ impl Loaded {
 pub struct Engine {
     loaded: RwLock<Arc<Loaded>>,
     memory: Mutex<HashMap<String, Memory>>,
+    /// Prompts waiting for their agent's usage or rate limit to end.
+    pub queues: limits::Queues,
 }
 
 impl Engine {
@@ -240,6 +243,7 @@ impl Engine {
         Engine {
             loaded: RwLock::new(Arc::new(loaded)),
             memory: Mutex::new(HashMap::new()),
+            queues: limits::Queues::default(),
         }
     }
 

@@ -134,6 +134,18 @@ impl PolicyRunner {
             .retain_memory(&units.iter().map(|u| u.key.clone()).collect());
         for unit in units {
             let mut memory = self.engine.memory(&unit.key);
+            let limit_before = memory.limit;
+            self.wait_out_limit(
+                &unit.key,
+                &unit.session,
+                &unit.policy,
+                &unit.report,
+                &mut memory.limit,
+                actions,
+            );
+            if memory.limit != limit_before {
+                self.engine.set_memory(&unit.key, memory.clone());
+            }
             let verdict = super::evaluate(&unit.policy, &unit.snapshot, &memory, now);
             let Some(event) = verdict.event else { continue };
             verdict.remember(&unit.snapshot, &mut memory);
@@ -181,7 +193,7 @@ impl PolicyRunner {
             return;
         }
         let result: Result<(), PolicyError> = match verdict.action {
-            Action::None | Action::Notify => Ok(()),
+            Action::None | Action::Notify | Action::Continue => Ok(()),
             Action::Warn => match (&unit.policy.warn_line, unit.policy.warn_to) {
                 (None, _) => Ok(()),
                 (Some(line), WarnTo::Agent) => deliver(session, line).await,

@@ -72,6 +72,13 @@ impl PolicyRunner {
             }
         }
         self.check_delivery_budget(&session)?;
+        if let Some(report) = self.queue_if_limited(&session, actor, text, opts) {
+            return Ok(AgentDelivery {
+                started,
+                session,
+                report,
+            });
+        }
         let report = crate::delivery::submit(&session, By::Caller(actor), text, opts).await?;
         Ok(AgentDelivery {
             started,

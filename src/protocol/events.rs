@@ -97,6 +97,8 @@ pub enum EventKind {
     PolicyRestarted(PolicyEvent),
     PolicyNotified(PolicyEvent),
     PolicyInterrupted(PolicyEvent),
+    /// `on_limit = "wait"` sent the profile's continue line: the agent's limit is over.
+    PolicyContinued(PolicyEvent),
     /// A policy's action could not be carried out.
     PolicyActionFailed {
         agent_id: Option<String>,
@@ -241,6 +243,7 @@ impl EventKind {
             PolicyAction::Restart => EventKind::PolicyRestarted(event),
             PolicyAction::Notify => EventKind::PolicyNotified(event),
             PolicyAction::Interrupt => EventKind::PolicyInterrupted(event),
+            PolicyAction::Continue => EventKind::PolicyContinued(event),
             PolicyAction::None => return None,
         })
     }
@@ -270,6 +273,7 @@ impl EventKind {
             PolicyRestarted(_) => "policy_restarted",
             PolicyNotified(_) => "policy_notified",
             PolicyInterrupted(_) => "policy_interrupted",
+            PolicyContinued(_) => "policy_continued",
             PolicyActionFailed { .. } => "policy_action_failed",
             PolicyStarted { .. } => "policy_started",
             BudgetWarned(_) => "budget_warned",
@@ -294,7 +298,7 @@ impl EventKind {
             | SessionUnregistered { session_id, .. }
             | PolicyActionFailed { session_id, .. } => Some(session_id),
             PolicyWarned(p) | PolicyStopped(p) | PolicyRestarted(p) | PolicyNotified(p)
-            | PolicyInterrupted(p) => Some(&p.session_id),
+            | PolicyInterrupted(p) | PolicyContinued(p) => Some(&p.session_id),
             TaskStarted { session_id, .. } => session_id.as_deref(),
             _ => None,
         }
@@ -313,7 +317,7 @@ impl EventKind {
                 Some(&a.agent_id)
             }
             PolicyWarned(p) | PolicyStopped(p) | PolicyRestarted(p) | PolicyNotified(p)
-            | PolicyInterrupted(p) => p.agent_id.as_deref(),
+            | PolicyInterrupted(p) | PolicyContinued(p) => p.agent_id.as_deref(),
             PolicyStarted { agent_id, .. } => Some(agent_id),
             BudgetWarned(b) | BudgetExhausted(b) => b.agent_id.as_deref(),
             _ => None,

@@ -21,6 +21,8 @@ pub enum PolicyAction {
     Restart,
     Notify,
     Interrupt,
+    /// The profile's continue line sent once a usage or rate limit is over (`on_limit`).
+    Continue,
 }
 
 /// What made a policy act (the `trigger` of `policy_*` events).
@@ -35,6 +37,8 @@ pub enum PolicyTrigger {
     MaxLifetime,
     /// The agent is stuck (`on_stuck`).
     OnStuck,
+    /// A usage or rate limit is over (`on_limit = "wait"`).
+    OnLimit,
 }
 
 /// A row of `GET /v1/policies/check`: what a policy would do now to one session, and why.

@@ -128,7 +128,8 @@ pub struct WriteReply {
     pub ok: bool,
     pub session_id: String,
     pub bytes_written: usize,
-    /// With `submit`: `submitted` or `stalled`.
+    /// With `submit`: `submitted`, `stalled` or `queued` (the agent is `limited` and its policy
+    /// waits it out: delivered once the limit is over).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receipt: Option<String>,
     /// With `submit`: how the prompt was delivered.
@@ -215,7 +216,7 @@ pub struct SendToAgentReply {
     pub started: bool,
     pub resolved_session_id: String,
     pub resolved_session: SessionInfo,
-    /// `submitted` or `stalled`.
+    /// `submitted`, `stalled` or `queued` (delivered once the agent's limit is over).
     pub receipt: String,
     pub send_result: SendResult,
 }

@@ -235,7 +235,13 @@ mod tests {
         }
         assert_eq!(
             schemas["PolicyTrigger"]["enum"],
-            serde_json::json!(["idle_timeout", "warn_before", "max_lifetime", "on_stuck"])
+            serde_json::json!([
+                "idle_timeout",
+                "warn_before",
+                "max_lifetime",
+                "on_stuck",
+                "on_limit"
+            ])
         );
     }
 
