@@ -2,8 +2,8 @@
 //! prompts delivered to it are queued (the receipt says `queued`), not typed into its error
 //! screen; once the limit is over (its `until` passed, with [`MARGIN`] for the CLI's own retry,
 //! or `limit_retry_s` after it was seen when no reset time is shown) the profile's continue
-//! line is sent, again every `limit_retry_s` while the limit stays; once the agent is at rest
-//! again (`idle`, not limited) the queued prompts are delivered, one a look, each once.
+//! line is sent, and again every `limit_retry_s` until the agent is at rest (`idle`) again;
+//! then the queued prompts are delivered, one a look, each once.
 //!
 //! [`step`] is the pure decision; [`PolicyRunner::wait_out_limit`] acts on it from the policy
 //! loop, and [`PolicyRunner::queue_if_limited`] takes a delivery made meanwhile.
@@ -58,7 +58,11 @@ pub fn step(
     now: Instant,
 ) -> Step {
     if state != State::Limited {
-        *wait = None;
+        // The limit is over once the agent is at rest: working on the continue line (or on a
+        // retry of its own) and then limited again is the same limit.
+        if state == State::Idle {
+            *wait = None;
+        }
         return match queued && state == State::Idle {
             true => Step::Deliver,
             false => Step::Nothing,
@@ -300,7 +304,7 @@ mod tests {
             step(State::Working, None, RETRY, &mut wait, true, now),
             Step::Nothing
         );
-        assert!(wait.is_none(), "the limit is over");
+        assert!(wait.is_some(), "not over while it works");
         assert_eq!(
             step(State::Blocked, None, RETRY, &mut wait, true, now),
             Step::Nothing

@@ -331,3 +331,86 @@ async fn the_stand_in_answers_429_with_retry_after_then_recovers() {
     standin.unlimit();
     assert_eq!(call("/v1/messages").await.0, 200);
 }
+
+/// `on_limit = "wait"` on the real Codex: it retries a 429 once (as set) and gives up
+/// (`Exceeded retry limit, last status: 429`), which stays `limited` with no reset time. A
+/// prompt sent meanwhile is queued (receipt `queued`), not typed into the error screen.
+/// `limit_retry_s` after the limit was seen the hub sends the profile's continue line
+/// (`policy_continued`); the API answers again, Codex finishes the turn, and once it is idle the
+/// queued prompt reaches it, once.
+#[tokio::test]
+async fn codex_waits_out_a_limit_then_continues_and_gets_the_queued_prompt() {
+    let Some(codex) = cli("codex") else { return };
+    let dir = policies_dir();
+    let wait = "on_limit = \"wait\"\nlimit_retry_s = 4\n";
+    std::fs::write(dir.path().join("wait.toml"), wait).unwrap();
+    let standin = ModelStandIn::start().await;
+    let hub = hub_with_policies(&dir, "").await;
+    let mut events = hub.hub.subscribe_events();
+    let home = Home::new();
+    let env = home.codex_env(&standin);
+    // One retry instead of its 5 (with a backoff of up to a minute): it gives up at once.
+    let config = home.path().join("codex/config.toml");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "env_key = \"STANDIN_API_KEY\"\n",
+        "env_key = \"STANDIN_API_KEY\"\nstream_max_retries = 1\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    let request = session_request(&codex, "codex", &home, env);
+    let run = RealCli::launch(&hub, home, request, Some("wait")).await;
+    run.wait_state("idle").await;
+
+    standin.limit(Limit {
+        retry_after_s: 1,
+        calls: None,
+    });
+    run.submit("say something").await;
+    run.wait_state("limited").await;
+    let path = format!("/v1/pty/sessions/{}/send_line", run.id);
+    let later = "and then the milk";
+    let (status, v) = hub
+        .post(&path, json!({"data": later, "submit": true}))
+        .await;
+    assert_eq!(
+        (status, v["receipt"].as_str()),
+        (200, Some("queued")),
+        "{v}"
+    );
+    assert_eq!(v["delivery"]["bytes_written"], 0, "{v}");
+    let gave_up = run
+        .shows("xceeded retry limit", Duration::from_secs(30))
+        .await;
+    assert!(gave_up, "{}", run.pane());
+    assert!(
+        !run.pane().contains(later),
+        "typed into the error screen: {}",
+        run.pane()
+    );
+    assert_eq!(run.state().await["state"], "limited");
+
+    // No reset time on the screen: the continue line `limit_retry_s` after the limit was seen.
+    let continued = wait_event(&mut events, "policy_continued", &run.id, T).await;
+    let continued = match continued {
+        Some(e) => e,
+        None => panic!("no policy_continued: {}\n{}", run.state().await, run.pane()),
+    };
+    assert_eq!(continued["trigger"], "on_limit", "{continued}");
+    let typed = run.shows("› continue", T).await;
+    assert!(typed, "{}", run.pane());
+    standin.unlimit();
+    let answered = run.shows(INSTANT, Duration::from_secs(45)).await;
+    assert!(answered, "{}", run.pane());
+    let asked = wait_until(Duration::from_secs(45), || async {
+        standin.turns_with(later).len() == 1
+    })
+    .await;
+    assert!(
+        asked,
+        "the queued prompt never reached the model: {}",
+        run.pane()
+    );
+    run.wait_state("idle").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(standin.turns_with(later).len(), 1, "delivered once");
+    assert!(run.pane().contains("continue"), "{}", run.pane());
+}
