@@ -1,9 +1,7 @@
-//! The budget round of the policy loop (every [`BUDGET_TICK`]): every budget in force is
+//! The budget round of the policy loop (every [`super::runner::BUDGET_TICK`]): every budget in force is
 //! judged against what the ledger counted in its period ([`super::budgets::Budgets::judge`]);
 //! a level newly reached is sent as `budget_warned` / `budget_exhausted`, and while a `stop`
 //! budget is exhausted its running agents are stopped.
-
-use std::time::Duration;
 
 use chrono::Utc;
 use tokio_util::task::TaskTracker;
@@ -14,9 +12,6 @@ use crate::agents::AgentStatus;
 use crate::error::HubResult;
 use crate::protocol::{BudgetAction, BudgetEvent, BudgetLevel, BudgetScope, BudgetView, EventKind};
 use crate::usage::budget::{standing, Window};
-
-/// How often budgets are judged: the ledger reads the agents' records once a second.
-pub const BUDGET_TICK: Duration = Duration::from_secs(1);
 
 impl PolicyRunner {
     /// The budgets as written: each agent's policy's and each team's, plus those set only at

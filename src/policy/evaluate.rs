@@ -33,7 +33,16 @@ pub struct Memory {
     /// The start (of this run of the agent) that max_lifetime acted for.
     pub lifetime_acted_for: Option<Instant>,
     /// The usage or rate limit being waited out (`on_limit = "wait"`).
-    pub limit: Option<super::limits::LimitWait>,
+    pub limit: Option<LimitWait>,
+}
+
+/// A usage or rate limit being waited out (`on_limit = "wait"`, see `policy::limits`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LimitWait {
+    /// When the agent was first seen limited.
+    pub since: Instant,
+    /// When the continue line was last sent.
+    pub continued_at: Option<Instant>,
 }
 
 pub use crate::protocol::{PolicyAction as Action, PolicyTrigger as Trigger};

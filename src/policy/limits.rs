@@ -16,6 +16,7 @@ use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 
+use super::evaluate::LimitWait;
 use super::runner::PolicyRunner;
 use super::{OnLimit, Policy};
 use crate::actor::Actor;
@@ -27,15 +28,6 @@ use crate::session::Session;
 /// How long after a stated reset time the continue line goes: a CLI that retries by itself at
 /// that time shows it is at work again by then.
 pub const MARGIN: Duration = Duration::from_secs(2);
-
-/// The limit being waited out.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LimitWait {
-    /// When the agent was first seen limited.
-    pub since: Instant,
-    /// When the continue line was last sent.
-    pub continued_at: Option<Instant>,
-}
 
 /// What to do now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

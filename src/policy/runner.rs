@@ -25,6 +25,10 @@ use crate::session::Session;
 /// How often the loop evaluates: well inside the promised 1 s accuracy.
 pub const TICK: Duration = Duration::from_millis(250);
 
+/// How often budgets are judged (`budget_check`): the ledger reads the agents' records once a
+/// second.
+pub const BUDGET_TICK: Duration = Duration::from_secs(1);
+
 /// One session under a policy, as the loop sees it.
 struct Unit {
     /// The agent id for container agents, else the session id: what memory is kept by.
@@ -64,7 +68,7 @@ impl PolicyRunner {
         tracker.spawn(async move {
             let mut tick = tokio::time::interval(TICK);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            let mut budget_tick = tokio::time::interval(super::budget_check::BUDGET_TICK);
+            let mut budget_tick = tokio::time::interval(BUDGET_TICK);
             budget_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tokio::select! {
