@@ -3,7 +3,7 @@
 //! screen; once the limit is over (its `until` passed, with [`MARGIN`] for the CLI's own retry,
 //! or `limit_retry_s` after it was seen when no reset time is shown) the profile's continue
 //! line is sent, and again every `limit_retry_s` until the agent is at rest (`idle`) again;
-//! then the queued prompts are delivered, one a look, each once.
+//! then the queued prompts are delivered in order, each once, one at a time.
 //!
 //! [`step`] is the pure decision; [`PolicyRunner::wait_out_limit`] acts on it from the policy
 //! loop, and [`PolicyRunner::queue_if_limited`] takes a delivery made meanwhile.
@@ -95,6 +95,9 @@ pub struct Queued {
 #[derive(Debug, Default)]
 pub struct Queues {
     queues: Mutex<HashMap<String, VecDeque<Queued>>>,
+    /// Keys whose queued prompt is being typed now: the next waits for it (an agent still
+    /// reads idle while the text goes in).
+    typing: Mutex<std::collections::HashSet<String>>,
 }
 
 impl Queues {
@@ -105,11 +108,26 @@ impl Queues {
             .push_back(queued);
     }
 
-    fn pop(&self, key: &str) -> Option<Queued> {
+    /// The first prompt queued for `key`, unless one of its prompts is being typed: the caller
+    /// types it and then calls [`Queues::typed`].
+    fn take(&self, key: &str) -> Option<Queued> {
+        let mut typing = self.typing.lock().unwrap_or_else(|e| e.into_inner());
+        if typing.contains(key) {
+            return None;
+        }
         let mut queues = self.lock();
         let first = queues.get_mut(key)?.pop_front();
         queues.retain(|_, q| !q.is_empty());
+        if first.is_some() {
+            typing.insert(key.to_string());
+        }
         first
+    }
+
+    /// The prompt [`Queues::take`] gave for `key` is typed.
+    fn typed(&self, key: &str) {
+        let mut typing = self.typing.lock().unwrap_or_else(|e| e.into_inner());
+        typing.remove(key);
     }
 
     fn has(&self, key: &str) -> bool {
@@ -218,10 +236,10 @@ impl PolicyRunner {
                 });
             }
             Step::Deliver => {
-                let Some(q) = self.engine.queues.pop(key) else {
+                let Some(q) = self.engine.queues.take(key) else {
                     return;
                 };
-                let session = session.clone();
+                let (session, runner, key) = (session.clone(), self.clone(), key.to_string());
                 actions.spawn(async move {
                     let opts = Options {
                         force: q.force,
@@ -231,6 +249,7 @@ impl PolicyRunner {
                     if let Err(e) = crate::delivery::submit(&session, by, &q.text, opts).await {
                         tracing::warn!(session = session.id(), "queued prompt not delivered: {e}");
                     }
+                    runner.engine.queues.typed(&key);
                 });
             }
         }
@@ -309,6 +328,27 @@ mod tests {
             step(State::Idle, None, RETRY, &mut wait, false, now),
             Step::Nothing
         );
+    }
+
+    #[test]
+    fn one_queued_prompt_is_typed_at_a_time_in_order() {
+        let queues = Queues::default();
+        let actor = Actor::default();
+        for text in ["one", "two"] {
+            let q = Queued {
+                text: text.into(),
+                actor: actor.clone(),
+                force: false,
+            };
+            queues.push("a", q);
+        }
+        assert_eq!(queues.take("a").unwrap().text, "one");
+        assert!(queues.take("a").is_none(), "'one' is still being typed");
+        assert!(queues.has("a"));
+        queues.typed("a");
+        assert_eq!(queues.take("a").unwrap().text, "two");
+        queues.typed("a");
+        assert!(queues.take("a").is_none() && !queues.has("a"));
     }
 
     #[test]
