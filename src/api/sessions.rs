@@ -143,15 +143,14 @@ pub async fn send_line(
     ApiJson(req): ApiJson<SendLineRequest>,
 ) -> ApiResult<Json<WriteReply>> {
     let session = hub.get(&id)?;
-    hub.policy_runner().check_delivery_budget(&session)?;
+    let runner = hub.policy_runner();
+    runner.check_delivery_budget(&session)?;
     if req.submit {
         let opts = crate::delivery::Options {
             force: req.force,
             ..Default::default()
         };
-        let queued = hub
-            .policy_runner()
-            .queue_if_limited(&session, &actor, &req.data, opts);
+        let queued = runner.queue_if_limited(&session, &actor, &req.data, opts);
         let report = match queued {
             Some(report) => report,
             None => crate::delivery::submit(&session, By::Caller(&actor), &req.data, opts).await?,

@@ -119,12 +119,8 @@ impl Budgets {
 
     /// The budget in force for `written` (a set one wins) and its period's per.
     pub fn in_force(&self, written: &Written) -> Option<Budget> {
-        let mut saved = self.lock();
-        let set = saved
-            .of(written.scope)
-            .get(&written.name)
-            .and_then(|c| c.set);
-        set.or(written.budget)
+        self.set_budget(written.scope, &written.name)
+            .or(written.budget)
     }
 
     /// Judges `written`, whose budget in force is `budget`, with `standing` (the spending of
