@@ -58,8 +58,11 @@ async fn run(agents: usize, window: Duration) -> Result<()> {
             team: "bench".into(),
             dir: dir.path().join(format!("a{n}/projects")),
             format: Format::ClaudeTranscript,
+            from: Default::default(),
         };
-        ledger.follow(following, stop.clone());
+        ledger
+            .follow(following, stop.clone())
+            .map_err(std::io::Error::other)?;
     }
     let mut writer = writer(dir.path(), agents)?;
     // The first lines and the first walks of every directory, before the window.

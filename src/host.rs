@@ -22,6 +22,7 @@ use crate::registry::{NewSession, Origin, Registry, SessionRegistry};
 use crate::session::{Owner, Session, SessionSpec, StatusFiles};
 
 pub mod spawn_check;
+pub mod usage;
 
 use spawn_check::{check_cwd, check_program};
 
@@ -58,6 +59,8 @@ pub struct HostSessions {
     pub credentials: Arc<crate::credentials::Credentials>,
     /// Where the API really listens, once the daemon has bound it (else `config.listen`).
     pub api_addr: Arc<std::sync::OnceLock<std::net::SocketAddr>>,
+    /// Counts what a session's CLI spends.
+    pub ledger: Arc<crate::ledger::Ledger>,
 }
 
 impl HostSessions {
@@ -187,7 +190,9 @@ impl HostSessions {
                 (Box::new(b), Some(name))
             }
         };
-        let status_files = StatusFiles::Host(with_home(&spawn.env));
+        let env_with_home = with_home(&spawn.env);
+        let status_files = StatusFiles::Host(env_with_home.clone());
+        let usage_place = (env_with_home, spawn.cwd.clone(), self.team_of(&req.owner));
         let spec = SessionSpec {
             id: id.clone(),
             backend: kind,
@@ -212,7 +217,41 @@ impl HostSessions {
             Origin::Created,
         );
         session.follow_status_file(status_files);
+        self.follow_usage(&session, usage_place);
         Ok(session)
+    }
+
+    /// The team a session's spending counts for: its owner agent's, else the default one.
+    fn team_of(&self, owner: &Owner) -> String {
+        let agent = owner.owner_agent_id.as_deref();
+        let def = agent.and_then(|id| self.config.agent_defs().find(|d| d.id == id));
+        def.map_or(crate::config::DEFAULT_TEAM, |d| d.team())
+            .to_string()
+    }
+
+    /// Counts what the session's CLI spends from the records it writes after the session
+    /// started (found from its environment `env` and its working directory), or keeps why
+    /// not.
+    fn follow_usage(
+        &self,
+        session: &Arc<Session>,
+        (env, cwd, team): (BTreeMap<String, String>, PathBuf, String),
+    ) {
+        let id = session.id().to_string();
+        let followed =
+            usage::records_of(&session.profile(), &env, &cwd).and_then(|(dir, format)| {
+                let following = crate::ledger::Following {
+                    agent: id.clone(),
+                    team,
+                    from: crate::usage::files::extent(&dir, format),
+                    dir,
+                    format,
+                };
+                self.ledger.follow(following, session.closed())
+            });
+        if let Err(why) = followed {
+            self.ledger.note_unread(&id, why);
+        }
     }
 
     /// What a host session given hub access gets: the hub's TCP address, a credential acting

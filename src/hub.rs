@@ -146,6 +146,7 @@ impl Hub {
             policy: policy.clone(),
             credentials: credentials.clone(),
             api_addr: Arc::default(),
+            ledger: ledger.clone(),
         };
         let externals = crate::external_sessions::Externals {
             sessions: sessions.clone(),

@@ -158,7 +158,9 @@ impl Agents {
             session.follow_status_file(StatusFiles::Container(dir));
         }
         if let Some(following) = self.usage_following(def) {
-            self.handles.ledger.follow(following, session.closed());
+            if let Err(why) = self.handles.ledger.follow(following, session.closed()) {
+                tracing::warn!(agent = %id, "its usage is not read: {why}");
+            }
         }
         // The pane already has the session's size (`attach_tmux` made it so).
         Ok(session_id)

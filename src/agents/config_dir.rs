@@ -23,6 +23,15 @@ pub struct ConfigDirSpec {
 }
 
 impl ConfigDirSpec {
+    /// A CLI's data dir ([`crate::usage::DataDir`]), found as a config dir is.
+    pub fn of_data_dir(data: &crate::usage::DataDir) -> Self {
+        ConfigDirSpec {
+            var: Some(data.env.clone()),
+            under_var: String::new(),
+            under_home: data.home.clone(),
+        }
+    }
+
     fn new(var: &str, under_var: &str, under_home: &str) -> Self {
         ConfigDirSpec {
             var: Some(var.into()),
@@ -145,6 +154,12 @@ fn in_kept_home(under: &str, agent: AgentFiles) -> Result<PathBuf, String> {
             None => Err(format!("keep_home = false: ~/{under} is not kept")),
         },
     }
+}
+
+/// `path` (an absolute path in the container) on this machine, or why the hub cannot see it
+/// there.
+pub fn on_this_machine(path: &str, agent: AgentFiles) -> Result<PathBuf, String> {
+    seen_through(Path::new(path), agent)
 }
 
 /// `path` (in the container) on this machine, or why the hub cannot see it there.

@@ -10,6 +10,7 @@ use super::{home, resume, Agents};
 use crate::agent_state::profile::Install;
 use crate::config::AgentDef;
 use crate::error::{HubError, HubResult};
+use crate::usage::Under;
 
 /// Where the tmux session gets the arguments of this start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,16 +48,20 @@ impl Agents {
     pub(super) fn config_dir(&self, def: &AgentDef) -> Option<(ConfigDirSpec, ConfigDir)> {
         let profile = (self.handles.profiles)(def.cli_type.as_deref()).profile;
         let spec = config_dir::spec_of(&profile).filter(|_| def.docker_host.is_none())?;
+        let dir = self.with_files(def, |files| config_dir::locate(&spec, files));
+        Some((spec, dir))
+    }
+
+    /// `f` of what the hub knows of the agent's files.
+    fn with_files<T>(&self, def: &AgentDef, f: impl FnOnce(AgentFiles) -> T) -> T {
         let home = self.home_in_container(def);
         let kept_home = self.host_home(def);
-        let files = AgentFiles {
+        f(AgentFiles {
             env: &def.env,
             mounts: &def.mounts,
             home: home.as_deref(),
             kept_home: kept_home.as_deref(),
-        };
-        let dir = config_dir::locate(&spec, files);
-        Some((spec, dir))
+        })
     }
 
     /// Its CLI's config dir on this machine, or why the hub cannot see it (logged for `what`).
@@ -208,15 +213,34 @@ impl Agents {
                 profile.name
             ));
         };
-        let config = match self.config_dir(def) {
-            Some((_, dir)) => dir.on_host?,
-            None => return Err("its CLI's config dir is not on this machine".into()),
+        if def.docker_host.is_some() {
+            return Err(
+                "it runs on a remote engine: its CLI's records are not on this machine".into(),
+            );
+        }
+        let place = match spec.under() {
+            Under::ConfigDir => match self.config_dir(def) {
+                Some((_, dir)) => dir.on_host?,
+                None => return Err("its CLI's config dir is not on this machine".into()),
+            },
+            Under::DataDir(data) => {
+                let spec = ConfigDirSpec::of_data_dir(data);
+                self.with_files(def, |files| config_dir::locate(&spec, files).on_host)?
+            }
+            Under::Workdir => {
+                let workdir = def.workdir_or_default().ok_or(
+                    "it names no workdir: the hub cannot tell where its CLI keeps its records",
+                )?;
+                self.with_files(def, |files| config_dir::on_this_machine(&workdir, files))
+                    .map_err(|why| format!("its workdir {workdir} {why}"))?
+            }
         };
         Ok(crate::ledger::Following {
             agent: def.id.clone(),
             team: def.team().to_string(),
-            dir: config.join(&spec.dir),
+            dir: place.join(&spec.dir),
             format: spec.records,
+            from: Default::default(),
         })
     }
 

@@ -8,6 +8,7 @@ use axum::Json;
 
 use super::error::{ApiQuery, ApiResult};
 use crate::actor::Actor;
+use crate::config::DEFAULT_TEAM;
 use crate::error::HubResult;
 use crate::hub::Hub;
 use crate::protocol::{
@@ -73,13 +74,18 @@ pub async fn usage(
     }))
 }
 
-/// What agent `id` spent in `period`: `null` with the reason when the hub cannot read its
-/// CLI's records and has counted nothing of it; a removed agent's figures stay.
+/// What agent `id` (or host session `id`) spent in `period`: `null` with the reason when the
+/// hub cannot read its CLI's records and has counted nothing of it; a removed agent's figures
+/// stay.
 fn agent_usage_of(hub: &Hub, id: &str, period: Period) -> HubResult<AgentUsage> {
     let ledger = hub.ledger();
     let counted_team = ledger.team_of(id);
     let (team, unread) = match hub.agents().def(id) {
         Ok(def) => (def.team().to_string(), hub.agents().usage_unread(id)?),
+        Err(_) if is_host_session(hub, id) => (
+            counted_team.clone().unwrap_or_else(|| DEFAULT_TEAM.into()),
+            ledger.unread(id),
+        ),
         Err(e) => (counted_team.clone().ok_or(e)?, None),
     };
     let (usage, reason) = match unread {
@@ -92,6 +98,13 @@ fn agent_usage_of(hub: &Hub, id: &str, period: Period) -> HubResult<AgentUsage> 
         usage,
         reason,
     })
+}
+
+/// Whether `id` is a session the hub started on this machine.
+fn is_host_session(hub: &Hub, id: &str) -> bool {
+    hub.sessions()
+        .get(id)
+        .is_ok_and(|s| s.spec().source == "host")
 }
 
 /// The query's period: from `since` and from a named `period`'s start, whichever is later,

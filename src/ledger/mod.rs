@@ -23,6 +23,10 @@ pub struct Ledger {
     dir: PathBuf,
     prices: PriceTable,
     tally: Mutex<Tally>,
+    /// The directories followed now, with whose records they are.
+    followed: Mutex<HashMap<PathBuf, String>>,
+    /// Why the records of a host session are not counted, by session.
+    unread: Mutex<HashMap<String, String>>,
 }
 
 impl Ledger {
@@ -44,6 +48,8 @@ impl Ledger {
             dir,
             prices,
             tally: Mutex::new(tally),
+            followed: Mutex::default(),
+            unread: Mutex::default(),
         }
     }
 
@@ -98,6 +104,18 @@ impl Ledger {
     /// All that was counted, by agent, team and model (all time).
     pub fn totals(&self) -> Vec<crate::usage::tally::Total> {
         self.lock().totals(&self.prices)
+    }
+
+    /// Keeps why the records of `session` (a host session's) are not counted.
+    pub fn note_unread(&self, session: &str, why: String) {
+        let mut unread = self.unread.lock().unwrap_or_else(|e| e.into_inner());
+        unread.insert(session.to_string(), why);
+    }
+
+    /// Why the records of `session` are not counted, if it was said.
+    pub fn unread(&self, session: &str) -> Option<String> {
+        let unread = self.unread.lock().unwrap_or_else(|e| e.into_inner());
+        unread.get(session).cloned()
     }
 
     /// The team of `agent`'s latest counted call.

@@ -1,5 +1,5 @@
-//! Aider's usage, which it keeps in no file of its own: the report it prints after each reply
-//! (and copies into `.aider.chat.history.md`),
+//! Aider's usage, which it keeps in no record of its own: the report it prints after each
+//! reply, and copies into its chat history (`.aider.chat.history.md`, read by [`History`]),
 //!
 //! ```text
 //! Tokens: 2.0k sent, 78 cache write, 560 cache hit, 34 received.
@@ -24,7 +24,7 @@
 use regex::Regex;
 use std::sync::LazyLock;
 
-use super::Tokens;
+use super::{Call, Tokens};
 
 static REPORT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
@@ -65,6 +65,80 @@ pub fn reports(text: &str) -> Vec<Report> {
             })
         })
         .collect()
+}
+
+/// The model of Aider's announcement (`Model: openai/x with whole edit format`, `Main model:
+/// …` when it has a weak model of another name).
+static MODEL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:Main model|Model): (?P<name>\S+) with ").expect("the model pattern compiles")
+});
+
+/// Aider's chat history (`.aider.chat.history.md` in the repository it works in), read line
+/// by line: each report becomes a call of the model the session's latest announcement names.
+/// Aider writes a report in one piece, so a `Cost:` on a line of its own arrives with its
+/// `Tokens:` line; a report whose `Cost:` may follow (both cache counts and no cost) waits for
+/// the next line, which an unpriced model's report never has: its call is counted with Aider's
+/// next line.
+#[derive(Debug, Default)]
+pub struct History {
+    model: Option<String>,
+    /// A report that may go on with a `Cost:` line.
+    pending: Option<String>,
+    /// The reports read so far (each call's key).
+    read: u64,
+}
+
+impl History {
+    /// The call a line ends, if any.
+    pub fn line(&mut self, line: &str) -> Option<Call> {
+        let text = line.strip_prefix("> ").unwrap_or(line).trim_end();
+        if let Some(m) = MODEL.captures(text) {
+            self.model = Some(api_name(&m["name"]).to_string());
+        }
+        match self.pending.take() {
+            Some(report) if text.starts_with("Cost:") => self.call(&format!("{report}\n{text}")),
+            Some(report) => {
+                self.hold(text);
+                self.call(&report)
+            }
+            None if self.hold(text) => None,
+            None => self.call(text),
+        }
+    }
+
+    /// Keeps `text` for the next line when it is a report that may go on there.
+    fn hold(&mut self, text: &str) -> bool {
+        let may_go_on = text.starts_with("Tokens:")
+            && text.contains(" cache write,")
+            && text.contains(" cache hit,")
+            && !text.contains("Cost:");
+        if may_go_on {
+            self.pending = Some(text.to_string());
+        }
+        may_go_on
+    }
+
+    /// The call of the report `text` holds (none when it holds none).
+    fn call(&mut self, text: &str) -> Option<Call> {
+        if !text.starts_with("Tokens:") {
+            return None;
+        }
+        let report = reports(text).into_iter().next()?;
+        self.read += 1;
+        Some(Call {
+            key: format!("aider:{}", self.read),
+            at: None,
+            model: self.model.clone(),
+            tokens: report.tokens,
+            stated_cost_usd: report.cost_usd,
+        })
+    }
+}
+
+/// The model as its API knows it: Aider's (LiteLLM's) name without its provider
+/// (`openai/gpt-4o`: `gpt-4o`; `openrouter/anthropic/claude-x`: `anthropic/claude-x`).
+fn api_name(name: &str) -> &str {
+    name.split_once('/').map_or(name, |(_, model)| model)
 }
 
 /// `765`, `1.2k`, `12k`, as Aider prints them.
@@ -125,6 +199,47 @@ mod tests {
                 cache_write: 0
             }
         );
+    }
+
+    /// Lines as Aider appends them to its chat history.
+    const HISTORY: &str = "\n# aider chat started at 2026-11-27 10:00:00\n\n\
+        > Aider v0.86.2  \n> Model: openai/standin-model with whole edit format  \n\
+        > Git repo: .git with 1 files  \n\n#### say something  \n\nHi.\n\n\
+        > Tokens: 765 sent, 4 received. Cost: $0.0024 message, $0.0024 session.  \n\n\
+        #### please run a tool  \n\n\
+        > Tokens: 2.0k sent, 78 cache write, 560 cache hit, 34 received.\n\
+        Cost: $0.0067 message, $0.0091 session.  \n\n\
+        > Tokens: 2.0k sent, 78 cache write, 560 cache hit, 34 received.  \n\n\
+        > /model x  \n";
+
+    #[test]
+    fn the_history_gives_each_report_as_a_call_of_the_announced_model() {
+        let mut history = History::default();
+        let calls: Vec<Call> = HISTORY.lines().filter_map(|l| history.line(l)).collect();
+        assert_eq!(calls.len(), 3, "{calls:#?}");
+        assert!(calls
+            .iter()
+            .all(|c| c.model.as_deref() == Some("standin-model")));
+        assert_eq!(calls[0].tokens.input, 765);
+        assert_eq!(calls[0].stated_cost_usd, Some(0.0024));
+        // The cost on a line of its own belongs to its report.
+        assert_eq!(calls[1].tokens.cache_write, 78);
+        assert_eq!(calls[1].stated_cost_usd, Some(0.0067));
+        // An unpriced report that may have gone on: counted with the line after it.
+        assert_eq!(calls[2].tokens.input, 1284);
+        assert_eq!(calls[2].stated_cost_usd, None);
+        let keys: Vec<&str> = calls.iter().map(|c| c.key.as_str()).collect();
+        assert_eq!(keys, ["aider:1", "aider:2", "aider:3"]);
+    }
+
+    #[test]
+    fn models_are_named_as_their_api_names_them() {
+        assert_eq!(api_name("openai/gpt-4o"), "gpt-4o");
+        assert_eq!(
+            api_name("openrouter/anthropic/claude-x"),
+            "anthropic/claude-x"
+        );
+        assert_eq!(api_name("gpt-4o"), "gpt-4o");
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! One agent's record files, followed as they grow: every `*.jsonl` file under the records'
-//! directory (its subdirectories included), each read by a [`Reader`] of its own, whole lines
-//! only (a line being written is read once it ends).
+//! One agent's record files, followed as they grow: every file of its format under the
+//! records' directory (`*.jsonl`, its subdirectories included; Aider's history in the directory
+//! itself), each read by a [`Reader`] of its own, whole lines only (a line being written is
+//! read once it ends).
 //!
 //! After a restart the files are read from their start again, so that each reader knows what
 //! came before (a call written on several lines, the model a Codex rollout named earlier); the
@@ -13,8 +14,6 @@ use std::path::{Path, PathBuf};
 use super::records::{Format, Reader};
 use super::Call;
 
-/// How deep under the records' directory files are looked for (Codex: `YYYY/MM/DD/`).
-const MAX_DEPTH: usize = 5;
 /// The most read of one file at one look (the rest is read at the next).
 const MAX_READ: u64 = 8 << 20;
 
@@ -57,7 +56,7 @@ impl RecordFiles {
     /// The calls the files gained since the last look (none when the directory is missing).
     pub fn poll(&mut self) -> Vec<ReadCall> {
         let mut found = Vec::new();
-        walk(&self.dir, 0, &mut found);
+        walk(&self.dir, self.format, 0, &mut found);
         let mut out = Vec::new();
         for path in found {
             let Ok(rel) = path.strip_prefix(&self.dir) else {
@@ -87,6 +86,21 @@ impl RecordFiles {
         }
         out
     }
+}
+
+/// How far each record file of `format` under `dir` goes now (a host session counts only what
+/// its CLI writes after it started).
+pub fn extent(dir: &Path, format: Format) -> HashMap<String, u64> {
+    let mut found = Vec::new();
+    walk(dir, format, 0, &mut found);
+    found
+        .into_iter()
+        .filter_map(|path| {
+            let len = std::fs::metadata(&path).ok()?.len();
+            let rel = path.strip_prefix(dir).ok()?.to_string_lossy().into_owned();
+            Some((rel, len))
+        })
+        .collect()
 }
 
 impl Followed {
@@ -123,8 +137,9 @@ impl Followed {
     }
 }
 
-/// The `*.jsonl` files under `dir`, at most [`MAX_DEPTH`] levels down (links not followed).
-fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+/// The record files of `format` under `dir`, at most [`Format::depth`] levels down (links not
+/// followed).
+fn walk(dir: &Path, format: Format, depth: usize, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -133,9 +148,9 @@ fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
             continue;
         };
         let path = entry.path();
-        if kind.is_dir() && depth < MAX_DEPTH {
-            walk(&path, depth + 1, out);
-        } else if kind.is_file() && path.extension().is_some_and(|e| e == "jsonl") {
+        if kind.is_dir() && depth < format.depth() {
+            walk(&path, format, depth + 1, out);
+        } else if kind.is_file() && format.names(&entry.file_name().to_string_lossy()) {
             out.push(path);
         }
     }
@@ -195,6 +210,24 @@ mod tests {
             &format!("{}\n", claude_line("d", 1)),
         );
         assert_eq!(files.poll().len(), 1);
+    }
+
+    #[test]
+    fn counting_from_the_extent_leaves_out_what_was_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.jsonl");
+        append(&file, &format!("{}\n", claude_line("a", 5)));
+        let from = extent(dir.path(), Format::ClaudeTranscript);
+        assert_eq!(from.len(), 1, "{from:?}");
+        let mut files = RecordFiles::new(dir.path().into(), Format::ClaudeTranscript, from);
+        append(&file, &format!("{}\n", claude_line("b", 9)));
+        append(
+            &dir.path().join("new.jsonl"),
+            &format!("{}\n", claude_line("c", 3)),
+        );
+        let mut outputs: Vec<u64> = files.poll().iter().map(|r| r.call.tokens.output).collect();
+        outputs.sort();
+        assert_eq!(outputs, [3, 9]);
     }
 
     #[test]

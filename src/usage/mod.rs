@@ -59,10 +59,47 @@ impl AddAssign for Tokens {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UsageSpec {
-    /// The records' format: `claude-transcript`, `codex-rollout` or `gemini-chat`.
+    /// The records' format: `claude-transcript`, `codex-rollout`, `gemini-chat` or
+    /// `aider-history`.
     pub records: records::Format,
-    /// Their directory under the CLI's config dir (its subdirectories included): `projects`.
+    /// Their directory under where they are (its subdirectories included): `projects`; empty
+    /// for that place itself.
+    #[serde(default)]
     pub dir: String,
+    /// Where `dir` is when not under the CLI's config dir: a data dir of its own (opencode's).
+    pub data_dir: Option<DataDir>,
+    /// `dir` is under the directory the CLI works in (Aider's repository).
+    #[serde(default)]
+    pub in_workdir: bool,
+}
+
+/// A directory of a CLI's own: the one `env` names, else `home` under its home (opencode's
+/// `$XDG_DATA_HOME`, else `.local/share`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataDir {
+    pub env: String,
+    pub home: String,
+}
+
+/// Where a CLI's records are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Under<'a> {
+    /// The config dir its status file or its hooks are in (`~/.claude`).
+    ConfigDir,
+    DataDir(&'a DataDir),
+    Workdir,
+}
+
+impl UsageSpec {
+    /// Where its `dir` is.
+    pub fn under(&self) -> Under<'_> {
+        match (&self.data_dir, self.in_workdir) {
+            (Some(d), _) => Under::DataDir(d),
+            (None, true) => Under::Workdir,
+            (None, false) => Under::ConfigDir,
+        }
+    }
 }
 
 /// One model call as a CLI recorded it.

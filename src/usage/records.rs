@@ -23,7 +23,31 @@ pub enum Format {
     CodexRollout,
     /// Gemini CLI's chat logs: `~/.gemini/tmp/<project>/chats/session-*.jsonl`.
     GeminiChat,
+    /// Aider's chat history: `.aider.chat.history.md` in the repository it works in.
+    AiderHistory,
 }
+
+impl Format {
+    /// Whether a file of this name is one of its records.
+    pub fn names(self, file_name: &str) -> bool {
+        match self {
+            Format::AiderHistory => file_name == AIDER_HISTORY,
+            _ => file_name.ends_with(".jsonl"),
+        }
+    }
+
+    /// How deep under the records' directory they are looked for (Codex: `YYYY/MM/DD/`);
+    /// Aider's is in the directory itself (a repository: not walked).
+    pub fn depth(self) -> usize {
+        match self {
+            Format::AiderHistory => 0,
+            _ => 5,
+        }
+    }
+}
+
+/// The name of Aider's chat history.
+const AIDER_HISTORY: &str = ".aider.chat.history.md";
 
 /// The calls of one record file, read line by line.
 #[derive(Debug)]
@@ -33,6 +57,8 @@ pub struct Reader {
     model: Option<String>,
     /// What was counted of each call so far.
     counted: HashMap<String, Tokens>,
+    /// Aider's history, read as text.
+    aider: super::aider::History,
 }
 
 impl Reader {
@@ -41,17 +67,22 @@ impl Reader {
             format,
             model: None,
             counted: HashMap::new(),
+            aider: Default::default(),
         }
     }
 
     /// The call `line` records, as far as it was not counted before; none for any other line
     /// (or one that is not JSON: a line being written is read again once it is whole).
     pub fn line(&mut self, line: &str) -> Option<Call> {
+        if self.format == Format::AiderHistory {
+            return self.aider.line(line);
+        }
         let record: Value = serde_json::from_str(line).ok()?;
         let mut call = match self.format {
             Format::ClaudeTranscript => claude(&record)?,
             Format::CodexRollout => self.codex(&record)?,
             Format::GeminiChat => gemini(&record)?,
+            Format::AiderHistory => return None,
         };
         let before = self.counted.insert(call.key.clone(), call.tokens);
         if let Some(before) = before {

@@ -2,7 +2,8 @@
 //! of each CLI (an instant answer; a tool call, allowed, and the answer after the tool) against
 //! the stand-in reporting [`CHOSEN`] tokens for every call, then the CLI's own records read
 //! with [`agent_hub::usage`]: one call for each model call of the conversation the stand-in
-//! answered, each with the chosen tokens (in Anthropic's meaning) and the model asked for.
+//! answered, each with the chosen tokens (in Anthropic's meaning) and the model asked for; and
+//! the hub, following the records of its host session, counts exactly those calls.
 //! Skips without a CLI, as the other real-CLI tests do. What each CLI records, and where, is
 //! in `docs/research/cli-usage-records.md`.
 
@@ -116,6 +117,23 @@ async fn assert_recorded(
     }
 }
 
+/// Waits (`T` at most) until the hub has counted `n` calls of `each` for `run`'s session
+/// (from the CLI's records written since the session started, as it counts an agent's), then
+/// asserts them, all of `model`.
+async fn assert_counted(run: &RealCli<'_>, n: usize, each: Tokens, model: &str) {
+    let path = format!("/v1/agents/{}/usage", run.id);
+    let counted = wait_until(T, || async {
+        run.hub.get(&path).await.1["usage"]["calls"] == n as u64
+    })
+    .await;
+    let (_, v) = run.hub.get(&path).await;
+    assert!(counted, "not {n} calls counted: {v}");
+    let want = serde_json::to_value(sum(std::iter::repeat_n(each, n))).unwrap();
+    assert_eq!(v["usage"]["tokens"], want, "{v}");
+    assert_eq!(v["usage"]["by_model"][0]["model"], model, "{v}");
+    assert_eq!(v["team"], "default", "{v}");
+}
+
 /// The one model the calls `answered` asked for.
 fn model_of(answered: &[Answered]) -> String {
     let models: Vec<Option<String>> = answered.iter().map(Answered::model).collect();
@@ -154,6 +172,7 @@ async fn claude_code_records_what_each_call_spent() {
     let all = standin.answered();
     let read = || recorded(&projects, Format::ClaudeTranscript);
     assert_recorded("transcripts", read, &all, CHOSEN.tokens()).await;
+    assert_counted(&run, all.len(), CHOSEN.tokens(), &model_of(&all)).await;
     print_summary("claude-code", &all, all.len(), started);
 }
 
@@ -182,6 +201,7 @@ async fn codex_records_what_each_call_spent() {
         .collect();
     let read = || recorded(&sessions, Format::CodexRollout);
     assert_recorded("rollouts", read, &turns, CHOSEN.tokens()).await;
+    assert_counted(&run, turns.len(), CHOSEN.tokens(), &model_of(&turns)).await;
     print_summary("codex", &all, turns.len(), started);
 }
 
@@ -211,6 +231,7 @@ async fn gemini_cli_records_what_each_call_spent() {
     };
     let read = || recorded(&chats, Format::GeminiChat);
     assert_recorded("chat logs", read, &all, each).await;
+    assert_counted(&run, all.len(), each, &model_of(&all)).await;
     print_summary("gemini-cli", &all, all.len(), started);
 }
 
@@ -251,6 +272,12 @@ async fn aider_reports_what_each_call_spent() {
         assert_eq!(report.tokens, each, "{detail}");
         assert!(report.cost_usd.is_some_and(|c| c > 0.0), "{detail}");
     }
+    // The hub reads the same reports from Aider's chat history, and takes its cost.
+    assert_counted(&run, all.len(), each, &model_of(&all)).await;
+    let (_, v) = hub.get(&format!("/v1/agents/{}/usage", run.id)).await;
+    let stated: f64 = reports.iter().filter_map(|r| r.cost_usd).sum();
+    let cost = v["usage"]["cost_usd"].as_f64().unwrap_or(-1.0);
+    assert!((cost - stated).abs() < 1e-9, "{cost} != {stated}: {v}");
     print_summary("aider", &all, reports.len(), started);
 }
 

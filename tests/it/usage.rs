@@ -251,8 +251,8 @@ async fn a_container_agent_s_usage_is_counted_exactly_and_kept() {
     assert_eq!(fleet["total"], v["usage"], "{fleet}");
 }
 
-/// Bad queries: 400 naming the field; an unknown agent: 404; an agent whose CLI keeps no
-/// records the hub reads: `usage: null` with the reason.
+/// Bad queries: 400 naming the field; an unknown agent: 404; an agent whose CLI's records the
+/// hub cannot find: `usage: null` with the reason.
 #[tokio::test]
 async fn bad_usage_queries_are_refused_and_an_unreadable_cli_says_why() {
     let hub = TestHub::start_with(|c| {
@@ -288,8 +288,9 @@ async fn bad_usage_queries_are_refused_and_an_unreadable_cli_says_why() {
     let (status, v) = hub.get("/v1/agents/ai/usage?period=week").await;
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["usage"], Value::Null, "{v}");
+    // Aider's history is in its repository: an agent naming no workdir has none the hub sees.
     assert!(
-        v["reason"].as_str().unwrap().contains("aider profile"),
+        v["reason"].as_str().unwrap().contains("names no workdir"),
         "{v}"
     );
     assert!(v["since"].as_str().unwrap().ends_with("T00:00:00Z"), "{v}");
@@ -298,4 +299,48 @@ async fn bad_usage_queries_are_refused_and_an_unreadable_cli_says_why() {
         .get("/v1/usage?since=2026-11-27T00:00:00Z&until=2026-11-26T00:00:00Z")
         .await;
     assert_eq!((status, &v["total"]["calls"]), (200, &json!(0)), "{v}");
+}
+
+/// A host session counts what its CLI writes to the records its environment names; a second
+/// live session whose records are the same directory is not counted (the hub could not tell
+/// their calls apart), and says so; a session whose profile names no records says that.
+#[tokio::test]
+async fn host_sessions_sharing_their_records_are_not_counted_and_say_why() {
+    let hub = TestHub::start().await;
+    let config = tempfile::tempdir().unwrap();
+    let claude_like = json!({
+        "backend": "pty", "shell": "/bin/sh", "args": ["-c", "sleep 60"],
+        "cli_type": "claude",
+        "env": {"CLAUDE_CONFIG_DIR": config.path()},
+    });
+    let (_, first) = hub.post("/v1/pty/sessions", claude_like.clone()).await;
+    let (_, second) = hub.post("/v1/pty/sessions", claude_like).await;
+    let (_, shell) = hub
+        .post(
+            "/v1/pty/sessions",
+            json!({"backend": "pty", "shell": "/bin/sh", "args": ["-c", "sleep 60"]}),
+        )
+        .await;
+    let usage = |v: &Value| format!("/v1/agents/{}/usage", v["session_id"].as_str().unwrap());
+    let (status, v) = hub.get(&usage(&first)).await;
+    assert_eq!((status, &v["usage"]["calls"]), (200, &json!(0)), "{v}");
+    let (_, v) = hub.get(&usage(&second)).await;
+    assert_eq!(v["usage"], Value::Null, "{v}");
+    let reason = v["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&first["session_id"].as_str().unwrap().to_string()),
+        "{v}"
+    );
+    assert!(
+        reason.contains("cannot tell which session wrote them"),
+        "{v}"
+    );
+    let (_, v) = hub.get(&usage(&shell)).await;
+    assert!(
+        v["reason"]
+            .as_str()
+            .unwrap()
+            .contains("names no usage records"),
+        "{v}"
+    );
 }

@@ -553,7 +553,7 @@ pub(super) fn agent_changes() {}
     path = "/v1/agents/{id}/usage",
     operation_id = "agent_usage",
     summary = "What the agent's model calls used (tokens by kind and model) and cost, read from its CLI's own records, for a period (all time by default); `usage` is null, with a `reason`, when the hub cannot read its CLI's records.",
-    params(("id" = String, Path, description = "Agent id (a removed agent's figures stay)"), UsageQuery),
+    params(("id" = String, Path, description = "Agent id (a removed agent's figures stay), or a host session's id"), UsageQuery),
     responses((status = 200, body = AgentUsageReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 pub(super) fn agent_usage() {}
