@@ -102,9 +102,8 @@ fn applies(rule: &Rule, look: &Look) -> bool {
 
 /// What `rule` matches in the content rows (or the title); `None` when nothing.
 fn read<'p>(rule: &'p Rule, content: &[String], title: &str) -> Option<Reading<'p>> {
-    let from = content.len().saturating_sub(rule.rows as usize);
     let (evidence, rows) = match (&rule.matcher, rule.on) {
-        (Matcher::Pattern(regex), Source::Screen) => (from..content.len())
+        (Matcher::Pattern(regex), Source::Screen) => rows_read(rule, content)
             .filter(|&i| regex.is_match(&content[i]))
             .map(|i| (content[i].trim_end().to_string(), i))
             .unzip(),
@@ -122,6 +121,23 @@ fn read<'p>(rule: &'p Rule, content: &[String], title: &str) -> Option<Reading<'
         evidence,
         rows,
     })
+}
+
+/// The rows a screen rule reads: the bottom `rows`; with `above`, the last block of text
+/// (rows up to a blank one) above the lowest row `above` matches, none when no row does.
+fn rows_read(rule: &Rule, content: &[String]) -> std::ops::Range<usize> {
+    let Some(above) = &rule.above else {
+        return content.len().saturating_sub(rule.rows as usize)..content.len();
+    };
+    let blank = |i: &usize| content[*i].trim().is_empty();
+    let Some(at) = content.iter().rposition(|r| above.is_match(r)) else {
+        return 0..0;
+    };
+    let Some(last) = (0..at).rev().find(|i| !blank(i)) else {
+        return 0..0;
+    };
+    let first = (0..last).rev().find(blank).map_or(0, |i| i + 1);
+    first..last + 1
 }
 
 /// The generic limit rule's reading of the rows none of the profile's `readings` read.

@@ -41,6 +41,7 @@ static GENERIC: LazyLock<Rule> = LazyLock::new(|| Rule {
     on: Source::Screen,
     priority: 25,
     rows: GENERIC_ROWS,
+    above: None,
     stable: Duration::ZERO,
     changing: None,
 });
@@ -50,10 +51,15 @@ pub fn generic() -> &'static Rule {
     &GENERIC
 }
 
-/// When the limit the `evidence` lines show ends, seen at `now` (their reset time or a
-/// retry's countdown, by [`super::reset_time`]); `None` when they name no time.
-pub fn until(evidence: &[String], now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    super::reset_time::reset_time(&evidence.join("\n"), now)
+/// When the limit the `evidence` lines show ends, first seen at `first_seen` and read at
+/// `now` (their reset time or a retry's countdown, by [`super::reset_time`]); `None` when they
+/// name no time.
+pub fn until(
+    evidence: &[String],
+    first_seen: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    super::reset_time::reset_time(&evidence.join("\n"), first_seen, now)
 }
 
 #[cfg(test)]
@@ -105,6 +111,7 @@ mod tests {
         assert_eq!(
             until(
                 &lines(&["✻ 429 slow down · retrying in 18s · attempt 1/10"]),
+                now,
                 now
             ),
             Some(now + chrono::Duration::seconds(18))
@@ -115,12 +122,13 @@ mod tests {
                     "│ Usage limit reached for m.",
                     "│ Access resets at 4:01 AM UTC."
                 ]),
+                now,
                 now
             ),
             Some("2026-11-27T04:01:00Z".parse().unwrap())
         );
         assert_eq!(
-            until(&lines(&["API Error: Request rejected (429)"]), now),
+            until(&lines(&["API Error: Request rejected (429)"]), now, now),
             None
         );
     }

@@ -187,6 +187,9 @@ struct RuleFile {
     #[serde(default)]
     priority: i32,
     rows: Option<u16>,
+    /// A regex: the rule reads the last block of text (rows up to a blank one) above the
+    /// lowest row it matches, instead of the bottom rows.
+    above: Option<Spanned<String>>,
     /// The rule applies only once what it reads has been still this long.
     #[serde(default)]
     stable_ms: u64,
@@ -274,6 +277,9 @@ pub struct Rule {
     pub priority: i32,
     /// How many of the bottom non-empty rows the rule looks at (screen rules).
     pub rows: u16,
+    /// Instead of the bottom rows, the last block of text above the lowest row this matches
+    /// (Codex's last message above its composer, not one further up in its transcript).
+    pub above: Option<Regex>,
     /// The rule applies only once what it reads has been still this long (for a screen that
     /// looks the same at rest and while text streams in above it).
     pub stable: Duration,
@@ -515,6 +521,7 @@ pub fn parse(text: &str, origin: &str, stem: &str) -> Result<Profile, AgentState
             on: r.on,
             priority: r.priority,
             rows: r.rows.unwrap_or(file.bottom_rows).max(1),
+            above: r.above.as_ref().map(regex).transpose()?,
             stable: Duration::from_millis(r.stable_ms),
             changing: r.changing_ms.map(Duration::from_millis),
         });

@@ -5,7 +5,9 @@
 //! - a clock time: `resets 3pm`, `resets 3:34am (UTC)`, `try again at 4:02 AM`,
 //!   `Access resets at 4:01 AM UTC`.
 //!
-//! A clock time is the next one to come (today's, else tomorrow's). It is read as UTC: the
+//! A clock time is the next one to come after the limit was first seen (today's, else
+//! tomorrow's; a minute's grace, as CLIs show hours and minutes): so it stays where it was
+//! once it has passed, while a delay counts from the look that read it. It is read as UTC: the
 //! CLIs print their process's local time, and agent containers run in UTC; for a host session
 //! in another zone the caller must shift it by that zone's offset.
 
@@ -33,9 +35,15 @@ static CLOCK: LazyLock<Regex> = LazyLock::new(|| {
         .expect("the clock pattern compiles")
 });
 
-/// When the limit `text` speaks of ends, seen at `now`; none when it names no time.
-pub fn reset_time(text: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    clock(text, now).or_else(|| delay(text).map(|d| now + d))
+/// When the limit `text` speaks of ends, first seen at `first_seen` and read at `now`; none
+/// when it names no time.
+pub fn reset_time(
+    text: &str,
+    first_seen: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    let grace = Duration::minutes(1);
+    clock(text, first_seen - grace).or_else(|| delay(text).map(|d| now + d))
 }
 
 /// `in 2h 14m` and its kin.
@@ -85,7 +93,20 @@ mod tests {
     }
 
     fn at(text: &str) -> Option<String> {
-        reset_time(text, now()).map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+        reset_time(text, now(), now()).map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+    }
+
+    #[test]
+    fn a_clock_time_stays_once_it_has_passed_and_a_delay_counts_from_the_look() {
+        let later = now() + Duration::minutes(45);
+        let text = "try again at 2:30 AM.";
+        let passed = reset_time(text, now(), later).unwrap();
+        assert_eq!(passed.to_rfc3339(), "2026-11-27T02:30:00+00:00");
+        // Shown to the minute: seen at 02:30:20, `2:30` is that minute, not tomorrow's.
+        let seen = now() + Duration::seconds(30 * 60 + 20);
+        assert_eq!(reset_time(text, seen, seen), Some(passed));
+        let countdown = reset_time("retrying in 18s", now(), later).unwrap();
+        assert_eq!(countdown, later + Duration::seconds(18));
     }
 
     #[test]

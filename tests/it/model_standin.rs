@@ -160,6 +160,10 @@ pub struct Limit {
     pub retry_after_s: u64,
     /// How many model calls get a 429; `None`: every one until [`ModelStandIn::unlimit`].
     pub calls: Option<u32>,
+    /// A usage limit that resets then (epoch seconds) instead of a rate limit: Codex's
+    /// `usage_limit_reached`, which it does not retry and shows as `try again at 3:34 AM`
+    /// (the Responses API only).
+    pub resets_at: Option<i64>,
 }
 
 #[derive(Clone, Default)]
@@ -299,6 +303,9 @@ fn rate_limited(path: &str, limit: Limit) -> Response {
                "message": "Resource has been exhausted (e.g. check quota).",
                "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo",
                             "retryDelay": format!("{after}s")}]}})
+    } else if let (Some(at), "/v1/responses") = (limit.resets_at, path) {
+        json!({"error": {"type": "usage_limit_reached", "resets_at": at,
+               "message": "The usage limit has been reached"}})
     } else if path == "/v1/responses" {
         json!({"error": {"type": "rate_limit_exceeded", "code": "rate_limit_exceeded",
                "message": format!("Rate limit reached for gpt-standin. Please try again in {after}s.")}})

@@ -97,6 +97,7 @@ impl Limits {
         standin.limit(Limit {
             retry_after_s: expect.retry_after_s,
             calls: None,
+            resets_at: None,
         });
         run.submit("say something").await;
         let refused = wait_until(T, || async { standin.refused() > 0 }).await;
@@ -293,6 +294,7 @@ async fn the_stand_in_answers_429_with_retry_after_then_recovers() {
     standin.limit(Limit {
         retry_after_s: 7,
         calls: Some(2),
+        resets_at: None,
     });
     let client = reqwest::Client::new();
     let call = |path: &'static str| {
@@ -322,6 +324,7 @@ async fn the_stand_in_answers_429_with_retry_after_then_recovers() {
     standin.limit(Limit {
         retry_after_s: 1,
         calls: None,
+        resets_at: None,
     });
     for path in ["/v1/responses", "/v1/chat/completions"] {
         let (status, _, body) = call(path).await;
@@ -341,11 +344,7 @@ async fn the_stand_in_answers_429_with_retry_after_then_recovers() {
 #[tokio::test]
 async fn codex_waits_out_a_limit_then_continues_and_gets_the_queued_prompt() {
     let Some(codex) = cli("codex") else { return };
-    let dir = policies_dir();
-    let wait = "on_limit = \"wait\"\nlimit_retry_s = 4\n";
-    std::fs::write(dir.path().join("wait.toml"), wait).unwrap();
-    let standin = ModelStandIn::start().await;
-    let hub = hub_with_policies(&dir, "").await;
+    let (_dir, standin, hub) = waiting_hub(4).await;
     let mut events = hub.hub.subscribe_events();
     let home = Home::new();
     let env = home.codex_env(&standin);
@@ -363,19 +362,12 @@ async fn codex_waits_out_a_limit_then_continues_and_gets_the_queued_prompt() {
     standin.limit(Limit {
         retry_after_s: 1,
         calls: None,
+        resets_at: None,
     });
     run.submit("say something").await;
     run.wait_state("limited").await;
-    let path = format!("/v1/pty/sessions/{}/send_line", run.id);
     let later = "and then the milk";
-    let (status, v) = hub
-        .post(&path, json!({"data": later, "submit": true}))
-        .await;
-    assert_eq!(
-        (status, v["receipt"].as_str()),
-        (200, Some("queued")),
-        "{v}"
-    );
+    let v = send_queued(&hub, &run, later).await;
     assert_eq!(v["delivery"]["bytes_written"], 0, "{v}");
     let gave_up = run
         .shows("xceeded retry limit", Duration::from_secs(30))
@@ -398,6 +390,65 @@ async fn codex_waits_out_a_limit_then_continues_and_gets_the_queued_prompt() {
     let typed = run.shows("› continue", T).await;
     assert!(typed, "{}", run.pane());
     standin.unlimit();
+    finishes_then_takes_the_queued_prompt(&run, &standin, later).await;
+    assert!(run.pane().contains("continue"), "{}", run.pane());
+}
+
+/// `on_limit = "wait"` with a reset time on the screen: the real Codex meets a usage limit
+/// (`usage_limit_reached`, which it does not retry) and shows `try again at H:MM AM`; the hub
+/// reads `limited` with that `until`, queues a prompt sent meanwhile, and sends the continue
+/// line only once `until` has passed (not after `limit_retry_s`, set far off), after which
+/// Codex finishes the turn and the queued prompt reaches it, once.
+#[tokio::test]
+async fn codex_waits_until_its_stated_reset_then_continues() {
+    let Some(codex) = cli("codex") else { return };
+    let (_dir, standin, hub) = waiting_hub(600).await;
+    let mut events = hub.hub.subscribe_events();
+    let home = Home::new();
+    let mut env = home.codex_env(&standin);
+    // Codex states the time in its local time; the hub reads a clock time as UTC.
+    env["TZ"] = json!("UTC");
+    let request = session_request(&codex, "codex", &home, env);
+    let run = RealCli::launch(&hub, home, request, Some("wait")).await;
+    run.wait_state("idle").await;
+
+    // A reset on a minute (Codex shows hours and minutes), 20 to 80 s away.
+    let now = Utc::now().timestamp();
+    let resets_at = (now + 20 + 59) / 60 * 60;
+    let reset = DateTime::from_timestamp(resets_at, 0).unwrap();
+    standin.limit(Limit {
+        retry_after_s: 1,
+        calls: None,
+        resets_at: Some(resets_at),
+    });
+    run.submit("say something").await;
+    run.wait_state("limited").await;
+    let stated = wait_until(T, || async { run.state().await["until"].is_string() }).await;
+    let state = run.state().await;
+    assert!(stated, "no until: {state}\n{}", run.pane());
+    let until: DateTime<Utc> = state["until"].as_str().unwrap().parse().unwrap();
+    assert_eq!(until, reset, "{state}\n{}", run.pane());
+    let later = "and then the milk";
+    send_queued(&hub, &run, later).await;
+    standin.unlimit();
+
+    let wait = Duration::from_secs(90) + T;
+    let continued = match wait_event(&mut events, "policy_continued", &run.id, wait).await {
+        Some(e) => e,
+        None => panic!("no policy_continued: {}\n{}", run.state().await, run.pane()),
+    };
+    assert!(Utc::now() >= reset, "continued before {reset}: {continued}");
+    assert_eq!(continued["trigger"], "on_limit", "{continued}");
+    finishes_then_takes_the_queued_prompt(&run, &standin, later).await;
+}
+
+/// After the continue line: Codex finishes the turn (the instant answer), and `later`, queued
+/// while it was limited, reaches the model once.
+async fn finishes_then_takes_the_queued_prompt(
+    run: &RealCli<'_>,
+    standin: &ModelStandIn,
+    later: &str,
+) {
     let answered = run.shows(INSTANT, Duration::from_secs(45)).await;
     assert!(answered, "{}", run.pane());
     let asked = wait_until(Duration::from_secs(45), || async {
@@ -412,5 +463,27 @@ async fn codex_waits_out_a_limit_then_continues_and_gets_the_queued_prompt() {
     run.wait_state("idle").await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(standin.turns_with(later).len(), 1, "delivered once");
-    assert!(run.pane().contains("continue"), "{}", run.pane());
+}
+
+/// A hub with the policy `wait` (`on_limit = "wait"`, `limit_retry_s`), and a stand-in; the
+/// policies' directory lives as long as the hub.
+async fn waiting_hub(limit_retry_s: u64) -> (tempfile::TempDir, ModelStandIn, TestHub) {
+    let dir = policies_dir();
+    let wait = format!("on_limit = \"wait\"\nlimit_retry_s = {limit_retry_s}\n");
+    std::fs::write(dir.path().join("wait.toml"), wait).unwrap();
+    let standin = ModelStandIn::start().await;
+    let hub = hub_with_policies(&dir, "").await;
+    (dir, standin, hub)
+}
+
+/// Sends `line` to `run` while it is limited: queued, receipt `queued`; the reply.
+async fn send_queued(hub: &TestHub, run: &RealCli<'_>, line: &str) -> Value {
+    let path = format!("/v1/pty/sessions/{}/send_line", run.id);
+    let (status, v) = hub.post(&path, json!({"data": line, "submit": true})).await;
+    assert_eq!(
+        (status, v["receipt"].as_str()),
+        (200, Some("queued")),
+        "{v}"
+    );
+    v
 }

@@ -241,14 +241,16 @@ impl Watch {
         self.current.state
     }
 
-    /// When the limit the screen shows ends (read from the lines of the current reading, as
-    /// of the last look at them); `None` unless `limited`.
+    /// When the limit the screen shows ends (read from the lines of the current reading: a
+    /// clock time as of when the limit was first read, a countdown as of the last look at
+    /// them); `None` unless `limited`.
     fn until(&self) -> Option<chrono::DateTime<chrono::Utc>> {
         if self.current.state != State::Limited {
             return None;
         }
+        let first_seen = activity::wall_clock(self.since);
         let looked = activity::wall_clock(self.last_observed.unwrap_or(self.since));
-        limit::until(&self.current.evidence, looked)
+        limit::until(&self.current.evidence, first_seen, looked)
     }
 
     /// Where the current reading comes from, for `explain`; a limit's says when it ends.
