@@ -10,6 +10,7 @@
 pub mod aider;
 pub mod budget;
 pub mod files;
+pub mod opencode;
 pub mod price;
 pub mod records;
 pub mod tally;
