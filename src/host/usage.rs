@@ -78,6 +78,13 @@ mod tests {
         assert_eq!(moved.0, PathBuf::from("/cfg/projects"));
         let gemini = of("gemini", &[("HOME", "/h"), ("GEMINI_CLI_HOME", "/g")]).unwrap();
         assert_eq!(gemini.0, PathBuf::from("/g/.gemini/tmp"));
+        let opencode = of("opencode", &home).unwrap();
+        assert_eq!(
+            opencode,
+            ("/home/me/.local/share/opencode".into(), Format::OpencodeDb)
+        );
+        let data = of("opencode", &[("HOME", "/h"), ("XDG_DATA_HOME", "/x")]).unwrap();
+        assert_eq!(data.0, PathBuf::from("/x/opencode"));
         let aider = of("aider", &home).unwrap();
         assert_eq!(aider, ("/repo".into(), Format::AiderHistory));
         assert!(of("codex", &[("HOME", "/h"), ("CODEX_HOME", "rel")])

@@ -6,11 +6,15 @@
 //! After a restart the files are read from their start again, so that each reader knows what
 //! came before (a call written on several lines, the model a Codex rollout named earlier); the
 //! calls that end at or before where the hub had counted up to are not counted again.
+//!
+//! opencode keeps no record files: its database (`opencode.db` in the records' directory) is
+//! read by [`Database`] instead, each call's end being its watermark there.
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+use super::opencode::{Database, DB_FILE};
 use super::records::{Format, Reader};
 use super::Call;
 
@@ -18,7 +22,7 @@ use super::Call;
 const MAX_READ: u64 = 8 << 20;
 
 /// A call read now: its file (relative to the records' directory), the byte just after its
-/// line, and the call.
+/// line (opencode's database: the call's watermark), and the call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReadCall {
     pub file: String,
@@ -34,6 +38,8 @@ pub struct RecordFiles {
     files: HashMap<String, Followed>,
     /// How far each file had been counted (before a restart), by file.
     counted_up_to: HashMap<String, u64>,
+    /// opencode's database, read in place of record files.
+    db: Option<Database>,
 }
 
 #[derive(Debug)]
@@ -45,16 +51,24 @@ struct Followed {
 
 impl RecordFiles {
     pub fn new(dir: PathBuf, format: Format, counted_up_to: HashMap<String, u64>) -> Self {
+        let db = (format == Format::OpencodeDb).then(|| {
+            let counted = counted_up_to.get(DB_FILE).copied().unwrap_or(0);
+            Database::new(&dir, counted)
+        });
         RecordFiles {
             dir,
             format,
             files: HashMap::new(),
             counted_up_to,
+            db,
         }
     }
 
     /// The calls the files gained since the last look (none when the directory is missing).
     pub fn poll(&mut self) -> Vec<ReadCall> {
+        if let Some(db) = &mut self.db {
+            return poll_db(db);
+        }
         let mut found = Vec::new();
         walk(&self.dir, self.format, 0, &mut found);
         let mut out = Vec::new();
@@ -91,6 +105,10 @@ impl RecordFiles {
 /// How far each record file of `format` under `dir` goes now (a host session counts only what
 /// its CLI writes after it started).
 pub fn extent(dir: &Path, format: Format) -> HashMap<String, u64> {
+    if format == Format::OpencodeDb {
+        let now = super::opencode::end_at(chrono::Utc::now());
+        return HashMap::from([(DB_FILE.to_string(), now)]);
+    }
     let mut found = Vec::new();
     walk(dir, format, 0, &mut found);
     found
@@ -135,6 +153,17 @@ impl Followed {
         }
         self.read = at;
     }
+}
+
+/// The calls opencode's database gained, as read from the file [`DB_FILE`].
+fn poll_db(db: &mut Database) -> Vec<ReadCall> {
+    let read = db.poll().into_iter();
+    read.map(|c| ReadCall {
+        file: DB_FILE.to_string(),
+        end: c.end,
+        call: c.call,
+    })
+    .collect()
 }
 
 /// The record files of `format` under `dir`, at most [`Format::depth`] levels down (links not
@@ -244,5 +273,28 @@ mod tests {
         let read = files.poll();
         assert_eq!(read.len(), 1, "{read:?}");
         assert_eq!(read[0].call.tokens.output, 9);
+    }
+
+    #[test]
+    fn opencode_is_read_from_its_database_past_what_was_counted() {
+        use crate::usage::opencode::tests::{opencode_db, turn, T0};
+        let dir = tempfile::tempdir().unwrap();
+        let db = opencode_db(dir.path());
+        turn(&db, 1, T0, 2);
+        // A `.jsonl` file there is no record of opencode's.
+        append(
+            &dir.path().join("s.jsonl"),
+            &format!("{}\n", claude_line("a", 5)),
+        );
+        let mut files = RecordFiles::new(dir.path().into(), Format::OpencodeDb, HashMap::new());
+        let read = files.poll();
+        assert_eq!(read.len(), 2, "{read:?}");
+        assert!(read.iter().all(|r| r.file == DB_FILE));
+        assert!(read[0].end < read[1].end);
+        assert!(files.poll().is_empty());
+        let counted = HashMap::from([(DB_FILE.to_string(), read[0].end)]);
+        let mut files = RecordFiles::new(dir.path().into(), Format::OpencodeDb, counted);
+        let again = files.poll();
+        assert_eq!(again, read[1..]);
     }
 }

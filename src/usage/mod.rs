@@ -10,6 +10,7 @@
 pub mod aider;
 pub mod budget;
 pub mod files;
+pub mod opencode;
 pub mod price;
 pub mod records;
 pub mod tally;
@@ -59,8 +60,8 @@ impl AddAssign for Tokens {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UsageSpec {
-    /// The records' format: `claude-transcript`, `codex-rollout`, `gemini-chat` or
-    /// `aider-history`.
+    /// The records' format: `claude-transcript`, `codex-rollout`, `gemini-chat`,
+    /// `aider-history` or `opencode-db`.
     pub records: records::Format,
     /// Their directory under where they are (its subdirectories included): `projects`; empty
     /// for that place itself.

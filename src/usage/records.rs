@@ -25,6 +25,9 @@ pub enum Format {
     GeminiChat,
     /// Aider's chat history: `.aider.chat.history.md` in the repository it works in.
     AiderHistory,
+    /// opencode's database: `$XDG_DATA_HOME/opencode/opencode.db`, no lines: read by
+    /// [`super::opencode`] (a [`Reader`] finds no call in any line of it).
+    OpencodeDb,
 }
 
 impl Format {
@@ -82,7 +85,7 @@ impl Reader {
             Format::ClaudeTranscript => claude(&record)?,
             Format::CodexRollout => self.codex(&record)?,
             Format::GeminiChat => gemini(&record)?,
-            Format::AiderHistory => return None,
+            Format::AiderHistory | Format::OpencodeDb => return None,
         };
         let before = self.counted.insert(call.key.clone(), call.tokens);
         if let Some(before) = before {
@@ -283,5 +286,14 @@ mod tests {
         assert_eq!(r.line(&line(50)).unwrap().tokens, tokens(0, 8, 0, 0));
         assert_eq!(r.line(r#"{"$set":{"lastUpdated":"x"}}"#), None);
         assert_eq!(r.line(r#"{"id":"u","type":"user","content":[]}"#), None);
+    }
+
+    #[test]
+    fn opencode_has_no_lines() {
+        let mut r = Reader::new(Format::OpencodeDb);
+        let part = r#"{"type":"step-finish","tokens":{"input":1,"output":1,"reasoning":0,"cache":{"read":0,"write":0}},"cost":0}"#;
+        assert_eq!(r.line(part), None);
+        let format: Format = serde_json::from_str(r#""opencode-db""#).unwrap();
+        assert_eq!(format, Format::OpencodeDb);
     }
 }

@@ -22,10 +22,10 @@ use crate::support::{wait_until, TestHub};
 /// The empty input box of a new session; opencode takes prompts once it is drawn.
 const INPUT_BOX: &str = "Ask anything";
 /// Its permission question (the input box gives way to it).
-const QUESTION: &str = "△ Permission required";
+pub const QUESTION: &str = "△ Permission required";
 /// How long the first turn of a process may take: opencode sets up its provider first, 8 to
 /// 15 s with the spinner turning on a loaded machine (the whole suite on two cores: longer).
-const FIRST_TURN: Duration = Duration::from_secs(90);
+pub const FIRST_TURN: Duration = Duration::from_secs(90);
 
 /// The pinned version (`opencode-ai` in tests/agent-clis/package.json).
 fn pinned_version() -> String {

@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use agent_hub::usage::files::RecordFiles;
 use agent_hub::usage::records::{Format, Reader};
 use agent_hub::usage::{aider, Call, Tokens};
 use serde_json::Value;
@@ -47,8 +48,14 @@ async fn start<'a>(
 /// Two turns: `say something`, answered at once; `please run a tool`, which the CLI asks
 /// `question` about, allowed with `yes`, and the answer after the tool. Idle after each.
 async fn two_turns(run: &RealCli<'_>, question: &str, yes: &[&str]) {
+    two_turns_within(run, T, question, yes).await;
+}
+
+/// [`two_turns`], the first answered within `first` (a CLI that sets up its provider on its
+/// first turn).
+async fn two_turns_within(run: &RealCli<'_>, first: Duration, question: &str, yes: &[&str]) {
     run.submit("say something").await;
-    assert!(run.shows(INSTANT, T).await, "{}", run.pane());
+    assert!(run.shows(INSTANT, first).await, "{}", run.pane());
     run.wait_state("idle").await;
     run.submit("please run a tool").await;
     assert!(run.shows(question, T).await, "{}", run.pane());
@@ -233,6 +240,48 @@ async fn gemini_cli_records_what_each_call_spent() {
     assert_recorded("chat logs", read, &all, each).await;
     assert_counted(&run, all.len(), each, &model_of(&all)).await;
     print_summary("gemini-cli", &all, all.len(), started);
+}
+
+/// opencode's database (`$XDG_DATA_HOME/opencode/opencode.db`), read as the hub reads it: a
+/// step-finish part for every call of its turns, its model the assistant message's. Its
+/// OpenAI-compatible provider reads no cache write (the written tokens stay in its input) and
+/// takes the reasoning out of the output (put back when read). The session's title is asked
+/// for in a side call of its own (no tools), which it does not record.
+#[tokio::test]
+async fn opencode_records_what_each_call_spent() {
+    let Some(opencode) = cli("opencode") else {
+        return;
+    };
+    let started = Instant::now();
+    let standin = ModelStandIn::start_with_usage(CHOSEN).await;
+    let hub = TestHub::start().await;
+    let (run, proj) = crate::real_cli_opencode::start(&hub, &opencode, &standin, None).await;
+    let data = proj.parent().unwrap().join(".local/share/opencode");
+
+    let (first, question) = (
+        crate::real_cli_opencode::FIRST_TURN,
+        crate::real_cli_opencode::QUESTION,
+    );
+    two_turns_within(&run, first, question, &["Enter"]).await;
+
+    let all = standin.answered();
+    let turns: Vec<Answered> = all
+        .iter()
+        .filter(|a| a.body.get("tools").is_some())
+        .cloned()
+        .collect();
+    let each = Tokens {
+        input: CHOSEN.input + CHOSEN.cache_write,
+        cache_write: 0,
+        ..CHOSEN.tokens()
+    };
+    let read = || {
+        let mut db = RecordFiles::new(data.clone(), Format::OpencodeDb, Default::default());
+        db.poll().into_iter().map(|r| r.call).collect()
+    };
+    assert_recorded("opencode.db", read, &turns, each).await;
+    assert_counted(&run, turns.len(), each, &model_of(&turns)).await;
+    print_summary("opencode", &all, turns.len(), started);
 }
 
 /// Aider's report after each reply (`Tokens: … Cost: …`), read from the pane's whole history:
