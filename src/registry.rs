@@ -241,6 +241,7 @@ impl SessionRegistry for Registry {
                 previous: c.previous,
                 since: c.since,
                 rule: c.rule.clone(),
+                until: c.until,
             });
         });
         self.sessions

@@ -61,6 +61,9 @@ pub enum EventKind {
         since: DateTime<Utc>,
         /// The profile rule that decided the new state.
         rule: String,
+        /// When the limit ends, where the screen says (`limited` only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        until: Option<DateTime<Utc>>,
     },
     OwnershipChanged {
         session_id: String,

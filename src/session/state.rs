@@ -21,6 +21,8 @@ pub struct StateChange {
     pub previous: crate::agent_state::State,
     pub since: DateTime<Utc>,
     pub rule: String,
+    /// When a limit ends, where known (`limited` only).
+    pub until: Option<DateTime<Utc>>,
 }
 
 impl Session {
@@ -59,6 +61,7 @@ impl Session {
                     previous,
                     since: r.since,
                     rule: r.rule,
+                    until: r.until,
                 }
             })
         };

@@ -428,6 +428,16 @@ async fn codex_waits_until_its_stated_reset_then_continues() {
     assert!(stated, "no until: {state}\n{}", run.pane());
     let until: DateTime<Utc> = state["until"].as_str().unwrap().parse().unwrap();
     assert_eq!(until, reset, "{state}\n{}", run.pane());
+    // The state's change on the event bus says it too.
+    let limited = loop {
+        let e = wait_event(&mut events, "session_state_changed", &run.id, T).await;
+        let e = e.expect("no session_state_changed to limited");
+        if e["state"] == "limited" {
+            break e;
+        }
+    };
+    let said: Option<DateTime<Utc>> = limited["until"].as_str().map(|u| u.parse().unwrap());
+    assert_eq!(said, Some(reset), "{limited}");
     let later = "and then the milk";
     send_queued(&hub, &run, later).await;
     standin.unlimit();
