@@ -26,7 +26,7 @@ pub struct AgentIdentity {
 }
 
 /// Who made a request.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Actor {
     /// The token's name (`owner` for the owner's token, a `[[tokens]]` name, `agent:<id>` for
     /// an agent credential, `anonymous` without a credential).

@@ -8,8 +8,6 @@
 //! [`step`] is the pure decision; [`PolicyRunner::wait_out_limit`] acts on it from the policy
 //! loop, and [`PolicyRunner::queue_if_limited`] takes a delivery made meanwhile.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -17,6 +15,7 @@ use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 
 use super::evaluate::LimitWait;
+pub use super::limit_queue::{Queued, Queues};
 use super::runner::PolicyRunner;
 use super::{OnLimit, Policy};
 use crate::actor::Actor;
@@ -83,62 +82,6 @@ pub fn until_in(until: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Option<Dura
 }
 
 /// A prompt delivered while its agent was limited.
-#[derive(Debug, Clone)]
-pub struct Queued {
-    pub text: String,
-    pub actor: Actor,
-    pub force: bool,
-}
-
-/// The prompts waiting for each agent's limit to end, by the policy loop's key (the agent id,
-/// else the session id).
-#[derive(Debug, Default)]
-pub struct Queues {
-    queues: Mutex<HashMap<String, VecDeque<Queued>>>,
-    /// Keys whose queued prompt is being typed now: the next waits for it (an agent still
-    /// reads idle while the text goes in).
-    typing: Mutex<std::collections::HashSet<String>>,
-}
-
-impl Queues {
-    fn push(&self, key: &str, queued: Queued) {
-        self.lock()
-            .entry(key.to_string())
-            .or_default()
-            .push_back(queued);
-    }
-
-    /// The first prompt queued for `key`, unless one of its prompts is being typed: the caller
-    /// types it and then calls [`Queues::typed`].
-    fn take(&self, key: &str) -> Option<Queued> {
-        let mut typing = self.typing.lock().unwrap_or_else(|e| e.into_inner());
-        if typing.contains(key) {
-            return None;
-        }
-        let mut queues = self.lock();
-        let first = queues.get_mut(key)?.pop_front();
-        queues.retain(|_, q| !q.is_empty());
-        if first.is_some() {
-            typing.insert(key.to_string());
-        }
-        first
-    }
-
-    /// The prompt [`Queues::take`] gave for `key` is typed.
-    fn typed(&self, key: &str) {
-        let mut typing = self.typing.lock().unwrap_or_else(|e| e.into_inner());
-        typing.remove(key);
-    }
-
-    fn has(&self, key: &str) -> bool {
-        self.lock().get(key).is_some_and(|q| !q.is_empty())
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, VecDeque<Queued>>> {
-        self.queues.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
 /// The policy loop's key of a session (the agent id, else the session id).
 pub fn key_of(session: &Session) -> String {
     session

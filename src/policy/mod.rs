@@ -10,6 +10,7 @@
 pub mod budget_check;
 pub mod budgets;
 pub mod evaluate;
+pub mod limit_queue;
 pub mod limits;
 pub mod runner;
 pub mod start_on_message;
@@ -243,7 +244,7 @@ impl Engine {
         Engine {
             loaded: RwLock::new(Arc::new(loaded)),
             memory: Mutex::new(HashMap::new()),
-            queues: limits::Queues::default(),
+            queues: limits::Queues::open(&config.data_dir),
         }
     }
 

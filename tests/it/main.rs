@@ -31,6 +31,7 @@ mod guard;
 mod hub_image;
 mod layering;
 mod leader;
+mod limit_queue;
 mod mcp;
 mod metrics;
 mod ops_cli;
