@@ -74,7 +74,7 @@ async fn the_fleet_shows_what_each_agent_spent_today_and_the_total() {
         .await;
     assert_eq!(dash[0], "—", "{dash}");
     assert!(
-        dash[1].as_str().unwrap().contains("aider profile"),
+        dash[1].as_str().unwrap().contains("names no workdir"),
         "{dash}"
     );
 
