@@ -3,7 +3,8 @@
 //! the stand-in reporting [`CHOSEN`] tokens for every call, then the CLI's own records read
 //! with [`agent_hub::usage`]: one call for each model call of the conversation the stand-in
 //! answered, each with the chosen tokens (in Anthropic's meaning) and the model asked for; and
-//! the hub, following the records of its host session, counts exactly those calls.
+//! the hub, following the records of its host session, counts exactly those calls and prices
+//! them by its table to the cent (Aider's at the cost Aider states).
 //! Skips without a CLI, as the other real-CLI tests do. What each CLI records, and where, is
 //! in `docs/research/cli-usage-records.md`.
 
@@ -124,10 +125,37 @@ async fn assert_recorded(
     }
 }
 
+/// Prices for every model (the stand-in's included), over the shipped table.
+const PRICES: &str =
+    "[prices.\"*\"]\ninput = 3.0\noutput = 15.0\ncache_read = 0.3\ncache_write = 3.75\n";
+
+/// The hub's config with [`PRICES`].
+fn priced() -> agent_hub::config::HubConfig {
+    agent_hub::config::HubConfig::parse(PRICES, "test.toml").unwrap()
+}
+
+/// A hub pricing every model ([`PRICES`]).
+async fn priced_hub() -> TestHub {
+    TestHub::start_with(|c| {
+        let p = priced();
+        (c.prices, c.price_table) = (p.prices, p.price_table);
+    })
+    .await
+}
+
+/// What `n` calls of `each` of `model` cost by the [`PRICES`] table, in dollars.
+fn priced_cost(n: usize, each: Tokens, model: &str) -> f64 {
+    let all = sum(std::iter::repeat_n(each, n));
+    priced()
+        .price_table
+        .cost(Some(model), &all)
+        .expect("priced")
+}
+
 /// Waits (`T` at most) until the hub has counted `n` calls of `each` for `run`'s session
 /// (from the CLI's records written since the session started, as it counts an agent's), then
-/// asserts them, all of `model`.
-async fn assert_counted(run: &RealCli<'_>, n: usize, each: Tokens, model: &str) {
+/// asserts them, all of `model`; its usage.
+async fn counted(run: &RealCli<'_>, n: usize, each: Tokens, model: &str) -> Value {
     let path = format!("/v1/agents/{}/usage", run.id);
     let counted = wait_until(T, || async {
         run.hub.get(&path).await.1["usage"]["calls"] == n as u64
@@ -139,6 +167,15 @@ async fn assert_counted(run: &RealCli<'_>, n: usize, each: Tokens, model: &str) 
     assert_eq!(v["usage"]["tokens"], want, "{v}");
     assert_eq!(v["usage"]["by_model"][0]["model"], model, "{v}");
     assert_eq!(v["team"], "default", "{v}");
+    v
+}
+
+/// [`counted`], and its dollars are the price table's, to the cent.
+async fn assert_counted(run: &RealCli<'_>, n: usize, each: Tokens, model: &str) {
+    let v = counted(run, n, each, model).await;
+    let cost = v["usage"]["cost_usd"].as_f64().unwrap_or(-1.0);
+    let want = priced_cost(n, each, model);
+    assert!((cost - want).abs() < 0.005, "{cost} != {want}: {v}");
 }
 
 /// The one model the calls `answered` asked for.
@@ -168,7 +205,7 @@ async fn claude_code_records_what_each_call_spent() {
     let Some(claude) = cli("claude") else { return };
     let started = Instant::now();
     let standin = ModelStandIn::start_with_usage(CHOSEN).await;
-    let hub = TestHub::start().await;
+    let hub = priced_hub().await;
     let (run, home) = start(&hub, &claude, "claude", |h| h.claude_env(&standin, false)).await;
     let projects = home.join("claude/projects");
     run.claude_prompt().await;
@@ -191,7 +228,7 @@ async fn codex_records_what_each_call_spent() {
     let Some(codex) = cli("codex") else { return };
     let started = Instant::now();
     let standin = ModelStandIn::start_with_usage(CHOSEN).await;
-    let hub = TestHub::start().await;
+    let hub = priced_hub().await;
     let (run, home) = start(&hub, &codex, "codex", |h| h.codex_env(&standin)).await;
     let sessions = home.join("codex/sessions");
     run.wait_state("idle").await;
@@ -220,7 +257,7 @@ async fn gemini_cli_records_what_each_call_spent() {
     let Some(gemini) = cli("gemini") else { return };
     let started = Instant::now();
     let standin = ModelStandIn::start_with_usage(CHOSEN).await;
-    let hub = TestHub::start().await;
+    let hub = priced_hub().await;
     let (run, proj) = crate::real_cli_gemini::start(&hub, &gemini, &standin, None, false).await;
     let chats = proj.parent().unwrap().join(".gemini/tmp");
     crate::real_cli_gemini::ready(&run).await;
@@ -254,7 +291,7 @@ async fn opencode_records_what_each_call_spent() {
     };
     let started = Instant::now();
     let standin = ModelStandIn::start_with_usage(CHOSEN).await;
-    let hub = TestHub::start().await;
+    let hub = priced_hub().await;
     let (run, proj) = crate::real_cli_opencode::start(&hub, &opencode, &standin, None).await;
     let data = proj.parent().unwrap().join(".local/share/opencode");
 
@@ -293,7 +330,7 @@ async fn aider_reports_what_each_call_spent() {
     let Some(aider) = cli("aider") else { return };
     let started = Instant::now();
     let standin = ModelStandIn::start_with_usage(CHOSEN).await;
-    let hub = TestHub::start().await;
+    let hub = priced_hub().await;
     let home = Home::new();
     let mut request = crate::real_cli_aider::aider_request(&home, &standin, &aider);
     request["args"]
@@ -322,8 +359,7 @@ async fn aider_reports_what_each_call_spent() {
         assert!(report.cost_usd.is_some_and(|c| c > 0.0), "{detail}");
     }
     // The hub reads the same reports from Aider's chat history, and takes its cost.
-    assert_counted(&run, all.len(), each, &model_of(&all)).await;
-    let (_, v) = hub.get(&format!("/v1/agents/{}/usage", run.id)).await;
+    let v = counted(&run, all.len(), each, &model_of(&all)).await;
     let stated: f64 = reports.iter().filter_map(|r| r.cost_usd).sum();
     let cost = v["usage"]["cost_usd"].as_f64().unwrap_or(-1.0);
     assert!((cost - stated).abs() < 1e-9, "{cost} != {stated}: {v}");
