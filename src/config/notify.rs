@@ -121,7 +121,7 @@ pub struct NotifyConfig {
     /// Headers sent with every message (an `Authorization`, a token): secrets, redacted
     /// wherever the hub shows its settings.
     #[serde(default)]
-    pub headers: BTreeMap<String, String>,
+    pub headers: BTreeMap<String, Spanned<String>>,
 }
 
 /// Header values never show: a webhook's settings print with them masked.
@@ -161,7 +161,7 @@ impl NotifyConfig {
     /// The secrets a webhook holds: its header values and its URL's path and query (a Slack
     /// or ntfy URL is itself the credential).
     pub fn secrets(&self) -> Vec<String> {
-        let mut out: Vec<String> = self.headers.values().cloned().collect();
+        let mut out: Vec<String> = self.headers.values().map(|v| v.get_ref().clone()).collect();
         if let Ok(url) = reqwest::Url::parse(self.url.get_ref()) {
             let path = url.path().trim_matches('/');
             if path.len() >= 8 {
@@ -196,45 +196,42 @@ pub fn url_problem(url: &str) -> Option<String> {
     }
 }
 
-/// Checks each webhook's URL; an error names its place in `text` (read from `origin`).
+/// Why a header is refused, if it is (reqwest would refuse it at every delivery).
+fn header_problem(name: &str, value: &str) -> Option<String> {
+    if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+        return Some(format!("'{name}' is not a header name"));
+    }
+    // The value is a secret: never in a message.
+    reqwest::header::HeaderValue::from_str(value)
+        .is_err()
+        .then(|| format!("the value of '{name}' is not a header value (printable ASCII)"))
+}
+
+/// Checks each webhook's URL and headers and `public_url`; an error names its place in `text`
+/// (read from `origin`).
 pub fn check(
     webhooks: &[NotifyConfig],
     public_url: Option<&Spanned<String>>,
     text: &str,
     origin: &str,
 ) -> Result<(), TomlFileError> {
+    let refuse = |span: std::ops::Range<usize>, message: String| {
+        Err(TomlFileError::invalid(text, origin, Some(span), message))
+    };
     for (n, hook) in webhooks.iter().enumerate() {
         if let Some(problem) = url_problem(hook.url.get_ref()) {
-            let message = format!("notify[{n}].url: {problem}");
-            return Err(TomlFileError::invalid(
-                text,
-                origin,
-                Some(hook.url.span()),
-                message,
-            ));
+            return refuse(hook.url.span(), format!("notify[{n}].url: {problem}"));
         }
-        if hook.headers.keys().any(|k| k.trim().is_empty()) {
-            let message = format!("notify[{n}].headers: a header needs a name");
-            return Err(TomlFileError::invalid(
-                text,
-                origin,
-                Some(hook.url.span()),
-                message,
-            ));
+        for (name, value) in &hook.headers {
+            if let Some(problem) = header_problem(name, value.get_ref()) {
+                return refuse(value.span(), format!("notify[{n}].headers: {problem}"));
+            }
         }
     }
-    if let Some(url) = public_url {
-        if let Some(problem) = url_problem(url.get_ref()) {
-            let message = format!("public_url: {problem}");
-            return Err(TomlFileError::invalid(
-                text,
-                origin,
-                Some(url.span()),
-                message,
-            ));
-        }
+    match public_url.map(|u| (u, url_problem(u.get_ref()))) {
+        Some((url, Some(problem))) => refuse(url.span(), format!("public_url: {problem}")),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -294,6 +291,16 @@ mod tests {
                 "coffee",
             ),
             ("public_url = \"nowhere\"\n", "hub.toml:1:14", "public_url"),
+            (
+                "[[notify]]\nurl = \"http://a/\"\nheaders = { \"X Bad\" = \"v\" }\n",
+                "hub.toml:3:",
+                "not a header name",
+            ),
+            (
+                "[[notify]]\nurl = \"http://a/\"\nheaders = { X-Token = \"line\\nbreak\" }\n",
+                "hub.toml:3:23",
+                "not a header value",
+            ),
             (
                 "[[notify]]\nurl = \"https://ntfy.sh/t\"\n",
                 "hub.toml:2:7",

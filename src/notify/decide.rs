@@ -108,7 +108,10 @@ fn state_change(change: &Change, facts: &Facts, history: &mut History) -> Option
         .insert(change.session_id.to_string(), change.since);
     let for_ms = before.map(|t| (change.since - t).num_milliseconds().max(0) as u64);
     let after = |what: &str| match (for_ms, change.previous) {
-        (Some(ms), State::Working) => format!("{what} after {} of work", human_duration(ms)),
+        // Under a second of work is the hold after input, not work worth naming.
+        (Some(ms), State::Working) if ms >= 1000 => {
+            format!("{what} after {} of work", human_duration(ms))
+        }
         _ => what.to_string(),
     };
     let mut draft = match change.state {

@@ -10,7 +10,6 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -18,7 +17,7 @@ use super::format::render;
 use super::message::Message;
 use crate::config::notify::NotifyConfig;
 use crate::event_bus::EventSink;
-use crate::protocol::EventKind;
+use crate::protocol::{DeadLetter, EventKind, WebhookStatus};
 
 /// Messages a webhook's queue holds; one more is dropped (and counted).
 pub const QUEUE_CAPACITY: usize = 256;
@@ -57,18 +56,6 @@ pub fn judge(status: u16) -> Try {
     }
 }
 
-/// A message given up.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DeadLetter {
-    pub at: DateTime<Utc>,
-    pub event: String,
-    pub agent_id: String,
-    pub title: String,
-    pub attempts: u32,
-    pub reason: String,
-}
-
 #[derive(Default)]
 struct Recent {
     last_sent_at: Option<DateTime<Utc>>,
@@ -88,36 +75,6 @@ pub struct Webhook {
     dead: AtomicU64,
     dropped: AtomicU64,
     recent: Mutex<Recent>,
-}
-
-/// What `GET /v1/notify` reports of a webhook (its URL and header values are secrets: only
-/// its name and header names show).
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WebhookStatus {
-    pub index: usize,
-    pub name: String,
-    #[schema(value_type = String)]
-    pub format: crate::config::notify::NotifyFormat,
-    #[schema(value_type = Vec<String>)]
-    pub events: Vec<crate::config::notify::NotifyEvent>,
-    pub teams: Vec<String>,
-    pub min_interval_s: u64,
-    pub header_names: Vec<String>,
-    /// Messages waiting in the queue.
-    pub queued: usize,
-    pub sent: u64,
-    /// Tries that failed (each retried or given up).
-    pub failed: u64,
-    /// Messages given up after their retries.
-    pub dead: u64,
-    /// Messages dropped because the queue was full.
-    pub dropped: u64,
-    pub last_sent_at: Option<DateTime<Utc>>,
-    pub last_error: Option<String>,
-    pub last_error_at: Option<DateTime<Utc>>,
-    /// The last messages given up, newest last.
-    pub dead_letters: Vec<DeadLetter>,
 }
 
 /// What the hub's services a webhook's task uses.
@@ -254,7 +211,7 @@ impl Webhook {
             request = request.header(*name, value);
         }
         for (name, value) in &self.config.headers {
-            request = request.header(name, value);
+            request = request.header(name, value.get_ref());
         }
         match request.body(body.bytes).send().await {
             Ok(reply) => judge(reply.status().as_u16()),
@@ -269,8 +226,13 @@ impl Webhook {
         WebhookStatus {
             index: self.index,
             name: self.name.clone(),
-            format: self.config.format,
-            events: self.config.events.clone(),
+            format: format!("{:?}", self.config.format).to_lowercase(),
+            events: self
+                .config
+                .events
+                .iter()
+                .map(|e| e.as_str().to_string())
+                .collect(),
             teams: self.config.teams.clone(),
             min_interval_s: self.config.min_interval_s,
             header_names: self.config.headers.keys().cloned().collect(),

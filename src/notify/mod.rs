@@ -16,7 +16,6 @@ pub mod message;
 
 use std::sync::{Arc, RwLock};
 
-use serde::Serialize;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -25,8 +24,9 @@ use tokio_util::task::TaskTracker;
 use crate::config::notify::{NotifyConfig, NotifyEvent};
 use crate::event_bus::EventSink;
 use crate::protocol::HubEvent;
+use crate::protocol::{WebhookStatus, WebhookTest};
 use decide::{Facts, History, Sent};
-use deliver::{Carrier, Try, Webhook, WebhookStatus};
+use deliver::{Carrier, Try, Webhook};
 use message::{AgentRef, Message};
 
 /// How many non-blank screen lines a message carries.
@@ -55,19 +55,6 @@ pub struct Handles {
     pub events: EventSink,
     pub metrics: crate::metrics::Metrics,
     pub directory: Arc<dyn Directory>,
-}
-
-/// One webhook's answer to a test message.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TestResult {
-    pub index: usize,
-    pub name: String,
-    pub ok: bool,
-    /// The HTTP status it answered with, if it answered.
-    pub status: Option<u16>,
-    /// Why it failed, if it did.
-    pub error: Option<String>,
 }
 
 /// The notifier component (cheap to share: `Arc`).
@@ -181,7 +168,7 @@ impl Notifier {
     }
 
     /// Sends a test message to every webhook at once, one try each, and reports each answer.
-    pub async fn test(&self) -> Vec<TestResult> {
+    pub async fn test(&self) -> Vec<WebhookTest> {
         let message = self.test_message();
         let tries = self.hooks.iter().map(|hook| {
             let message = message.clone();
@@ -215,7 +202,7 @@ impl Notifier {
     }
 }
 
-fn test_result(hook: &Webhook, outcome: Try) -> TestResult {
+fn test_result(hook: &Webhook, outcome: Try) -> WebhookTest {
     let status_of = |reason: &str| {
         reason
             .strip_prefix("HTTP ")
@@ -225,7 +212,7 @@ fn test_result(hook: &Webhook, outcome: Try) -> TestResult {
         Try::Sent(status) => (true, Some(status), None),
         Try::Again(reason) | Try::Refused(reason) => (false, status_of(&reason), Some(reason)),
     };
-    TestResult {
+    WebhookTest {
         index: hook.index,
         name: hook.name.clone(),
         ok,
