@@ -33,6 +33,7 @@ mod layering;
 mod leader;
 mod mcp;
 mod metrics;
+mod notify;
 mod ops_cli;
 mod policy;
 mod policy_support;
