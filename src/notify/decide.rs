@@ -23,6 +23,9 @@ pub struct Facts {
     pub last_lines: Vec<String>,
     /// When input was last written to the session.
     pub last_input_at: Option<DateTime<Utc>>,
+    /// The session runs an agent (a container agent's, or one read by an agent's profile), not
+    /// a plain shell or a task: only an agent's states are told of.
+    pub agent_session: bool,
 }
 
 /// What the notifier remembers of each session, by session id.
@@ -114,6 +117,9 @@ fn state_change(change: &Change, facts: &Facts, history: &mut History) -> Option
         }
         _ => what.to_string(),
     };
+    if !facts.agent_session {
+        return None;
+    }
     let mut draft = match change.state {
         State::Blocked => {
             let mut d = Draft::new(NotifyEvent::Blocked, &after("asks a question"));

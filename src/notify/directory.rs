@@ -38,6 +38,8 @@ impl Directory for HubDirectory {
         let Some(session) = session else {
             return facts;
         };
+        facts.agent_session = session.spec().agent_id.is_some()
+            || session.profile().name != crate::agent_state::profile::DEFAULT_PROFILE;
         let report = session.state_report();
         if report.state == State::Blocked {
             facts.question = Some((

@@ -559,6 +559,32 @@ async fn doctor_and_notify_test_show_the_failing_webhook() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_shell_is_no_agent_to_tell_of() {
+    let rx = Receiver::start(&[], false).await;
+    let (hub, _dir) = hub_with(&hook(&rx.url, "json", "min_interval_s = 0")).await;
+    let id = hub.create("pty").await;
+    for n in 0..3 {
+        hub.talk(&id, &format!("sleep 0.3; echo turn {n}")).await;
+    }
+    hub.wait_output(&id, "turn 2", Duration::from_secs(5)).await;
+    // A marker after the shell's turns: once it is in, the shell's would be too.
+    hub.hub.emit(EventKind::AgentStartFailed(AgentEvent {
+        agent_id: "marker".into(),
+        detail: "x".into(),
+    }));
+    rx.wait_for(Duration::from_secs(5), |g| {
+        g.json()["agent"]["id"] == "marker"
+    })
+    .await;
+    let about_shell: Vec<Got> = rx
+        .got()
+        .into_iter()
+        .filter(|g| g.body.contains(&id))
+        .collect();
+    assert!(about_shell.is_empty(), "{about_shell:#?}");
+}
+
 #[tokio::test]
 async fn notify_test_without_webhooks_is_refused_with_a_code() {
     let hub = TestHub::start().await;

@@ -37,6 +37,7 @@ fn facts() -> Facts {
         )),
         last_lines: vec!["done: 1".into(), "fake>".into()],
         last_input_at: Some(t(5)),
+        agent_session: true,
     }
 }
 
@@ -199,8 +200,31 @@ fn a_container_session_exit_is_left_to_the_agent_event() {
         None
     );
     let host = change(State::Exited, State::Idle, 1);
-    let m = decide(&host, &Facts::default(), &mut History::default(), "h").unwrap();
+    let agent = Facts {
+        agent_session: true,
+        ..Facts::default()
+    };
+    let m = decide(&host, &agent, &mut History::default(), "h").unwrap();
     assert_eq!(m.event, NotifyEvent::Exited);
+}
+
+#[test]
+fn a_plain_shell_is_no_agent_to_tell_of() {
+    let shell = Facts {
+        agent_session: false,
+        ..facts()
+    };
+    let mut h = History::default();
+    for (state, previous) in [
+        (State::Blocked, State::Working),
+        (State::Idle, State::Working),
+        (State::Exited, State::Idle),
+    ] {
+        assert_eq!(
+            decide(&change(state, previous, 1), &shell, &mut h, "h"),
+            None
+        );
+    }
 }
 
 #[test]
