@@ -232,6 +232,14 @@ impl Draft {
     }
 }
 
+/// Whether `message` tells of a question not yet read from the screen (the agent's own signal
+/// said `blocked` first): worth a short wait for the screen.
+pub fn awaits_question(message: &Message) -> bool {
+    message.event == NotifyEvent::Blocked
+        && message.question.is_none()
+        && message.agent.session_id.is_some()
+}
+
 /// When each agent was last told of each kind of event, for one webhook.
 pub type Sent = HashMap<(String, NotifyEvent), DateTime<Utc>>;
 

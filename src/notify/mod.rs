@@ -31,6 +31,11 @@ use message::{AgentRef, Message};
 
 /// How many non-blank screen lines a message carries.
 pub const LAST_LINES: usize = 10;
+/// How long a `blocked` message waits for its question to show on the screen, when the
+/// agent's own signal (a hook) said `blocked` before its screen did.
+pub const QUESTION_WAIT: std::time::Duration = std::time::Duration::from_millis(1500);
+/// How often the screen is looked at meanwhile.
+const QUESTION_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// What the hub knows of an event's agent, looked up when the notifier handles the event.
 pub trait Directory: Send + Sync {
@@ -118,12 +123,14 @@ impl Notifier {
         }
         let events = self.carrier.events.subscribe();
         let me = self.clone();
-        tracker.spawn(async move { me.follow(events, closing).await });
+        let tasks = tracker.clone();
+        tracker.spawn(async move { me.follow(events, tasks, closing).await });
     }
 
     async fn follow(
-        &self,
+        self: Arc<Self>,
         mut events: tokio::sync::broadcast::Receiver<HubEvent>,
+        tracker: TaskTracker,
         closing: CancellationToken,
     ) {
         let mut history = History::default();
@@ -134,7 +141,7 @@ impl Notifier {
                 e = events.recv() => e,
             };
             match event {
-                Ok(event) => self.handle(&event, &mut history, &mut sent),
+                Ok(event) => self.handle(&event, &mut history, &mut sent, &tracker),
                 Err(RecvError::Lagged(n)) => {
                     tracing::warn!("notify: {n} hub events were missed");
                 }
@@ -143,7 +150,13 @@ impl Notifier {
         }
     }
 
-    fn handle(&self, event: &HubEvent, history: &mut History, sent: &mut [Sent]) {
+    fn handle(
+        self: &Arc<Self>,
+        event: &HubEvent,
+        history: &mut History,
+        sent: &mut [Sent],
+        tracker: &TaskTracker,
+    ) {
         // Every event goes to `decide` (its history follows every state change); only those
         // that may make a message are looked up.
         let facts = match decide::needs_facts(event) {
@@ -155,11 +168,51 @@ impl Notifier {
         let Some(message) = decide::decide(event, &facts, history, &self.dashboard()) else {
             return;
         };
-        for (hook, sent) in self.hooks.iter().zip(sent.iter_mut()) {
-            if decide::admit(&hook.config, &message, sent, event.at) {
-                hook.enqueue(message.clone(), &self.carrier.metrics);
+        let hooks: Vec<Arc<Webhook>> = self
+            .hooks
+            .iter()
+            .zip(sent.iter_mut())
+            .filter_map(|(hook, sent)| {
+                decide::admit(&hook.config, &message, sent, event.at).then(|| hook.clone())
+            })
+            .collect();
+        if hooks.is_empty() {
+            return;
+        }
+        if !decide::awaits_question(&message) {
+            return self.enqueue(&hooks, message);
+        }
+        // Waits off the bus's loop: the events behind this one are not held up.
+        let me = self.clone();
+        tracker.spawn(async move {
+            let message = me.with_question(message).await;
+            me.enqueue(&hooks, message);
+        });
+    }
+
+    fn enqueue(&self, hooks: &[Arc<Webhook>], message: Message) {
+        for hook in hooks {
+            hook.enqueue(message.clone(), &self.carrier.metrics);
+        }
+    }
+
+    /// `message` with the question its agent's screen shows within [`QUESTION_WAIT`] (as it
+    /// was, if none shows).
+    async fn with_question(&self, mut message: Message) -> Message {
+        let deadline = tokio::time::Instant::now() + QUESTION_WAIT;
+        while tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(QUESTION_POLL).await;
+            let facts = self
+                .directory
+                .facts(message.agent.session_id.as_deref(), None);
+            if let Some((question, choices)) = facts.question {
+                message.question = Some(question);
+                message.choices = choices;
+                message.last_lines = facts.last_lines;
+                break;
             }
         }
+        message
     }
 
     /// What became of each webhook's messages.

@@ -262,3 +262,31 @@ fn a_webhook_takes_its_events_and_teams_at_most_once_per_interval() {
     other.agent.id = "pty_2".into();
     assert!(admit(&hook, &other, &mut sent, t(31)), "another agent");
 }
+
+#[test]
+fn a_question_not_yet_on_the_screen_is_waited_for() {
+    let mut h = History::default();
+    let unread = Facts {
+        question: None,
+        ..facts()
+    };
+    let m = decide(
+        &change(State::Blocked, State::Working, 1),
+        &unread,
+        &mut h,
+        "h",
+    )
+    .unwrap();
+    assert!(awaits_question(&m));
+    let read = decide(
+        &change(State::Blocked, State::Idle, 2),
+        &facts(),
+        &mut h,
+        "h",
+    )
+    .unwrap();
+    assert!(!awaits_question(&read));
+    let mut no_session = m.clone();
+    no_session.agent.session_id = None;
+    assert!(!awaits_question(&no_session));
+}
