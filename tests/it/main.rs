@@ -34,6 +34,7 @@ mod leader;
 mod mcp;
 mod metrics;
 mod notify;
+mod notify_real_cli;
 mod ops_cli;
 mod policy;
 mod policy_support;
