@@ -282,6 +282,16 @@ impl HubClient {
         self.get("/v1/budgets").await
     }
 
+    /// The outgoing webhooks and what became of their messages.
+    pub async fn notify_status(&self) -> Result<crate::protocol::NotifyReply, ClientError> {
+        self.get("/v1/notify").await
+    }
+
+    /// Sends a test message to every webhook; each one's answer.
+    pub async fn notify_test(&self) -> Result<crate::protocol::NotifyTestReply, ClientError> {
+        self.post("/v1/notify/test", &serde_json::json!({})).await
+    }
+
     /// Changes the budget of `whose` (`agents/ID` or `teams/NAME`): `set` one in place of the
     /// written one, `lift` it until it renews, or `reset` it to the written one.
     pub async fn change_budget(

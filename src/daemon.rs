@@ -149,6 +149,7 @@ impl Daemon {
             }
             .start(&tracker, root.clone());
         }
+        hub.notifier().start(&tracker, root.clone());
         // Before the Docker sync: container sessions get their ids and owners back.
         let persistence = match parts.persistence {
             true => {

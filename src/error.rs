@@ -171,6 +171,9 @@ pub enum HubError {
     /// The agent or team has no budget in force (to lift).
     #[error("{whose} has no budget in force; set one with PUT .../budget")]
     NoBudget { whose: String },
+    /// `notify test` with no `[[notify]]` in hub.toml.
+    #[error("hub.toml has no [[notify]] webhook to test")]
+    NoWebhooks,
     /// The agent must be stopped first.
     #[error("agent '{id}' is running; stop it first")]
     AgentRunning { id: String },
@@ -208,6 +211,7 @@ impl HubError {
             HubError::BudgetExhausted { .. } => "BUDGET_EXHAUSTED",
             HubError::TeamNotFound { .. } => "TEAM_NOT_FOUND",
             HubError::NoBudget { .. } => "NO_BUDGET",
+            HubError::NoWebhooks => "NO_WEBHOOKS",
             HubError::DockerUnavailable { .. } => "DOCKER_UNAVAILABLE",
             HubError::Docker { .. } => "DOCKER_ERROR",
             HubError::TermBufferAccessDisabled => "TERM_BUFFER_ACCESS_DISABLED",
@@ -258,6 +262,7 @@ impl HubError {
             HubError::AuditUnavailable { .. } => 503,
             HubError::BudgetExhausted { .. } => 429,
             HubError::TeamNotFound { .. } | HubError::NoBudget { .. } => 404,
+            HubError::NoWebhooks => 404,
             HubError::AuditRecordNotFound { .. } => 404,
             HubError::Unauthorized { .. } => 401,
             HubError::RouteNotMatched { .. } => 404,

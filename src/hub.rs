@@ -74,6 +74,8 @@ struct Inner {
     /// What each agent's model calls used.
     ledger: Arc<crate::ledger::Ledger>,
     budgets: Arc<crate::policy::budgets::Budgets>,
+    /// The outgoing webhooks (`[[notify]]`).
+    notifier: Arc<crate::notify::Notifier>,
 }
 
 impl Hub {
@@ -96,6 +98,10 @@ impl Hub {
         redactor.add_literals([access.owner_token().as_str()]);
         for def in config.agent_defs() {
             redactor.add_env_secrets(&def.env, &config.redact.secret_env);
+        }
+        // A webhook's headers and URL are credentials of their own.
+        for hook in &config.notify {
+            redactor.add_literals(hook.secrets().iter().map(String::as_str));
         }
         let audit = Audit::open(&config.audit, &config.data_dir);
         let metrics =
@@ -135,6 +141,19 @@ impl Hub {
                 ),
                 profiles,
                 ledger: ledger.clone(),
+            },
+        ));
+        let notifier = Arc::new(crate::notify::Notifier::new(
+            &config.notify,
+            config.dashboard_url(),
+            crate::notify::Handles {
+                events: events.clone(),
+                metrics: metrics.clone(),
+                directory: Arc::new(crate::notify::directory::HubDirectory {
+                    sessions: sessions.clone(),
+                    agents: agents.clone(),
+                    redactor: redactor.clone(),
+                }),
             },
         ));
         let config = Arc::new(config);
@@ -181,6 +200,7 @@ impl Hub {
                 events,
                 ledger,
                 budgets,
+                notifier,
                 config,
             }),
         }
@@ -294,6 +314,14 @@ impl Hub {
     /// get this address.
     pub fn set_api_addr(&self, addr: std::net::SocketAddr) {
         let _ = self.inner.host.api_addr.set(addr);
+        if self.inner.config.public_url.is_none() {
+            self.inner.notifier.set_dashboard(format!("http://{addr}"));
+        }
+    }
+
+    /// The outgoing webhooks.
+    pub fn notifier(&self) -> &Arc<crate::notify::Notifier> {
+        &self.inner.notifier
     }
 
     /// Starting host sessions (the narrow handle tasks get).

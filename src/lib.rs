@@ -43,6 +43,8 @@
 //!   them; [`delivery`]: submitting a prompt to an agent TUI with a receipt.
 //! - [`config`]: the `hub.toml` settings. [`access`]: people's credentials (the owner's token
 //!   in the data dir, `[[tokens]]`, sign-in codes); [`credentials`]: agents'.
+//! - [`notify`]: outgoing webhooks (`[[notify]]`): which events a person must hear of, each
+//!   webhook with its own queue, retries and dead letters.
 //! - [`metrics`]: Prometheus metrics (served at `GET /metrics` by `api::metrics`).
 //! - [`usage`]: what model calls used, read from the CLIs' own records, and what it cost by
 //!   the price table; [`ledger`]: each agent's calls kept on disk, followed as they come.
@@ -77,6 +79,7 @@ pub mod json;
 pub mod ledger;
 pub mod mcp;
 pub mod metrics;
+pub mod notify;
 pub mod output;
 pub mod owner_routing;
 pub mod persist;

@@ -12,6 +12,16 @@ pub struct Choice {
     pub keys: Vec<String>,
 }
 
+/// How many rows at the bottom of a screen [`on_screen`] looks at.
+const MENU_ROWS: usize = 16;
+
+/// The whole question at the bottom of a screen's rows (trailing blank rows cut): a menu's
+/// question line and every choice, or a yes/no prompt. Fuller than a rule's evidence, which
+/// may hold only the lines it matched (the highlighted choice, a footer).
+pub fn on_screen(rows: &[String]) -> Option<Vec<String>> {
+    super::menu::find(rows, MENU_ROWS).map(|(_, lines)| lines)
+}
+
 /// The question: the matched lines, trimmed and joined.
 pub fn question(evidence: &[String]) -> String {
     evidence
@@ -48,20 +58,32 @@ pub fn choices(evidence: &[String]) -> Vec<Choice> {
 
 /// `1. Yes` / `❯ 2. No, and tell Claude what to do differently` lines.
 fn numbered_choices(evidence: &[String]) -> Vec<Choice> {
-    let mut out = Vec::new();
-    for line in evidence {
-        let l = line.trim_matches(|c: char| c.is_whitespace() || c == '│' || c == '❯' || c == '>');
-        let Some((n, label)) = l.split_once(". ") else {
-            continue;
-        };
-        if n.len() == 1 && n.chars().all(|c| c.is_ascii_digit()) && !label.trim().is_empty() {
-            out.push(Choice {
-                label: label.trim().to_string(),
-                keys: vec![n.to_string()],
-            });
-        }
+    evidence.iter().filter_map(|l| numbered_choice(l)).collect()
+}
+
+/// A `1. Yes` / `❯ 2. No, ...` line as a choice.
+fn numbered_choice(line: &str) -> Option<Choice> {
+    let l = line.trim_matches(|c: char| c.is_whitespace() || c == '│' || c == '❯' || c == '>');
+    let (n, label) = l.split_once(". ")?;
+    let numbered = n.len() == 1 && n.chars().all(|c| c.is_ascii_digit());
+    (numbered && !label.trim().is_empty()).then(|| Choice {
+        label: label.trim().to_string(),
+        keys: vec![n.to_string()],
+    })
+}
+
+/// The question's own words: its lines but its numbered choices, trimmed and joined (all
+/// of them, when every line is a choice).
+pub fn asked(lines: &[String]) -> String {
+    let words: Vec<String> = lines
+        .iter()
+        .filter(|l| numbered_choice(l).is_none())
+        .cloned()
+        .collect();
+    match question(&words) {
+        w if w.is_empty() => question(lines),
+        w => w,
     }
-    out
 }
 
 #[cfg(test)]
@@ -123,5 +145,23 @@ mod tests {
         assert!(choices(&lines(&["version 1. something"])).is_empty());
         assert!(choices(&[]).is_empty());
         assert_eq!(question(&lines(&["  Allow? [y/n] "])), "Allow? [y/n]");
+    }
+
+    #[test]
+    fn the_question_asked_is_its_lines_but_its_choices() {
+        let menu = lines(&[
+            " Do you want to proceed?",
+            " ❯ 1. Yes",
+            "   2. No",
+            " Esc to cancel",
+        ]);
+        assert_eq!(asked(&menu), "Do you want to proceed?\nEsc to cancel");
+        assert_eq!(choices(&menu).len(), 2);
+        assert_eq!(asked(&lines(&["❯ 1. Yes"])), "❯ 1. Yes");
+        let screen = lines(&["output", "Do you want to proceed?", "❯ 1. Yes", "  2. No"]);
+        assert_eq!(
+            on_screen(&screen).map(|l| asked(&l)).as_deref(),
+            Some("Do you want to proceed?")
+        );
     }
 }

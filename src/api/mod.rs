@@ -11,6 +11,7 @@ pub mod error;
 mod events;
 mod external_sessions;
 pub mod metrics;
+mod notify;
 pub mod openapi;
 mod owner_routing;
 mod policies;

@@ -10,7 +10,7 @@ use super::{
     access, agents, bridge, budgets, events, external_sessions, openapi, owner_routing, policies,
     previews, sessions, stream,
 };
-use super::{tasks, traffic, usage, web};
+use super::{notify, tasks, traffic, usage, web};
 use crate::actor::Role;
 use crate::hub::Hub;
 use crate::scope::AgentAccess;
@@ -135,6 +135,9 @@ pub static ROUTES: &[Route] = &[
     route!(GET "/v1/agents/{id}/changes", OBSERVER, No, LOOK, agents::agent_changes),
     route!(GET "/v1/agents/{id}/usage", OBSERVER, No, LOOK, usage::agent_usage),
     route!(GET "/v1/usage", OBSERVER, No, ANY, usage::usage),
+    // Webhooks: their names and counts for observers; a test message is the admin's.
+    route!(GET "/v1/notify", OBSERVER, No, NEVER, notify::status),
+    route!(POST "/v1/notify/test", ADMIN, As("notify_test"), NEVER, notify::test),
     route!(GET "/v1/budgets", OBSERVER, No, ANY, budgets::budgets),
     route!(GET "/v1/agents/{id}/budget", OBSERVER, No, LOOK, budgets::agent_budget),
     route!(PUT "/v1/agents/{id}/budget", ADMIN, As("budget_set"), NEVER, budgets::set_agent_budget),

@@ -1,5 +1,5 @@
 //! Recording hub events that are actions of their own: policy actions (`policy_*`, emitted by
-//! the policy engine), budgets reaching 80 % and 100 % (`budget_*`), agent lifecycle (`agent_*`) and sessions brought back after a restart
+//! the policy engine), budgets reaching 80 % and 100 % (`budget_*`), webhook messages given up (`notify_gave_up`), agent lifecycle (`agent_*`) and sessions brought back after a restart
 //! (`session_restored`). They are recorded as they are published on the hub's event bus, with
 //! the hub as the actor. Session events that follow from a request (created, killed,
 //! registered...) are not: the request itself is on record, once.
@@ -16,6 +16,7 @@ use crate::protocol::HubEvent;
 /// Whether an event of this type is audited.
 pub fn audited_event(kind: &str) -> bool {
     kind == "session_restored"
+        || kind == "notify_gave_up"
         || ["policy_", "agent_", "budget_"]
             .iter()
             .any(|p| kind.starts_with(p))
@@ -31,7 +32,7 @@ pub fn event_record(event: &HubEvent) -> Option<Record> {
     r.session_id = event.kind.session_id().map(String::from);
     r.agent_id = event.kind.agent_id().map(String::from);
     r.command = serde_json::to_string(event).ok();
-    r.success = Some(!kind.ends_with("_failed"));
+    r.success = Some(!kind.ends_with("_failed") && kind != "notify_gave_up");
     Some(r)
 }
 

@@ -12,6 +12,7 @@ mod external_sessions;
 mod hook;
 pub mod logging;
 mod mcp;
+mod notify;
 mod ops;
 mod policy;
 mod run;
@@ -120,6 +121,9 @@ pub enum Command {
     /// Budgets: each agent's (its policy's `budget`) and each team's, what was spent in the
     /// period and when it renews; `set`, `lift` and `reset` change one at run time (admin).
     Budget(budget::BudgetArgs),
+    /// Outgoing webhooks (`[[notify]]`): what became of each one's messages; `test` sends a
+    /// test message to each and reports each one's answer (admin).
+    Notify(notify::NotifyArgs),
     /// Policies: `check` (dry run: what each policy would do now, and why), `list`, `reload`.
     Policy(policy::PolicyArgs),
     /// Show the audit log (who typed what where, what the guard refused); --follow streams it.
@@ -181,6 +185,7 @@ pub fn run(cli: Cli) -> i32 {
             Command::Workspace(args) => workspace::run(args).await,
             Command::Usage(args) => usage::run(args).await,
             Command::Budget(args) => budget::run(args).await,
+            Command::Notify(args) => notify::run(args).await,
             Command::Policy(args) => policy::run(args).await,
             Command::Audit(args) => audit::run(args).await,
             Command::Doctor(args) => doctor::run(args).await,

@@ -10,6 +10,7 @@ use toml::Spanned;
 
 mod agent;
 mod audit;
+pub mod notify;
 pub mod policy;
 pub mod team;
 mod tokens;
@@ -162,6 +163,11 @@ pub struct HubConfig {
     pub prices: crate::usage::price::PriceEntries,
     /// `[teams.NAME]`: what a team has of its own (its budget).
     pub teams: team::Teams,
+    /// `[[notify]]`: the webhooks told of what a person must act on (`docs/notify.md`).
+    pub notify: Vec<notify::NotifyConfig>,
+    /// Where people reach the dashboard (a hub behind a proxy); messages link there, else to
+    /// the listen address.
+    pub public_url: Option<Spanned<String>>,
     /// The shipped prices with `prices` over them, made at load.
     #[serde(skip)]
     pub price_table: crate::usage::price::PriceTable,
@@ -203,6 +209,8 @@ impl Default for HubConfig {
             agent_start_concurrency: DEFAULT_AGENT_START_CONCURRENCY,
             prices: Default::default(),
             teams: Default::default(),
+            notify: Vec::new(),
+            public_url: None,
             price_table: crate::usage::price::PriceTable::shipped(),
         }
     }
@@ -297,11 +305,20 @@ impl HubConfig {
         workspace::check(&mut config, text, origin)?;
         config.price_table = crate::usage::price::PriceTable::with(&config.prices, text, origin)?;
         team::check(&config.teams, text, origin)?;
+        notify::check(&config.notify, config.public_url.as_ref(), text, origin)?;
         for agent in &mut config.agents {
             let (line, col, _) = locate(text, Some(agent.get_ref().image.span()));
             agent.get_mut().image_location = format!("{origin}:{line}:{col}");
         }
         Ok(config)
+    }
+
+    /// Where the dashboard is reached: `public_url`, else the listen address.
+    pub fn dashboard_url(&self) -> String {
+        match &self.public_url {
+            Some(url) => url.get_ref().trim_end_matches('/').to_string(),
+            None => format!("http://{}", self.listen),
+        }
     }
 
     /// The agent definitions.

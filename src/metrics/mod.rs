@@ -67,6 +67,12 @@ struct RouteLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WebhookLabels {
+    webhook: String,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CodeLabels {
     code: String,
 }
@@ -108,6 +114,7 @@ struct Inner {
     agent_ops: HistogramFamily<AgentOpLabels>,
     api_requests: HistogramFamily<RouteLabels>,
     api_errors: Family<CodeLabels, Counter>,
+    notify: Family<WebhookLabels, Counter>,
     scraped: scrape::StateGauges,
     usage: usage::UsageCounters,
 }
@@ -142,6 +149,7 @@ impl Metrics {
         let api_requests: HistogramFamily<RouteLabels> =
             Family::new_with_constructor(fast_buckets as fn() -> Histogram);
         let api_errors = Family::default();
+        let notify = Family::default();
         let r = &mut registry;
         register!(r,
             "output_bytes" => output_bytes, "Output bytes ingested from terminals, by session source";
@@ -158,6 +166,7 @@ impl Metrics {
             "audit_write_failures" => audit.failures, "Audit writes that failed (operations are refused with AUDIT_UNAVAILABLE unless audit.fail_open)";
             "api_request_duration_seconds" => api_requests, "API request latency by method, route and status";
             "api_errors" => api_errors, "API error replies by error code (AUDIT_UNAVAILABLE, PTY_COMMAND_BLOCKED, ...)";
+            "notify_messages" => notify, "Webhook messages by webhook and outcome: sent, failed (an attempt that will be retried), dead (given up after its retries) or dropped (its queue was full)";
         );
         let scraped = scrape::StateGauges::register(r);
         let usage = usage::UsageCounters::register(r);
@@ -174,6 +183,7 @@ impl Metrics {
                 agent_ops,
                 api_requests,
                 api_errors,
+                notify,
                 scraped,
                 usage,
             }),
@@ -263,6 +273,19 @@ impl Metrics {
                 .get_or_create(&CodeLabels { code: code.into() })
                 .inc();
         }
+    }
+}
+
+impl Metrics {
+    /// A webhook message's `outcome` (`sent`, `failed`, `dead`, `dropped`) at `webhook`.
+    pub fn notify(&self, webhook: &str, outcome: &str) {
+        self.inner
+            .notify
+            .get_or_create(&WebhookLabels {
+                webhook: webhook.into(),
+                outcome: outcome.into(),
+            })
+            .inc();
     }
 }
 

@@ -129,6 +129,17 @@ pub enum EventKind {
     PoliciesReloadFailed {
         reason: String,
     },
+    /// A webhook message was given up after its retries (kept in the webhook's dead letters).
+    NotifyGaveUp {
+        /// The webhook's name (`[[notify]]` `name`, else `notify[N] HOST`).
+        webhook: String,
+        /// What the message told of (`blocked`, `turn_finished`, ...).
+        event: String,
+        agent_id: Option<String>,
+        session_id: Option<String>,
+        attempts: u32,
+        reason: String,
+    },
     TaskStarted {
         task_id: String,
         name: String,
@@ -283,6 +294,7 @@ impl EventKind {
             BudgetExhausted(_) => "budget_exhausted",
             PoliciesReloaded { .. } => "policies_reloaded",
             PoliciesReloadFailed { .. } => "policies_reload_failed",
+            NotifyGaveUp { .. } => "notify_gave_up",
             TaskStarted { .. } => "task_started",
             TaskLog { .. } => "task_log",
             TaskFinished { .. } => "task_finished",
@@ -302,7 +314,9 @@ impl EventKind {
             | PolicyActionFailed { session_id, .. } => Some(session_id),
             PolicyWarned(p) | PolicyStopped(p) | PolicyRestarted(p) | PolicyNotified(p)
             | PolicyInterrupted(p) | PolicyContinued(p) => Some(&p.session_id),
-            TaskStarted { session_id, .. } => session_id.as_deref(),
+            TaskStarted { session_id, .. } | NotifyGaveUp { session_id, .. } => {
+                session_id.as_deref()
+            }
             _ => None,
         }
     }
@@ -323,6 +337,7 @@ impl EventKind {
             | PolicyInterrupted(p) | PolicyContinued(p) => p.agent_id.as_deref(),
             PolicyStarted { agent_id, .. } => Some(agent_id),
             BudgetWarned(b) | BudgetExhausted(b) => b.agent_id.as_deref(),
+            NotifyGaveUp { agent_id, .. } => agent_id.as_deref(),
             _ => None,
         }
     }

@@ -7,6 +7,7 @@
 
 mod events;
 mod fleet;
+mod notify;
 mod policy;
 mod replies;
 pub(crate) mod schema;
@@ -46,6 +47,7 @@ pub use crate::json::{base64_decode, base64_encode, whole, Encoding, ErrorBody, 
 use crate::session::Owner;
 pub use events::*;
 pub use fleet::*;
+pub use notify::*;
 pub use policy::*;
 pub use replies::*;
 pub use usage::*;

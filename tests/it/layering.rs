@@ -66,6 +66,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "tasks",
             "policy",
             "audit",
+            "notify",
         ],
     ),
     ("composition", &["hub"]),

@@ -34,6 +34,8 @@ mod leader;
 mod limit_queue;
 mod mcp;
 mod metrics;
+mod notify;
+mod notify_real_cli;
 mod ops_cli;
 mod policy;
 mod policy_support;

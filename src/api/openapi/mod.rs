@@ -80,6 +80,8 @@ use crate::protocol::*;
         set_team_budget,
         reset_team_budget,
         lift_team_budget,
+        notify_status,
+        notify_test,
         remove_workspace,
         list_tasks,
         create_task,

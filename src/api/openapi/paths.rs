@@ -570,6 +570,24 @@ pub(super) fn usage() {}
 
 #[utoipa::path(
     get,
+    path = "/v1/notify",
+    operation_id = "notify_status",
+    summary = "The outgoing webhooks (`[[notify]]`) and what became of their messages: sent, tries failed, given up (with the last dead letters), dropped. URLs and header values are secrets and never shown.",
+    responses((status = 200, body = NotifyReply), (status = "default", body = ErrorBody, description = "Failed"))
+)]
+pub(super) fn notify_status() {}
+
+#[utoipa::path(
+    post,
+    path = "/v1/notify/test",
+    operation_id = "notify_test",
+    summary = "Send a test message to every webhook at once (one try each) and report each one's answer (admin; audited). `NO_WEBHOOKS` when hub.toml has none.",
+    responses((status = 200, body = NotifyTestReply), (status = "default", body = ErrorBody, description = "Failed"))
+)]
+pub(super) fn notify_test() {}
+
+#[utoipa::path(
+    get,
     path = "/v1/budgets",
     operation_id = "budgets",
     summary = "Every budget in force the caller may see (each agent's policy's, each team's from hub.toml, or one set at run time), with what was spent in its period, when it renews, and whether it refuses deliveries now.",

@@ -1,10 +1,11 @@
 //! `agent-hub doctor`: checks what a hub needs on this machine (tmux, the Docker engines and
 //! agent images of `hub.toml`, the data dir and audit log, listen address and auth, a hub
-//! answering at `--hub`) and explains every problem with a fix. Exit 0 when nothing failed,
+//! answering at `--hub`, its webhooks) and explains every problem with a fix. Exit 0 when nothing failed,
 //! 1 otherwise; `--json` for scripts.
 
 mod engines;
 mod host;
+mod webhooks;
 
 use std::path::PathBuf;
 
@@ -145,6 +146,7 @@ pub async fn findings(args: &DoctorArgs) -> Vec<Finding> {
         let client =
             crate::client::HubClient::new(&args.hub).with_credential(found.token, found.source);
         out.extend(host::host_sessions(&client).await);
+        out.extend(webhooks::check(&client).await);
     }
     out
 }
