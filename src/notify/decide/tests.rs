@@ -17,6 +17,7 @@ fn change(state: State, previous: State, at: i64) -> HubEvent {
             previous,
             since: t(at),
             rule: "r".into(),
+            until: None,
         },
     }
 }
