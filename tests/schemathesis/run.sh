@@ -124,6 +124,9 @@ fi
 # A team with a budget of its own, and the policy with a budget of the agent `st-budget`: what
 # the budget operations read, set, lift and reset.
 printf '[teams.st-team]\nbudget = { usd = 1000.0 }\n' >>"$work/hub.toml"
+# A webhook nobody answers (the discard port): what `GET /v1/notify` lists and
+# `POST /v1/notify/test` tries.
+printf '[[notify]]\nname = "st-webhook"\nurl = "http://127.0.0.1:9/st"\n' >>"$work/hub.toml"
 mkdir -p "$work/policies"
 printf 'budget = { usd = 1000.0, per = "week" }\n' >"$work/policies/st-budget.toml"
 # Started in the temporary directory: a hub reads ./policies when hub.toml names no policies
