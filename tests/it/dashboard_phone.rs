@@ -8,14 +8,18 @@
 //! `target/browser-artifacts/`.
 //!
 //! The agent is the scripted fake agent TUI (tests/fixtures/fake-agent.sh) asking
-//! "Allow write to main.rs? [y/n]", whose answers the hub reads as the choices yes and no.
+//! "Allow write to main.rs? [y/n]", whose answers the hub reads as the choices yes and no; and
+//! the real Claude Code (pinned, against the suite's model stand-in) asking its permission
+//! question "Do you want to proceed?", answered with a tap on "Yes".
 
 use serde_json::{json, Value};
 
 use crate::browser;
 use crate::browser_support::Browser;
 use crate::dashboard::{open_fleet, wait_row_state, wait_terminal_live, T};
+use crate::model_standin::{ModelStandIn, AFTER_TOOL};
 use crate::policy_support::*;
+use crate::real_cli::{cli, hub_without_status_file, session_request, Home, RealCli, T as RT};
 use crate::support::{wait_until, TestHub};
 
 /// Makes the tab a phone: 390 × 844 CSS pixels at 3× (an iPhone 14's screen), a mobile
@@ -428,4 +432,99 @@ async fn the_dashboard_is_installable_and_its_worker_keeps_no_api_data() {
     let kept_api: Vec<&&str> = urls.iter().filter(|u| u.contains("/v1/")).collect();
     assert!(kept_api.is_empty(), "API replies kept: {kept_api:?}");
     b.screenshot("phone-installed").await;
+}
+
+/// The same tap on the real Claude Code (pinned, in a host tmux session, against the suite's
+/// model stand-in): its permission question is the first card with a button per choice, and a
+/// tap on "Yes" runs the tool: the CLI moves on and the card shows the receipt. Skips, saying
+/// so, when the CLIs are not installed (a failure with `AGENT_HUB_REAL_CLI_TESTS=required`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_phone_a_tap_on_yes_answers_real_claude_code() {
+    let Some(claude) = cli("claude") else { return };
+    let b = browser!();
+    let standin = ModelStandIn::start().await;
+    let (_policies, hub) = hub_without_status_file().await;
+    let home = Home::new();
+    let env = home.claude_env(&standin, false);
+    let request = session_request(&claude, "claude", &home, env);
+    let run = RealCli::launch(&hub, home, request, None).await;
+    run.claude_prompt().await;
+    run.submit("please run a tool").await;
+    assert!(
+        run.shows("Do you want to proceed?", RT).await,
+        "{}",
+        run.pane()
+    );
+    let blocked = run.wait_state("blocked").await;
+    assert_eq!(blocked["choices"][0]["label"], "Yes", "{blocked}");
+    let id = run.id.clone();
+
+    phone(&b).await;
+    b.sign_in(&hub.base, &hub.owner_token).await;
+    open_fleet(&b, &hub).await;
+    wait_row_state(&b, &id, "blocked").await;
+    let yes = format!(".card[data-unit=\"{id}\"] button.choice[data-keys=\"1\"]");
+    b.wait_js(
+        "the Yes button",
+        &format!("return document.querySelector('{yes}')?.textContent"),
+        T,
+    )
+    .await;
+    let shown = cards(&b).await;
+    assert_eq!(shown[0][0], json!(id), "{shown:?}");
+    // A button per choice the hub reads (it reads the highlighted line of Claude Code's menu:
+    // "Yes"), each a thumb's height.
+    let heights = shown[0][2].as_array().unwrap();
+    assert_eq!(
+        heights.len(),
+        blocked["choices"].as_array().unwrap().len(),
+        "{shown:?} {blocked}"
+    );
+    assert!(
+        heights.iter().all(|h| h.as_f64().unwrap() >= 44.0),
+        "{shown:?}"
+    );
+    let question = b
+        .js(
+            &format!(
+                "return document.querySelector('.card[data-unit=\"{id}\"] .question .q').innerText"
+            ),
+            json!([]),
+        )
+        .await;
+    // The question as the hub reads it from the screen (for this version, the dialog's
+    // matched lines: its highlighted choice and its footer).
+    assert_eq!(question, blocked["question"], "{blocked}");
+    assert!(question.as_str().unwrap().contains("1. Yes"), "{question}");
+    assert_eq!(
+        b.js(
+            &format!("return document.querySelector('{yes}').textContent"),
+            json!([])
+        )
+        .await,
+        json!("Yes")
+    );
+    b.screenshot("phone-claude-code").await;
+
+    tap(&b, &yes).await;
+    assert!(
+        run.shows(AFTER_TOOL, RT).await,
+        "the tool did not run: {}",
+        run.pane()
+    );
+    let moved_on = wait_until(RT, || async { run.state().await["state"] != "blocked" }).await;
+    assert!(moved_on, "still blocked: {}", run.state().await);
+    let receipt = b
+        .wait_js(
+            "the receipt shown",
+            &format!("const r = document.querySelector('[data-receipt-for=\"{id}\"]'); return r && [r.dataset.receipt, r.innerText]"),
+            T,
+        )
+        .await;
+    assert_eq!(receipt[0], "submitted", "{receipt}");
+    assert!(
+        receipt[1].as_str().unwrap().contains("\"Yes\" delivered"),
+        "{receipt}"
+    );
+    b.screenshot("phone-claude-code-answered").await;
 }
