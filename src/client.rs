@@ -163,6 +163,7 @@ impl HubClient {
     pub async fn keys(&self, id: &str, keys: &[String]) -> Result<WriteReply, ClientError> {
         let req = KeysRequest {
             keys: keys.to_vec(),
+            receipt: false,
         };
         self.post(&Self::session_path(id, "/keys"), &req).await
     }

@@ -257,6 +257,16 @@ impl Caret {
     }
 }
 
+/// The receipt of keys pressed when the screen's fingerprint was `baseline`: `submitted` when
+/// the screen changed within [`CONFIRM_WITHIN`] (or the program ended), else `stalled`.
+pub async fn keys_receipt(session: &Session, baseline: u64) -> Receipt {
+    if screen_changes(session, baseline, CONFIRM_WITHIN).await {
+        Receipt::Submitted
+    } else {
+        Receipt::Stalled
+    }
+}
+
 /// Nothing but blanks and box borders.
 fn blank(text: &str) -> bool {
     text.chars().all(|c| c.is_whitespace() || "│┃|".contains(c))

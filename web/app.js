@@ -3,7 +3,8 @@
 // terminal grid (#/grid/ID,ID,...; #/grid alone shows the blocked and working agents) and the
 // panel of a container agent that is not running (#/agent/ID: its last screen), and owns
 // the page-wide pieces: counts by state, the tab's title and favicon with the blocked count,
-// notifications, the theme and the keyboard shortcuts.
+// notifications, the theme and the keyboard shortcuts; and registers the service worker that
+// makes the page installable.
 
 import "./csp.js";
 import { api, follow, setToken, token } from "./api.js";
@@ -290,12 +291,13 @@ function describe(panel) {
   panel.el.dataset.state = u.state;
   // Redrawn only when it changed: a button under the pointer stays where it is.
   const st = u.session?.agent_state;
-  const asked = JSON.stringify([u.state, st?.question, st?.choices, canOperate()]);
+  const id = u.session?.id;
+  const asked = JSON.stringify([u.state, st?.question, st?.choices, canOperate(), app.fleet.receipts.get(id)]);
   if (!panel.question) panel.info.append((panel.question = h("div.panel-question")));
   if (panel.asked !== asked) {
     panel.asked = asked;
     const question = app.fleet.questionEl(u);
-    panel.question.replaceChildren(...(question ? [question] : []));
+    panel.question.replaceChildren(...(question ? [question] : []), app.fleet.receiptEl(id));
   }
   showAgentSpend(panel, u);
   if (u.agent?.workspace?.exists && !panel.changes) {
@@ -458,6 +460,12 @@ document.addEventListener("keydown", (e) => {
     keys[e.key]();
   }
 });
+
+// Installable: the service worker keeps the page's files (never API data, see web/sw.js). A
+// browser offers it only in a secure context (https, or localhost).
+if ("serviceWorker" in navigator) {
+  navigator.serviceWorker.register("/sw.js").catch((e) => console.warn("no service worker:", e));
+}
 
 redeemSigninLink().then((refusal) => (refusal ? showSignIn(refusal, true) : signIn()));
 

@@ -8,6 +8,11 @@
 // panel of a container agent that is not running (its last screen and start control). Nothing
 // is polled but what agents spent today (`/v1/usage?period=today`, every 15 s: it changes
 // with no event); a 1 s timer only re-renders the relative times.
+//
+// On a narrow screen (a phone) the fleet is one column of cards instead of the table: blocked
+// agents first (the one thing a person away from the desk comes to do is answer them), each
+// card with its question and a large button per answer; a tap on a card opens its terminal.
+// An answer asks the hub for a receipt, which the card (and the row, and the panel) shows.
 
 import { api } from "./api.js";
 import { h, span, ago, debounce } from "./util.js";
@@ -59,6 +64,11 @@ export class Fleet {
     this.renderQueued = false;
     /** unit key -> { sig, els, preview }: a row whose data did not change is kept as it is. */
     this.rowCache = new Map();
+    /** session id -> the receipt of the last answer given on this page ({ok, receipt, text}). */
+    this.receipts = new Map();
+    /** A phone's width: the fleet as cards (see `cards`). */
+    this.narrow = matchMedia("(max-width: 600px)");
+    this.narrow.addEventListener("change", () => this.render());
   }
 
   /** One render for a burst of events (each would redraw every row). */
@@ -118,7 +128,11 @@ export class Fleet {
       delete s.agent_state.until;
       this.scheduleRender();
       this.scheduleCheck();
-      if (e.state === "blocked") this.loadQuestion(s.id, true);
+      if (e.state === "blocked") {
+        // A new question: the receipt of the last answer is about the one before.
+        this.receipts.delete(s.id);
+        this.loadQuestion(s.id, true);
+      }
       if (e.state === "limited") this.loadQuestion(s.id);
       return;
     }
@@ -216,6 +230,30 @@ export class Fleet {
     const units = this.units();
     this.opts.onCounts?.(this.counts(units), units);
     const shown = units.filter((u) => this.matches(u));
+    const now = Date.now();
+    this.previewEls.clear();
+    const kept = new Map();
+    const frag = this.narrow.matches ? this.cards(shown, now, kept) : this.table(shown, now, kept);
+    if (!shown.length) frag.append(h("p.empty", {}, units.length ? "nothing matches" : "no agents or sessions"));
+    this.root.replaceChildren(frag);
+    this.rowCache = kept;
+    this.updateTeams(units);
+    this.opts.onRender?.();
+    this.stats.renders += 1;
+    this.stats.longestRenderMs = Math.max(this.stats.longestRenderMs, performance.now() - started);
+  }
+
+  /** The phone's fleet: one column of cards, blocked agents first, then by name. */
+  cards(shown, now, kept) {
+    const first = (u) => (u.state === "blocked" ? 0 : 1);
+    const sorted = [...shown].sort((a, b) => first(a) - first(b) || a.name.localeCompare(b.name));
+    const frag = document.createDocumentFragment();
+    frag.append(h("div.cards", {}, sorted.map((u) => this.keptUnit(u, now, "card", kept))));
+    return frag;
+  }
+
+  /** The desktop's fleet: a table per team, leaders with their workers under them. */
+  table(shown, now, kept) {
     // Team -> leaders -> workers: a unit whose owner session is another shown unit's session
     // is listed under it.
     const bySession = new Map(shown.filter((u) => u.session).map((u) => [u.session.id, u]));
@@ -232,15 +270,12 @@ export class Fleet {
       if (!teams.has(u.team)) teams.set(u.team, []);
       teams.get(u.team).push(u);
     }
-    const now = Date.now();
-    this.previewEls.clear();
-    const kept = new Map();
     const frag = document.createDocumentFragment();
     for (const [team, leaders] of [...teams].sort(([a], [b]) => a.localeCompare(b))) {
       const rows = [];
       for (const u of leaders.sort((a, b) => a.name.localeCompare(b.name))) {
-        rows.push(this.keptRow(u, now, false, kept));
-        for (const w of workers.get(u.session?.id) || []) rows.push(this.keptRow(w, now, true, kept));
+        rows.push(this.keptUnit(u, now, "row", kept));
+        for (const w of workers.get(u.session?.id) || []) rows.push(this.keptUnit(w, now, "worker", kept));
       }
       frag.append(
         h("section.team", { "data-team": team },
@@ -251,18 +286,12 @@ export class Fleet {
                 "policy", "today", ""].map((t) => h("th", {}, t)))),
             h("tbody", {}, rows))));
     }
-    if (!shown.length) frag.append(h("p.empty", {}, units.length ? "nothing matches" : "no agents or sessions"));
-    this.root.replaceChildren(frag);
-    this.rowCache = kept;
-    this.updateTeams(units);
-    this.opts.onRender?.();
-    this.stats.renders += 1;
-    this.stats.longestRenderMs = Math.max(this.stats.longestRenderMs, performance.now() - started);
+    return frag;
   }
 
   /** The rows on the page, in order. */
   rows() {
-    return [...this.root.querySelectorAll("tr.unit")];
+    return [...this.root.querySelectorAll("tr.unit, .card.unit")];
   }
 
   /** Moves the selection `by` rows (arrow keys). */
@@ -286,13 +315,15 @@ export class Fleet {
     if (u) this.opts.onOpenOne?.(u);
   }
 
-  /** The row of `u`: the one drawn last time when nothing it shows changed (relative times
-   * move in place, previews by `setPreviews`), else a new one. Recorded in `kept`. */
-  keptRow(u, now, worker, kept) {
+  /** The row (`kind` "row" or "worker") or card ("card") of `u`: the one drawn last time when
+   * nothing it shows changed (relative times move in place, previews by `setPreviews`), else a
+   * new one. Recorded in `kept`. */
+  keptUnit(u, now, kind, kept) {
     const s = u.session;
     const st = s?.agent_state;
     const c = u.check;
-    const sig = JSON.stringify([u.state, u.since, st?.until, worker, u.key === this.selected, this.opts.canOperate(),
+    const sig = JSON.stringify([u.state, u.since, st?.until, kind, u.key === this.selected, this.opts.canOperate(),
+      s && this.receipts.get(s.id),
       s && [s.id, s.label, s.cli_type, s.alive, s.backend, s.source, s.policy, s.last_activity_at, this.ticked.has(s.id)],
       u.agent && [u.agent.status, u.agent.policy, u.agent.last_activity_at, u.agent.outdated, u.agent.changed,
         this.confirming === u.agent.id],
@@ -300,7 +331,7 @@ export class Fleet {
       c && c.idle_deadline_in_ms != null && [c.idle_deadline_in_ms, c.policy, c.dry_run, this.checkedAt]]);
     let row = this.rowCache.get(u.key);
     if (row?.sig !== sig) {
-      const els = this.row(u, now, worker);
+      const els = kind === "card" ? this.card(u, now) : this.row(u, now, kind === "worker");
       row = { sig, els, preview: s ? this.previewEls.get(s.id) : null };
     } else if (row.preview) {
       this.previewEls.set(s.id, row.preview);
@@ -346,6 +377,7 @@ export class Fleet {
         h("div.title", {}, worker ? "↳ " : "", h("strong", {}, u.name),
           s?.label && s.label !== u.name ? h("span.dim", {}, ` ${s.label}`) : "",
           s?.cli_type ? h("span.dim", {}, ` (${s.cli_type})`) : ""),
+        this.receiptEl(id),
         preview),
       h("td", {}, h("span", { class: `badge ${u.state}`, title: limitTitle(s?.agent_state) }, u.state)),
       h("td.since", { "data-since": u.since }, ago(u.since, now)),
@@ -361,6 +393,50 @@ export class Fleet {
       h("td"), h("td", { colspan: 8 }, question))];
   }
 
+  /** The card of `u` (a phone): name, state, team, time in state, spend, its question with a
+   * button per answer, the last answer's receipt, its screen's last lines and its controls. A
+   * tap outside a button opens it as a click on its row does. */
+  card(u, now) {
+    const s = u.session;
+    const id = s?.id;
+    const preview = h("pre.preview", { "data-preview": id || "" }, (id && this.previews.get(id)) || "");
+    if (id) this.previewEls.set(id, preview);
+    const controls = u.agent && this.opts.canOperate() ? this.agentControls(u.agent) : [];
+    return h("article", {
+      class: `card unit state-${u.state}${u.key === this.selected ? " selected" : ""}`,
+      "data-unit": u.key, "data-state": u.state, "data-session": id || "",
+      title: u.agent && !s?.alive ? "its last screen and start" : id ? "open the terminal" : "",
+      onclick: (e) => {
+        if (e.target.closest("button, input, a, select")) return;
+        this.select(u.key);
+        this.opts.onOpenOne?.(u);
+      },
+    },
+      h("div.card-head", {},
+        h("strong.name", {}, u.name),
+        s?.cli_type ? h("span.dim", {}, s.cli_type) : "",
+        h("span.spacer"),
+        h("span", { class: `badge ${u.state}`, title: limitTitle(s?.agent_state) }, u.state)),
+      h("div.card-meta", {},
+        u.team ? `team ${u.team} · ` : "",
+        h("span", { "data-since": u.since }, ago(u.since, now)),
+        u.agent ? [" · ", spendEl(this.spend.get(u.key))] : ""),
+      this.questionEl(u),
+      this.receiptEl(id),
+      preview,
+      controls.length ? h("div.card-controls", {}, controls) : "");
+  }
+
+  /** The receipt of the last answer given to session `id` on this page, or "". */
+  receiptEl(id) {
+    const r = id && this.receipts.get(id);
+    if (!r) return "";
+    return h("div", {
+      class: `receipt ${r.ok ? "ok" : "error"}`, role: "status",
+      "data-receipt-for": id, "data-receipt": r.ok ? r.receipt : "error",
+    }, r.text);
+  }
+
   /** A blocked unit's question with a button per answer, or null. */
   questionEl(u) {
     const st = u.session?.agent_state;
@@ -368,7 +444,7 @@ export class Fleet {
     const can = this.opts.canOperate();
     const choices = (st.choices || []).map((c) => h("button.choice", {
       type: "button", disabled: !can, "data-keys": c.keys.join(" "),
-      onclick: (e) => this.answer(u.session.id, c.keys, e.target),
+      onclick: (e) => this.answer(u.session.id, c, e.currentTarget),
     }, c.label));
     return h("span.question", {}, h("span.q", {}, st.question), " ", choices);
   }
@@ -426,14 +502,22 @@ export class Fleet {
     }
   }
 
-  async answer(session, keys, button) {
+  /** Answers a question with `choice` (its keys, as any caller's: the hub's guard and audit
+   * apply) and keeps the hub's receipt, or why it was refused, for the page to show. */
+  async answer(session, choice, button) {
     button.disabled = true;
+    const at = new Date().toLocaleTimeString([], { hour12: false });
     try {
-      await api("POST", `/v1/pty/sessions/${encodeURIComponent(session)}/keys`, { keys });
+      const reply = await api("POST", `/v1/pty/sessions/${encodeURIComponent(session)}/keys`,
+        { keys: choice.keys, receipt: true });
+      const said = reply.receipt === "submitted" ? "delivered · the screen answered" : "delivered · the screen did not change";
+      this.receipts.set(session, { ok: true, receipt: reply.receipt, text: `"${choice.label}" ${said} · ${at}` });
     } catch (e) {
+      this.receipts.set(session, { ok: false, text: `"${choice.label}" not delivered: ${e.message} · ${at}` });
       alertError("answer", e);
       button.disabled = false;
     }
+    this.render();
   }
 
   updateTeams(units) {

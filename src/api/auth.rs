@@ -225,6 +225,8 @@ mod tests {
             (M::GET, "/", None),
             (M::GET, "/web/app.js", None),
             (M::GET, "/favicon.ico", None),
+            (M::GET, "/sw.js", None),
+            (M::GET, "/web/manifest.webmanifest", None),
             (M::POST, "/", Some(Role::Operator)),
             (M::GET, "/v1/whoami", Some(Role::Observer)),
             (M::POST, "/v1/auth/signin", None),

@@ -79,6 +79,8 @@ pub static ROUTES: &[Route] = &[
     // The dashboard's files are static (no data): the page loads, then signs in.
     route!(GET "/", OPEN, No, ANY, web::index),
     route!(GET "/favicon.ico", OPEN, No, ANY, web::favicon),
+    // The service worker lives at the root so that its scope is the whole page.
+    route!(GET "/sw.js", OPEN, No, ANY, web::service_worker),
     route!(GET "/web/{*path}", OPEN, No, ANY, web::asset),
     route!(GET "/v1/whoami", OBSERVER, No, ANY, web::whoami),
     // A sign-in link's one-time code is the credential here; the owner's token rotates.

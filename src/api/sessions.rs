@@ -178,9 +178,19 @@ pub async fn send_keys(
         return Err(HubError::bad_request("keys must name at least one key").into());
     }
     let session = hub.get(&id)?;
+    let baseline = session.screen_fingerprint();
     // Keys that spell a line (text, then Enter) pass the guard like send_line.
     let n = session.send_keys(&actor, &req.keys).await?;
-    Ok(Json(written(id, n)))
+    if !req.receipt {
+        return Ok(Json(written(id, n)));
+    }
+    let receipt = crate::delivery::keys_receipt(&session, baseline).await;
+    Ok(Json(WriteReply {
+        receipt: serde_json::to_value(receipt)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from)),
+        ..written(id, n)
+    }))
 }
 
 pub async fn signal(

@@ -8,6 +8,10 @@
 //! styles only from this origin, nothing inline, no framing. xterm.js styles its terminals with
 //! `<style>` elements it creates, so the page's CSP allows styles carrying a per-response nonce
 //! and the page gives that nonce to the elements xterm.js creates (`web/csp.js`).
+//!
+//! The page is installable (a web app manifest and icons under `/web/`) and registers a
+//! service worker, served at `/sw.js` so that its scope is the whole origin. The worker keeps
+//! the page's files for when the hub cannot be reached and never caches an API reply.
 
 use axum::extract::Path;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -48,6 +52,9 @@ static ASSETS: &[Asset] = &[
     asset!("util.js", JS),
     asset!("app.css", CSS),
     asset!("favicon.svg", "image/svg+xml"),
+    asset!("icon-192.png", "image/png"),
+    asset!("icon-512.png", "image/png"),
+    asset!("manifest.webmanifest", "application/manifest+json"),
     asset!("vendor/xterm.mjs", JS),
     asset!("vendor/xterm.css", CSS),
     asset!("vendor/addon-fit.mjs", JS),
@@ -56,14 +63,15 @@ static ASSETS: &[Asset] = &[
 ];
 
 const INDEX_HTML: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/web/index.html"));
+const SERVICE_WORKER: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/web/sw.js"));
 
 /// The Content-Security-Policy of every dashboard reply; `nonce` admits xterm.js's `<style>`
 /// elements. `connect-src 'self'` covers the page's WebSockets (same origin, ws: and wss:).
 pub fn content_security_policy(nonce: &str) -> String {
     format!(
         "default-src 'none'; script-src 'self'; style-src 'self' 'nonce-{nonce}'; \
-         img-src 'self' data:; font-src 'self'; connect-src 'self'; base-uri 'none'; \
-         form-action 'self'; frame-ancestors 'none'"
+         img-src 'self' data:; font-src 'self'; connect-src 'self'; worker-src 'self'; \
+         manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
     )
 }
 
@@ -117,6 +125,14 @@ pub async fn favicon() -> Response {
     asset(Path("favicon.svg".into())).await
 }
 
+/// `GET /sw.js`: the service worker (`web/sw.js`), at the root so that it may control `/`.
+pub async fn service_worker() -> Response {
+    with_security_headers(
+        ([(header::CONTENT_TYPE, JS)], SERVICE_WORKER).into_response(),
+        "none",
+    )
+}
+
 /// `GET /v1/whoami`: the caller's token name and role, and whether the hub asks for tokens.
 pub async fn whoami(
     axum::extract::State(hub): axum::extract::State<crate::hub::Hub>,
@@ -155,6 +171,26 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_service_worker_keeps_only_embedded_files() {
+        // Each file of the worker's shell list is `/` or an embedded asset (a missing one
+        // would fail the worker's install).
+        let list = SERVICE_WORKER.split("const SHELL = [").nth(1).unwrap();
+        let list = list.split("];").next().unwrap();
+        let files: Vec<&str> = list.split('"').skip(1).step_by(2).collect();
+        assert!(files.len() > 10, "{files:?}");
+        for f in files {
+            let ok = f == "/"
+                || f.strip_prefix("/web/")
+                    .is_some_and(|n| ASSETS.iter().any(|a| a.name == n));
+            assert!(ok, "the service worker keeps {f}, which is not served");
+        }
+        assert!(
+            !SERVICE_WORKER.contains("\"/v1"),
+            "the worker names no API path"
+        );
     }
 
     #[test]

@@ -295,6 +295,7 @@ pub static ACTIONS: &[Action] = &[
     action(Tool::Pty, "keys", "Press named keys: Enter, Escape, Tab, Up, Down, C-c, F5, y, ...", &[
         SESSION,
         body("keys", Kind::StrList, "Key names, pressed in order.").required(),
+        body("receipt", Kind::Bool, "Wait for the screen to answer and reply with a receipt (submitted or stalled)."),
     ], rest("POST", "/v1/pty/sessions/{session_id}/keys")),
     action(Tool::Pty, "signal", "Send a signal: SIGINT (Ctrl-C), SIGQUIT, SIGTERM, SIGKILL, SIGHUP.", &[
         SESSION,

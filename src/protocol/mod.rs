@@ -117,6 +117,11 @@ pub struct KeysRequest {
     /// Key names (`Enter`, `Escape`, `Up`, `C-c`, `F5`) or single characters.
     #[schema(schema_with = schema::key_names)]
     pub keys: Vec<String>,
+    /// Wait for the screen to answer (at most 1.5 s) and reply with a receipt: `submitted`
+    /// when the screen changed, `stalled` when it did not (the dashboard's answer buttons ask
+    /// for it).
+    #[serde(default)]
+    pub receipt: bool,
 }
 
 /// `POST .../signal`

@@ -22,6 +22,7 @@ mod cli;
 mod cli_targets;
 mod dashboard;
 mod dashboard_fleet;
+mod dashboard_phone;
 mod dashboard_restart;
 mod dashboard_stopped;
 mod dashboard_usage;

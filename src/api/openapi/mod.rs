@@ -27,6 +27,7 @@ use crate::protocol::*;
         dashboard_index,
         dashboard_asset,
         dashboard_favicon,
+        dashboard_service_worker,
         whoami,
         signin,
         signin_link,

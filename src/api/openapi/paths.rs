@@ -84,7 +84,9 @@ pub(super) fn dashboard_index() {}
         (status = 200, description = "The file", content(
             (String = "text/javascript; charset=utf-8"),
             (String = "text/css; charset=utf-8"),
-            (String = "image/svg+xml")
+            (String = "image/svg+xml"),
+            (String = "image/png"),
+            (String = "application/manifest+json")
         )),
         (status = "default", body = ErrorBody, description = "Failed (NOT_FOUND: no such file)")
     )
@@ -100,6 +102,16 @@ pub(super) fn dashboard_asset() {}
     responses((status = 200, body = String, content_type = "image/svg+xml"))
 )]
 pub(super) fn dashboard_favicon() {}
+
+#[utoipa::path(
+    get,
+    path = "/sw.js",
+    operation_id = "dashboard_service_worker",
+    security(()),
+    summary = "The dashboard's service worker (it caches the page's files, never API data); no token.",
+    responses((status = 200, body = String, content_type = "text/javascript; charset=utf-8"))
+)]
+pub(super) fn dashboard_service_worker() {}
 
 #[utoipa::path(
     get,
@@ -209,7 +221,7 @@ pub(super) fn send_line() {}
     post,
     path = "/v1/pty/sessions/{id}/keys",
     operation_id = "send_keys",
-    summary = "Press named keys.",
+    summary = "Press named keys (with receipt: and wait for the screen to answer).",
     params(("id" = String, Path, description = "Session, agent, task or record id")),
     request_body = KeysRequest,
     responses((status = 200, body = WriteReply), (status = "default", body = ErrorBody, description = "Failed"))
