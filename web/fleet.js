@@ -360,17 +360,12 @@ export class Fleet {
         : h("span.status", {}, s ? `${s.backend}${s.alive ? "" : " (ended)"}` : "");
     const controls = [];
     if (u.agent && can) controls.push(...this.agentControls(u.agent));
-    const preview = h("pre.preview", { "data-preview": id || "" }, (id && this.previews.get(id)) || "");
-    if (id) this.previewEls.set(id, preview);
+    const preview = this.previewEl(id);
     const main = h("tr", {
       class: `unit state-${u.state}${worker ? " worker" : ""}${u.key === this.selected ? " selected" : ""}`,
       "data-unit": u.key, "data-state": u.state, "data-session": id || "",
       title: u.agent && !s?.alive ? "its last screen and start" : id ? "open the terminal" : "",
-      onclick: (e) => {
-        if (e.target.closest("button, input, a, select")) return;
-        this.select(u.key);
-        this.opts.onOpenOne?.(u);
-      },
+      onclick: (e) => this.open(u, e),
     },
       h("td", {}, tick),
       h("td.name", {},
@@ -393,24 +388,33 @@ export class Fleet {
       h("td"), h("td", { colspan: 8 }, question))];
   }
 
+  /** The live preview of session `id`'s last lines (kept to be updated in place). */
+  previewEl(id) {
+    const preview = h("pre.preview", { "data-preview": id || "" }, (id && this.previews.get(id)) || "");
+    if (id) this.previewEls.set(id, preview);
+    return preview;
+  }
+
+  /** A click or tap on `u`'s row or card, outside its buttons and fields: opens it. */
+  open(u, e) {
+    if (e.target.closest("button, input, a, select")) return;
+    this.select(u.key);
+    this.opts.onOpenOne?.(u);
+  }
+
   /** The card of `u` (a phone): name, state, team, time in state, spend, its question with a
    * button per answer, the last answer's receipt, its screen's last lines and its controls. A
    * tap outside a button opens it as a click on its row does. */
   card(u, now) {
     const s = u.session;
     const id = s?.id;
-    const preview = h("pre.preview", { "data-preview": id || "" }, (id && this.previews.get(id)) || "");
-    if (id) this.previewEls.set(id, preview);
+    const preview = this.previewEl(id);
     const controls = u.agent && this.opts.canOperate() ? this.agentControls(u.agent) : [];
     return h("article", {
       class: `card unit state-${u.state}${u.key === this.selected ? " selected" : ""}`,
       "data-unit": u.key, "data-state": u.state, "data-session": id || "",
       title: u.agent && !s?.alive ? "its last screen and start" : id ? "open the terminal" : "",
-      onclick: (e) => {
-        if (e.target.closest("button, input, a, select")) return;
-        this.select(u.key);
-        this.opts.onOpenOne?.(u);
-      },
+      onclick: (e) => this.open(u, e),
     },
       h("div.card-head", {},
         h("strong.name", {}, u.name),

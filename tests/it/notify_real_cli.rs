@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 use agent_hub::agent_state::State;
 use serde_json::json;
 
-use crate::docker_support::{test_image, unique_hub_id, ContainerGuard};
+use crate::docker_support::{unique_hub_id, ContainerGuard};
 use crate::model_standin::{ModelStandIn, AFTER_TOOL};
 use crate::notify::{hook, hub_with, Receiver};
-use crate::real_cli::{claude_env, cli, write_claude_config};
-use crate::real_cli_docker::{open_up, toml_table};
+use crate::real_cli::{cli, write_claude_config};
+use crate::real_cli_docker::open_up;
 use crate::require_docker;
 use crate::support::wait_until;
 
@@ -26,24 +26,12 @@ async fn claude_codes_question_and_finished_turn_reach_a_webhook() {
     write_claude_config(&files.path().join("claude"), "/work", false);
     std::fs::create_dir_all(files.path().join("work")).unwrap();
     open_up(files.path());
-    let modules = std::fs::canonicalize(format!(
-        "{}/tests/agent-clis/node_modules",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap();
-    let env = toml_table(&claude_env(&standin, "/cfg"));
     let hub_id = unique_hub_id();
     let _guard = ContainerGuard(hub_id.clone());
+    let lines = "team = \"red\"\ncols = 100\nrows = 30\n";
     let agent = format!(
-        "hub_id = \"{hub_id}\"\n[[agents]]\nid = \"cc\"\nimage = \"{image}\"\nteam = \"red\"\n\
-         command = [\"/clis/.bin/claude\"]\n\
-         mounts = [\"{modules}:/clis:ro\", \"{files}/claude:/cfg\", \"{files}/work:/work\"]\n\
-         workdir = \"/work\"\nnetwork = \"host\"\nenv = {{ {env} }}\n\
-         cli_type = \"claude\"\n\
-         ready_pattern = '\\? for shortcuts'\nready_timeout = 60\nstop_grace = 2\ncols = 100\nrows = 30\n",
-        image = test_image(),
-        modules = modules.display(),
-        files = files.path().display(),
+        "hub_id = \"{hub_id}\"\n{}",
+        crate::usage::claude_agent("cc", lines, &standin, files.path())
     );
     let events = "events = [\"blocked\", \"turn_finished\"]\nmin_interval_s = 0\nteams = [\"red\"]";
     let (hub, _dir) = hub_with(&format!("{agent}{}", hook(&rx.url, "json", events))).await;
