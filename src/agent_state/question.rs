@@ -22,6 +22,23 @@ pub fn on_screen(rows: &[String]) -> Option<Vec<String>> {
     super::menu::find(rows, MENU_ROWS).map(|(_, lines)| lines)
 }
 
+/// A blocked agent's question and its choices: the whole question at the bottom of its
+/// `screen`, else the lines its rule matched (`evidence`), each line through `redact` first.
+/// `None` while neither shows one (a hook may say `blocked` before the screen shows it).
+pub fn asked_on(
+    screen: &str,
+    evidence: &[String],
+    redact: impl Fn(&str) -> String,
+) -> Option<(String, Vec<Choice>)> {
+    let mut rows: Vec<String> = screen.lines().map(&redact).collect();
+    while rows.last().is_some_and(|r| r.trim().is_empty()) {
+        rows.pop();
+    }
+    let lines = on_screen(&rows).unwrap_or_else(|| evidence.iter().map(|l| redact(l)).collect());
+    let asked = asked(&lines);
+    (!asked.is_empty()).then(|| (asked, choices(&lines)))
+}
+
 /// The question: the matched lines, trimmed and joined.
 pub fn question(evidence: &[String]) -> String {
     evidence
@@ -163,5 +180,25 @@ mod tests {
             on_screen(&screen).map(|l| asked(&l)).as_deref(),
             Some("Do you want to proceed?")
         );
+    }
+
+    #[test]
+    fn the_whole_menu_on_the_screen_wins_over_the_matched_line() {
+        let screen = " Edit main.rs\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and don't ask again\n   3. No\n\n\n";
+        let evidence = lines(&["❯ 1. Yes"]);
+        let (asked, choices) = asked_on(screen, &evidence, str::to_string).unwrap();
+        assert_eq!(asked, "Do you want to proceed?");
+        let labels: Vec<&str> = choices.iter().map(|c| c.label.as_str()).collect();
+        assert_eq!(labels, ["Yes", "Yes, and don't ask again", "No"]);
+    }
+
+    #[test]
+    fn without_a_question_on_the_screen_the_matched_lines_are_read_redacted() {
+        let evidence = lines(&["token sk-123: Continue? (y/n)"]);
+        let redact = |l: &str| l.replace("sk-123", "[REDACTED]");
+        let (asked, choices) = asked_on("busy\n", &evidence, redact).unwrap();
+        assert_eq!(asked, "token [REDACTED]: Continue? (y/n)");
+        assert_eq!(choices.len(), 2);
+        assert_eq!(asked_on("busy\n", &[], str::to_string), None);
     }
 }

@@ -8,8 +8,9 @@ use axum::extract::{Path, State};
 use axum::Json;
 
 use super::error::{ApiJson, ApiQuery, ApiResult};
+use crate::agent_state::question;
 use crate::agent_state::wait::Wanted;
-use crate::agent_state::{question, State as AgentState, StateReport};
+use crate::agent_state::{State as AgentState, StateReport};
 use crate::error::HubError;
 use crate::hub::Hub;
 use crate::protocol::{
@@ -57,10 +58,18 @@ pub(super) fn state_view(
         let profiles = &hub.policy().loaded().profiles;
         profiles.resolve(cli_type.as_deref()).reason
     });
-    let blocked = report.state == AgentState::Blocked;
+    let (question, choices) = match report.state {
+        AgentState::Blocked => {
+            let screen = session.with_screen(|s| s.text());
+            let redact = |l: &str| hub.redactor().redact_str(l);
+            let (q, c) = question::asked_on(&screen, &report.evidence, redact).unwrap_or_default();
+            (Some(q), Some(c))
+        }
+        _ => (None, None),
+    };
     StateView {
-        question: blocked.then(|| question::question(&report.evidence)),
-        choices: blocked.then(|| question::choices(&report.evidence)),
+        question,
+        choices,
         state: report.state,
         since: Some(report.since),
         stuck: report.stuck,

@@ -1,5 +1,6 @@
 //! The daemon's log: text (default) or one JSON object per line (`--log-format json`, for log
-//! shippers), filtered by `AGENT_HUB_LOG` (default `info`), on stderr; and the start-up lines
+//! shippers), filtered by `AGENT_HUB_LOG` (default `info`), on stderr (coloured only when
+//! stderr is a terminal: a log file or journald gets plain text); and the start-up lines
 //! saying what the hub listens on, which engines it uses and what it restored.
 
 use std::net::SocketAddr;
@@ -20,6 +21,7 @@ pub fn init(format: LogFormat) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Text => builder.try_init(),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::decide::Facts;
 use super::message::AgentRef;
 use super::{last_lines, Directory, LAST_LINES};
-use crate::agent_state::question::{self, Choice};
+use crate::agent_state::question;
 use crate::agent_state::State;
 use crate::agents::Agents;
 use crate::redact::Redactor;
@@ -17,26 +17,6 @@ pub struct HubDirectory {
     pub sessions: Arc<Registry>,
     pub agents: Arc<Agents>,
     pub redactor: Arc<Redactor>,
-}
-
-impl HubDirectory {
-    /// A blocked agent's question and choices: the whole menu at the bottom of the (redacted)
-    /// screen, else the lines its rule matched, redacted. `None` while neither shows one (a
-    /// hook may say `blocked` before the screen shows the question).
-    fn question(&self, screen: &str, evidence: &[String]) -> Option<(String, Vec<Choice>)> {
-        let mut rows: Vec<String> = screen.lines().map(String::from).collect();
-        while rows.last().is_some_and(|r| r.trim().is_empty()) {
-            rows.pop();
-        }
-        let lines = question::on_screen(&rows).unwrap_or_else(|| {
-            evidence
-                .iter()
-                .map(|l| self.redactor.redact_str(l))
-                .collect()
-        });
-        let asked = question::asked(&lines);
-        (!asked.is_empty()).then(|| (asked, question::choices(&lines)))
-    }
 }
 
 impl Directory for HubDirectory {
@@ -64,7 +44,8 @@ impl Directory for HubDirectory {
         let report = session.state_report();
         let text = self.redactor.redact_str(&session.with_screen(|s| s.text()));
         if report.state == State::Blocked {
-            facts.question = self.question(&text, &report.evidence);
+            facts.question =
+                question::asked_on(&text, &report.evidence, |l| self.redactor.redact_str(l));
         }
         facts.last_lines = last_lines(&text, LAST_LINES);
         facts.last_input_at = session.info().last_input_at;

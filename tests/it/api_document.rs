@@ -70,8 +70,40 @@ fn schemathesis_finds_nothing_the_document_and_the_hub_disagree_on() {
     );
     assert!(
         out.status.success(),
-        "tests/schemathesis/run.sh failed ({}):\n{text}",
-        out.status
+        "tests/schemathesis/run.sh failed ({}): {}\n---- its whole output:\n{text}",
+        out.status,
+        digest(&text)
     );
     println!("{text}");
+}
+
+/// What failed, in a few lines ahead of the whole output (CI shows the first lines of a panic):
+/// each failing operation, its checks, what it answered, and schemathesis's last line.
+fn digest(text: &str) -> String {
+    let mut lines = Vec::new();
+    let mut in_failures = false;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with("===") {
+            in_failures = ["FAILURES", "ERRORS", "WARNINGS"]
+                .iter()
+                .any(|w| t.contains(w));
+            if t.contains(" in ") || in_failures {
+                lines.push(t.to_string());
+            }
+            continue;
+        }
+        let wanted = t.starts_with("___")
+            || t.starts_with("- ")
+            || t.starts_with("Actual:")
+            || t.starts_with('[');
+        if in_failures && wanted {
+            lines.push(t.chars().take(160).collect());
+        }
+    }
+    if lines.is_empty() {
+        return "(no FAILURES section: see the output)".to_string();
+    }
+    lines.truncate(40);
+    lines.join("\n")
 }

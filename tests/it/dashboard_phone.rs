@@ -456,7 +456,18 @@ async fn on_a_phone_a_tap_on_yes_answers_real_claude_code() {
         run.pane()
     );
     let blocked = run.wait_state("blocked").await;
+    // The whole menu from the screen, not only the line the rule matched (its highlighted
+    // choice): every choice, the question's own words apart.
     assert_eq!(blocked["choices"][0]["label"], "Yes", "{blocked}");
+    assert!(
+        blocked["choices"].as_array().unwrap().len() >= 3,
+        "{blocked}"
+    );
+    assert_eq!(
+        blocked["choices"].as_array().unwrap().last().unwrap()["label"],
+        "No",
+        "{blocked}"
+    );
     let id = run.id.clone();
 
     phone(&b).await;
@@ -472,8 +483,7 @@ async fn on_a_phone_a_tap_on_yes_answers_real_claude_code() {
     .await;
     let shown = cards(&b).await;
     assert_eq!(shown[0][0], json!(id), "{shown:?}");
-    // A button per choice the hub reads (it reads the highlighted line of Claude Code's menu:
-    // "Yes"), each a thumb's height.
+    // A button per choice of Claude Code's menu, each a thumb's height.
     let heights = shown[0][2].as_array().unwrap();
     assert_eq!(
         heights.len(),
@@ -492,10 +502,13 @@ async fn on_a_phone_a_tap_on_yes_answers_real_claude_code() {
             json!([]),
         )
         .await;
-    // The question as the hub reads it from the screen (for this version, the dialog's
-    // matched lines: its highlighted choice and its footer).
+    // The question as the hub reads it from the screen: its words, its choices apart.
     assert_eq!(question, blocked["question"], "{blocked}");
-    assert!(question.as_str().unwrap().contains("1. Yes"), "{question}");
+    assert!(
+        question.as_str().unwrap().contains("Do you want to proceed?"),
+        "{question}"
+    );
+    assert!(!question.as_str().unwrap().contains("1. Yes"), "{question}");
     assert_eq!(
         b.js(
             &format!("return document.querySelector('{yes}').textContent"),
