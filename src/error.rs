@@ -174,6 +174,10 @@ pub enum HubError {
     /// `notify test` with no `[[notify]]` in hub.toml.
     #[error("hub.toml has no [[notify]] webhook to test")]
     NoWebhooks,
+    /// An answer link that does not answer; `code` is its refusal's (`ANSWER_LINK_INVALID`,
+    /// `ANSWER_LINK_EXPIRED`, `ANSWER_LINK_USED`, `QUESTION_GONE`).
+    #[error("{message}")]
+    AnswerLink { code: &'static str, message: String },
     /// The agent must be stopped first.
     #[error("agent '{id}' is running; stop it first")]
     AgentRunning { id: String },
@@ -212,6 +216,7 @@ impl HubError {
             HubError::TeamNotFound { .. } => "TEAM_NOT_FOUND",
             HubError::NoBudget { .. } => "NO_BUDGET",
             HubError::NoWebhooks => "NO_WEBHOOKS",
+            HubError::AnswerLink { code, .. } => code,
             HubError::DockerUnavailable { .. } => "DOCKER_UNAVAILABLE",
             HubError::Docker { .. } => "DOCKER_ERROR",
             HubError::TermBufferAccessDisabled => "TERM_BUFFER_ACCESS_DISABLED",
@@ -263,6 +268,11 @@ impl HubError {
             HubError::BudgetExhausted { .. } => 429,
             HubError::TeamNotFound { .. } | HubError::NoBudget { .. } => 404,
             HubError::NoWebhooks => 404,
+            HubError::AnswerLink { code, .. } => match *code {
+                "ANSWER_LINK_EXPIRED" | "ANSWER_LINK_USED" => 410,
+                "QUESTION_GONE" => 409,
+                _ => 403,
+            },
             HubError::AuditRecordNotFound { .. } => 404,
             HubError::Unauthorized { .. } => 401,
             HubError::RouteNotMatched { .. } => 404,

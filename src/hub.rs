@@ -154,6 +154,9 @@ impl Hub {
                     agents: agents.clone(),
                     redactor: redactor.clone(),
                 }),
+                answer_links: config
+                    .notify_actions
+                    .then(|| Arc::new(crate::notify::answer_link::AnswerLinks::default())),
             },
         ));
         let config = Arc::new(config);

@@ -37,6 +37,7 @@ fn path_ids(path: &str) -> (Option<String>, Option<String>) {
     match parts.as_slice() {
         ["v1", "pty", "sessions", id, ..] => (Some((*id).to_string()), None),
         ["v1", "agents", id, ..] => (None, Some((*id).to_string())),
+        ["answer", id, ..] => (Some((*id).to_string()), None),
         _ => (None, None),
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod access;
 mod agents;
+mod answer;
 pub mod audit;
 pub mod auth;
 mod bridge;

@@ -7,8 +7,8 @@ use axum::http::Method;
 use axum::routing::{on, MethodFilter, MethodRouter};
 
 use super::{
-    access, agents, bridge, budgets, events, external_sessions, openapi, owner_routing, policies,
-    previews, sessions, stream,
+    access, agents, answer, bridge, budgets, events, external_sessions, openapi, owner_routing,
+    policies, previews, sessions, stream,
 };
 use super::{notify, tasks, traffic, usage, web};
 use crate::actor::Role;
@@ -87,6 +87,9 @@ pub static ROUTES: &[Route] = &[
     route!(POST "/v1/auth/signin", OPEN, No, ANY, access::signin),
     route!(POST "/v1/auth/signin-link", ADMIN, As("signin_link"), NEVER, access::signin_link),
     route!(POST "/v1/auth/rotate", ADMIN, As("token_rotate"), NEVER, access::rotate),
+    // An answer link's signed token is the credential here (`notify_actions = true`).
+    route!(GET "/answer/{session}/{token}", OPEN, No, NEVER, answer::page),
+    route!(POST "/answer/{session}/{token}", OPEN, As("answer_link"), NEVER, answer::answer),
     // Any valid token opens an MCP session; each tool call then needs its REST route's role.
     Route {
         method: None,

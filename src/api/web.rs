@@ -75,7 +75,7 @@ pub fn content_security_policy(nonce: &str) -> String {
     )
 }
 
-fn with_security_headers(mut response: Response, nonce: &str) -> Response {
+pub(super) fn with_security_headers(mut response: Response, nonce: &str) -> Response {
     let h = response.headers_mut();
     if let Ok(v) = HeaderValue::from_str(&content_security_policy(nonce)) {
         h.insert(header::CONTENT_SECURITY_POLICY, v);

@@ -168,6 +168,9 @@ pub struct HubConfig {
     /// Where people reach the dashboard (a hub behind a proxy); messages link there, else to
     /// the listen address.
     pub public_url: Option<Spanned<String>>,
+    /// A webhook message about a question carries a signed, single-use link per choice that
+    /// answers it (`docs/notify.md`, "Answer links"). Off by default.
+    pub notify_actions: bool,
     /// The shipped prices with `prices` over them, made at load.
     #[serde(skip)]
     pub price_table: crate::usage::price::PriceTable,
@@ -211,6 +214,7 @@ impl Default for HubConfig {
             teams: Default::default(),
             notify: Vec::new(),
             public_url: None,
+            notify_actions: false,
             price_table: crate::usage::price::PriceTable::shipped(),
         }
     }

@@ -228,6 +228,7 @@ impl Draft {
             choices: choices.unwrap_or_default(),
             last_lines: facts.last_lines.clone(),
             detail: self.detail,
+            answers: Vec::new(),
         }
     }
 }

@@ -49,17 +49,39 @@ fn ntfy_tags(event: NotifyEvent) -> (&'static str, &'static str) {
 
 fn ntfy(message: &Message) -> Body {
     let (tags, priority) = ntfy_tags(message.event);
+    let mut headers = vec![
+        ("Title", header_text(&message.title())),
+        ("Tags", format!("agent-hub,{tags}")),
+        ("Priority", priority.to_string()),
+        ("Click", message.link.clone()),
+    ];
+    if let Some(actions) = ntfy_actions(message) {
+        headers.push(("Actions", actions));
+    }
     Body {
         content_type: "text/plain; charset=utf-8",
-        headers: vec![
-            ("Title", header_text(&message.title())),
-            ("Tags", format!("agent-hub,{tags}")),
-            ("Priority", priority.to_string()),
-            ("Click", message.link.clone()),
-        ],
+        headers,
         bytes: message.text().into_bytes(),
     }
 }
+
+/// ntfy's action buttons (at most [`NTFY_MAX_ACTIONS`]): one per answer link, each a POST to
+/// its link (one tap answers), the notification cleared after.
+fn ntfy_actions(message: &Message) -> Option<String> {
+    let actions: Vec<String> = message
+        .answers
+        .iter()
+        .take(NTFY_MAX_ACTIONS)
+        .map(|a| {
+            let label = header_text(&a.label).replace([',', ';', '"'], " ");
+            format!("http, {label}, {}, method=POST, clear=true", a.url)
+        })
+        .collect();
+    (!actions.is_empty()).then(|| actions.join("; "))
+}
+
+/// How many action buttons ntfy shows.
+const NTFY_MAX_ACTIONS: usize = 3;
 
 /// A header value: printable ASCII only (HTTP headers carry no UTF-8 reliably), at most 250
 /// characters.
@@ -97,12 +119,19 @@ fn slack(message: &Message) -> Value {
     let mut blocks = vec![section(title.clone())];
     if let Some(q) = &message.question {
         let mut text = format!("> {}", mrkdwn(q).replace('\n', "\n> "));
-        if !message.choices.is_empty() {
-            let labels: Vec<String> = message
+        let labels: Vec<String> = match message.answers.is_empty() {
+            true => message
                 .choices
                 .iter()
                 .map(|c| format!("`{}`", mrkdwn(&c.label)))
-                .collect();
+                .collect(),
+            false => message
+                .answers
+                .iter()
+                .map(|a| format!("<{}|{}>", a.url, mrkdwn(&a.label)))
+                .collect(),
+        };
+        if !labels.is_empty() {
             text.push_str(&format!("\n{}", labels.join("  ")));
         }
         blocks.push(section(text));
@@ -123,6 +152,7 @@ fn slack(message: &Message) -> Value {
 mod tests {
     use super::*;
     use crate::agent_state::question::Choice;
+    use crate::notify::answer_link::AnswerLink;
     use crate::notify::message::AgentRef;
 
     fn message() -> Message {
@@ -146,7 +176,54 @@ mod tests {
             last_lines: vec!["wrote ```x```".into()],
             detail: None,
             link: "http://hub/#/grid/docker_1".into(),
+            answers: Vec::new(),
         }
+    }
+
+    fn with_answers() -> Message {
+        let answers = ["Yes", "Yes, always", "No", "Esc"]
+            .iter()
+            .map(|l| AnswerLink {
+                label: l.to_string(),
+                url: format!("http://hub/answer/docker_1/t-{}", l.len()),
+            })
+            .collect();
+        Message {
+            answers,
+            ..message()
+        }
+    }
+
+    #[test]
+    fn answer_links_are_in_every_format() {
+        let m = with_answers();
+        let v: Value = serde_json::from_slice(&render(NotifyFormat::Json, &m).bytes).unwrap();
+        assert_eq!(v["answers"][2]["label"], "No");
+        assert_eq!(v["answers"][2]["url"], "http://hub/answer/docker_1/t-2");
+        // ntfy: a button per link, each a POST (one tap answers), at most three.
+        let body = render(NotifyFormat::Ntfy, &m);
+        let actions = body.headers.iter().find(|(n, _)| *n == "Actions").unwrap();
+        assert_eq!(
+            actions.1,
+            "http, Yes, http://hub/answer/docker_1/t-3, method=POST, clear=true; \
+             http, Yes  always, http://hub/answer/docker_1/t-11, method=POST, clear=true; \
+             http, No, http://hub/answer/docker_1/t-2, method=POST, clear=true"
+        );
+        let text = String::from_utf8(body.bytes).unwrap();
+        assert!(
+            text.contains("[Esc] http://hub/answer/docker_1/t-3"),
+            "{text}"
+        );
+        // Slack: each choice a link.
+        let v: Value = serde_json::from_slice(&render(NotifyFormat::Slack, &m).bytes).unwrap();
+        let question = v["blocks"][1]["text"]["text"].as_str().unwrap();
+        assert!(
+            question.contains("<http://hub/answer/docker_1/t-2|No>"),
+            "{question}"
+        );
+        // Without links, no Actions header.
+        let plain = render(NotifyFormat::Ntfy, &message());
+        assert!(plain.headers.iter().all(|(n, _)| *n != "Actions"));
     }
 
     #[test]

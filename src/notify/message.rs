@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::answer_link::AnswerLink;
 use crate::agent_state::question::Choice;
 use crate::config::notify::NotifyEvent;
 
@@ -58,6 +59,10 @@ pub struct Message {
     pub detail: Option<String>,
     /// The dashboard at this agent.
     pub link: String,
+    /// A link per choice that answers the question with it, once (`notify_actions = true`;
+    /// see [`super::answer_link`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<AnswerLink>,
 }
 
 impl Message {
@@ -73,7 +78,14 @@ impl Message {
         if let Some(q) = &self.question {
             parts.push(q.clone());
         }
-        if !self.choices.is_empty() {
+        if !self.answers.is_empty() {
+            let links: Vec<String> = self
+                .answers
+                .iter()
+                .map(|a| format!("[{}] {}", a.label, a.url))
+                .collect();
+            parts.push(links.join("\n"));
+        } else if !self.choices.is_empty() {
             let labels: Vec<String> = self
                 .choices
                 .iter()

@@ -8,6 +8,7 @@
 //! [`Directory`] telling what is known of an event's agent (its label, team, question, last
 //! screen lines).
 
+pub mod answer_link;
 pub mod decide;
 pub mod deliver;
 pub mod directory;
@@ -25,6 +26,7 @@ use crate::config::notify::{NotifyConfig, NotifyEvent};
 use crate::event_bus::EventSink;
 use crate::protocol::HubEvent;
 use crate::protocol::{WebhookStatus, WebhookTest};
+use answer_link::{AnswerLink, AnswerLinks};
 use decide::{Facts, History, Sent};
 use deliver::{Carrier, Try, Webhook};
 use message::{AgentRef, Message};
@@ -60,6 +62,8 @@ pub struct Handles {
     pub events: EventSink,
     pub metrics: crate::metrics::Metrics,
     pub directory: Arc<dyn Directory>,
+    /// Signs the answer links of questions (`notify_actions = true`); `None`: no links.
+    pub answer_links: Option<Arc<AnswerLinks>>,
 }
 
 /// The notifier component (cheap to share: `Arc`).
@@ -70,6 +74,7 @@ pub struct Notifier {
     dashboard: RwLock<String>,
     carrier: Carrier,
     directory: Arc<dyn Directory>,
+    answer_links: Option<Arc<AnswerLinks>>,
 }
 
 impl Notifier {
@@ -93,6 +98,7 @@ impl Notifier {
                 metrics: handles.metrics,
             },
             directory: handles.directory,
+            answer_links: handles.answer_links,
         }
     }
 
@@ -190,10 +196,29 @@ impl Notifier {
         });
     }
 
-    fn enqueue(&self, hooks: &[Arc<Webhook>], message: Message) {
+    fn enqueue(&self, hooks: &[Arc<Webhook>], mut message: Message) {
+        message.answers = self.answer_links_of(&message);
         for hook in hooks {
             hook.enqueue(message.clone(), &self.carrier.metrics);
         }
+    }
+
+    /// A question's answer links, when the hub makes them and the message asks one with
+    /// choices.
+    fn answer_links_of(&self, message: &Message) -> Vec<AnswerLink> {
+        let (Some(links), NotifyEvent::Blocked) = (&self.answer_links, message.event) else {
+            return Vec::new();
+        };
+        let (Some(session), Some(since), Some(question)) = (
+            message.agent.session_id.as_deref(),
+            message.since,
+            message.question.as_deref(),
+        ) else {
+            return Vec::new();
+        };
+        let base = self.dashboard();
+        let now = chrono::Utc::now();
+        links.links(&base, session, since, question, &message.choices, now)
     }
 
     /// `message` with the question its agent's screen shows within [`QUESTION_WAIT`] (as it
@@ -213,6 +238,11 @@ impl Notifier {
             }
         }
         message
+    }
+
+    /// The answer links' signer (`notify_actions = true`), which also checks them.
+    pub fn answer_links(&self) -> Option<&Arc<AnswerLinks>> {
+        self.answer_links.as_ref()
     }
 
     /// What became of each webhook's messages.
@@ -251,6 +281,7 @@ impl Notifier {
             last_lines: Vec::new(),
             detail: None,
             link: message::link(&dashboard, None, None),
+            answers: Vec::new(),
         }
     }
 }

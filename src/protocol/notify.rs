@@ -84,3 +84,27 @@ pub struct NotifyTestReply {
     pub delivered: bool,
     pub webhooks: Vec<WebhookTest>,
 }
+
+/// `GET /answer/{session}/{token}` asked for JSON: what the link would answer.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AnswerLinkView {
+    pub ok: bool,
+    pub session_id: String,
+    /// The question's words, as the screen shows them now.
+    pub question: String,
+    /// The choice's label, and the keys that give it.
+    pub answer: String,
+    pub keys: Vec<String>,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// `POST /answer/{session}/{token}`: the answer was sent; `receipt` is `submitted` when the
+/// screen changed within a few seconds, else `stalled`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AnswerReply {
+    pub ok: bool,
+    pub session_id: String,
+    pub answer: String,
+    pub keys: Vec<String>,
+    pub receipt: String,
+}

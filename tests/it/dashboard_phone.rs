@@ -505,7 +505,10 @@ async fn on_a_phone_a_tap_on_yes_answers_real_claude_code() {
     // The question as the hub reads it from the screen: its words, its choices apart.
     assert_eq!(question, blocked["question"], "{blocked}");
     assert!(
-        question.as_str().unwrap().contains("Do you want to proceed?"),
+        question
+            .as_str()
+            .unwrap()
+            .contains("Do you want to proceed?"),
         "{question}"
     );
     assert!(!question.as_str().unwrap().contains("1. Yes"), "{question}");

@@ -11,6 +11,7 @@ mod persist;
 mod support;
 
 mod agent_state;
+mod answer_links;
 mod api_document;
 mod audit;
 mod auth;

@@ -131,6 +131,7 @@ pub async fn hub_with(notify_toml: &str) -> (TestHub, tempfile::TempDir) {
         c.redact = parsed.redact.clone();
         c.notify = parsed.notify.clone();
         c.public_url = parsed.public_url.clone();
+        c.notify_actions = parsed.notify_actions;
         c.agents = parsed.agents.clone();
         c.hub_id = parsed.hub_id.clone();
     })

@@ -1,7 +1,8 @@
 //! A webhook told of the real Claude Code in a container (the npm-installed CLI mounted into
 //! the offline test image, against the model stand-in on the host's loopback): its permission
-//! question arrives within 2 s of the state with its numbered choices, and the turn the answer
-//! finishes arrives with its last lines.
+//! question arrives within 2 s of the state with its numbered choices and an answer link for
+//! each, the link for "Yes" answers it, and the turn the answer finishes arrives with its last
+//! lines.
 
 use std::time::{Duration, Instant};
 
@@ -34,7 +35,11 @@ async fn claude_codes_question_and_finished_turn_reach_a_webhook() {
         crate::usage::claude_agent("cc", lines, &standin, files.path())
     );
     let events = "events = [\"blocked\", \"turn_finished\"]\nmin_interval_s = 0\nteams = [\"red\"]";
-    let (hub, _dir) = hub_with(&format!("{agent}{}", hook(&rx.url, "json", events))).await;
+    let (hub, _dir) = hub_with(&format!(
+        "notify_actions = true\n{agent}{}",
+        hook(&rx.url, "json", events)
+    ))
+    .await;
     hub.hub
         .agent_sync()
         .start(hub.hub.tracker(), hub.hub.closing());
@@ -90,15 +95,22 @@ async fn claude_codes_question_and_finished_turn_reach_a_webhook() {
         "{m}"
     );
 
-    // The answer runs the tool; the turn's end arrives with its last lines.
+    // The answer, through the message's answer link for "Yes" (a POST, no token: as ntfy's
+    // button sends it), runs the tool; the turn's end arrives with its last lines.
+    let answers = m["answers"].as_array().unwrap_or_else(|| panic!("{m}"));
+    assert_eq!(answers.len(), 4, "{m}");
+    assert_eq!(answers[0]["label"], m["choices"][0]["label"], "{m}");
+    let url = answers[0]["url"]
+        .as_str()
+        .unwrap()
+        .replace("http://hub.example:8100", &hub.base);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let (status, v) = hub
-        .post(
-            &format!("/v1/pty/sessions/{sid}/keys"),
-            json!({"keys": ["1"]}),
-        )
-        .await;
+    let r = reqwest::Client::new().post(&url).send().await.unwrap();
+    let status = r.status().as_u16();
+    let v: serde_json::Value = r.json().await.unwrap();
     assert_eq!(status, 200, "{v}");
+    assert_eq!(v["keys"], json!(["1"]), "{v}");
+    assert_eq!(v["receipt"], "submitted", "{v}");
     let done = rx
         .wait_for(t, |g| {
             let m = g.json();

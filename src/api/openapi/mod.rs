@@ -32,6 +32,8 @@ use crate::protocol::*;
         signin,
         signin_link,
         rotate_owner_token,
+        answer_link_page,
+        answer,
         list_sessions,
         create_session,
         get_session,

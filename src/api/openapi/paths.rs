@@ -600,6 +600,46 @@ pub(super) fn notify_test() {}
 
 #[utoipa::path(
     get,
+    path = "/answer/{session}/{token}",
+    operation_id = "answer_link",
+    security(()),
+    summary = "What an answer link of a webhook message (`notify_actions = true`) would answer; no token, the link's signed token is the credential. A browser (`Accept: text/html`) gets a page with a button that POSTs; nothing is answered by a GET. Refused with ANSWER_LINK_INVALID (403: altered, another session's, or from before a restart), ANSWER_LINK_EXPIRED (410: older than 15 minutes), ANSWER_LINK_USED (410) or QUESTION_GONE (409: the question is no longer on the screen).",
+    params(
+        ("session" = String, Path, description = "The session asked"),
+        ("token" = String, Path, description = "The link's signed token")
+    ),
+    responses(
+        (status = 200, description = "What the link answers", content(
+            (AnswerLinkView = "application/json"),
+            (String = "text/html; charset=utf-8")
+        )),
+        (status = "default", body = ErrorBody, description = "Refused")
+    )
+)]
+pub(super) fn answer_link_page() {}
+
+#[utoipa::path(
+    post,
+    path = "/answer/{session}/{token}",
+    operation_id = "answer",
+    security(()),
+    summary = "Answer the question with the link's choice, once (audited as `answer_link`); no token, the link's signed token is the credential. The keys go to the session like any other (guard, traffic log, receipt). Refused as `GET` says; a refused answer sends nothing.",
+    params(
+        ("session" = String, Path, description = "The session asked"),
+        ("token" = String, Path, description = "The link's signed token")
+    ),
+    responses(
+        (status = 200, description = "Answered", content(
+            (AnswerReply = "application/json"),
+            (String = "text/html; charset=utf-8")
+        )),
+        (status = "default", body = ErrorBody, description = "Refused")
+    )
+)]
+pub(super) fn answer() {}
+
+#[utoipa::path(
+    get,
     path = "/v1/budgets",
     operation_id = "budgets",
     summary = "Every budget in force the caller may see (each agent's policy's, each team's from hub.toml, or one set at run time), with what was spent in its period, when it renews, and whether it refuses deliveries now.",
