@@ -283,6 +283,11 @@ impl HubClient {
         self.get("/v1/budgets").await
     }
 
+    /// The engines the agents name, as Docker describes each.
+    pub async fn engines(&self) -> Result<crate::protocol::EnginesReply, ClientError> {
+        self.get("/v1/engines").await
+    }
+
     /// The outgoing webhooks and what became of their messages.
     pub async fn notify_status(&self) -> Result<crate::protocol::NotifyReply, ClientError> {
         self.get("/v1/notify").await

@@ -19,6 +19,7 @@ use crate::config::{AgentDef, StartTmux};
 use crate::error::{HubError, HubResult};
 
 mod definition;
+pub mod engines;
 pub use definition::{Definition, LABEL_DEFINITION};
 
 /// Set on every container the hub manages.

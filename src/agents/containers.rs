@@ -16,6 +16,7 @@ use crate::backend::tmux::place::PipeRoot;
 use crate::backend::tmux::{TmuxBackend, TmuxPlace};
 use crate::backend::{Backend, SpawnSpec};
 use crate::config::AgentDef;
+use crate::docker::engines::EngineFacts;
 use crate::docker::{self, docker_error, Endpoints, LABEL_AGENT, LABEL_DEFINITION};
 use crate::error::{HubError, HubResult};
 use crate::output::Output;
@@ -112,7 +113,20 @@ pub trait Containers: Send + Sync {
         spec: &'a SpawnSpec,
         out: Arc<Output>,
     ) -> Attaching<'a>;
+    /// What the engine says of itself and of the containers on it (hub `hub_id`'s by agent).
+    fn engine_facts<'a>(&'a self, endpoint: &'a str, hub_id: &'a str) -> Op<'a, EngineFacts> {
+        let _ = hub_id;
+        Box::pin(async move {
+            Err(HubError::DockerUnavailable {
+                endpoint: docker::endpoint_name(endpoint),
+                reason: "this engine does not describe itself".into(),
+            })
+        })
+    }
 }
+
+/// How long an engine may take to describe itself (its containers' stats take a second).
+const ENGINE_FACTS_TIMEOUT: Duration = Duration::from_secs(8);
 
 /// Docker engines through bollard.
 #[derive(Default)]
@@ -253,6 +267,20 @@ impl Containers for DockerContainers {
         Box::pin(async move {
             let docker = self.endpoints.client(at.endpoint).await?;
             docker::remove_container(&docker, at.endpoint, at.container).await
+        })
+    }
+
+    fn engine_facts<'a>(&'a self, endpoint: &'a str, hub_id: &'a str) -> Op<'a, EngineFacts> {
+        Box::pin(async move {
+            let docker = self.endpoints.client(endpoint).await?;
+            let asked = docker::engines::facts(&docker, hub_id);
+            match tokio::time::timeout(ENGINE_FACTS_TIMEOUT, asked).await {
+                Ok(facts) => facts.map_err(|e| docker_error(endpoint, e)),
+                Err(_) => Err(HubError::DockerUnavailable {
+                    endpoint: docker::endpoint_name(endpoint),
+                    reason: format!("no answer within {}s", ENGINE_FACTS_TIMEOUT.as_secs()),
+                }),
+            }
         })
     }
 

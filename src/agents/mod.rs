@@ -15,6 +15,7 @@
 mod attach;
 pub mod config_dir;
 pub mod containers;
+mod engines;
 pub mod home;
 pub mod hooks;
 pub mod hub_access;

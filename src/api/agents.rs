@@ -104,3 +104,11 @@ pub async fn remove_workspace(
         branch: removed.branch,
     }))
 }
+
+/// `GET /v1/engines`: each engine the definitions name, as Docker describes it.
+pub async fn engines(State(hub): State<Hub>) -> Json<crate::protocol::EnginesReply> {
+    Json(crate::protocol::EnginesReply {
+        ok: true,
+        engines: hub.agents().engines().await,
+    })
+}

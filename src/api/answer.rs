@@ -22,6 +22,11 @@ use crate::notify::answer_link::{question_hash, Claim, Refusal};
 use crate::protocol::{AnswerLinkView, AnswerReply};
 use crate::session::Session;
 
+/// The route's path as `routes` declares it (its test lets this open route change things:
+/// the token is its credential).
+#[cfg(test)]
+pub const PATH: &str = "/answer/{session}/{token}";
+
 /// The actor answer links act as.
 pub const ACTOR: &str = "answer-link";
 

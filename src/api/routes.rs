@@ -133,6 +133,7 @@ pub static ROUTES: &[Route] = &[
     route!(POST "/pty/buffer", OBSERVER, No, NEVER, bridge::buffer),
     route!(GET "/pty/list", OBSERVER, No, NEVER, bridge::list),
     route!(GET "/v1/agents", OBSERVER, No, ANY, agents::list_agents),
+    route!(GET "/v1/engines", OBSERVER, No, NEVER, agents::engines),
     route!(GET "/v1/agents/{id}", OBSERVER, No, LOOK, agents::get_agent),
     route!(POST "/v1/agents/{id}/start", OPERATOR, As("agent_start"), CONTROL, agents::start_agent),
     route!(POST "/v1/agents/{id}/stop", OPERATOR, As("agent_stop"), CONTROL, agents::stop_agent),
@@ -241,14 +242,17 @@ mod tests {
         for r in ROUTES {
             let method = r.method.as_ref().map_or("*".to_string(), Method::to_string);
             assert!(seen.insert((method, r.path)), "{} declared twice", r.path);
+            // Two open routes carry their credential in the request: the sign-in exchange (a
+            // one-time code in its body) and an answer link (a signed, single-use token in its
+            // path; its answer is audited).
+            let own_credential =
+                r.path == super::super::access::SIGNIN_PATH || r.path == super::super::answer::PATH;
             assert!(
-                r.role.is_some() || r.audit == Audit::No,
+                r.role.is_some() || r.audit == Audit::No || own_credential,
                 "{}: an open route cannot change anything",
                 r.path
             );
-            // The sign-in exchange is open: the one-time code in its body is its credential.
-            let changes = r.method.as_ref().is_some_and(|m| m != Method::GET)
-                && r.path != super::super::access::SIGNIN_PATH;
+            let changes = r.method.as_ref().is_some_and(|m| m != Method::GET) && !own_credential;
             assert!(
                 !changes || r.role.is_some(),
                 "{}: a route that changes something needs a role",

@@ -8,6 +8,7 @@ mod budget;
 mod completions;
 pub mod credential;
 mod doctor;
+mod engines;
 mod external_sessions;
 mod hook;
 pub mod logging;
@@ -121,6 +122,9 @@ pub enum Command {
     /// Budgets: each agent's (its policy's `budget`) and each team's, what was spent in the
     /// period and when it renews; `set`, `lift` and `reset` change one at run time (admin).
     Budget(budget::BudgetArgs),
+    /// The Docker engines the agents name: health, version, CPUs, memory left, and this hub's
+    /// agents on each with their memory and CPU (from Docker's own stats); --json.
+    Engines(engines::EnginesArgs),
     /// Outgoing webhooks (`[[notify]]`): what became of each one's messages; `test` sends a
     /// test message to each and reports each one's answer (admin).
     Notify(notify::NotifyArgs),
@@ -185,6 +189,7 @@ pub fn run(cli: Cli) -> i32 {
             Command::Workspace(args) => workspace::run(args).await,
             Command::Usage(args) => usage::run(args).await,
             Command::Budget(args) => budget::run(args).await,
+            Command::Engines(args) => engines::run(args).await,
             Command::Notify(args) => notify::run(args).await,
             Command::Policy(args) => policy::run(args).await,
             Command::Audit(args) => audit::run(args).await,

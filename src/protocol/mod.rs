@@ -5,6 +5,7 @@
 //! Only data, and the base64 form of bytes. The OpenAPI document (`api::openapi`) is generated
 //! from these types.
 
+mod engines;
 mod events;
 mod fleet;
 mod notify;
@@ -45,6 +46,7 @@ pub enum BackendKind {
 
 pub use crate::json::{base64_decode, base64_encode, whole, Encoding, ErrorBody, NoOtherFields};
 use crate::session::Owner;
+pub use engines::*;
 pub use events::*;
 pub use fleet::*;
 pub use notify::*;

@@ -28,6 +28,7 @@ mod dashboard_restart;
 mod dashboard_stopped;
 mod dashboard_usage;
 mod docker;
+mod engines;
 mod fleet_start;
 mod guard;
 mod hub_image;

@@ -67,6 +67,7 @@ use crate::protocol::*;
         bridge_buffer,
         bridge_list,
         list_agents,
+        engines,
         get_agent,
         start_agent,
         stop_agent,

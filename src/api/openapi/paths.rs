@@ -906,3 +906,12 @@ pub(super) fn traffic_cleanup() {}
     )
 )]
 pub(super) fn traffic_stream() {}
+
+#[utoipa::path(
+    get,
+    path = "/v1/engines",
+    operation_id = "engines",
+    summary = "Each Docker engine the agents' definitions name, as Docker describes it: reachable or why not, its version, CPUs, memory (total, and left: less what each running container uses or its limit reserves), running containers, the agents defined on it and this hub's containers there with their memory and CPU. Every engine is asked at once; one that does not answer within 8 s is listed unreachable.",
+    responses((status = 200, body = EnginesReply), (status = "default", body = ErrorBody, description = "Failed"))
+)]
+pub(super) fn engines() {}
