@@ -469,6 +469,7 @@ export class Fleet {
         onclick: () => { this.confirming = agent.id; this.render(); } }, "stop"), op("restart")];
     }
     if (agent.status === "starting" || agent.status === "stopping") return [h("span.dim", {}, `${agent.status}…`)];
+    if (agent.status === "unreachable") return [h("span.dim", { title: agent.error || "" }, "waiting for its engine…")];
     return [op("start")];
   }
 

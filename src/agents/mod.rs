@@ -212,9 +212,12 @@ impl Agents {
     }
 
     fn update(&self, id: &str, f: impl FnOnce(&mut Runtime)) {
-        if let Some(rt) = self.lock().get_mut(id) {
-            f(rt);
-        }
+        self.update_and(id, f);
+    }
+
+    /// [`Agents::update`], with what `f` returns (`None`: no such agent).
+    fn update_and<T>(&self, id: &str, f: impl FnOnce(&mut Runtime) -> T) -> Option<T> {
+        self.lock().get_mut(id).map(f)
     }
 
     fn op_lock(&self, id: &str) -> HubResult<Arc<tokio::sync::Mutex<()>>> {
@@ -290,11 +293,26 @@ impl Agents {
             .is_some_and(|s| s.output().exit().is_none())
     }
 
+    /// An agent whose engine does not answer is neither started nor stopped (that would
+    /// write it off): `DOCKER_UNAVAILABLE`, and it stays `unreachable` until the engine
+    /// answers and it is re-attached.
+    fn refuse_unreachable(&self, id: &str) -> HubResult<()> {
+        if self.status(id) != AgentStatus::Unreachable {
+            return Ok(());
+        }
+        let endpoint = self.def(id)?.endpoint().to_string();
+        Err(HubError::DockerUnavailable {
+            endpoint: docker::endpoint_name(&endpoint),
+            reason: "the engine does not answer; the agent is re-attached when it does".into(),
+        })
+    }
+
     /// Starts an agent and waits until it is ready, resuming its conversation unless `fresh`.
     /// Starting a running agent does nothing and says so (`already_running`).
     pub async fn start(&self, id: &str, fresh: bool) -> HubResult<Started> {
         let lock = self.op_lock(id)?;
         let _op = lock.lock().await;
+        self.refuse_unreachable(id)?;
         if self.status(id) == AgentStatus::Running && self.attached(id) {
             return Ok(Started {
                 info: self.info(id)?,
@@ -603,6 +621,7 @@ impl Agents {
     }
 
     async fn stop_locked(&self, id: &str) -> HubResult<()> {
+        self.refuse_unreachable(id)?;
         let containers = &self.handles.containers;
         let def = self.def(id)?.clone();
         let endpoint = def.endpoint().to_string();

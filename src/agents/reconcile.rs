@@ -79,8 +79,9 @@ impl Agents {
         for id in self.on_endpoint(endpoint) {
             self.update(&id, |rt| {
                 if rt.status == AgentStatus::Running {
+                    rt.status = AgentStatus::Unreachable;
                     rt.error = Some(format!(
-                        "Docker engine {} unreachable; status may be stale",
+                        "Docker engine {} unreachable; re-attached when it answers again",
                         docker::endpoint_name(endpoint)
                     ));
                 }
@@ -116,7 +117,7 @@ impl Agents {
                 self.reconcile_agent(&id).await;
             } else {
                 self.update(&id, |rt| {
-                    if matches!(rt.status, AgentStatus::Running) {
+                    if matches!(rt.status, AgentStatus::Running | AgentStatus::Unreachable) {
                         rt.status = AgentStatus::Stopped;
                     }
                     rt.container_id = None;
@@ -152,7 +153,7 @@ impl Agents {
         if !state.running {
             self.update(agent, |rt| {
                 rt.container_id = Some(container_id.clone());
-                if rt.status == AgentStatus::Running {
+                if matches!(rt.status, AgentStatus::Running | AgentStatus::Unreachable) {
                     rt.status = AgentStatus::Exited;
                     rt.exit_code = state.exit_code;
                 }
@@ -161,6 +162,20 @@ impl Agents {
             return;
         }
         if self.attached(agent) {
+            let back = self.update_and(agent, |rt| {
+                let back = rt.status == AgentStatus::Unreachable;
+                if back {
+                    rt.status = AgentStatus::Running;
+                }
+                back
+            });
+            if back == Some(true) {
+                self.emit(
+                    agent,
+                    EventKind::AgentAttached,
+                    "its engine answers again; its terminal stayed attached",
+                );
+            }
             return;
         }
         self.update(agent, |rt| {

@@ -1,8 +1,9 @@
 //! Keeping agent status true to what the containers do, including behind the hub's back: at
 //! start-up (and on every reconnect) a full reconcile re-attaches every running agent
 //! container of this hub; between reconciles the Docker events stream (filtered by label)
-//! reports starts and deaths as they happen. One loop per endpoint, so an engine that goes
-//! away affects only its own agents.
+//! reports starts and deaths as they happen, and a ping every [`PING_EVERY`] tells an engine
+//! that went quiet (its agents read `unreachable` until it answers and they are re-attached).
+//! One loop per endpoint, so an engine that goes away affects only its own agents.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -18,7 +19,20 @@ use crate::docker::{self, Endpoints, LABEL_AGENT, LABEL_HUB, LABEL_MANAGED};
 
 /// Wait before reconnecting to an engine that went away; doubles up to the maximum.
 const RECONNECT_DELAY: Duration = Duration::from_secs(1);
-const RECONNECT_DELAY_MAX: Duration = Duration::from_secs(30);
+const RECONNECT_DELAY_MAX: Duration = Duration::from_secs(8);
+/// An engine is asked this often whether it answers: a frozen engine (a stopped `dockerd`, a
+/// network that drops packets) ends no stream, it only goes quiet.
+const PING_EVERY: Duration = Duration::from_secs(2);
+/// How long a ping may take before the engine counts as gone (its agents `unreachable`).
+const PING_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Whether the engine answers a ping within [`PING_TIMEOUT`].
+async fn answers(docker: &bollard::Docker) -> bool {
+    matches!(
+        tokio::time::timeout(PING_TIMEOUT, docker.ping()).await,
+        Ok(Ok(_))
+    )
+}
 
 /// The Docker sync component: one loop per endpoint used by a defined agent.
 pub struct AgentSync {
@@ -91,8 +105,19 @@ impl AgentSync {
             }
             let mut events = docker.events(Some(options.build()));
             agents.reconcile(&endpoint).await;
-            while let Some(event) = events.next().await {
-                let Ok(event) = event else { break };
+            let mut ping = tokio::time::interval(PING_EVERY);
+            loop {
+                let event = tokio::select! {
+                    e = events.next() => e,
+                    _ = ping.tick() => match answers(&docker).await {
+                        true => continue,
+                        false => {
+                            tracing::warn!(endpoint = %docker::endpoint_name(&endpoint), "Docker engine does not answer within {}s", PING_TIMEOUT.as_secs());
+                            break;
+                        }
+                    },
+                };
+                let Some(Ok(event)) = event else { break };
                 since = event.time.or(since);
                 let action = event.action.unwrap_or_default();
                 let actor = event.actor.unwrap_or_default();
@@ -114,7 +139,7 @@ impl AgentSync {
                     _ => {}
                 }
             }
-            tracing::warn!(endpoint = %docker::endpoint_name(&endpoint), "Docker events stream ended; reconnecting");
+            tracing::warn!(endpoint = %docker::endpoint_name(&endpoint), "Docker events stream ended or the engine went quiet; reconnecting");
             self.endpoints.forget(&endpoint).await;
             agents.mark_unreachable(&endpoint);
             self.metrics.engine_reachable(&endpoint, false);

@@ -13,8 +13,14 @@ use super::EndpointLabels;
 use crate::session::Session;
 
 /// Every agent status, so each is reported (as 0 when no agent has it).
-const AGENT_STATUSES: [&str; 6] = [
-    "stopped", "starting", "running", "stopping", "exited", "failed",
+const AGENT_STATUSES: [&str; 7] = [
+    "stopped",
+    "starting",
+    "running",
+    "unreachable",
+    "stopping",
+    "exited",
+    "failed",
 ];
 /// Every session state; `stuck` is `working` with no meaningful change for too long.
 const SESSION_STATES: [&str; 7] = [
@@ -161,5 +167,38 @@ impl super::Metrics {
             tracing::error!("encoding metrics: {e}");
         }
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_agent_status_is_reported() {
+        use crate::protocol::AgentStatus as S;
+        let all = [
+            S::Stopped,
+            S::Starting,
+            S::Running,
+            S::Unreachable,
+            S::Stopping,
+            S::Exited,
+            S::Failed,
+        ];
+        for status in all {
+            // A status added to the enum fails to compile here until it is listed above.
+            match status {
+                S::Stopped
+                | S::Starting
+                | S::Running
+                | S::Unreachable
+                | S::Stopping
+                | S::Exited
+                | S::Failed => {}
+            }
+            let name = serde_json::to_value(status).unwrap();
+            assert!(AGENT_STATUSES.contains(&name.as_str().unwrap()), "{name}");
+        }
     }
 }

@@ -184,6 +184,9 @@ pub enum AgentStatus {
     Stopped,
     Starting,
     Running,
+    /// Its container was running when its engine stopped answering; it is re-attached when
+    /// the engine answers again.
+    Unreachable,
     Stopping,
     Exited,
     Failed,

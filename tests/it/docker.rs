@@ -986,3 +986,112 @@ async fn a_changed_env_makes_the_container_again_and_the_home_stays() {
     assert_eq!(hub.talk(sid, "echo $GREETING").await["output"], "two\n");
     hub.call(post, "/v1/agents/cfg/stop", json!({})).await;
 }
+
+/// An engine that stops answering (as a `dockerd` stopped with SIGSTOP: connections held,
+/// nothing passes) for 15 s while two agents run on it: they read `unreachable` within 10 s
+/// (not `exited` or `stopping`), an agent on another engine is untouched, `engines` lists it
+/// unreachable; a line sent meanwhile waits and arrives; when the engine answers again both
+/// are `running` again with their terminals, and nothing was lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_that_goes_quiet_makes_its_agents_unreachable_until_it_answers() {
+    require_docker!();
+    let proxy = EngineProxy::start().await;
+    let toml = [
+        agent_toml("q1", &format!("docker_host = \"{}\"", proxy.url)),
+        agent_toml("q2", &format!("docker_host = \"{}\"", proxy.url)),
+        agent_toml("steady", ""),
+    ]
+    .concat();
+    let (hub, _guard) = hub_with_agents(&toml).await;
+    let mut sessions = Vec::new();
+    for id in ["q1", "q2", "steady"] {
+        sessions.push(
+            start(&hub, id).await["session_id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    let mut events = hub.connect_ws("/v1/events").await;
+
+    proxy.freeze(true);
+    let frozen_at = Instant::now();
+    for id in ["q1", "q2"] {
+        let a = wait_status(&hub, id, "unreachable", Duration::from_secs(10)).await;
+        assert!(
+            a["error"].as_str().unwrap_or("").contains("unreachable"),
+            "{a}"
+        );
+    }
+    let noticed = frozen_at.elapsed();
+    assert!(noticed < Duration::from_secs(10), "{noticed:?}");
+    assert_eq!(agent(&hub, "steady").await["status"], "running");
+    assert_eq!(
+        hub.talk(&sessions[2], "echo steady-ok").await["output"]
+            .as_str()
+            .map(|o| o.contains("steady-ok")),
+        Some(true)
+    );
+    // A line sent to an unreachable agent: accepted and held, or refused with a code.
+    let (status, v) = hub
+        .post(
+            &format!("/v1/pty/sessions/{}/send_line", sessions[0]),
+            json!({"data": "echo sent-during-outage"}),
+        )
+        .await;
+    assert!(
+        status == 200 || v["error_code"].as_str().is_some_and(|c| !c.is_empty()),
+        "{status} {v}"
+    );
+    // Neither stopped nor started meanwhile (that would write it off): a clear code.
+    for op in ["stop", "start", "restart"] {
+        let (status, v) = hub.post(&format!("/v1/agents/q2/{op}"), json!({})).await;
+        assert_eq!(
+            (status, v["error_code"].as_str()),
+            (503, Some("DOCKER_UNAVAILABLE")),
+            "{op}: {v}"
+        );
+    }
+    assert_eq!(agent(&hub, "q2").await["status"], "unreachable");
+    let (_, v) = hub.get("/v1/engines").await;
+    let quiet = v["engines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["engine"] == proxy.url.as_str())
+        .cloned()
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(quiet["reachable"], false, "{quiet}");
+    let rest = Duration::from_secs(15).saturating_sub(frozen_at.elapsed());
+    tokio::time::sleep(rest).await;
+
+    proxy.freeze(false);
+    for id in ["q1", "q2"] {
+        let a = wait_status(&hub, id, "running", Duration::from_secs(30)).await;
+        assert_eq!(a["pty_attached"], true, "{a}");
+    }
+    if status == 200 {
+        hub.wait_output(&sessions[0], "sent-during-outage", T).await;
+    }
+    for s in &sessions[..2] {
+        let out = hub.talk(s, "echo back-again").await;
+        assert!(
+            out["output"].as_str().unwrap_or("").contains("back-again"),
+            "{out}"
+        );
+    }
+    // Unreachable was never taken for an exit.
+    let mut seen = Vec::new();
+    while let Ok(Some(Ok(msg))) = tokio::time::timeout(
+        Duration::from_millis(500),
+        futures_util::StreamExt::next(&mut events),
+    )
+    .await
+    {
+        let v: Value = serde_json::from_str(msg.to_text().unwrap_or("{}")).unwrap_or_default();
+        if v["type"].as_str().is_some_and(|t| t.starts_with("agent_")) {
+            seen.push(format!("{}:{}", v["agentId"], v["type"]));
+        }
+    }
+    assert!(!seen.iter().any(|e| e.contains("agent_exited")), "{seen:?}");
+}

@@ -215,11 +215,34 @@ pub fn tmux_client_processes(container: &str) -> usize {
 }
 
 /// A TCP proxy to the local engine's unix socket; `cut()` makes the engine vanish for every
-/// client that goes through it, mid-stream included.
+/// client that goes through it, mid-stream included; `freeze(true)` makes it go quiet as a
+/// stopped `dockerd` does (connections are accepted, nothing passes either way) until
+/// `freeze(false)` lets everything held through.
 pub struct EngineProxy {
     pub url: String,
     tasks: tokio::task::JoinSet<()>,
     conns: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+    frozen: tokio::sync::watch::Sender<bool>,
+}
+
+/// Copies `from` to `to`, holding what it read while the proxy is frozen.
+async fn pass<R, W>(mut from: R, mut to: W, mut frozen: tokio::sync::watch::Receiver<bool>)
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if frozen.wait_for(|f| !*f).await.is_err() || to.write_all(&buf[..n]).await.is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown().await;
 }
 
 impl EngineProxy {
@@ -228,21 +251,39 @@ impl EngineProxy {
         let url = format!("tcp://{}", listener.local_addr().unwrap());
         let conns: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>> =
             Default::default();
+        let (frozen, _) = tokio::sync::watch::channel(false);
         let c2 = conns.clone();
+        let f2 = frozen.clone();
         let mut tasks = tokio::task::JoinSet::new();
         tasks.spawn(async move {
-            while let Ok((mut client, _)) = listener.accept().await {
+            while let Ok((client, _)) = listener.accept().await {
+                let mut gate = f2.subscribe();
                 let handle = tokio::spawn(async move {
-                    if let Ok(mut engine) =
-                        tokio::net::UnixStream::connect("/var/run/docker.sock").await
-                    {
-                        let _ = tokio::io::copy_bidirectional(&mut client, &mut engine).await;
+                    if gate.wait_for(|f| !*f).await.is_err() {
+                        return;
                     }
+                    let Ok(engine) = tokio::net::UnixStream::connect("/var/run/docker.sock").await
+                    else {
+                        return;
+                    };
+                    let (cr, cw) = client.into_split();
+                    let (er, ew) = engine.into_split();
+                    tokio::join!(pass(cr, ew, gate.clone()), pass(er, cw, gate));
                 });
                 c2.lock().unwrap().push(handle.abort_handle());
             }
         });
-        EngineProxy { url, tasks, conns }
+        EngineProxy {
+            url,
+            tasks,
+            conns,
+            frozen,
+        }
+    }
+
+    /// Holds (`true`) or lets through (`false`) everything on every connection.
+    pub fn freeze(&self, frozen: bool) {
+        self.frozen.send_replace(frozen);
     }
 
     /// Stops accepting and drops every open connection.
