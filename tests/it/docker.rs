@@ -1025,6 +1025,7 @@ async fn an_engine_that_goes_quiet_makes_its_agents_unreachable_until_it_answers
     }
     let noticed = frozen_at.elapsed();
     assert!(noticed < Duration::from_secs(10), "{noticed:?}");
+    println!("both agents read unreachable {noticed:?} after their engine went quiet");
     assert_eq!(agent(&hub, "steady").await["status"], "running");
     assert_eq!(
         hub.talk(&sessions[2], "echo steady-ok").await["output"]
@@ -1066,10 +1067,15 @@ async fn an_engine_that_goes_quiet_makes_its_agents_unreachable_until_it_answers
     tokio::time::sleep(rest).await;
 
     proxy.freeze(false);
+    let thawed_at = Instant::now();
     for id in ["q1", "q2"] {
         let a = wait_status(&hub, id, "running", Duration::from_secs(30)).await;
         assert_eq!(a["pty_attached"], true, "{a}");
     }
+    println!(
+        "running again {:?} after it answered; the line sent meanwhile: HTTP {status}",
+        thawed_at.elapsed()
+    );
     if status == 200 {
         hub.wait_output(&sessions[0], "sent-during-outage", T).await;
     }
