@@ -77,15 +77,22 @@ impl Agents {
     /// While an engine is unreachable its running agents cannot be seen: say so.
     pub fn mark_unreachable(&self, endpoint: &str) {
         for id in self.on_endpoint(endpoint) {
-            self.update(&id, |rt| {
-                if rt.status == AgentStatus::Running {
+            let gone = self.update_and(&id, |rt| {
+                let running = rt.status == AgentStatus::Running;
+                if running {
                     rt.status = AgentStatus::Unreachable;
                     rt.error = Some(format!(
                         "Docker engine {} unreachable; re-attached when it answers again",
                         docker::endpoint_name(endpoint)
                     ));
                 }
+                running
             });
+            if gone == Some(true) {
+                if let Some(session) = self.session_of(&id) {
+                    session.set_unreachable(Some(docker::endpoint_name(endpoint)));
+                }
+            }
         }
     }
 
@@ -170,6 +177,9 @@ impl Agents {
                 back
             });
             if back == Some(true) {
+                if let Some(session) = self.session_of(agent) {
+                    session.set_unreachable(None);
+                }
                 self.emit(
                     agent,
                     EventKind::AgentAttached,

@@ -68,6 +68,9 @@ pub struct Session {
     inputs: tokio::sync::watch::Sender<u64>,
     /// Told of every change of the reported agent state (the hub publishes it as an event).
     on_state_change: std::sync::OnceLock<Box<dyn Fn(StateChange) + Send + Sync>>,
+    /// The engine a container agent's terminal goes through, while it does not answer:
+    /// input is refused rather than held where it might run much later (see [`write`]).
+    unreachable: Mutex<Option<String>>,
 }
 
 impl Session {
@@ -99,6 +102,7 @@ impl Session {
             viewers: std::sync::atomic::AtomicUsize::new(0),
             inputs: tokio::sync::watch::channel(0).0,
             on_state_change: std::sync::OnceLock::new(),
+            unreachable: Mutex::new(None),
         });
         tokio::spawn(follow::follow_screen(
             Arc::downgrade(&session),

@@ -67,6 +67,19 @@ impl Session {
         self.write_input(bytes, true).await
     }
 
+    /// Refuses input while `engine` (the endpoint this terminal goes through) does not
+    /// answer; `None` takes input again.
+    pub fn set_unreachable(&self, engine: Option<String>) {
+        *self.unreachable.lock().unwrap_or_else(|e| e.into_inner()) = engine;
+    }
+
+    fn unreachable_engine(&self) -> Option<String> {
+        self.unreachable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Types one line for `actor` and presses Enter (see [`input::line_bytes`]); the line is
     /// checked as sent and as it will be typed (escapes such as `\xNN` decoded).
     pub async fn send_line(&self, actor: &Actor, text: &str) -> HubResult<usize> {
@@ -142,6 +155,12 @@ impl Session {
     async fn write_input(&self, bytes: Vec<u8>, counts: bool) -> HubResult<()> {
         if let Some(exit) = self.output.exit() {
             return Err(self.exited_error(exit, String::new()));
+        }
+        if let Some(endpoint) = self.unreachable_engine() {
+            return Err(HubError::DockerUnavailable {
+                endpoint,
+                reason: "the agent's engine does not answer; nothing was written (send it again when the agent is running)".into(),
+            });
         }
         let submits = submits(&bytes);
         // Taken before writing: the program may answer before the write returns.
