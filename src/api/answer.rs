@@ -7,6 +7,8 @@
 //! same moment, asking the same words. A browser (`Accept: text/html`) gets a page, anything
 //! else JSON (`{ok:false, error_code, message}` when refused).
 
+use std::sync::Arc;
+
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
@@ -14,11 +16,10 @@ use axum::Json;
 
 use super::error::ApiError;
 use crate::actor::{Actor, Role};
-use crate::agent_state::question;
 use crate::agent_state::State as AgentState;
 use crate::error::HubError;
 use crate::hub::Hub;
-use crate::notify::answer_link::{question_hash, Claim, Refusal};
+use crate::notify::answer_link::{question_hash, AnswerLinks, Claim, Refusal};
 use crate::protocol::{AnswerLinkView, AnswerReply};
 use crate::session::Session;
 
@@ -36,21 +37,24 @@ pub async fn page(
     headers: HeaderMap,
 ) -> Response {
     let html = wants_html(&headers);
-    match check(&hub, &session_id, &token) {
-        Ok((claim, question, _)) if html => {
-            html_reply(StatusCode::OK, |n| confirm_page(&claim, &question, n))
-        }
-        Ok((claim, question, _)) => Json(AnswerLinkView {
-            ok: true,
-            session_id: claim.session_id,
-            question,
-            answer: claim.label,
-            keys: claim.keys,
-            expires_at: chrono::DateTime::from_timestamp(claim.expires, 0),
-        })
-        .into_response(),
-        Err(refusal) => refused(refusal, html),
+    let Checked {
+        claim, question, ..
+    } = match check(&hub, &session_id, &token) {
+        Ok(checked) => checked,
+        Err(refusal) => return refused(refusal, html),
+    };
+    if html {
+        return html_reply(StatusCode::OK, |n| confirm_page(&claim, &question, n));
     }
+    Json(AnswerLinkView {
+        ok: true,
+        session_id: claim.session_id,
+        question,
+        answer: claim.label,
+        keys: claim.keys,
+        expires_at: chrono::DateTime::from_timestamp(claim.expires, 0),
+    })
+    .into_response()
 }
 
 pub async fn answer(
@@ -59,13 +63,14 @@ pub async fn answer(
     headers: HeaderMap,
 ) -> Response {
     let html = wants_html(&headers);
-    let (claim, _, session) = match check(&hub, &session_id, &token) {
+    let Checked {
+        claim,
+        session,
+        links,
+        ..
+    } = match check(&hub, &session_id, &token) {
         Ok(checked) => checked,
         Err(refusal) => return refused(refusal, html),
-    };
-    let links = hub.notifier().answer_links().cloned();
-    let Some(links) = links else {
-        return refused(Refusal::Invalid, html);
     };
     if let Err(refusal) = links.take(&claim, chrono::Utc::now()) {
         return refused(refusal, html);
@@ -98,13 +103,23 @@ pub async fn answer(
     .into_response()
 }
 
-/// The link's claim, the question's words and its session, if the link answers now.
-fn check(
-    hub: &Hub,
-    session_id: &str,
-    token: &str,
-) -> Result<(Claim, String, std::sync::Arc<Session>), Refusal> {
-    let links = hub.notifier().answer_links().ok_or(Refusal::Invalid)?;
+/// What a link that answers now gives: its claim, the question's words as the screen shows
+/// them, the session, and the signer that checked it.
+struct Checked {
+    claim: Claim,
+    question: String,
+    session: Arc<Session>,
+    links: Arc<AnswerLinks>,
+}
+
+/// Whether the link answers now: signed by this hub for this session, current, unused, and
+/// its question still on the screen.
+fn check(hub: &Hub, session_id: &str, token: &str) -> Result<Checked, Refusal> {
+    let links = hub
+        .notifier()
+        .answer_links()
+        .ok_or(Refusal::Invalid)?
+        .clone();
     let claim = links.verify(session_id, token, chrono::Utc::now())?;
     if links.answered(&claim) {
         return Err(Refusal::Used);
@@ -118,13 +133,16 @@ fn check(
     if !same_question {
         return Err(Refusal::QuestionGone);
     }
-    let screen = session.with_screen(|s| s.text());
-    let redact = |l: &str| hub.redactor().redact_str(l);
-    let asked = question::asked_on(&screen, &report.evidence, redact)
+    let question = super::policies::blocked_question(hub, &session, &report.evidence)
         .map(|(q, _)| q)
         .filter(|q| question_hash(q) == claim.question)
         .ok_or(Refusal::QuestionGone)?;
-    Ok((claim, asked, session))
+    Ok(Checked {
+        claim,
+        question,
+        session,
+        links,
+    })
 }
 
 fn wants_html(headers: &HeaderMap) -> bool {

@@ -60,9 +60,7 @@ pub(super) fn state_view(
     });
     let (question, choices) = match report.state {
         AgentState::Blocked => {
-            let screen = session.with_screen(|s| s.text());
-            let redact = |l: &str| hub.redactor().redact_str(l);
-            let (q, c) = question::asked_on(&screen, &report.evidence, redact).unwrap_or_default();
+            let (q, c) = blocked_question(hub, session, &report.evidence).unwrap_or_default();
             (Some(q), Some(c))
         }
         _ => (None, None),
@@ -84,6 +82,17 @@ pub(super) fn state_view(
         profile_checked_with: explain.then_some(report.profile_checked_with),
         reached: None,
     }
+}
+
+/// A blocked session's question and choices, read from its redacted screen (else from the
+/// lines its rule matched, `evidence`).
+pub(super) fn blocked_question(
+    hub: &Hub,
+    session: &Session,
+    evidence: &[String],
+) -> Option<(String, Vec<question::Choice>)> {
+    let screen = session.with_screen(|s| s.text());
+    question::asked_on(&screen, evidence, |l| hub.redactor().redact_str(l))
 }
 
 pub async fn session_state(

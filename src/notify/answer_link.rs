@@ -178,7 +178,7 @@ impl AnswerLinks {
     pub fn take(&self, claim: &Claim, now: DateTime<Utc>) -> Result<(), Refusal> {
         let mut answered = self.answered.lock().unwrap_or_else(|e| e.into_inner());
         answered.retain(|_, expires| *expires > now.timestamp());
-        let question = (claim.session_id.clone(), claim.blocked_since_ms);
+        let question = question_of(claim);
         if answered.contains_key(&question) {
             return Err(Refusal::Used);
         }
@@ -190,17 +190,20 @@ impl AnswerLinks {
 
     /// Whether the claim's question was answered through a link already.
     pub fn answered(&self, claim: &Claim) -> bool {
-        let question = (claim.session_id.clone(), claim.blocked_since_ms);
         let answered = self.answered.lock().unwrap_or_else(|e| e.into_inner());
-        answered.contains_key(&question)
+        answered.contains_key(&question_of(claim))
     }
 
     /// Gives a question back (its answer could not be sent).
     pub fn give_back(&self, claim: &Claim) {
-        let question = (claim.session_id.clone(), claim.blocked_since_ms);
         let mut answered = self.answered.lock().unwrap_or_else(|e| e.into_inner());
-        answered.remove(&question);
+        answered.remove(&question_of(claim));
     }
+}
+
+/// The question a claim answers: its session and the moment it became blocked.
+fn question_of(claim: &Claim) -> (String, i64) {
+    (claim.session_id.clone(), claim.blocked_since_ms)
 }
 
 /// The hash a claim names a question's words by (hex, 128 bits of SHA-256).

@@ -13,7 +13,7 @@ use crate::docker_support::{unique_hub_id, ContainerGuard};
 use crate::model_standin::{ModelStandIn, AFTER_TOOL};
 use crate::notify::{hook, hub_with, Receiver};
 use crate::real_cli::{cli, write_claude_config};
-use crate::real_cli_docker::open_up;
+use crate::real_cli_docker::{open_up, start_synced};
 use crate::require_docker;
 use crate::support::wait_until;
 
@@ -40,13 +40,7 @@ async fn claude_codes_question_and_finished_turn_reach_a_webhook() {
         hook(&rx.url, "json", events)
     ))
     .await;
-    hub.hub
-        .agent_sync()
-        .start(hub.hub.tracker(), hub.hub.closing());
-    let (status, v) = hub.post("/v1/agents/cc/start", json!({})).await;
-    assert_eq!(status, 200, "{v}");
-    let sid = v["agent"]["session_id"].as_str().unwrap().to_string();
-    let session = hub.hub.get(&sid).unwrap();
+    let (sid, session) = start_synced(&hub, "cc").await;
     let t = Duration::from_secs(30);
 
     // A tool call: Claude Code asks permission; the question arrives with its choices.

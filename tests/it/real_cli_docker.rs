@@ -16,6 +16,21 @@ use crate::real_cli::{claude_env, cli, write_claude_config};
 use crate::require_docker;
 use crate::support::wait_until;
 
+/// Starts the hub's Docker sync loop, then the agent `id`; its session id and session.
+pub async fn start_synced(
+    hub: &crate::support::TestHub,
+    id: &str,
+) -> (String, std::sync::Arc<agent_hub::session::Session>) {
+    hub.hub
+        .agent_sync()
+        .start(hub.hub.tracker(), hub.hub.closing());
+    let (status, v) = hub.post(&format!("/v1/agents/{id}/start"), json!({})).await;
+    assert_eq!(status, 200, "{v}");
+    let sid = v["agent"]["session_id"].as_str().unwrap().to_string();
+    let session = hub.hub.get(&sid).unwrap();
+    (sid, session)
+}
+
 /// Makes `dir` and everything in it writable by the container's user.
 pub fn open_up(dir: &std::path::Path) {
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
@@ -67,13 +82,7 @@ async fn claude_code_in_a_container_answers_goes_idle_and_its_policy_stops_it() 
     );
     let dir = policies_dir();
     let hub = hub_with_policies(&dir, &agent).await;
-    hub.hub
-        .agent_sync()
-        .start(hub.hub.tracker(), hub.hub.closing());
-    let (status, v) = hub.post("/v1/agents/cc/start", json!({})).await;
-    assert_eq!(status, 200, "{v}");
-    let sid = v["agent"]["session_id"].as_str().unwrap().to_string();
-    let session = hub.hub.get(&sid).unwrap();
+    let (_, session) = start_synced(&hub, "cc").await;
     let events = hub.hub.subscribe_events();
 
     // A prompt, answered through the stand-in; then idle at the prompt.
