@@ -702,6 +702,26 @@ fn claude_retrying(seconds: u32) -> vt100::Parser {
     parser(&text, 12)
 }
 
+/// While a retry of the 429 is in flight Claude Code shows `retrying…` instead of its
+/// countdown: still limited (read as working, an idle policy could act between two tries).
+#[tokio::test(start_paused = true)]
+async fn a_retry_in_flight_is_still_limited() {
+    let profile = claude();
+    let mut w = Watch::new(profile.clone(), Instant::now());
+    w.note_status(State::Working, "status-file:busy".into(), Instant::now());
+    let text = format!(
+        "❯ say something\n\n✻ 429 Number of request tokens has exceeded your p… · retrying… · \
+         attempt 3/10\n\n{rule}\n❯ \n{rule}\n  ⏸ manual mode on · esc to interrupt",
+        rule = "─".repeat(80)
+    );
+    let r = look_through_the_dwell(&mut w, &parser(&text, 12), profile.dwell).await;
+    assert_eq!(
+        (r.state, r.rule.as_str()),
+        (State::Limited, "limit"),
+        "{r:?}"
+    );
+}
+
 /// A limit on the screen outranks the agent's own word at once, but a question: Claude Code's
 /// status file says `busy` all through its retries of a 429 (and a CLI that stopped at a limit
 /// says its turn ended). `until` is the retry's countdown, from the last look. Once the
