@@ -52,6 +52,7 @@ mod real_cli_opencode;
 mod real_cli_usage;
 mod recreate;
 mod redaction;
+mod remote_engine;
 mod resume;
 mod routing;
 mod scope;
