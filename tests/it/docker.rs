@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::docker_support::{
-    agent_toml, docker, hub_with_agents, pane_pipe_processes, tmux_client_processes, tmux_clients,
-    EngineProxy, PIPE_PROCESSES,
+    agent_toml, docker, docker_tcp, hub_with_agents, pane_pipe_processes, tmux_client_processes,
+    tmux_clients, EngineProxy, PIPE_PROCESSES,
 };
 use crate::hub_process::{free_port, HubProcess};
 use crate::require_docker;
@@ -16,13 +16,13 @@ use crate::support::{wait_until, TestHub, OWNER_FIELDS};
 
 const T: Duration = Duration::from_secs(20);
 
-async fn start(hub: &TestHub, id: &str) -> Value {
+pub async fn start(hub: &TestHub, id: &str) -> Value {
     let (status, v) = hub.post(&format!("/v1/agents/{id}/start"), json!({})).await;
     assert_eq!(status, 200, "start {id}: {v}");
     v["agent"].clone()
 }
 
-async fn agent(hub: &TestHub, id: &str) -> Value {
+pub async fn agent(hub: &TestHub, id: &str) -> Value {
     let (status, v) = hub.get(&format!("/v1/agents/{id}")).await;
     assert_eq!(status, 200, "{v}");
     v["agent"].clone()
@@ -431,15 +431,7 @@ async fn bad_images_failing_containers_and_unreachable_engines_give_clear_errors
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agents_on_several_endpoints_are_independent() {
     require_docker!();
-    let Ok(tcp) = std::env::var("AGENT_HUB_DOCKER_TCP") else {
-        if std::env::var("AGENT_HUB_DOCKER_TESTS").is_ok_and(|v| v == "required") {
-            panic!("AGENT_HUB_DOCKER_TCP must name the engine's loopback TCP endpoint in CI");
-        }
-        eprintln!(
-            "SKIPPED: set AGENT_HUB_DOCKER_TCP=tcp://127.0.0.1:2375 to test a second endpoint"
-        );
-        return;
-    };
+    let Some(tcp) = docker_tcp() else { return };
     let toml = [
         agent_toml("on-unix", "docker_host = \"unix:///var/run/docker.sock\""),
         agent_toml("on-tcp", &format!("docker_host = \"{tcp}\"")),

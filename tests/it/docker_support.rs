@@ -63,6 +63,22 @@ macro_rules! require_docker {
     };
 }
 
+/// The local engine's loopback TCP endpoint (`AGENT_HUB_DOCKER_TCP`), a second name for it;
+/// `None` (the test skips, saying so) when unset. Panics instead when Docker tests are
+/// required.
+pub fn docker_tcp() -> Option<String> {
+    let tcp = std::env::var("AGENT_HUB_DOCKER_TCP").ok();
+    if tcp.is_none() {
+        if docker_required() {
+            panic!("AGENT_HUB_DOCKER_TCP must name the engine's loopback TCP endpoint in CI");
+        }
+        eprintln!(
+            "SKIPPED: set AGENT_HUB_DOCKER_TCP=tcp://127.0.0.1:2375 to test a second endpoint"
+        );
+    }
+    tcp
+}
+
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
 /// A unique hub id for one test, so parallel tests never see each other's containers.

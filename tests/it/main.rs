@@ -40,6 +40,7 @@ mod metrics;
 mod notify;
 mod notify_real_cli;
 mod ops_cli;
+mod placement;
 mod policy;
 mod policy_support;
 mod real_cli;
