@@ -109,7 +109,11 @@ impl Drop for ContainerGuard {
             (&["ps", "-aq", "--filter"], &["rm", "-f"]),
             (&["volume", "ls", "-q", "--filter"], &["volume", "rm", "-f"]),
         ];
-        let rig = std::env::var("AGENT_HUB_REMOTE_ENGINE").ok();
+        // The rig too, unless a test has frozen it (that test thaws it before its hub's guard
+        // runs, and no other test has containers there meanwhile).
+        let rig = std::env::var("AGENT_HUB_REMOTE_ENGINE")
+            .ok()
+            .filter(|_| !rig_frozen());
         for host in std::iter::once(None).chain(rig.as_deref().map(Some)) {
             for (list, remove) in steps {
                 let Ok(out) = docker_on(host).args(list).arg(&label).output() else {
@@ -435,6 +439,22 @@ pub fn remote_engine_to_freeze() -> Option<RemoteEngine> {
     open_remote_engine(true)
 }
 
+/// The rig's dockerd's pidfile: `AGENT_HUB_REMOTE_PIDFILE`, default `/run/agent-hub-rig.pid`.
+fn rig_pidfile() -> std::path::PathBuf {
+    std::env::var("AGENT_HUB_REMOTE_PIDFILE")
+        .unwrap_or_else(|_| "/run/agent-hub-rig.pid".into())
+        .into()
+}
+
+/// Whether the rig's dockerd is stopped (SIGSTOP: a test froze it).
+fn rig_frozen() -> bool {
+    let pid = std::fs::read_to_string(rig_pidfile()).unwrap_or_default();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    // `PID (COMM) STATE ...`: the state follows the command's closing parenthesis.
+    stat.rsplit_once(") ")
+        .is_some_and(|(_, rest)| rest.starts_with('T'))
+}
+
 fn open_remote_engine(alone: bool) -> Option<RemoteEngine> {
     let skip = |why: String| {
         if docker_required() {
@@ -469,9 +489,7 @@ fn open_remote_engine(alone: bool) -> Option<RemoteEngine> {
         data_root: std::env::var("AGENT_HUB_REMOTE_DATA_ROOT")
             .unwrap_or_else(|_| "/var/lib/agent-hub-rig".into())
             .into(),
-        pidfile: std::env::var("AGENT_HUB_REMOTE_PIDFILE")
-            .unwrap_or_else(|_| "/run/agent-hub-rig.pid".into())
-            .into(),
+        pidfile: rig_pidfile(),
         alone,
         _lock: lock,
     };
