@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Sourced, not run: the image names and tags of docker/images.env, and the base image's
 # tag and cache file derived from them. Sets BASE_REPO, BASE_SUITE, BASE_PACKAGES,
-# AGENT_TEST_IMAGE, HUB_IMAGE, HUB_TEST_IMAGE, BASE_IMAGE and BASE_TAR.
+# AGENT_TEST_IMAGE, AGENT_CLIS_IMAGE, HUB_IMAGE, HUB_TEST_IMAGE, BASE_IMAGE and BASE_TAR.
 images_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=images.env
 source "$images_dir/images.env"

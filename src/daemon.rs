@@ -10,7 +10,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::config::HubConfig;
+use crate::config::{AgentDef, HubConfig};
 use crate::hub::Hub;
 use crate::persist::Persistence;
 
@@ -275,42 +275,47 @@ fn bind_unix_socket(path: &std::path::Path) -> Result<tokio::net::UnixListener, 
     Ok(listener)
 }
 
-/// Rejects agent definitions whose image is missing on a reachable engine, or runs as a user
-/// that cannot write the agent's workspace. An engine that cannot be reached is not an error
-/// here: host sessions keep working and the agent's start says DOCKER_UNAVAILABLE.
+/// Rejects agent definitions whose image is missing on a reachable engine (on any an agent may
+/// be placed on), or runs as a user that cannot write the agent's workspace. An engine that
+/// cannot be reached is not an error here: host sessions keep working and the agent's start
+/// says DOCKER_UNAVAILABLE.
 async fn check_images(hub: &Hub) -> Result<(), DaemonError> {
     for def in hub.agents().defs() {
-        let docker = match hub.docker_endpoints().client(def.endpoint()).await {
-            Ok(d) => d,
-            Err(e) => {
-                tracing::warn!(agent = %def.id, "{e}");
-                continue;
-            }
-        };
-        match docker.inspect_image(def.image.get_ref()).await {
-            Err(bollard::errors::Error::DockerResponseServerError {
-                status_code: 404, ..
-            }) => {
-                return Err(DaemonError::ImageMissing {
-                    location: def.image_location.clone(),
-                    agent: def.id.clone(),
-                    image: def.image.get_ref().clone(),
-                    engine: crate::docker::endpoint_name(def.endpoint()),
-                })
-            }
-            Ok(image) => {
-                let user = image.config.and_then(|c| c.user).unwrap_or_default();
-                check_workspace(def, user).await?;
-            }
-            Err(_) => {}
+        for endpoint in def.engines() {
+            check_image(hub, def, endpoint).await?;
         }
     }
     Ok(())
 }
 
+async fn check_image(hub: &Hub, def: &AgentDef, endpoint: &str) -> Result<(), DaemonError> {
+    let docker = match hub.docker_endpoints().client(endpoint).await {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::warn!(agent = %def.id, "{e}");
+            return Ok(());
+        }
+    };
+    match docker.inspect_image(def.image.get_ref()).await {
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) => Err(DaemonError::ImageMissing {
+            location: def.image_location.clone(),
+            agent: def.id.clone(),
+            image: def.image.get_ref().clone(),
+            engine: crate::docker::endpoint_name(endpoint),
+        }),
+        Ok(image) => {
+            let user = image.config.and_then(|c| c.user).unwrap_or_default();
+            check_workspace(def, user).await
+        }
+        Err(_) => Ok(()),
+    }
+}
+
 /// Refuses an agent whose image's user cannot write its workspace's repository (see
 /// [`crate::workspace::agent_access`]); other workspace errors are the start's to report.
-async fn check_workspace(def: &crate::config::AgentDef, user: String) -> Result<(), DaemonError> {
+async fn check_workspace(def: &AgentDef, user: String) -> Result<(), DaemonError> {
     use crate::workspace::{access_to, AgentUser, WorkspaceError};
     let Some(ws) = &def.workspace else {
         return Ok(());

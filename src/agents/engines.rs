@@ -10,14 +10,14 @@ use crate::docker::engines::{memory_left, EngineFacts};
 use crate::protocol::{EngineAgent, EngineView};
 
 impl Agents {
-    /// Every engine the definitions name, in the order of their names.
+    /// Every engine the definitions name (each of an agent's `docker_hosts`), in the order of
+    /// their names.
     pub async fn engines(&self) -> Vec<EngineView> {
         let mut defined: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for def in self.defs() {
-            defined
-                .entry(def.endpoint())
-                .or_default()
-                .push(def.id.clone());
+            for endpoint in def.engines() {
+                defined.entry(endpoint).or_default().push(def.id.clone());
+            }
         }
         let build = self
             .handles

@@ -20,6 +20,7 @@ mod engines;
 pub mod home;
 pub mod hooks;
 pub mod hub_access;
+pub mod placement;
 mod prepare;
 pub mod reconcile;
 pub mod recreate;
@@ -144,7 +145,7 @@ impl Agents {
             .agent_defs()
             .map(|d| (d.id.clone(), d.clone()))
             .collect();
-        Agents {
+        let agents = Agents {
             hub_id: config.hub_id.clone().unwrap_or_else(|| "default".into()),
             scrollback_bytes: config.scrollback_bytes,
             runtime: Mutex::new(
@@ -156,7 +157,9 @@ impl Agents {
             start_slots: start_slots::StartSlots::new(config.agent_start_concurrency),
             defs,
             handles,
-        }
+        };
+        agents.restore_placements();
+        agents
     }
 
     /// The id this hub puts on its containers.
@@ -262,7 +265,11 @@ impl Agents {
             id: def.id.clone(),
             status: rt.status,
             image: def.image.get_ref().clone(),
-            docker_host: docker::endpoint_name(def.endpoint()),
+            docker_host: match def.placed() {
+                true => docker::endpoint_name(def.endpoint()),
+                false => String::new(),
+            },
+            docker_hosts: def.docker_hosts.clone(),
             container_id: rt.container_id,
             session_id: rt.session_id,
             pty_attached: session_info.as_ref().is_some_and(|s| s.alive),
@@ -365,6 +372,7 @@ impl Agents {
         id: &str,
         fresh: bool,
     ) -> HubResult<(resume::Plan, Option<recreate::Change>)> {
+        self.place(id).await?;
         let asked = std::time::Instant::now();
         let up = {
             let _slot = self.start_slots.take(self.def(id)?.endpoint()).await;

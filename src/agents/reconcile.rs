@@ -110,6 +110,7 @@ impl Agents {
                 return;
             }
         };
+        self.adopt_placements(endpoint, &with_containers);
         for id in self.on_endpoint(endpoint) {
             self.update(&id, |rt| {
                 if rt

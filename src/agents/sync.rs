@@ -34,7 +34,7 @@ async fn answers(docker: &bollard::Docker) -> bool {
     )
 }
 
-/// The Docker sync component: one loop per endpoint used by a defined agent.
+/// The Docker sync component: one loop per endpoint a defined agent may use.
 pub struct AgentSync {
     pub agents: Arc<Agents>,
     pub endpoints: Arc<Endpoints>,
@@ -42,12 +42,14 @@ pub struct AgentSync {
 }
 
 impl AgentSync {
-    /// Starts the loops on `tracker`; they end when `closing` is cancelled.
+    /// Starts the loops on `tracker`, one for every engine a definition may use; they end when
+    /// `closing` is cancelled.
     pub fn start(self, tracker: &TaskTracker, closing: CancellationToken) {
         let endpoints: BTreeSet<String> = self
             .agents
             .defs()
-            .map(|d| d.endpoint().to_string())
+            .flat_map(|d| d.engines())
+            .map(String::from)
             .collect();
         let this = Arc::new(self);
         for endpoint in endpoints {

@@ -1186,3 +1186,35 @@ async fn a_config_dir_the_hub_cannot_see_is_said_and_starts_anew() {
     f.agents.restart("a1", false).await.unwrap();
     assert_eq!(f.containers.world.lock().unwrap().commands[1], ["claude"]);
 }
+
+#[tokio::test]
+async fn an_agent_with_docker_hosts_keeps_the_engine_recorded_for_it_and_is_placed_when_none_is() {
+    let hosts = "docker_hosts = [\"tcp://a:2375\", \"tcp://b:2375\"]\n";
+    // Placed on b before the hub restarted: still on b, and its start keeps it there (its home
+    // is there), asking no engine how much memory it has.
+    let data = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(data.path().join("agents/a1")).unwrap();
+    std::fs::write(data.path().join("agents/a1/engine"), "tcp://b:2375\n").unwrap();
+    let f = fixture_in(hosts, FakeContainers::with_image("img"), data);
+    let info = f.agents.info("a1").unwrap();
+    assert_eq!(info.docker_host, "tcp://b:2375");
+    assert_eq!(info.docker_hosts, ["tcp://a:2375", "tcp://b:2375"]);
+    f.agents.start("a1", false).await.unwrap();
+    assert_eq!(f.agents.info("a1").unwrap().docker_host, "tcp://b:2375");
+
+    // Never placed (or on an engine its definition no longer names): no engine yet, and a
+    // start with no engine answering fails with the engines it tried.
+    for recorded in [None, Some("tcp://gone:2375\n")] {
+        let data = tempfile::tempdir().unwrap();
+        if let Some(r) = recorded {
+            std::fs::create_dir_all(data.path().join("agents/a1")).unwrap();
+            std::fs::write(data.path().join("agents/a1/engine"), r).unwrap();
+        }
+        let f = fixture_in(hosts, FakeContainers::with_image("img"), data);
+        assert_eq!(f.agents.info("a1").unwrap().docker_host, "");
+        let e = f.agents.start("a1", false).await.unwrap_err();
+        assert_eq!(e.code(), "DOCKER_UNAVAILABLE", "{e}");
+        assert!(e.to_string().contains("tcp://a:2375, tcp://b:2375"), "{e}");
+        assert_eq!(f.containers.count("create"), 0);
+    }
+}

@@ -58,6 +58,9 @@ pub async fn list(args: AgentsArgs) -> i32 {
                     a.label.as_deref().unwrap_or("-"),
                     a.image,
                 );
+                if !a.docker_hosts.is_empty() {
+                    println!("  {}", placement_note(&a.docker_host, &a.docker_hosts));
+                }
                 if let Some(err) = &a.error {
                     println!("  error: {err}");
                 }
@@ -71,6 +74,14 @@ pub async fn list(args: AgentsArgs) -> i32 {
             eprintln!("agent-hub: {e}");
             1
         }
+    }
+}
+
+/// Where an agent with `docker_hosts` is: the engine it was placed on, of its candidates.
+fn placement_note(on: &str, candidates: &[String]) -> String {
+    match on {
+        "" => format!("engine: chosen at its start, of {}", candidates.join(", ")),
+        on => format!("engine: {on} (placed, of {})", candidates.join(", ")),
     }
 }
 

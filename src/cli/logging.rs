@@ -34,7 +34,8 @@ pub fn started(hub: &Hub, addr: SocketAddr, restored_sessions: usize) {
     let mut engines: Vec<String> = hub
         .agents()
         .defs()
-        .map(|d| crate::docker::endpoint_name(d.endpoint()))
+        .flat_map(|d| d.engines())
+        .map(crate::docker::endpoint_name)
         .collect();
     engines.sort();
     engines.dedup();

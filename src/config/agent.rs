@@ -2,6 +2,8 @@
 //! the config; [`AgentDef::validate`] checks what serde cannot, naming the field.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -99,8 +101,19 @@ pub struct AgentDef {
     pub ready_timeout: u64,
     /// Policy name (see `policies/`).
     pub policy: Option<String>,
-    /// Docker endpoint (unix://, tcp://, https:// or ssh://); default: the local engine.
+    /// Docker endpoint (unix://, tcp://, https:// or ssh://); default: the local engine. With
+    /// `docker_hosts`, the first of them (set at load): the agent runs on an engine its
+    /// definition names, as one on a remote engine does, whichever it is placed on.
     pub docker_host: Option<String>,
+    /// The engines the agent may run on (its team's `docker_hosts` when it names none): each
+    /// start that finds it with nothing on its engine places it on the one with the most memory
+    /// left (see `agents::placement`). Not with `docker_host`.
+    #[serde(default)]
+    pub docker_hosts: Vec<String>,
+    /// Which of `docker_hosts` the agent is on, once placed (shared by the clones of a
+    /// definition: it is the agent's).
+    #[serde(skip)]
+    pub placement: Placement,
     /// Remove the container when the agent stops (default: keep it, so a restart keeps its files).
     #[serde(default)]
     pub remove_on_stop: bool,
@@ -140,6 +153,30 @@ pub struct AgentDef {
     /// Where `image` is written (`hub.toml:LINE:COL`), for errors found after loading.
     #[serde(skip)]
     pub image_location: String,
+}
+
+/// Which of its `docker_hosts` an agent is on: none until it is placed.
+#[derive(Debug, Clone)]
+pub struct Placement(Arc<AtomicUsize>);
+
+const NOT_PLACED: usize = usize::MAX;
+
+impl Default for Placement {
+    fn default() -> Self {
+        Placement(Arc::new(AtomicUsize::new(NOT_PLACED)))
+    }
+}
+
+impl Placement {
+    /// The index in `docker_hosts`, once placed.
+    pub fn get(&self) -> Option<usize> {
+        Some(self.0.load(Ordering::Acquire)).filter(|i| *i != NOT_PLACED)
+    }
+
+    /// Places it on `docker_hosts[index]`.
+    pub fn set(&self, index: usize) {
+        self.0.store(index, Ordering::Release);
+    }
 }
 
 fn default_ready_timeout() -> u64 {
@@ -269,6 +306,16 @@ impl AgentDef {
                 "ready_timeout must be at least 1 second".into(),
             );
         }
+        if self.docker_host.is_some() && !self.docker_hosts.is_empty() {
+            return err(
+                "docker_hosts",
+                None,
+                "docker_host names the one engine the agent runs on, docker_hosts the engines \
+                 it may be placed on: use one of them"
+                    .into(),
+            );
+        }
+        check_hosts(&self.docker_hosts).or_else(|m| err("docker_hosts", None, m))?;
         Ok(())
     }
 
@@ -284,9 +331,38 @@ impl AgentDef {
         Duration::from_secs(self.ready_timeout)
     }
 
-    /// The endpoint key ("" = the local default engine).
+    /// The endpoint key ("" = the local default engine): with `docker_hosts`, the one it is
+    /// placed on (before its first placement, the first of them).
     pub fn endpoint(&self) -> &str {
-        self.docker_host.as_deref().unwrap_or("")
+        match self.docker_hosts.as_slice() {
+            [] => self.docker_host.as_deref().unwrap_or(""),
+            hosts => &hosts[self.placement.get().unwrap_or(0).min(hosts.len() - 1)],
+        }
+    }
+
+    /// Every engine the agent may run on: its `docker_hosts`, else its one engine.
+    pub fn engines(&self) -> Vec<&str> {
+        match self.docker_hosts.as_slice() {
+            [] => vec![self.endpoint()],
+            hosts => hosts.iter().map(String::as_str).collect(),
+        }
+    }
+
+    /// Whether it is on the engine it will stay on: it names one engine, or it has been placed
+    /// on one of its `docker_hosts`.
+    pub fn placed(&self) -> bool {
+        self.docker_hosts.is_empty() || self.placement.get().is_some()
+    }
+
+    /// Takes `hosts` (a team's default) when it names no engine of its own, and makes an agent
+    /// with `docker_hosts` one on an engine it names (`docker_host`, the first of them).
+    pub fn settle_engines(&mut self, hosts: &[String]) {
+        if self.docker_host.is_none() && self.docker_hosts.is_empty() {
+            self.docker_hosts = hosts.to_vec();
+        }
+        if let Some(first) = self.docker_hosts.first() {
+            self.docker_host = Some(first.clone());
+        }
     }
 
     /// The workdir in the container (`/workspace` for an agent with a workspace).
@@ -322,6 +398,22 @@ impl AgentDef {
     pub fn memory_bytes(&self) -> Option<i64> {
         self.memory.as_deref().and_then(parse_bytes)
     }
+}
+
+/// A list of engines: each named, none twice.
+pub fn check_hosts(hosts: &[String]) -> Result<(), String> {
+    for (i, host) in hosts.iter().enumerate() {
+        if host.trim().is_empty() {
+            return Err(
+                "every entry must name an engine (unix:///var/run/docker.sock for the local one)"
+                    .into(),
+            );
+        }
+        if hosts[..i].contains(host) {
+            return Err(format!("{host} is named twice"));
+        }
+    }
+    Ok(())
 }
 
 /// `512`, `64k`, `256m`, `2g` (case-insensitive) to bytes.
@@ -372,6 +464,44 @@ mod tests {
         let bad_id = toml::from_str::<AgentDef>("id = \"Bad Id\"\nimage = \"x\"").unwrap();
         assert_eq!(bad_id.validate().unwrap_err().field, "id");
         assert!(def("colour = 1").is_err(), "unknown fields are rejected");
+    }
+
+    #[test]
+    fn docker_hosts_name_engines_each_once_and_not_beside_docker_host() {
+        let hosts = "docker_hosts = [\"tcp://a:2375\", \"tcp://b:2375\"]";
+        let mut d = def(hosts).unwrap();
+        assert!(d.validate().is_ok());
+        d.settle_engines(&[]);
+        // It runs on an engine its definition names; before it is placed, the first.
+        assert_eq!(d.docker_host.as_deref(), Some("tcp://a:2375"));
+        assert_eq!((d.endpoint(), d.placed()), ("tcp://a:2375", false));
+        assert_eq!(d.engines(), ["tcp://a:2375", "tcp://b:2375"]);
+        let clone = d.clone();
+        d.placement.set(1);
+        assert_eq!((clone.endpoint(), clone.placed()), ("tcp://b:2375", true));
+        for (extra, says) in [
+            (
+                "docker_host = \"tcp://a:2375\"\ndocker_hosts = [\"tcp://b:2375\"]",
+                "use one of them",
+            ),
+            (
+                "docker_hosts = [\"tcp://a:2375\", \"tcp://a:2375\"]",
+                "named twice",
+            ),
+            ("docker_hosts = [\"\"]", "must name an engine"),
+        ] {
+            let e = def(extra).unwrap().validate().unwrap_err();
+            assert_eq!(e.field, "docker_hosts", "{extra}");
+            assert!(e.message.contains(says), "{extra}: {}", e.message);
+        }
+        // One engine of its own: that one, whatever its team's default.
+        let mut own = def("docker_host = \"tcp://c:2375\"").unwrap();
+        own.settle_engines(&["tcp://a:2375".into()]);
+        assert_eq!(own.engines(), ["tcp://c:2375"]);
+        assert!(own.placed());
+        let mut local = def("").unwrap();
+        local.settle_engines(&[]);
+        assert_eq!((local.endpoint(), local.docker_host.as_deref()), ("", None));
     }
 
     #[test]

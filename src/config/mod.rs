@@ -16,7 +16,7 @@ pub mod team;
 mod tokens;
 mod workspace;
 
-pub use agent::{AgentDef, Resume, StartTmux, WorkspaceDef, DEFAULT_TEAM};
+pub use agent::{AgentDef, Placement, Resume, StartTmux, WorkspaceDef, DEFAULT_TEAM};
 pub use audit::{AuditConfig, MAX_FIELD_BYTES};
 pub use tokens::{AuthMode, TokenConfig};
 
@@ -306,9 +306,17 @@ impl HubConfig {
                 return Err(place.error("id", None, "duplicate agent id".into()));
             }
         }
+        team::check(&config.teams, text, origin)?;
+        for agent in &mut config.agents {
+            let def = agent.get_mut();
+            let team_hosts = config
+                .teams
+                .get(def.team())
+                .map(|t| t.get_ref().docker_hosts.clone());
+            def.settle_engines(&team_hosts.unwrap_or_default());
+        }
         workspace::check(&mut config, text, origin)?;
         config.price_table = crate::usage::price::PriceTable::with(&config.prices, text, origin)?;
-        team::check(&config.teams, text, origin)?;
         notify::check(&config.notify, config.public_url.as_ref(), text, origin)?;
         for agent in &mut config.agents {
             let (line, col, _) = locate(text, Some(agent.get_ref().image.span()));

@@ -1,5 +1,6 @@
-//! `[teams.NAME]` in hub.toml: what a team has of its own. Today its budget, which binds all
-//! of the team's agents together (their spending is summed against it).
+//! `[teams.NAME]` in hub.toml: what a team has of its own. Its budget, which binds all of the
+//! team's agents together (their spending is summed against it), and the engines its agents may
+//! be placed on when they name none.
 
 use std::collections::BTreeMap;
 
@@ -19,6 +20,9 @@ pub struct TeamConfig {
     /// `notify`.
     #[serde(default)]
     pub budget_action: BudgetAction,
+    /// The `docker_hosts` of each of its agents that names no engine of its own.
+    #[serde(default)]
+    pub docker_hosts: Vec<String>,
 }
 
 impl TeamConfig {
@@ -31,9 +35,15 @@ impl TeamConfig {
 /// `[teams]` as written, by team name.
 pub type Teams = BTreeMap<String, Spanned<TeamConfig>>;
 
-/// Checks each team's budget; an error names its place in `text` (read from `origin`).
+/// Checks each team's budget and engines; an error names its place in `text` (read from
+/// `origin`).
 pub fn check(teams: &Teams, text: &str, origin: &str) -> Result<(), TomlFileError> {
     for (name, team) in teams {
+        if let Err(bad) = super::agent::check_hosts(&team.get_ref().docker_hosts) {
+            let at = super::field_span(text, team.span(), "docker_hosts");
+            let message = format!("teams.{name}.docker_hosts: {bad}");
+            return Err(TomlFileError::invalid(text, origin, Some(at), &message));
+        }
         let Some(budget) = &team.get_ref().budget else {
             continue;
         };
@@ -83,10 +93,53 @@ mod tests {
                 "usd, tokens or both",
             ),
             ("[teams.red]\nbudgett = {}\n", "hub.toml:2:", "budgett"),
+            (
+                "[teams.red]\n\ndocker_hosts = [\"tcp://a:1\", \"tcp://a:1\"]\n",
+                "hub.toml:3:1",
+                "teams.red.docker_hosts: tcp://a:1 is named twice",
+            ),
         ];
         for (text, at, says) in bad {
             let e = HubConfig::parse(text, "hub.toml").unwrap_err().to_string();
             assert!(e.starts_with(at) && e.contains(says), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn a_teams_docker_hosts_are_those_of_its_agents_that_name_no_engine() {
+        let text = "[teams.red]\ndocker_hosts = [\"tcp://a:1\", \"tcp://b:1\"]\n\
+                    [teams.default]\ndocker_hosts = [\"tcp://d:1\"]\n\
+                    [[agents]]\nid = \"r\"\nimage = \"i\"\nteam = \"red\"\n\
+                    [[agents]]\nid = \"own\"\nimage = \"i\"\nteam = \"red\"\ndocker_host = \"tcp://c:1\"\n\
+                    [[agents]]\nid = \"list\"\nimage = \"i\"\nteam = \"red\"\ndocker_hosts = [\"tcp://e:1\"]\n\
+                    [[agents]]\nid = \"nobody\"\nimage = \"i\"\n";
+        let config = HubConfig::parse(text, "hub.toml").unwrap();
+        let engines: Vec<(String, Vec<String>)> = config
+            .agent_defs()
+            .map(|d| {
+                let engines = d.engines().into_iter().map(String::from).collect();
+                (d.id.clone(), engines)
+            })
+            .collect();
+        assert_eq!(
+            engines,
+            [
+                (
+                    "r".to_string(),
+                    vec!["tcp://a:1".to_string(), "tcp://b:1".into()]
+                ),
+                ("own".into(), vec!["tcp://c:1".into()]),
+                ("list".into(), vec!["tcp://e:1".into()]),
+                ("nobody".into(), vec!["tcp://d:1".into()]),
+            ]
+        );
+        // Both in one definition: refused at load, at the agent.
+        let both = "[[agents]]\nid = \"x\"\nimage = \"i\"\ndocker_host = \"tcp://c:1\"\n\
+                    docker_hosts = [\"tcp://a:1\"]\n";
+        let e = HubConfig::parse(both, "hub.toml").unwrap_err().to_string();
+        assert!(
+            e.starts_with("hub.toml:5:1: agent 'x': docker_hosts: ") && e.contains("one of them"),
+            "{e}"
+        );
     }
 }

@@ -198,7 +198,12 @@ pub struct AgentInfo {
     pub id: String,
     pub status: AgentStatus,
     pub image: String,
+    /// The engine it is on; empty for an agent with `docker_hosts` not placed yet.
     pub docker_host: String,
+    /// The engines it may be placed on (its definition's or its team's `docker_hosts`); empty
+    /// when its definition names one engine.
+    #[serde(default)]
+    pub docker_hosts: Vec<String>,
     pub container_id: Option<String>,
     pub session_id: Option<String>,
     pub pty_attached: bool,

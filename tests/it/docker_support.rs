@@ -1,7 +1,9 @@
 //! Support for tests against a real Docker engine: gating (skip on a laptop without an
 //! engine, fail in CI where `AGENT_HUB_DOCKER_TESTS=required`), hubs with container agents
-//! and their own hub id, cleanup of every container by label even when a test fails, and a
-//! proxy to the engine that a test can cut to make the engine vanish mid-stream.
+//! and their own hub id, cleanup of every container by label even when a test fails (on the
+//! test rig's remote engine too), a proxy to the engine that a test can cut to make the engine
+//! vanish mid-stream, and the rig's remote engine (`tests/rig/remote-engine.sh`), which a test
+//! can freeze.
 
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -18,9 +20,15 @@ pub fn test_image() -> String {
         .unwrap_or_else(|_| crate::images::image("AGENT_TEST_IMAGE"))
 }
 
+/// Whether Docker tests are required (`AGENT_HUB_DOCKER_TESTS=required`, CI): what cannot run
+/// fails instead of skipping.
+pub fn docker_required() -> bool {
+    std::env::var("AGENT_HUB_DOCKER_TESTS").is_ok_and(|v| v == "required")
+}
+
 /// Whether Docker tests can run. Panics when they are required and cannot.
 pub fn docker_ready() -> bool {
-    let required = std::env::var("AGENT_HUB_DOCKER_TESTS").is_ok_and(|v| v == "required");
+    let required = docker_required();
     let engine = Command::new("docker")
         .arg("info")
         .output()
@@ -55,6 +63,22 @@ macro_rules! require_docker {
     };
 }
 
+/// The local engine's loopback TCP endpoint (`AGENT_HUB_DOCKER_TCP`), a second name for it;
+/// `None` (the test skips, saying so) when unset. Panics instead when Docker tests are
+/// required.
+pub fn docker_tcp() -> Option<String> {
+    let tcp = std::env::var("AGENT_HUB_DOCKER_TCP").ok();
+    if tcp.is_none() {
+        if docker_required() {
+            panic!("AGENT_HUB_DOCKER_TCP must name the engine's loopback TCP endpoint in CI");
+        }
+        eprintln!(
+            "SKIPPED: set AGENT_HUB_DOCKER_TCP=tcp://127.0.0.1:2375 to test a second endpoint"
+        );
+    }
+    tcp
+}
+
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
 /// A unique hub id for one test, so parallel tests never see each other's containers.
@@ -75,7 +99,7 @@ pub fn agent_toml(id: &str, extra: &str) -> String {
 }
 
 /// Removes every container of a hub id, then its volumes (the agents' homes), even when the
-/// test failed.
+/// test failed: on the local engine and on the rig's remote engine (when there is one).
 pub struct ContainerGuard(pub String);
 
 impl Drop for ContainerGuard {
@@ -85,17 +109,37 @@ impl Drop for ContainerGuard {
             (&["ps", "-aq", "--filter"], &["rm", "-f"]),
             (&["volume", "ls", "-q", "--filter"], &["volume", "rm", "-f"]),
         ];
-        for (list, remove) in steps {
-            let Ok(out) = Command::new("docker").args(list).arg(&label).output() else {
-                continue;
-            };
-            let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
-                .split_whitespace()
-                .map(String::from)
-                .collect();
-            if !ids.is_empty() {
-                let _ = Command::new("docker").args(remove).args(&ids).output();
+        // The rig too, unless a test has frozen it (that test thaws it before its hub's guard
+        // runs, and no other test has containers there meanwhile).
+        let rig = std::env::var("AGENT_HUB_REMOTE_ENGINE")
+            .ok()
+            .filter(|_| !rig_frozen());
+        for host in std::iter::once(None).chain(rig.as_deref().map(Some)) {
+            for (list, remove) in steps {
+                let Ok(out) = docker_on(host).args(list).arg(&label).output() else {
+                    continue;
+                };
+                let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+                    .split_whitespace()
+                    .map(String::from)
+                    .collect();
+                if !ids.is_empty() {
+                    let _ = docker_on(host).args(remove).args(&ids).output();
+                }
             }
+        }
+    }
+}
+
+/// The docker CLI against `host` (`None`: the local engine). A remote engine gets 30 s: a frozen
+/// one would hold the CLI for ever.
+fn docker_on(host: Option<&str>) -> Command {
+    match host {
+        None => Command::new("docker"),
+        Some(host) => {
+            let mut c = Command::new("timeout");
+            c.args(["30", "docker"]).env("DOCKER_HOST", host);
+            c
         }
     }
 }
@@ -286,12 +330,27 @@ impl EngineProxy {
         self.frozen.send_replace(frozen);
     }
 
+    /// Holds everything until the guard is dropped.
+    pub fn frozen(&self) -> ProxyFrozen<'_> {
+        self.freeze(true);
+        ProxyFrozen(self)
+    }
+
     /// Stops accepting and drops every open connection.
     pub fn cut(&mut self) {
         self.tasks.abort_all();
         for c in self.conns.lock().unwrap().drain(..) {
             c.abort();
         }
+    }
+}
+
+/// A frozen [`EngineProxy`]: lets everything through when dropped.
+pub struct ProxyFrozen<'a>(&'a EngineProxy);
+
+impl Drop for ProxyFrozen<'_> {
+    fn drop(&mut self) {
+        self.0.freeze(false);
     }
 }
 
@@ -348,5 +407,224 @@ impl ConfiguredHub {
     /// Starts the hub on its `hub.toml` as it is now.
     pub async fn spawn(&self) -> crate::hub_process::HubProcess {
         crate::hub_process::HubProcess::spawn_config(&self.config, &self.base).await
+    }
+}
+
+/// The test rig's remote engine (`tests/rig/remote-engine.sh`, docs/testing.md): a `dockerd` on
+/// this machine that the hub reaches only over TCP and whose files the hub cannot see (nor it
+/// the hub's). Tests that use it hold a shared lock on it, across test processes too; the one
+/// that freezes it holds it alone ([`remote_engine_to_freeze`]), so nobody else's agents go
+/// quiet.
+pub struct RemoteEngine {
+    /// `AGENT_HUB_REMOTE_ENGINE` (`tcp://127.0.0.1:2376`).
+    pub endpoint: String,
+    /// `AGENT_HUB_REMOTE_DATA_ROOT`: the engine's data root, which this process cannot see into.
+    pub data_root: std::path::PathBuf,
+    /// Its dockerd's pidfile (`AGENT_HUB_REMOTE_PIDFILE`, default `/run/agent-hub-rig.pid`).
+    pidfile: std::path::PathBuf,
+    alone: bool,
+    _lock: std::fs::File,
+}
+
+/// The rig's remote engine, shared with other tests; `None` (the test skips, saying so) when
+/// `AGENT_HUB_REMOTE_ENGINE` is unset or it does not answer. Panics instead when Docker tests
+/// are required.
+pub fn remote_engine() -> Option<RemoteEngine> {
+    open_remote_engine(false)
+}
+
+/// The rig's remote engine, for this test alone (it may [`RemoteEngine::freeze`] it): waits
+/// until no other test uses it.
+pub fn remote_engine_to_freeze() -> Option<RemoteEngine> {
+    open_remote_engine(true)
+}
+
+/// The rig's dockerd's pidfile: `AGENT_HUB_REMOTE_PIDFILE`, default `/run/agent-hub-rig.pid`.
+fn rig_pidfile() -> std::path::PathBuf {
+    std::env::var("AGENT_HUB_REMOTE_PIDFILE")
+        .unwrap_or_else(|_| "/run/agent-hub-rig.pid".into())
+        .into()
+}
+
+/// Whether the rig's dockerd is stopped (SIGSTOP: a test froze it).
+fn rig_frozen() -> bool {
+    let pid = std::fs::read_to_string(rig_pidfile()).unwrap_or_default();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    // `PID (COMM) STATE ...`: the state follows the command's closing parenthesis.
+    stat.rsplit_once(") ")
+        .is_some_and(|(_, rest)| rest.starts_with('T'))
+}
+
+fn open_remote_engine(alone: bool) -> Option<RemoteEngine> {
+    let skip = |why: String| {
+        if docker_required() {
+            panic!("Docker tests are required (AGENT_HUB_DOCKER_TESTS=required) but {why}");
+        }
+        eprintln!("SKIPPED: remote-engine test skipped: {why}");
+        None
+    };
+    let Ok(endpoint) = std::env::var("AGENT_HUB_REMOTE_ENGINE") else {
+        return skip(
+            "AGENT_HUB_REMOTE_ENGINE is unset (start the rig: bash tests/rig/remote-engine.sh \
+             start; then AGENT_HUB_REMOTE_ENGINE=tcp://127.0.0.1:2376 \
+             AGENT_HUB_REMOTE_DATA_ROOT=/var/lib/agent-hub-rig)"
+                .into(),
+        );
+    };
+    let lock_path = std::env::temp_dir().join("agent-hub-rig.lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .unwrap_or_else(|e| panic!("{}: {e}", lock_path.display()));
+    if alone {
+        lock.lock()
+    } else {
+        lock.lock_shared()
+    }
+    .unwrap_or_else(|e| panic!("lock {}: {e}", lock_path.display()));
+    let rig = RemoteEngine {
+        endpoint,
+        data_root: std::env::var("AGENT_HUB_REMOTE_DATA_ROOT")
+            .unwrap_or_else(|_| "/var/lib/agent-hub-rig".into())
+            .into(),
+        pidfile: rig_pidfile(),
+        alone,
+        _lock: lock,
+    };
+    if !rig.answers() {
+        return skip(format!(
+            "the remote engine {} does not answer (bash tests/rig/remote-engine.sh start)",
+            rig.endpoint
+        ));
+    }
+    if !rig.has_image(&test_image()) {
+        // It has what it is given (the rig's script gives it the test image at its start).
+        rig.load_image(&test_image());
+    }
+    Some(rig)
+}
+
+impl RemoteEngine {
+    /// The docker CLI against this engine (30 s at most).
+    pub fn cli(&self) -> Command {
+        docker_on(Some(&self.endpoint))
+    }
+
+    /// Runs `docker ARGS` on this engine and returns stdout (panics on failure).
+    pub fn docker(&self, args: &[&str]) -> String {
+        let out = self.cli().args(args).output().expect("docker CLI");
+        assert!(
+            out.status.success(),
+            "docker {args:?} on {}: {}",
+            self.endpoint,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Whether it answers `docker info` within 5 s.
+    pub fn answers(&self) -> bool {
+        Command::new("timeout")
+            .args(["5", "docker", "info"])
+            .env("DOCKER_HOST", &self.endpoint)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+
+    /// Whether it holds `image`.
+    pub fn has_image(&self, image: &str) -> bool {
+        self.cli()
+            .args(["image", "inspect", image])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+
+    /// The images it holds, as `REPOSITORY:TAG`.
+    pub fn images(&self) -> Vec<String> {
+        self.docker(&["image", "ls", "--format", "{{.Repository}}:{{.Tag}}"])
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+
+    /// Gives it `image` from the local engine (`docker save | docker load`), as the rig's
+    /// script does: it has nothing it is not given.
+    pub fn load_image(&self, image: &str) {
+        let mut save = Command::new("docker")
+            .args(["save", image])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("docker save");
+        let load = self
+            .cli()
+            .args(["load", "-q"])
+            .stdin(save.stdout.take().expect("save's stdout"))
+            .output()
+            .expect("docker load");
+        assert!(
+            save.wait().is_ok_and(|s| s.success()),
+            "docker save {image}"
+        );
+        assert!(
+            load.status.success(),
+            "docker load of {image} on {}: {}",
+            self.endpoint,
+            String::from_utf8_lossy(&load.stderr)
+        );
+    }
+
+    /// Its dockerd, from the pidfile.
+    pub fn pid(&self) -> nix::unistd::Pid {
+        let text = std::fs::read_to_string(&self.pidfile)
+            .unwrap_or_else(|e| panic!("{}: {e}", self.pidfile.display()));
+        let pid: i32 = text
+            .trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("{}: {text:?}: {e}", self.pidfile.display()));
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        assert_eq!(
+            comm.trim(),
+            "dockerd",
+            "pid {pid} of {}",
+            self.pidfile.display()
+        );
+        nix::unistd::Pid::from_raw(pid)
+    }
+
+    /// Stops its dockerd (SIGSTOP): its API goes quiet (connections are taken, nothing is
+    /// answered) while its containers run on; thawed when the guard is dropped, so a failing
+    /// test never leaves it frozen. Only for a test that holds the engine alone.
+    pub fn freeze(&self) -> Frozen<'_> {
+        assert!(
+            self.alone,
+            "freeze needs the engine alone (remote_engine_to_freeze)"
+        );
+        nix::sys::signal::kill(self.pid(), nix::sys::signal::Signal::SIGSTOP)
+            .expect("SIGSTOP the rig's dockerd");
+        Frozen(self)
+    }
+
+    /// Lets its dockerd run again (SIGCONT).
+    pub fn thaw(&self) {
+        let _ = nix::sys::signal::kill(self.pid(), nix::sys::signal::Signal::SIGCONT);
+    }
+}
+
+impl Drop for RemoteEngine {
+    fn drop(&mut self) {
+        if self.alone {
+            self.thaw();
+        }
+    }
+}
+
+/// A frozen remote engine: thawed when dropped.
+pub struct Frozen<'a>(&'a RemoteEngine);
+
+impl Drop for Frozen<'_> {
+    fn drop(&mut self) {
+        self.0.thaw();
     }
 }

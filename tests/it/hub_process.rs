@@ -18,6 +18,8 @@ pub struct HubProcess {
     pub data_dir: std::path::PathBuf,
     /// What the process printed on stderr (its log), line by line.
     log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// Run by a wrapper (`strace ...`): `child` is the wrapper, the hub its child.
+    wrapped: bool,
 }
 
 /// The data dir `serve <args>` uses: `--data-dir`, else the config file's, else
@@ -65,8 +67,27 @@ impl HubProcess {
 
     /// `agent-hub serve <args>` with extra environment, serving at `base`.
     pub async fn spawn(args: &[&str], base: &str, env: &[(&str, &str)]) -> Self {
+        Self::spawn_under(&[], args, base, env).await
+    }
+
+    /// Like [`Self::spawn`], run by `wrapper` (a program and its arguments, to which the hub's
+    /// command line is appended: `strace -f -o LOG`), when it is not empty.
+    pub async fn spawn_under(
+        wrapper: &[&str],
+        args: &[&str],
+        base: &str,
+        env: &[(&str, &str)],
+    ) -> Self {
         let echo = std::env::var("AGENT_HUB_TEST_LOG").is_ok();
-        let mut child = std::process::Command::new(crate::cli::BIN)
+        let mut command = match wrapper.split_first() {
+            Some((program, wrapper_args)) => {
+                let mut c = std::process::Command::new(program);
+                c.args(wrapper_args).arg(crate::cli::BIN);
+                c
+            }
+            None => std::process::Command::new(crate::cli::BIN),
+        };
+        let mut child = command
             .arg("serve")
             .args(args)
             .env_remove("AGENT_HUB_TOKEN")
@@ -112,7 +133,34 @@ impl HubProcess {
             owner_token,
             data_dir,
             log,
+            wrapped: !wrapper.is_empty(),
         }
+    }
+
+    /// The hub's process id (the wrapper's child, for a wrapped hub).
+    pub fn hub_pid(&self) -> Option<u32> {
+        let pid = self.child.id();
+        if !self.wrapped {
+            return Some(pid);
+        }
+        let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
+        children.split_whitespace().next()?.parse().ok()
+    }
+
+    /// SIGTERM to the hub, and wait up to 20 s for it (and its wrapper) to end.
+    pub fn terminate(&mut self) {
+        if let Some(pid) = self.hub_pid() {
+            let pid = nix::unistd::Pid::from_raw(pid as i32);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while std::time::Instant::now() < deadline {
+            if self.child.try_wait().ok().flatten().is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.kill9();
     }
 
     /// Everything the hub has logged so far.
@@ -169,6 +217,13 @@ impl HubProcess {
 
     /// SIGKILL, and wait for the process to be gone.
     pub fn kill9(&mut self) {
+        if self.wrapped {
+            // A wrapper killed alone leaves the hub running.
+            if let Some(pid) = self.hub_pid() {
+                let pid = nix::unistd::Pid::from_raw(pid as i32);
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -22,10 +22,15 @@ fn images_env_value(text: &str, key: &str) -> Option<String> {
 
 /// The repositories the project's images live in (`agent-hub/agent`, ...).
 fn repositories() -> Vec<String> {
-    let mut repos: Vec<String> = ["AGENT_TEST_IMAGE", "HUB_IMAGE", "HUB_TEST_IMAGE"]
-        .iter()
-        .map(|k| image(k).split(':').next().unwrap().to_string())
-        .collect();
+    let mut repos: Vec<String> = [
+        "AGENT_TEST_IMAGE",
+        "AGENT_CLIS_IMAGE",
+        "HUB_IMAGE",
+        "HUB_TEST_IMAGE",
+    ]
+    .iter()
+    .map(|k| image(k).split(':').next().unwrap().to_string())
+    .collect();
     repos.push(image("BASE_REPO"));
     repos.sort();
     repos.dedup();
@@ -35,7 +40,13 @@ fn repositories() -> Vec<String> {
 /// The files that build, start or read images: scripts, CI, tests, benchmarks.
 fn files_that_name_images(root: &Path) -> Vec<PathBuf> {
     let mut files = vec![root.join(".ci/run")];
-    for dir in ["docker", "tests/it", "tests/schemathesis", "benches"] {
+    for dir in [
+        "docker",
+        "tests/it",
+        "tests/rig",
+        "tests/schemathesis",
+        "benches",
+    ] {
         collect(&root.join(dir), &mut files);
     }
     files.retain(|f| {

@@ -1,29 +1,12 @@
 //! Agents on an engine whose files the hub cannot see (the test rig's second engine,
-//! `AGENT_HUB_REMOTE_ENGINE`, or the local engine over TCP on a laptop): everything the hub
+//! `AGENT_HUB_REMOTE_ENGINE`, see docs/testing.md): everything the hub
 //! gives the container goes through the engine (its credential, the arguments of a start, the
 //! hub's executable from a volume of the hub's build), and works there as on the local engine.
 
 use serde_json::json;
 
-use crate::docker_support::{agent_toml, hub_with_agents_and};
+use crate::docker_support::{agent_toml, hub_with_agents_and, remote_engine};
 use crate::require_docker;
-
-/// The endpoint of an engine the hub reaches only over TCP: the rig's, else the local engine's
-/// TCP endpoint (which proves the way, not the distance). `None` (skipped, or a panic when
-/// Docker tests are required) when neither is named.
-pub fn remote_endpoint() -> Option<String> {
-    if let Ok(rig) = std::env::var("AGENT_HUB_REMOTE_ENGINE") {
-        return Some(rig);
-    }
-    if let Ok(tcp) = std::env::var("AGENT_HUB_DOCKER_TCP") {
-        return Some(tcp);
-    }
-    if std::env::var("AGENT_HUB_DOCKER_TESTS").is_ok_and(|v| v == "required") {
-        panic!("AGENT_HUB_REMOTE_ENGINE (the rig, see docs/testing.md) must be set in CI");
-    }
-    eprintln!("SKIPPED: set AGENT_HUB_REMOTE_ENGINE (docs/testing.md) to test a remote engine");
-    None
-}
 
 /// The size and digest of the credential file, as the container's shell says them.
 const DIGEST: &str =
@@ -32,9 +15,10 @@ const DIGEST: &str =
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_container_on_a_remote_engine_gets_its_credential_and_the_hubs_executable() {
     require_docker!();
-    let Some(endpoint) = remote_endpoint() else {
+    let Some(rig) = remote_engine() else {
         return;
     };
+    let endpoint = &rig.endpoint;
     let toml = agent_toml(
         "far",
         &format!("docker_host = \"{endpoint}\"\nkeep_home = true\nremove_on_stop = true"),

@@ -9,17 +9,18 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::docker_support::{unique_hub_id, ContainerGuard};
+use crate::docker_support::{remote_engine, unique_hub_id, ContainerGuard};
 use crate::hub_process::{free_port, FreshHub};
 use crate::model_standin::ModelStandIn;
 use crate::real_cli::{claude_env, cli, write_claude_config, write_codex_config};
 use crate::real_cli_docker::toml_table;
-use crate::remote_agents::remote_endpoint;
 use crate::require_docker;
 use crate::resume::{agent, carries, prompt, settle, state_when, users, wait_status};
 
 /// The image with the pinned CLIs in it (`tests/rig/remote-engine.sh` loads it into the rig).
-const CLIS_IMAGE: &str = "agent-hub/agent-clis:test";
+fn clis_image() -> String {
+    crate::images::image("AGENT_CLIS_IMAGE")
+}
 
 /// A hub process whose agents (`agents`, `[[agents]]` text with `{HUB_URL}` for its address)
 /// have the policy `nap`: idle for `idle_s`, started by a message.
@@ -114,7 +115,7 @@ fn seed_home(endpoint: &str, hub_id: &str, seed: &Seed) {
         .args(["--label", &format!("agent-hub.hub={hub_id}")])
         .args(["--label", "agent-hub.managed=true"])
         .args(["-v", &format!("{volume}:/home/agent")])
-        .args(["--entrypoint", "sh", CLIS_IMAGE, "-c"])
+        .args(["--entrypoint", "sh", &clis_image(), "-c"])
         .arg("tar x -C /home/agent && chown -R agent:agent /home/agent")
         .stdin(std::process::Stdio::piped())
         .spawn()
@@ -147,10 +148,11 @@ fn files_of(under: &str, write: impl FnOnce(&std::path::Path)) -> Vec<(String, V
 fn claude_agent(id: &str, endpoint: &str, standin: &ModelStandIn, extra: &str) -> String {
     let env = toml_table(&claude_env(standin, "/home/agent/.claude"));
     format!(
-        "[[agents]]\nid = \"{id}\"\nimage = \"{CLIS_IMAGE}\"\ncommand = [\"/clis/.bin/claude\"]\n\
+        "[[agents]]\nid = \"{id}\"\nimage = \"{image}\"\ncommand = [\"/clis/.bin/claude\"]\n\
          docker_host = \"{endpoint}\"\nhub_url = \"{{HUB_URL}}\"\nworkdir = \"/workspace\"\n\
          network = \"host\"\nenv = {{ {env} }}\ncli_type = \"claude\"\npolicy = \"nap\"\n\
-         ready_pattern = '\\? for shortcuts'\nready_timeout = 60\nstop_grace = 2\n{extra}\n"
+         ready_pattern = '\\? for shortcuts'\nready_timeout = 60\nstop_grace = 2\n{extra}\n",
+        image = clis_image(),
     )
 }
 
@@ -182,9 +184,10 @@ async fn three_resumes(r: &Remote, standin: &ModelStandIn, id: &str, reason: &st
 async fn claude_code_on_a_remote_engine_resumes_and_reports_through_its_hooks() {
     require_docker!();
     let Some(_) = cli("claude") else { return };
-    let Some(endpoint) = remote_endpoint() else {
+    let Some(rig) = remote_engine() else {
         return;
     };
+    let endpoint = rig.endpoint.clone();
     let standin = ModelStandIn::start().await;
     let agents = claude_agent("rc", &endpoint, &standin, "remove_on_stop = true");
     let seed = Seed {
@@ -235,17 +238,19 @@ async fn claude_code_on_a_remote_engine_resumes_and_reports_through_its_hooks() 
 async fn codex_on_a_remote_engine_resumes_its_session_at_every_start() {
     require_docker!();
     let Some(_) = cli("codex") else { return };
-    let Some(endpoint) = remote_endpoint() else {
+    let Some(rig) = remote_engine() else {
         return;
     };
+    let endpoint = rig.endpoint.clone();
     let standin = ModelStandIn::start().await;
     let agents = format!(
-        "[[agents]]\nid = \"rx\"\nimage = \"{CLIS_IMAGE}\"\ncommand = [\"/codex/bin/codex\"]\n\
+        "[[agents]]\nid = \"rx\"\nimage = \"{image}\"\ncommand = [\"/codex/bin/codex\"]\n\
          docker_host = \"{endpoint}\"\nhub_url = \"{{HUB_URL}}\"\nworkdir = \"/workspace\"\n\
          network = \"host\"\n\
          env = {{ CODEX_HOME = \"/home/agent/.codex\", STANDIN_API_KEY = \"sk-standin\" }}\n\
          cli_type = \"codex\"\npolicy = \"nap\"\nready_pattern = '\\? for shortcuts'\n\
-         ready_timeout = 60\nstop_grace = 2\n"
+         ready_timeout = 60\nstop_grace = 2\n",
+        image = clis_image(),
     );
     let seed = Seed {
         agent: "rx",
@@ -268,19 +273,21 @@ async fn agent_usage(hub: &crate::hub_process::HubProcess, id: &str) -> Value {
 /// A bash agent on the engine `endpoint` in `team` as `role`.
 fn shell_agent(id: &str, endpoint: &str, team: &str, role: &str) -> String {
     format!(
-        "[[agents]]\nid = \"{id}\"\nimage = \"{CLIS_IMAGE}\"\n\
+        "[[agents]]\nid = \"{id}\"\nimage = \"{image}\"\n\
          command = [\"bash\", \"--norc\", \"--noprofile\"]\ndocker_host = \"{endpoint}\"\n\
          hub_url = \"{{HUB_URL}}\"\nnetwork = \"host\"\nteam = \"{team}\"\n\
-         owner_role = \"{role}\"\nready_pattern = '[$#] *$'\nready_timeout = 30\nstop_grace = 1\n"
+         owner_role = \"{role}\"\nready_pattern = '[$#] *$'\nready_timeout = 30\nstop_grace = 1\n",
+        image = clis_image(),
     )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_on_a_remote_engine_drives_its_team_through_agent_hub_mcp() {
     require_docker!();
-    let Some(endpoint) = remote_endpoint() else {
+    let Some(rig) = remote_engine() else {
         return;
     };
+    let endpoint = rig.endpoint.clone();
     let agents = [
         shell_agent("lead", &endpoint, "a", "leader"),
         shell_agent("w1", &endpoint, "a", "worker"),

@@ -27,10 +27,9 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 pub async fn check(config: &HubConfig) -> Vec<Finding> {
     let mut by_engine: BTreeMap<String, Vec<&AgentDef>> = BTreeMap::new();
     for def in config.agent_defs() {
-        by_engine
-            .entry(def.endpoint().to_string())
-            .or_default()
-            .push(def);
+        for endpoint in def.engines() {
+            by_engine.entry(endpoint.to_string()).or_default().push(def);
+        }
     }
     if by_engine.is_empty() {
         return vec![Finding::ok(
