@@ -134,6 +134,8 @@ struct World {
     data_dir_hidden: bool,
     /// How many containers were created (their ids count them).
     created: usize,
+    /// Each file put through the engine: `DIR/PATH` and whether its container ran then.
+    put: Vec<(String, bool)>,
 }
 
 impl World {
@@ -269,6 +271,27 @@ impl Containers for FakeContainers {
         w.containers
             .retain(|name, c| name != at.container && c.id != at.container);
         ready(Ok(()))
+    }
+    fn put_files<'a>(
+        &'a self,
+        at: Place<'a>,
+        dir: &'a str,
+        entries: &'a [crate::docker::archive::Entry],
+    ) -> Op<'a, ()> {
+        let mut w = self.world.lock().unwrap();
+        let running = Self::find(&mut w, at.container).is_some_and(|c| c.running);
+        for e in entries {
+            w.put.push((format!("{dir}/{}", e.path), running));
+        }
+        ready(Ok(()))
+    }
+    fn read_files<'a>(
+        &'a self,
+        _: Place<'a>,
+        _: &'a str,
+        _: crate::docker::archive::Read,
+    ) -> Op<'a, Option<crate::docker::archive::Files>> {
+        ready(Ok(None))
     }
     fn agent_containers<'a>(&'a self, _: &'a str, hub_id: &'a str) -> Op<'a, Vec<String>> {
         let prefix = docker::container_name(hub_id, "");
@@ -1217,4 +1240,33 @@ async fn an_agent_with_docker_hosts_keeps_the_engine_recorded_for_it_and_is_plac
         assert!(e.to_string().contains("tcp://a:2375, tcp://b:2375"), "{e}");
         assert_eq!(f.containers.count("create"), 0);
     }
+}
+
+#[tokio::test]
+async fn an_agent_on_a_remote_engine_gets_its_files_through_the_engine_before_it_starts() {
+    let f = fixture(
+        "docker_host = \"tcp://far:2375\"\nhub_access = true\n",
+        FakeContainers::with_image("img"),
+    );
+    f.agents.start("a1", false).await.unwrap();
+    let w = f.containers.world.lock().unwrap();
+    let put: Vec<&str> = w.put.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(
+        put,
+        // (The hub starts this one's tmux session: its start arguments go there, not into a
+        // file.)
+        ["/run/agent-hub-agent", "/run/agent-hub-agent/token"]
+    );
+    assert!(w.put.iter().all(|(_, running)| !running), "{:?}", w.put);
+    // Nothing of the hub's machine is mounted into it.
+    let data = f.data.path().display().to_string();
+    assert!(
+        w.mounts[0].iter().all(|m| !m.contains(&data)),
+        "{:?}",
+        w.mounts[0]
+    );
+    assert_eq!(
+        w.envs[0].get("AGENT_HUB_TOKEN_FILE").map(String::as_str),
+        Some("/run/agent-hub-agent/token")
+    );
 }
