@@ -15,7 +15,7 @@ const loadTerminals = () => (termModule ??= import("./terminal.js").then((m) => 
   window.agentHub.terminals = m.terminals;
   return m;
 }));
-import { Tasks, AuditTail, Changes, stoppedNote, noScreen, screenlessPanel } from "./panels.js";
+import { Tasks, Engines, AuditTail, Changes, stoppedNote, noScreen, screenlessPanel } from "./panels.js";
 import { h } from "./util.js";
 
 const $ = (id) => document.getElementById(id);
@@ -105,6 +105,7 @@ function start() {
     onRender: followFleet,
   });
   app.tasks = new Tasks($("tasks"));
+  new Engines($("engines")).start();
   new AuditTail($("audit")).start();
   follow("/v1/events", {
     onOpen: () => {

@@ -1,4 +1,4 @@
-// The side panels of the fleet page: the task list (reloaded on task events) and the audit
+// The side panels of the fleet page: the engines (asked every 15 s), the task list (reloaded on task events) and the audit
 // tail (the last records, then live from the audit stream; operators only, as in the API), told
 // as sentences ("10:51:32 admin stopped worker-1"); an agent's workspace changes; and what the
 // panel of a container agent that is not running says (its status, when and why it stopped).
@@ -7,6 +7,8 @@ import { api, follow } from "./api.js";
 import { h, ago, span } from "./util.js";
 
 const AUDIT_ROWS = 50;
+/** How often the engines are asked again (Docker takes a second for its stats). */
+const ENGINES_EVERY_MS = 15000;
 
 export class Tasks {
   constructor(root) {
@@ -29,6 +31,51 @@ export class Tasks {
   onEvent(e) {
     if (e.type.startsWith("task_") && e.type !== "task_log") this.reload();
   }
+}
+
+/** The Docker engines the agents name (`/v1/engines`): each one's health, Docker version, CPUs,
+ * memory left of its total, this hub's agents on it with their memory and CPU, and the hub
+ * builds whose executable it holds (this hub's marked). */
+export class Engines {
+  constructor(root) {
+    this.root = root;
+  }
+
+  start() {
+    this.reload();
+    setInterval(() => this.reload(), ENGINES_EVERY_MS);
+  }
+
+  async reload() {
+    try {
+      const { engines } = await api("GET", "/v1/engines");
+      const rows = engines.map((e) => h("tr", { "data-engine": e.engine, class: e.reachable ? "engine ok" : "engine down" },
+        h("td.name", { title: e.name || "" }, e.engine),
+        h("td.health", { title: e.error || "" }, e.reachable ? `ok · docker ${e.server_version ?? "?"}` : `unreachable: ${e.error ?? "no answer"}`),
+        h("td.capacity", {}, e.reachable ? `${e.cpus ?? "?"} CPUs · ${bytes(e.memory_left_bytes)} of ${bytes(e.memory_total_bytes)} left` : ""),
+        h("td.agents", {}, (e.agents || []).map((a) => h("span.engine-agent", { "data-agent": a.id },
+          a.running ? `${a.id} ${bytes(a.memory_used_bytes)} ${a.cpu_percent != null ? `${a.cpu_percent}%` : ""}` : `${a.id} stopped`))),
+        h("td.binary", { title: "the hub builds whose executable this engine holds" }, binaries(e))));
+      this.root.replaceChildren(rows.length ? h("table", {}, h("tbody", {}, rows)) : h("p.empty", {}, "no engines: no agent is defined"));
+    } catch (e) {
+      this.root.replaceChildren(h("p.empty", {}, e.message));
+    }
+  }
+}
+
+/** `1.5 GiB`, `300 MiB`, or a dash. */
+function bytes(n) {
+  if (n == null) return "-";
+  const gib = n / 2 ** 30;
+  return gib >= 1 ? `${gib.toFixed(1)} GiB` : `${Math.round(n / 2 ** 20)} MiB`;
+}
+
+function binaries(e) {
+  if (!e.reachable) return "";
+  const builds = e.hub_binaries || [];
+  if (!builds.length) return "hub binary: none yet";
+  const mark = e.holds_this_build === false ? " (not this hub's)" : e.holds_this_build ? " ✓" : "";
+  return `hub binary ${builds.join(", ")}${mark}`;
 }
 
 export class AuditTail {

@@ -63,6 +63,7 @@ async fn a_container_on_a_remote_engine_gets_its_credential_and_the_hubs_executa
         .cloned()
         .unwrap();
     assert_eq!(engine["holds_this_build"], true, "{engine}");
+    the_dashboard_shows_the_engine(&hub, endpoint).await;
 
     // A second start after a stop that removed the container: a new credential, put again.
     let (status, v) = hub.post("/v1/agents/far/stop", json!({})).await;
@@ -77,4 +78,27 @@ async fn a_container_on_a_remote_engine_gets_its_credential_and_the_hubs_executa
         "{again:?} after {token:?}"
     );
     hub.post("/v1/agents/far/stop", json!({})).await;
+}
+
+/// The dashboard's engines panel shows the remote engine: healthy, its capacity, the agent on
+/// it and that it holds this hub's build (headless Chromium).
+async fn the_dashboard_shows_the_engine(hub: &crate::support::TestHub, endpoint: &str) {
+    let Some(b) = crate::browser_support::Browser::start().await else {
+        return;
+    };
+    b.sign_in(&hub.base, &hub.owner_token).await;
+    crate::dashboard::open_fleet(&b, hub).await;
+    let row = format!("document.querySelector('tr[data-engine=\"{endpoint}\"]')");
+    let text = b
+        .wait_js(
+            "the remote engine's row with its agent and this hub's build",
+            &format!(
+                "const r = {row}; const t = r?.textContent || ''; \
+                 return r?.querySelector('span.engine-agent[data-agent=\"far\"]') \
+                 && t.includes('ok · docker') && t.includes('CPUs') && t.includes(' ✓') && t"
+            ),
+            crate::dashboard::T,
+        )
+        .await;
+    assert!(text.as_str().unwrap().contains("GiB"), "{text}");
 }
