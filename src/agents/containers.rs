@@ -134,14 +134,14 @@ pub trait Containers: Send + Sync {
     }
     /// Makes sure the engine holds the hub's executable `binary` in a volume of its own, named
     /// for `build`, filled through a container of `image` made for it (the volume is shared by
-    /// every hub of that build on the engine); returns the volume's name.
+    /// every hub of that build on the engine); returns it and the executable's path.
     fn hub_binary_volume<'a>(
         &'a self,
         endpoint: &'a str,
         binary: &'a std::path::Path,
         build: &'a str,
         image: &'a str,
-    ) -> Op<'a, String> {
+    ) -> Op<'a, docker::hub_binary::OnEngine> {
         let _ = (binary, build, image);
         Box::pin(async move { Err(no_files(endpoint)) })
     }
@@ -362,7 +362,7 @@ impl Containers for DockerContainers {
         binary: &'a std::path::Path,
         build: &'a str,
         image: &'a str,
-    ) -> Op<'a, String> {
+    ) -> Op<'a, docker::hub_binary::OnEngine> {
         Box::pin(async move {
             let docker = self.endpoints.client(endpoint).await?;
             let _one_at_a_time = self.binary_lock.lock().await;

@@ -41,6 +41,9 @@ pub(super) struct StartFiles<'a> {
     pub args: Option<&'a resume::Plan>,
     /// The user the image runs as (owner of what is put into its home).
     pub user: &'a str,
+    /// The hub's executable in the container, from its engine's volume (linked at
+    /// `/usr/local/bin/agent-hub`).
+    pub executable: Option<&'a str>,
 }
 
 impl Agents {
@@ -192,13 +195,8 @@ impl Agents {
             .put_files(at, run, &entries)
             .await
             .map_err(|e| failed("its credential and start arguments", e))?;
-        let mounted = def
-            .mounts
-            .iter()
-            .any(|m| m.contains(hub_binary::DIR_IN_CONTAINER));
-        if mounted {
+        if let Some(target) = files.executable {
             let (bin_dir, name) = split_dir(BINARY_IN_CONTAINER);
-            let target = format!("{}/{}", hub_binary::DIR_IN_CONTAINER, hub_binary::FILE_NAME);
             let link = [Entry::symlink(name, target)];
             containers
                 .put_files(at, bin_dir, &link)
@@ -282,12 +280,11 @@ impl Agents {
     }
 
     /// Adds the volume with the hub's executable on the agent's engine to `def` (made and
-    /// filled the first time this build meets the engine); a failure is logged, and the agent
-    /// runs without it (the screen alone reads it then).
-    pub(super) async fn add_hub_binary_volume(&self, def: &mut AgentDef) {
-        let Some((binary, build)) = self.hub_binary_build(def) else {
-            return;
-        };
+    /// filled the first time this build meets the engine); returns the executable's path in
+    /// the container. A failure is logged, and the agent runs without it (the screen alone
+    /// reads it then).
+    pub(super) async fn add_hub_binary_volume(&self, def: &mut AgentDef) -> Option<String> {
+        let (binary, build) = self.hub_binary_build(def)?;
         let image = def.image.get_ref().clone();
         let made = self
             .handles
@@ -295,8 +292,14 @@ impl Agents {
             .hub_binary_volume(def.endpoint(), &binary, &build, &image)
             .await;
         match made {
-            Ok(volume) => def.mounts.push(binary_mount(&volume)),
-            Err(e) => tracing::warn!(agent = %def.id, "no hub executable in its container: {e}"),
+            Ok(on_engine) => {
+                def.mounts.push(binary_mount(&on_engine.volume));
+                Some(on_engine.executable)
+            }
+            Err(e) => {
+                tracing::warn!(agent = %def.id, "no hub executable in its container: {e}");
+                None
+            }
         }
     }
 }
@@ -543,6 +546,7 @@ mod tests {
             token: Some("t0k"),
             args: Some(&plan),
             user: "agent",
+            executable: None,
         };
         let got: Vec<(String, Vec<u8>)> = agent_dir_entries(&files)
             .into_iter()

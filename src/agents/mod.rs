@@ -443,7 +443,7 @@ impl Agents {
             .flatten();
         let running = existing.as_ref().is_some_and(|c| c.running);
         let keeps_home = self.add_home(&mut def, &image_info);
-        self.add_hub_binary_volume(&mut def).await;
+        let executable = self.add_hub_binary_volume(&mut def).await;
         let image_id = image_info.id.as_deref();
         let (container_id, recreated) = self
             .container_for(&def, image_id, existing, keeps_home)
@@ -469,6 +469,7 @@ impl Agents {
                 token: token.as_deref(),
                 args: (!running && via == prepare::ArgsVia::File).then_some(&plan),
                 user: &image_info.user,
+                executable: executable.as_deref(),
             };
             self.put_start_files(&def, &container_id, files).await?;
         }

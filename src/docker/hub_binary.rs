@@ -22,8 +22,17 @@ pub const LABEL_BINARY: &str = "agent-hub.binary";
 pub const DIR_IN_CONTAINER: &str = "/opt/agent-hub";
 /// The executable's name in it.
 pub const FILE_NAME: &str = "agent-hub";
-/// Put last: the volume is whole.
+/// Put last, naming the directory of the fill that made the volume whole.
 const COMPLETE: &str = ".complete";
+
+/// The executable on an engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OnEngine {
+    /// The volume's name.
+    pub volume: String,
+    /// The executable's path in a container that mounts the volume at [`DIR_IN_CONTAINER`].
+    pub executable: String,
+}
 
 /// The volume's name for `build`.
 pub fn volume_name(build: &str) -> String {
@@ -53,16 +62,17 @@ pub fn build_of(binary: &Path) -> std::io::Result<String> {
     Ok(format!("{}-{hex}", env!("CARGO_PKG_VERSION")))
 }
 
-/// Makes sure the engine has the volume of `build` holding `binary`; returns its name. It is
-/// filled through a container of `image` made for the purpose (never started, always
-/// removed).
+/// Makes sure the engine has the volume of `build` holding `binary`. It is filled through a
+/// container of `image` made for the purpose (never started, always removed). Each fill writes
+/// a directory of its own and then names it in [`COMPLETE`], so hubs filling the same volume at
+/// once (two hubs of one build) never write over a file another one's agents run.
 pub async fn ensure(
     docker: &Docker,
     endpoint: &str,
     binary: &Path,
     build: &str,
     image: &str,
-) -> HubResult<String> {
+) -> HubResult<OnEngine> {
     let name = volume_name(build);
     let err = |e| docker_error(endpoint, e);
     if docker.inspect_volume(&name).await.is_err() {
@@ -83,13 +93,16 @@ pub async fn ensure(
     let filled = fill(docker, &filler, binary).await;
     let options = RemoveContainerOptionsBuilder::default().force(true).build();
     let _ = docker.remove_container(&filler, Some(options)).await;
-    filled.map_err(|e| match e {
+    let fill = filled.map_err(|e| match e {
         Fill::Docker(e) => err(e),
         Fill::Local(e) => HubError::Internal {
             message: format!("cannot read the hub's executable {}: {e}", binary.display()),
         },
     })?;
-    Ok(name)
+    Ok(OnEngine {
+        volume: name,
+        executable: format!("{DIR_IN_CONTAINER}/{fill}/{FILE_NAME}"),
+    })
 }
 
 /// A container of `image` with the volume `name` at [`DIR_IN_CONTAINER`], made and not started.
@@ -122,19 +135,25 @@ enum Fill {
     Local(std::io::Error),
 }
 
-/// Puts the executable into the volume unless it is whole already (then says nothing).
-async fn fill(docker: &Docker, filler: &str, binary: &Path) -> Result<(), Fill> {
+/// Puts the executable into the volume, in a directory of this fill's, unless it is whole
+/// already; returns the directory that holds it.
+async fn fill(docker: &Docker, filler: &str, binary: &Path) -> Result<String, Fill> {
     let marker = format!("{DIR_IN_CONTAINER}/{COMPLETE}");
-    let whole = archive::get(docker, filler, &marker, Read::Names)
+    let whole = archive::get(docker, filler, &marker, Read::Contents(256))
         .await
         .map_err(Fill::Docker)?;
-    if whole.is_some() {
-        return Ok(());
+    let named = whole
+        .and_then(|files| files.into_iter().next())
+        .map(|f| String::from_utf8_lossy(&f.bytes).trim().to_string())
+        .filter(|dir| is_fill_dir(dir));
+    if let Some(dir) = named {
+        return Ok(dir);
     }
     let started = std::time::Instant::now();
+    let dir = fill_dir();
     let file = tokio::fs::File::open(binary).await.map_err(Fill::Local)?;
     let size = file.metadata().await.map_err(Fill::Local)?.len();
-    let tar = executable_tar(file, size).map_err(Fill::Local)?;
+    let tar = executable_tar(&dir, file, size).map_err(Fill::Local)?;
     let options = bollard::query_parameters::UploadToContainerOptions {
         path: DIR_IN_CONTAINER.to_string(),
         ..Default::default()
@@ -143,36 +162,52 @@ async fn fill(docker: &Docker, filler: &str, binary: &Path) -> Result<(), Fill> 
         .upload_to_container(filler, Some(options), bollard::body_try_stream(tar))
         .await
         .map_err(Fill::Docker)?;
-    archive::put(
-        docker,
-        filler,
-        DIR_IN_CONTAINER,
-        &[Entry::file(COMPLETE, "")],
-    )
-    .await
-    .map_err(Fill::Docker)?;
+    let complete = [Entry::file(COMPLETE, format!("{dir}\n"))];
+    archive::put(docker, filler, DIR_IN_CONTAINER, &complete)
+        .await
+        .map_err(Fill::Docker)?;
     tracing::info!(
         bytes = size,
         ms = started.elapsed().as_millis() as u64,
         "the hub's executable is on the engine"
     );
-    Ok(())
+    Ok(dir)
 }
 
-/// A tar stream of one executable file [`FILE_NAME`] of `size` bytes read from `file`.
+/// A new fill's directory: `fill-` and 16 random hex digits.
+fn fill_dir() -> String {
+    let n: u64 = rand::random();
+    format!("fill-{n:016x}")
+}
+
+/// Whether [`COMPLETE`] names a fill's directory (nothing else is taken for a path).
+fn is_fill_dir(dir: &str) -> bool {
+    dir.strip_prefix("fill-")
+        .is_some_and(|hex| hex.len() == 16 && hex.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+/// A tar stream of the directory `dir` with one executable file [`FILE_NAME`] of `size` bytes
+/// read from `file`.
 fn executable_tar(
+    dir: &str,
     file: tokio::fs::File,
     size: u64,
 ) -> std::io::Result<impl futures_util::Stream<Item = std::io::Result<Bytes>> + Send + 'static> {
+    let mut dir_header = tar::Header::new_gnu();
+    dir_header.set_path(format!("{dir}/"))?;
+    dir_header.set_entry_type(tar::EntryType::Directory);
+    dir_header.set_mode(0o755);
+    dir_header.set_size(0);
+    dir_header.set_cksum();
     let mut header = tar::Header::new_gnu();
-    header.set_path(FILE_NAME)?;
+    header.set_path(format!("{dir}/{FILE_NAME}"))?;
     header.set_entry_type(tar::EntryType::Regular);
     header.set_mode(0o755);
     header.set_size(size);
     header.set_mtime(0);
     header.set_cksum();
     let padding = (512 - size % 512) % 512;
-    let head = Bytes::copy_from_slice(header.as_bytes());
+    let head = Bytes::from([dir_header.as_bytes().as_slice(), header.as_bytes()].concat());
     // The file's bytes, exactly `size` of them (a file that changes meanwhile cannot make a
     // tar the engine misreads), then the padding and the archive's two empty blocks.
     let body = tokio_util::io::ReaderStream::new(tokio::io::AsyncReadExt::take(file, size));
@@ -196,7 +231,7 @@ mod tests {
         let rt = tokio::runtime::Runtime::new().unwrap();
         let tar: Vec<u8> = rt.block_on(async {
             let file = tokio::fs::File::open(&path).await.unwrap();
-            let stream = executable_tar(file, bytes.len() as u64).unwrap();
+            let stream = executable_tar("fill-0123456789abcdef", file, bytes.len() as u64).unwrap();
             let chunks: Vec<_> = stream.collect().await;
             chunks
                 .into_iter()
@@ -205,11 +240,28 @@ mod tests {
         });
         assert_eq!(tar.len() % 512, 0);
         let files = archive::read_tar(tar.as_slice(), Read::Contents(4096)).unwrap();
-        assert_eq!(files.len(), 1);
-        assert_eq!(files[0].path, FILE_NAME);
-        assert_eq!(files[0].mode, 0o755);
-        assert_eq!(files[0].bytes, bytes);
+        assert_eq!(files.len(), 2);
+        assert!(files[0].is_dir && files[0].path == "fill-0123456789abcdef");
+        assert_eq!(files[1].path, format!("fill-0123456789abcdef/{FILE_NAME}"));
+        assert_eq!(files[1].mode, 0o755);
+        assert_eq!(files[1].bytes, bytes);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn only_a_fills_directory_is_taken_from_the_marker() {
+        let dir = fill_dir();
+        assert!(is_fill_dir(&dir), "{dir}");
+        assert_ne!(dir, fill_dir());
+        for bad in [
+            "",
+            "fill-",
+            "fill-../../etc/x",
+            "../x",
+            "fill-0123456789abcdeg",
+        ] {
+            assert!(!is_fill_dir(bad), "{bad}");
+        }
     }
 
     #[test]
