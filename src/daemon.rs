@@ -315,6 +315,10 @@ async fn check_workspace(def: &crate::config::AgentDef, user: String) -> Result<
     let Some(ws) = &def.workspace else {
         return Ok(());
     };
+    if def.clones_workspace() {
+        // Its container writes a clone of its own; the hub writes the repository.
+        return Ok(());
+    }
     let repo = std::path::PathBuf::from(ws.repo.get_ref());
     let image = def.image.get_ref().clone();
     let checked =

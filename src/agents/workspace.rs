@@ -9,11 +9,11 @@ use super::{home, AgentStatus, Agents};
 use crate::config::AgentDef;
 use crate::error::{HubError, HubResult};
 use crate::protocol::WorkspaceInfo;
-use crate::workspace::{self, AgentUser, Changes, Checkout, WorkspaceError};
+use crate::workspace::{self, AgentUser, Branch, Changes, Checkout, ServedRepo, WorkspaceError};
 
 impl Agents {
     /// The agent's workspace, or why it has none.
-    fn workspace_of(&self, id: &str) -> HubResult<WorkspaceInfo> {
+    pub fn workspace_of(&self, id: &str) -> HubResult<WorkspaceInfo> {
         let def = self.def(id)?;
         self.workspace_info(def).ok_or_else(|| HubError::Workspace {
             code: "NO_WORKSPACE",
@@ -30,6 +30,14 @@ impl Agents {
     pub async fn changes(&self, id: &str, full: bool) -> HubResult<Changes> {
         let ws = self.workspace_of(id)?;
         blocking(move || workspace::changes(&checkout(&ws), full)).await
+    }
+
+    /// The agent's workspace and the facts of its repository for serving it over git.
+    pub async fn served_workspace(&self, id: &str) -> HubResult<(WorkspaceInfo, ServedRepo)> {
+        let ws = self.workspace_of(id)?;
+        let of = ws.clone();
+        let repo = blocking(move || workspace::served_repo(&branch(&of))).await?;
+        Ok((ws, repo))
     }
 
     /// Deletes the agent's checkout and keeps its branch: refused while the agent runs, and
@@ -84,6 +92,15 @@ impl Agents {
             exists: path.join(".git").exists(),
             path: path.display().to_string(),
         })
+    }
+}
+
+/// The agent's branch in the user's repository.
+pub(super) fn branch(ws: &WorkspaceInfo) -> Branch<'_> {
+    Branch {
+        repo: Path::new(&ws.repo),
+        base: &ws.base,
+        branch: &ws.branch,
     }
 }
 

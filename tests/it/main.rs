@@ -64,3 +64,4 @@ mod term_read;
 mod usage;
 mod words;
 mod workspace;
+mod workspace_git;

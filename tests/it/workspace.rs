@@ -14,7 +14,7 @@ use crate::require_docker;
 use crate::support::TestHub;
 
 /// Runs git in `dir`, panicking on failure; returns stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -326,6 +326,18 @@ fn workspaces_that_cannot_work_are_refused_at_load_with_their_place() {
     let e = load_error(&both);
     assert!(e.starts_with("hub.toml:8:"), "{e}");
     assert!(e.contains("already agent 'a''s workspace"), "{e}");
+
+    // An agent on a remote engine clones its workspace over the hub's API: it needs hub_url.
+    let remote = |extra: &str| {
+        let ws = agent("a", &format!("{{ repo = \"{r}\" }}"));
+        format!("{ws}docker_host = \"tcp://10.0.0.9:2375\"\n{extra}")
+    };
+    let e = load_error(&remote(""));
+    assert!(
+        e.starts_with("hub.toml:") && e.contains("set hub_url"),
+        "{e}"
+    );
+    assert!(load(&remote("hub_url = \"http://10.0.0.1:8100\"\n")).is_ok());
 
     // A base not written is the branch the repository has checked out.
     let config = load(&agent("a", &format!("{{ repo = \"{r}\" }}"))).unwrap();
