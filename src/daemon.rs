@@ -162,6 +162,8 @@ impl Daemon {
         let restored = hub.list().len();
         if parts.agent_sync {
             hub.agent_sync().start(&tracker, root.clone());
+            let agents = hub.agents().clone();
+            crate::agents::workspace_push::start(agents, hub.events(), &tracker, root.clone());
         }
         if parts.policy_runner {
             hub.policy_runner().start(&tracker, root.clone());

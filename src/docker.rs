@@ -20,6 +20,7 @@ use crate::error::{HubError, HubResult};
 
 mod definition;
 pub mod engines;
+pub mod exec;
 pub use definition::{Definition, LABEL_DEFINITION};
 
 /// Set on every container the hub manages.

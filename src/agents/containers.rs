@@ -76,6 +76,7 @@ pub struct ImageInfo {
     pub user: String,
 }
 
+pub use crate::docker::exec::ExecOutput;
 pub use crate::docker::VolumeSpec;
 
 /// The container operations of the agents.
@@ -113,6 +114,24 @@ pub trait Containers: Send + Sync {
         spec: &'a SpawnSpec,
         out: Arc<Output>,
     ) -> Attaching<'a>;
+    /// Runs `argv` in the container as `user` (`None`: the container's) with `env`
+    /// (`NAME=value`) added, and waits for it: how the hub works in a container whose files it
+    /// cannot see.
+    fn exec_output<'a>(
+        &'a self,
+        at: Place<'a>,
+        user: Option<&'a str>,
+        argv: &'a [String],
+        env: &'a [String],
+    ) -> Op<'a, ExecOutput> {
+        let _ = (user, argv, env);
+        Box::pin(async move {
+            Err(HubError::DockerUnavailable {
+                endpoint: docker::endpoint_name(at.endpoint),
+                reason: "this runtime runs no commands in containers".into(),
+            })
+        })
+    }
     /// What the engine says of itself and of the containers on it (hub `hub_id`'s by agent).
     fn engine_facts<'a>(&'a self, endpoint: &'a str, hub_id: &'a str) -> Op<'a, EngineFacts> {
         let _ = hub_id;
@@ -267,6 +286,19 @@ impl Containers for DockerContainers {
         Box::pin(async move {
             let docker = self.endpoints.client(at.endpoint).await?;
             docker::remove_container(&docker, at.endpoint, at.container).await
+        })
+    }
+
+    fn exec_output<'a>(
+        &'a self,
+        at: Place<'a>,
+        user: Option<&'a str>,
+        argv: &'a [String],
+        env: &'a [String],
+    ) -> Op<'a, ExecOutput> {
+        Box::pin(async move {
+            let docker = self.endpoints.client(at.endpoint).await?;
+            docker::exec::exec_output(&docker, at.endpoint, at.container, user, argv, env).await
         })
     }
 

@@ -28,6 +28,10 @@ impl Agents {
     /// What the agent changed against its base: committed and uncommitted apart, the full
     /// diffs when `full`.
     pub async fn changes(&self, id: &str, full: bool) -> HubResult<Changes> {
+        let def = self.def(id)?;
+        if def.clones_workspace() {
+            return self.cloned_changes(def, full).await;
+        }
         let ws = self.workspace_of(id)?;
         blocking(move || workspace::changes(&checkout(&ws), full)).await
     }
@@ -66,6 +70,9 @@ impl Agents {
         def: &mut AgentDef,
         image: &ImageInfo,
     ) -> HubResult<()> {
+        if def.clones_workspace() {
+            return self.prepare_cloned_workspace(def).await;
+        }
         let Some(ws) = self.workspace_info(def) else {
             return Ok(());
         };
@@ -84,13 +91,26 @@ impl Agents {
     /// The agent's workspace as clients see it.
     pub(super) fn workspace_info(&self, def: &AgentDef) -> Option<WorkspaceInfo> {
         let ws = def.workspace.as_ref()?;
-        let path = home::workspace_dir(&self.handles.access.agents_dir, &def.id);
+        let agents_dir = &self.handles.access.agents_dir;
+        let path = home::workspace_dir(agents_dir, &def.id);
+        let (path, exists) = match def.clones_workspace() {
+            // A volume on its engine, cloned at its first start.
+            true => (
+                format!(
+                    "{}:{}",
+                    super::cloned_workspace::volume_name(self.hub_id(), &def.id),
+                    super::cloned_workspace::workdir(def)
+                ),
+                home::started_mark(agents_dir, &def.id).exists(),
+            ),
+            false => (path.display().to_string(), path.join(".git").exists()),
+        };
         Some(WorkspaceInfo {
             repo: ws.repo.get_ref().clone(),
             base: def.workspace_base().unwrap_or_default(),
             branch: def.workspace_branch().unwrap_or_default(),
-            exists: path.join(".git").exists(),
-            path: path.display().to_string(),
+            exists,
+            path,
         })
     }
 }

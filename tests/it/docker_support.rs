@@ -80,22 +80,46 @@ pub struct ContainerGuard(pub String);
 
 impl Drop for ContainerGuard {
     fn drop(&mut self) {
-        let label = format!("label=agent-hub.hub={}", self.0);
-        let steps: [(&[&str], &[&str]); 2] = [
-            (&["ps", "-aq", "--filter"], &["rm", "-f"]),
-            (&["volume", "ls", "-q", "--filter"], &["volume", "rm", "-f"]),
-        ];
-        for (list, remove) in steps {
-            let Ok(out) = Command::new("docker").args(list).arg(&label).output() else {
-                continue;
-            };
-            let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
-                .split_whitespace()
-                .map(String::from)
-                .collect();
-            if !ids.is_empty() {
-                let _ = Command::new("docker").args(remove).args(&ids).output();
-            }
+        remove_hub_objects(&self.0, None);
+    }
+}
+
+/// [`ContainerGuard`] on another engine (`docker -H ENGINE`).
+pub struct EngineGuard {
+    pub hub_id: String,
+    pub engine: String,
+}
+
+impl Drop for EngineGuard {
+    fn drop(&mut self) {
+        remove_hub_objects(&self.hub_id, Some(&self.engine));
+    }
+}
+
+/// Removes every container of a hub id, then its volumes, on the local engine or `engine`.
+fn remove_hub_objects(hub_id: &str, engine: Option<&str>) {
+    let docker = || {
+        let mut cmd = Command::new("docker");
+        if let Some(engine) = engine {
+            cmd.args(["-H", engine]);
+        }
+        cmd
+    };
+    let label = format!("label=agent-hub.hub={hub_id}");
+    let steps: [(&[&str], &[&str]); 2] = [
+        (&["ps", "-aq", "--filter"], &["rm", "-f"]),
+        (&["volume", "ls", "-q", "--filter"], &["volume", "rm", "-f"]),
+    ];
+    for (list, remove) in steps {
+        let Ok(out) = docker().args(list).arg(&label).output() else {
+            continue;
+        };
+        let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        if !ids.is_empty() {
+            let _ = docker().args(remove).args(&ids).output();
         }
     }
 }
@@ -143,6 +167,36 @@ pub async fn hub_with_started_agents(
             .await;
         assert_eq!(status, 200, "{id}: {v}");
     }
+    (hub, guard)
+}
+
+/// A hub like [`hub_with_agents`] serving on `listener`, whose agents are on `engine` (removed
+/// from there when the guard drops).
+pub async fn hub_with_agents_on(
+    listener: tokio::net::TcpListener,
+    engine: &str,
+    agents_toml: &str,
+) -> (TestHub, EngineGuard) {
+    let hub_id = unique_hub_id();
+    let guard = EngineGuard {
+        hub_id: hub_id.clone(),
+        engine: engine.to_string(),
+    };
+    let parsed = HubConfig::parse(
+        &format!("hub_id = \"{hub_id}\"\n{agents_toml}"),
+        "test.toml",
+    )
+    .expect("test config parses");
+    let components = Components {
+        audit: true,
+        agent_sync: true,
+        ..Default::default()
+    };
+    let hub = TestHub::start_components_on(listener, components, |c| {
+        c.hub_id = parsed.hub_id.clone();
+        c.agents = parsed.agents.clone();
+    })
+    .await;
     (hub, guard)
 }
 

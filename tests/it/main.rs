@@ -65,3 +65,4 @@ mod usage;
 mod words;
 mod workspace;
 mod workspace_git;
+mod workspace_remote;
