@@ -18,9 +18,11 @@ use tokio::sync::Mutex;
 use crate::config::{AgentDef, StartTmux};
 use crate::error::{HubError, HubResult};
 
+pub mod archive;
 mod definition;
 pub mod engines;
 pub mod exec;
+pub mod hub_binary;
 pub use definition::{Definition, LABEL_DEFINITION};
 
 /// Set on every container the hub manages.

@@ -13,9 +13,10 @@
 
 use std::time::Duration;
 
-use super::containers::{ExecOutput, Place};
+use super::containers::Place;
 use super::{AgentStatus, Agents};
 use crate::config::AgentDef;
+use crate::docker::exec::{ExecOutput, ExecRequest};
 use crate::error::{HubError, HubResult};
 use crate::workspace::{Changes, Diffs};
 
@@ -130,7 +131,7 @@ impl Agents {
                 reason: format!(
                     "its workspace could not be cloned from the hub at {hub_url} (is hub_url how \
                      its container reaches the hub?): {}",
-                    out.error_text()
+                    error_text(&out)
                 ),
                 screen: None,
             });
@@ -154,13 +155,13 @@ impl Agents {
             tracing::warn!(
                 agent = id,
                 "its workspace was not pushed ({why}): {}",
-                out.error_text()
+                error_text(&out)
             );
             return Err(HubError::Workspace {
                 code: "GIT_FAILED",
                 message: format!(
                     "the push of agent '{id}''s branch failed: {}",
-                    out.error_text()
+                    error_text(&out)
                 ),
                 files: Vec::new(),
             });
@@ -190,19 +191,18 @@ impl Agents {
             endpoint: def.endpoint(),
             container: &container,
         };
-        let argv = script_argv(UNCOMMITTED, &args);
-        let out = self
-            .handles
-            .containers
-            .exec_output(at, None, &argv, &[])
-            .await?;
+        let req = ExecRequest {
+            argv: script_argv(UNCOMMITTED, &args),
+            ..ExecRequest::default()
+        };
+        let out = self.handles.containers.exec(at, &req).await?;
         if out.exit_code != 0 {
             return Err(HubError::Workspace {
                 code: "GIT_FAILED",
                 message: format!(
                     "git in agent '{}''s container: {}",
                     def.id,
-                    out.error_text()
+                    error_text(&out)
                 ),
                 files: Vec::new(),
             });
@@ -243,18 +243,21 @@ impl Agents {
             .identity(&def.id)
             .ok_or_else(|| HubError::AgentNotFound { id: def.id.clone() })?;
         let token = self.handles.credentials.mint(&holder, who);
-        let env = [
-            "GIT_TERMINAL_PROMPT=0".to_string(),
-            "GIT_CONFIG_COUNT=1".into(),
-            "GIT_CONFIG_KEY_0=http.extraHeader".into(),
-            format!("GIT_CONFIG_VALUE_0=Authorization: Bearer {token}"),
-        ];
-        let argv = script_argv(script, args);
+        let req = ExecRequest {
+            argv: script_argv(script, args),
+            env: vec![
+                "GIT_TERMINAL_PROMPT=0".to_string(),
+                "GIT_CONFIG_COUNT=1".into(),
+                "GIT_CONFIG_KEY_0=http.extraHeader".into(),
+                format!("GIT_CONFIG_VALUE_0=Authorization: Bearer {token}"),
+            ],
+            ..ExecRequest::default()
+        };
         let at = Place {
             endpoint: def.endpoint(),
             container,
         };
-        let run = self.handles.containers.exec_output(at, None, &argv, &env);
+        let run = self.handles.containers.exec(at, &req);
         let out = tokio::time::timeout(GIT_TIMEOUT, run).await;
         self.handles.credentials.revoke(&holder);
         out.unwrap_or_else(|_| {
@@ -268,6 +271,14 @@ impl Agents {
                 files: Vec::new(),
             })
         })
+    }
+}
+
+/// What a failed command said (its exit code when it said nothing).
+fn error_text(out: &ExecOutput) -> String {
+    match out.stderr_text() {
+        text if text.is_empty() => format!("exit code {}", out.exit_code),
+        text => text,
     }
 }
 

@@ -84,6 +84,9 @@ pub struct AgentFiles<'a> {
     pub home: Option<&'a str>,
     /// Its kept home on this machine, mounted at `home`.
     pub kept_home: Option<&'a Path>,
+    /// The hub's copy of what it read of the container through its engine (an engine whose
+    /// files it cannot see): every path of the container is there, as last read.
+    pub copy: Option<&'a Path>,
 }
 
 /// Where the agent's CLI config dir is, in its container and on the hub's machine (or why the
@@ -188,6 +191,9 @@ fn home_named(agent: AgentFiles) -> String {
 /// holds it (the kept home wins a tie: it is mounted over a mount of the same target): `None`
 /// when none holds it, `Err(volume)` when a named volume does.
 fn through_mounts(path: &Path, agent: AgentFiles) -> Option<Result<PathBuf, String>> {
+    if let Some(copy) = agent.copy {
+        return Some(Ok(join(copy, path.strip_prefix("/").unwrap_or(path))));
+    }
     let mounts = agent.mounts.iter().filter_map(|m| parse_mount(m));
     let home = agent
         .kept_home
@@ -258,7 +264,28 @@ mod tests {
             mounts,
             home: Some("/home/agent"),
             kept_home: Some(Path::new(KEPT)),
+            copy: None,
         }
+    }
+
+    #[test]
+    fn on_a_remote_engine_every_path_is_in_the_hubs_copy_of_the_container() {
+        let e = env(&[("CODEX_HOME", "/cfg/codex")]);
+        let m = vec!["vol:/cfg".to_string()];
+        let files = AgentFiles {
+            kept_home: None,
+            copy: Some(Path::new("/data/agents/a/engine-copy")),
+            ..agent(&e, &m)
+        };
+        let codex = spec_of_install(Install::Codex);
+        assert_eq!(
+            locate(&codex, files),
+            at("/cfg/codex", "/data/agents/a/engine-copy/cfg/codex")
+        );
+        assert_eq!(
+            locate(&claude(), files),
+            at(".claude", "/data/agents/a/engine-copy/home/agent/.claude")
+        );
     }
 
     fn at(in_container: &str, on_host: &str) -> ConfigDir {

@@ -16,7 +16,9 @@ use crate::backend::tmux::place::PipeRoot;
 use crate::backend::tmux::{TmuxBackend, TmuxPlace};
 use crate::backend::{Backend, SpawnSpec};
 use crate::config::AgentDef;
+use crate::docker::archive::{self, Entry, Files, Read};
 use crate::docker::engines::EngineFacts;
+use crate::docker::exec::{ExecOutput, ExecRequest};
 use crate::docker::{self, docker_error, Endpoints, LABEL_AGENT, LABEL_DEFINITION};
 use crate::error::{HubError, HubResult};
 use crate::output::Output;
@@ -76,7 +78,6 @@ pub struct ImageInfo {
     pub user: String,
 }
 
-pub use crate::docker::exec::ExecOutput;
 pub use crate::docker::VolumeSpec;
 
 /// The container operations of the agents.
@@ -114,23 +115,35 @@ pub trait Containers: Send + Sync {
         spec: &'a SpawnSpec,
         out: Arc<Output>,
     ) -> Attaching<'a>;
-    /// Runs `argv` in the container as `user` (`None`: the container's) with `env`
-    /// (`NAME=value`) added, and waits for it: how the hub works in a container whose files it
-    /// cannot see.
-    fn exec_output<'a>(
+    /// Puts `entries` under the directory `dir` of a container (made or running) through the
+    /// engine's archive API.
+    fn put_files<'a>(&'a self, at: Place<'a>, dir: &'a str, entries: &'a [Entry]) -> Op<'a, ()> {
+        let _ = (dir, entries);
+        Box::pin(async move { Err(no_files(at.endpoint)) })
+    }
+    /// What `path` in a container (made, running or stopped) holds, through the engine's
+    /// archive API: `None` when there is no such path.
+    fn read_files<'a>(&'a self, at: Place<'a>, path: &'a str, read: Read) -> Op<'a, Option<Files>> {
+        let _ = (path, read);
+        Box::pin(async move { Err(no_files(at.endpoint)) })
+    }
+    /// Runs a command in a running container and waits for it.
+    fn exec<'a>(&'a self, at: Place<'a>, req: &'a ExecRequest) -> Op<'a, ExecOutput> {
+        let _ = req;
+        Box::pin(async move { Err(no_files(at.endpoint)) })
+    }
+    /// Makes sure the engine holds the hub's executable `binary` in a volume of its own, named
+    /// for `build`, filled through a container of `image` made for it (the volume is shared by
+    /// every hub of that build on the engine); returns the volume's name.
+    fn hub_binary_volume<'a>(
         &'a self,
-        at: Place<'a>,
-        user: Option<&'a str>,
-        argv: &'a [String],
-        env: &'a [String],
-    ) -> Op<'a, ExecOutput> {
-        let _ = (user, argv, env);
-        Box::pin(async move {
-            Err(HubError::DockerUnavailable {
-                endpoint: docker::endpoint_name(at.endpoint),
-                reason: "this runtime runs no commands in containers".into(),
-            })
-        })
+        endpoint: &'a str,
+        binary: &'a std::path::Path,
+        build: &'a str,
+        image: &'a str,
+    ) -> Op<'a, String> {
+        let _ = (binary, build, image);
+        Box::pin(async move { Err(no_files(endpoint)) })
     }
     /// What the engine says of itself and of the containers on it (hub `hub_id`'s by agent).
     fn engine_facts<'a>(&'a self, endpoint: &'a str, hub_id: &'a str) -> Op<'a, EngineFacts> {
@@ -144,6 +157,14 @@ pub trait Containers: Send + Sync {
     }
 }
 
+/// The answer of an engine whose files these containers cannot reach (test fakes).
+fn no_files(endpoint: &str) -> HubError {
+    HubError::DockerUnavailable {
+        endpoint: docker::endpoint_name(endpoint),
+        reason: "these containers take no files".into(),
+    }
+}
+
 /// How long an engine may take to describe itself (its containers' stats take a second).
 const ENGINE_FACTS_TIMEOUT: Duration = Duration::from_secs(8);
 
@@ -151,12 +172,17 @@ const ENGINE_FACTS_TIMEOUT: Duration = Duration::from_secs(8);
 #[derive(Default)]
 pub struct DockerContainers {
     endpoints: Arc<Endpoints>,
+    /// One fill of a hub binary volume at a time (two starts would fill it twice).
+    binary_lock: tokio::sync::Mutex<()>,
 }
 
 impl DockerContainers {
     /// Containers on the engines of `endpoints` (shared with the Docker sync loops).
     pub fn new(endpoints: Arc<Endpoints>) -> Self {
-        DockerContainers { endpoints }
+        DockerContainers {
+            endpoints,
+            binary_lock: Default::default(),
+        }
     }
 
     /// The container's tmux, with the pipe directory the hub gave it when it has one.
@@ -289,19 +315,6 @@ impl Containers for DockerContainers {
         })
     }
 
-    fn exec_output<'a>(
-        &'a self,
-        at: Place<'a>,
-        user: Option<&'a str>,
-        argv: &'a [String],
-        env: &'a [String],
-    ) -> Op<'a, ExecOutput> {
-        Box::pin(async move {
-            let docker = self.endpoints.client(at.endpoint).await?;
-            docker::exec::exec_output(&docker, at.endpoint, at.container, user, argv, env).await
-        })
-    }
-
     fn engine_facts<'a>(&'a self, endpoint: &'a str, hub_id: &'a str) -> Op<'a, EngineFacts> {
         Box::pin(async move {
             let docker = self.endpoints.client(endpoint).await?;
@@ -313,6 +326,47 @@ impl Containers for DockerContainers {
                     reason: format!("no answer within {}s", ENGINE_FACTS_TIMEOUT.as_secs()),
                 }),
             }
+        })
+    }
+
+    fn put_files<'a>(&'a self, at: Place<'a>, dir: &'a str, entries: &'a [Entry]) -> Op<'a, ()> {
+        Box::pin(async move {
+            let docker = self.endpoints.client(at.endpoint).await?;
+            archive::put(&docker, at.container, dir, entries)
+                .await
+                .map_err(|e| docker_error(at.endpoint, e))
+        })
+    }
+
+    fn read_files<'a>(&'a self, at: Place<'a>, path: &'a str, read: Read) -> Op<'a, Option<Files>> {
+        Box::pin(async move {
+            let docker = self.endpoints.client(at.endpoint).await?;
+            archive::get(&docker, at.container, path, read)
+                .await
+                .map_err(|e| docker_error(at.endpoint, e))
+        })
+    }
+
+    fn exec<'a>(&'a self, at: Place<'a>, req: &'a ExecRequest) -> Op<'a, ExecOutput> {
+        Box::pin(async move {
+            let docker = self.endpoints.client(at.endpoint).await?;
+            docker::exec::run(&docker, at.container, req)
+                .await
+                .map_err(|e| docker_error(at.endpoint, e))
+        })
+    }
+
+    fn hub_binary_volume<'a>(
+        &'a self,
+        endpoint: &'a str,
+        binary: &'a std::path::Path,
+        build: &'a str,
+        image: &'a str,
+    ) -> Op<'a, String> {
+        Box::pin(async move {
+            let docker = self.endpoints.client(endpoint).await?;
+            let _one_at_a_time = self.binary_lock.lock().await;
+            docker::hub_binary::ensure(&docker, endpoint, binary, build, image).await
         })
     }
 

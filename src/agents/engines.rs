@@ -19,6 +19,13 @@ impl Agents {
                 .or_default()
                 .push(def.id.clone());
         }
+        let build = self
+            .handles
+            .access
+            .binary
+            .as_deref()
+            .and_then(|b| crate::docker::hub_binary::build_of(b).ok());
+        let build = &build;
         let asked = defined.into_iter().map(|(endpoint, agents)| async move {
             let facts = self
                 .handles
@@ -34,6 +41,9 @@ impl Agents {
             };
             view.engine = endpoint_name(endpoint);
             view.agents_defined = agents;
+            if view.reachable {
+                view.holds_this_build = build.as_ref().map(|b| view.hub_binaries.contains(b));
+            }
             view
         });
         let mut views = futures_util::future::join_all(asked).await;
@@ -66,6 +76,7 @@ fn view_of(facts: EngineFacts) -> EngineView {
         memory_total_bytes: facts.memory_total,
         memory_left_bytes,
         containers_running: facts.containers_running,
+        hub_binaries: facts.hub_binaries,
         agents,
         ..EngineView::default()
     }

@@ -103,11 +103,11 @@ impl HubAccess {
             let dir = self.socket_dir.display();
             def.mounts.push(format!("{dir}:{SOCKET_DIR_IN_CONTAINER}"));
         }
-        if local {
-            let token_file = format!("{AGENT_DIR_IN_CONTAINER}/token");
-            def.env.insert("AGENT_HUB_TOKEN_FILE".into(), token_file);
-        }
-        if def.mounts_hub_binary() {
+        // Mounted on the local engine, put through the engine on another.
+        let token_file = format!("{AGENT_DIR_IN_CONTAINER}/token");
+        def.env.insert("AGENT_HUB_TOKEN_FILE".into(), token_file);
+        // On another engine the executable is in a volume there (see `engine_files`).
+        if def.mounts_hub_binary() && local {
             if let Some(bin) = &self.binary {
                 def.mounts
                     .push(format!("{}:{BINARY_IN_CONTAINER}:ro", bin.display()));

@@ -16,6 +16,7 @@ mod attach;
 pub mod cloned_workspace;
 pub mod config_dir;
 pub mod containers;
+mod engine_files;
 mod engines;
 pub mod home;
 pub mod hooks;
@@ -435,25 +436,35 @@ impl Agents {
             .ok()
             .flatten();
         let running = existing.as_ref().is_some_and(|c| c.running);
-        let plan = if running {
-            resume::Plan::fresh("its container was still running")
-        } else {
-            let plan = self.resume_plan(&def, fresh);
-            let via = match docker::image_starts_tmux(&def) {
-                true => prepare::ArgsVia::File,
-                false => prepare::ArgsVia::Command,
-            };
-            self.apply_resume(&mut def, &plan, via)?;
-            plan
-        };
         let keeps_home = self.add_home(&mut def, &image_info);
+        self.add_hub_binary_volume(&mut def).await;
         let image_id = image_info.id.as_deref();
         let (container_id, recreated) = self
             .container_for(&def, image_id, existing, keeps_home)
             .await?;
-        if !running {
+        let via = match docker::image_starts_tmux(&def) {
+            true => prepare::ArgsVia::File,
+            false => prepare::ArgsVia::Command,
+        };
+        let plan = if running {
+            resume::Plan::fresh("its container was still running")
+        } else {
+            if engine_files::through_engine(&def) {
+                self.read_through_engine(&def, &container_id).await;
+            }
+            let plan = self.resume_plan(&def, fresh);
+            self.apply_resume(&mut def, &plan, via)?;
             self.install_hooks(&def);
             self.clear_status_files(&def);
+            plan
+        };
+        if engine_files::through_engine(&def) {
+            let files = engine_files::StartFiles {
+                token: token.as_deref(),
+                args: (!running && via == prepare::ArgsVia::File).then_some(&plan),
+                user: &image_info.user,
+            };
+            self.put_start_files(&def, &container_id, files).await?;
         }
         self.update(id, |rt| rt.container_id = Some(container_id.clone()));
         if !running {
@@ -656,6 +667,10 @@ impl Agents {
                 .ok()
                 .flatten()
                 .and_then(|c| c.exit_code);
+            if engine_files::through_engine(&def) {
+                // What the next start would resume, while its container is there to look in.
+                self.read_through_engine(&def, &name).await;
+            }
             if def.remove_on_stop {
                 containers.remove(at).await?;
             }

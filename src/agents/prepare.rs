@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::config_dir::{self, AgentFiles, ConfigDir, ConfigDirSpec};
 use super::containers::{ImageInfo, VolumeSpec};
-use super::{home, resume, Agents};
+use super::{engine_files, home, resume, Agents};
 use crate::agent_state::profile::Install;
 use crate::config::AgentDef;
 use crate::error::{HubError, HubResult};
@@ -30,7 +30,7 @@ impl Agents {
 
     /// The agent's home in its container, when known: its `home`, else the image's, learnt at
     /// a start or a re-attach.
-    fn home_in_container(&self, def: &AgentDef) -> Option<String> {
+    pub(super) fn home_in_container_now(&self, def: &AgentDef) -> Option<String> {
         def.home
             .clone()
             .or_else(|| self.lock().get(&def.id).and_then(|rt| rt.home.clone()))
@@ -43,24 +43,26 @@ impl Agents {
     }
 
     /// Its CLI's config dir (the one its profile names), in its container and on this machine
-    /// ([`config_dir::locate`]); `None` when the profile names none, or on a remote engine
-    /// (nothing of it is on this machine).
+    /// ([`config_dir::locate`]: on a remote engine, in the hub's copy of its container);
+    /// `None` when the profile names none.
     pub(super) fn config_dir(&self, def: &AgentDef) -> Option<(ConfigDirSpec, ConfigDir)> {
         let profile = (self.handles.profiles)(def.cli_type.as_deref()).profile;
-        let spec = config_dir::spec_of(&profile).filter(|_| def.docker_host.is_none())?;
+        let spec = config_dir::spec_of(&profile)?;
         let dir = self.with_files(def, |files| config_dir::locate(&spec, files));
         Some((spec, dir))
     }
 
     /// `f` of what the hub knows of the agent's files.
-    fn with_files<T>(&self, def: &AgentDef, f: impl FnOnce(AgentFiles) -> T) -> T {
-        let home = self.home_in_container(def);
+    pub(super) fn with_files<T>(&self, def: &AgentDef, f: impl FnOnce(AgentFiles) -> T) -> T {
+        let home = self.home_in_container_now(def);
         let kept_home = self.host_home(def);
+        let copy = engine_files::through_engine(def).then(|| self.engine_copy(&def.id));
         f(AgentFiles {
             env: &def.env,
             mounts: &def.mounts,
             home: home.as_deref(),
             kept_home: kept_home.as_deref(),
+            copy: copy.as_deref(),
         })
     }
 
@@ -78,7 +80,7 @@ impl Agents {
     /// What the next start of `def` does about its conversation.
     pub(super) fn resume_plan(&self, def: &AgentDef, fresh: bool) -> resume::Plan {
         let profile = (self.handles.profiles)(def.cli_type.as_deref()).profile;
-        let home = self.host_home(def);
+        let home = self.host_home(def).or_else(|| self.copied_home(def));
         let config = self.config_dir(def);
         let started_before = home::started_mark(&self.handles.access.agents_dir, &def.id).exists();
         resume::plan(
@@ -102,6 +104,8 @@ impl Agents {
     ) -> HubResult<()> {
         let file = home::start_args_file(&self.handles.access.agents_dir, &def.id);
         match via {
+            // Put into its container through its engine (`engine_files`).
+            ArgsVia::File if engine_files::through_engine(def) => Ok(()),
             ArgsVia::File => home::write_start_args(&file, &plan.args, &plan.when).map_err(|e| {
                 HubError::Internal {
                     message: format!("cannot write {}: {e}", file.display()),
@@ -158,7 +162,7 @@ impl Agents {
         let Some(config) = self.config_dir(def).and_then(|(_, dir)| dir.on_host.ok()) else {
             return;
         };
-        let home = self.host_home(def);
+        let home = self.host_home(def).or_else(|| self.copied_home(def));
         if !super::hooks::claude_runs_hub_mcp(home.as_deref(), &config) {
             return;
         }
@@ -188,6 +192,10 @@ impl Agents {
     /// The directory of its CLI's status files on this machine (its profile's
     /// `[signals.status_file]` in its config dir), when the hub sees it.
     pub(super) fn status_dir(&self, def: &AgentDef) -> Option<PathBuf> {
+        if engine_files::through_engine(def) {
+            // The copy holds what a start read, not what the CLI writes as it runs.
+            return None;
+        }
         let profile = (self.handles.profiles)(def.cli_type.as_deref()).profile;
         let spec = profile.signals.status_file.as_ref()?;
         let config = self.config_dir_on_host(def, "its status file is not read")?;
@@ -347,6 +355,7 @@ impl Agents {
         self.handles.access.add_env_and_mounts(&mut def);
         self.handles.access.add_pipe_mount(&mut def);
         self.add_home(&mut def, image);
+        def.mounts.extend(self.hub_binary_mount(&def));
         Some(crate::docker::container_definition(&def, self.hub_id()))
     }
 }

@@ -92,11 +92,8 @@ pub fn plan(def: &AgentDef, profile: Option<&ResumeSpec>, past: Past) -> Plan {
 
 /// Why an agent without a home on the hub's machine starts anew.
 fn no_home(def: &AgentDef) -> &'static str {
-    if def.docker_host.is_some() {
-        "its home is on a remote engine, where the hub cannot look for a conversation"
-    } else {
-        "keep_home = false: the CLI's state is not kept"
-    }
+    let _ = def;
+    "keep_home = false: the CLI's state is not kept"
 }
 
 /// One glob of a profile's `when`: as the entrypoint reads it (relative to the home, or

@@ -51,15 +51,25 @@ fn engine_line(e: &EngineView) -> String {
     }
     let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
     format!(
-        "{}  ok  docker {}  {} CPUs  memory {} of {} left  {} containers running  {} agents defined",
+        "{}  ok  docker {}  {} CPUs  memory {} of {} left  {} containers running  {} agents defined  hub binary {}",
         e.engine,
         or_dash(e.server_version.clone()),
         or_dash(e.cpus.map(|c| c.to_string())),
         or_dash(e.memory_left_bytes.map(bytes)),
         or_dash(e.memory_total_bytes.map(bytes)),
         or_dash(e.containers_running.map(|c| c.to_string())),
-        e.agents_defined.len()
+        e.agents_defined.len(),
+        binaries(e)
     )
+}
+
+/// The hub builds the engine holds, this hub's marked.
+fn binaries(e: &EngineView) -> String {
+    match (e.hub_binaries.is_empty(), e.holds_this_build) {
+        (true, _) => "none yet".into(),
+        (false, Some(false)) => format!("{} (not this hub's)", e.hub_binaries.join(", ")),
+        (false, _) => e.hub_binaries.join(", "),
+    }
 }
 
 fn agent_line(a: &EngineAgent) -> String {
@@ -103,6 +113,8 @@ mod tests {
             memory_left_bytes: Some(6 << 30),
             containers_running: Some(3),
             agents_defined: vec!["a".into(), "b".into()],
+            hub_binaries: vec!["0.1.0-0a1b2c3d".into(), "0.1.0-ffff0000".into()],
+            holds_this_build: Some(false),
             agents: vec![
                 EngineAgent {
                     id: "a".into(),
@@ -125,7 +137,7 @@ mod tests {
         };
         assert_eq!(
             text(&[up, down]),
-            "unix:///var/run/docker.sock  ok  docker 26.1.5  2 CPUs  memory 6.0 GiB of 8.0 GiB left  3 containers running  2 agents defined\n\
+            "unix:///var/run/docker.sock  ok  docker 26.1.5  2 CPUs  memory 6.0 GiB of 8.0 GiB left  3 containers running  2 agents defined  hub binary 0.1.0-0a1b2c3d, 0.1.0-ffff0000 (not this hub's)\n\
              \x20 a  running  memory 300.0 MiB of 1.0 GiB  cpu 12.5%\n\
              \x20 b  stopped\n\
              tcp://10.0.0.9:2375  UNREACHABLE: cannot connect\n"

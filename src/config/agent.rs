@@ -118,8 +118,9 @@ pub struct AgentDef {
     /// (`AGENT_HUB_URL`, `AGENT_HUB_TOKEN_FILE`, `AGENT_HUB_AGENT_ID`; default: on).
     #[serde(default = "default_true")]
     pub hub_access: bool,
-    /// Mount the `agent-hub` executable read-only at `/usr/local/bin/agent-hub` (default: on
-    /// for the local engine, off for remote ones, where the hub's file is not on that host).
+    /// Give the container the `agent-hub` executable at `/usr/local/bin/agent-hub` (default:
+    /// on): read-only bind-mounted on the local engine, from a volume of the hub's build on
+    /// another engine.
     pub mount_hub_binary: Option<bool>,
     /// Where the hub's API is reached from inside the container (default: the hub's unix
     /// socket, bind-mounted; set this for agents on a remote engine).
@@ -170,7 +171,7 @@ impl AgentDef {
 
     /// Whether the hub's executable is mounted into the container.
     pub fn mounts_hub_binary(&self) -> bool {
-        self.hub_access && self.mount_hub_binary.unwrap_or(self.docker_host.is_none())
+        self.hub_access && self.mount_hub_binary.unwrap_or(true)
     }
 
     /// Checks ids, regexes and limits.

@@ -33,6 +33,8 @@ pub struct EngineFacts {
     pub memory_total: Option<u64>,
     pub containers_running: Option<i64>,
     pub containers: Vec<HubContainer>,
+    /// The hub builds whose executable it holds (see [`super::hub_binary`]).
+    pub hub_binaries: Vec<String>,
 }
 
 /// `docker info`, every running container and hub `hub_id`'s stopped ones, with their stats.
@@ -61,7 +63,9 @@ pub async fn facts(docker: &Docker, hub_id: &str) -> Result<EngineFacts, bollard
             container
         }))
         .await;
+    let hub_binaries = hub_binaries(docker).await?;
     Ok(EngineFacts {
+        hub_binaries,
         name: info.name,
         server_version: info.server_version,
         os: info.operating_system,
@@ -70,6 +74,24 @@ pub async fn facts(docker: &Docker, hub_id: &str) -> Result<EngineFacts, bollard
         containers_running: info.containers_running,
         containers,
     })
+}
+
+/// The builds of the hub's executable volumes on the engine, sorted.
+async fn hub_binaries(docker: &Docker) -> Result<Vec<String>, bollard::errors::Error> {
+    let label = super::hub_binary::LABEL_BINARY;
+    let filters = std::collections::HashMap::from([("label", vec![label])]);
+    let options = bollard::query_parameters::ListVolumesOptionsBuilder::default()
+        .filters(&filters)
+        .build();
+    let listed = docker.list_volumes(Some(options)).await?;
+    let mut builds: Vec<String> = listed
+        .volumes
+        .into_iter()
+        .flatten()
+        .filter_map(|mut v| v.labels.remove(label))
+        .collect();
+    builds.sort();
+    Ok(builds)
 }
 
 async fn memory_limit(docker: &Docker, id: &str) -> Option<u64> {

@@ -1,15 +1,25 @@
-//! Running a command in a container through the engine's exec API and collecting what it
-//! printed: how the hub works in a container whose files it cannot see (a remote engine).
-//! Stand-in for the lead's `Containers::exec_output` until it lands on main.
+//! A command run in a container through the engine's exec API, its output collected: how the
+//! hub looks at or acts on an agent's files when it cannot see them (a remote engine).
 
 use bollard::exec::{StartExecOptions, StartExecResults};
 use bollard::models::ExecConfig;
 use bollard::Docker;
 use futures_util::StreamExt;
 
-use crate::error::HubResult;
+/// What to run.
+#[derive(Debug, Clone, Default)]
+pub struct ExecRequest {
+    /// The program and its arguments.
+    pub argv: Vec<String>,
+    /// The user to run as (`agent`, `1000:1000`); empty: the container's.
+    pub user: String,
+    /// `NAME=value` entries added to the container's environment.
+    pub env: Vec<String>,
+    /// The working directory; empty: the container's.
+    pub workdir: String,
+}
 
-/// What a command run in a container did.
+/// What it did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExecOutput {
     pub exit_code: i64,
@@ -18,49 +28,39 @@ pub struct ExecOutput {
 }
 
 impl ExecOutput {
-    /// Standard error as text, trimmed (or the exit code when it said nothing).
-    pub fn error_text(&self) -> String {
-        let text = String::from_utf8_lossy(&self.stderr).trim().to_string();
-        match text.is_empty() {
-            true => format!("exit code {}", self.exit_code),
-            false => text,
-        }
+    /// Its standard output as text (lossy).
+    pub fn stdout_text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    /// Its standard error as text (lossy), trimmed.
+    pub fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).trim().to_string()
     }
 }
 
-/// Runs `argv` in `container` as `user` (`None`: the container's) with `env` (`NAME=value`)
-/// added, without a terminal; waits for it to end.
-pub async fn exec_output(
+/// Runs `req` in `container` and waits for it to end.
+pub async fn run(
     docker: &Docker,
-    endpoint: &str,
     container: &str,
-    user: Option<&str>,
-    argv: &[String],
-    env: &[String],
-) -> HubResult<ExecOutput> {
-    let failed = |e| super::docker_error(endpoint, e);
+    req: &ExecRequest,
+) -> Result<ExecOutput, bollard::errors::Error> {
     let config = ExecConfig {
-        cmd: Some(argv.to_vec()),
+        cmd: Some(req.argv.clone()),
         attach_stdout: Some(true),
         attach_stderr: Some(true),
         tty: Some(false),
-        env: Some(env.to_vec()),
-        user: user.map(String::from),
+        env: Some(req.env.clone()),
+        user: (!req.user.is_empty()).then(|| req.user.clone()),
+        working_dir: (!req.workdir.is_empty()).then(|| req.workdir.clone()),
         ..Default::default()
     };
-    let exec = docker
-        .create_exec(container, config)
-        .await
-        .map_err(failed)?
-        .id;
-    let started = docker
-        .start_exec(&exec, None::<StartExecOptions>)
-        .await
-        .map_err(failed)?;
+    let exec = docker.create_exec(container, config).await?.id;
+    let started = docker.start_exec(&exec, None::<StartExecOptions>).await?;
     let mut out = ExecOutput::default();
     if let StartExecResults::Attached { mut output, .. } = started {
         while let Some(item) = output.next().await {
-            match item.map_err(failed)? {
+            match item? {
                 bollard::container::LogOutput::StdErr { message } => {
                     out.stderr.extend_from_slice(&message)
                 }
@@ -68,11 +68,6 @@ pub async fn exec_output(
             }
         }
     }
-    out.exit_code = docker
-        .inspect_exec(&exec)
-        .await
-        .map_err(failed)?
-        .exit_code
-        .unwrap_or(-1);
+    out.exit_code = docker.inspect_exec(&exec).await?.exit_code.unwrap_or(0);
     Ok(out)
 }

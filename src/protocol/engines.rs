@@ -35,6 +35,11 @@ pub struct EngineView {
     pub agents_defined: Vec<String>,
     /// This hub's containers on it.
     pub agents: Vec<EngineAgent>,
+    /// The builds of the hub's executable it holds (`<version>-<digest>`), mounted into its
+    /// agents' containers at `/usr/local/bin/agent-hub`.
+    pub hub_binaries: Vec<String>,
+    /// Whether it holds this hub's own build (`None`: this hub has no executable to give).
+    pub holds_this_build: Option<bool>,
 }
 
 /// One of this hub's containers on an engine.

@@ -196,10 +196,15 @@ pub struct FreshHub {
 impl FreshHub {
     /// `serve --listen <free port> --data-dir <temp> --tmux-socket ah-test-<tag>-<pid> <extra>`.
     pub async fn start(tag: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::start_on(free_port(), tag, extra, env).await
+    }
+
+    /// [`FreshHub::start`] listening on `port` (one a config names before it starts).
+    pub async fn start_on(port: u16, tag: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let data = tempfile::tempdir().unwrap();
         let dir = data.path().to_str().unwrap().to_string();
         let socket = format!("ah-test-{tag}-{}", std::process::id());
-        let listen = format!("127.0.0.1:{}", free_port());
+        let listen = format!("127.0.0.1:{port}");
         let mut args: Vec<String> = ["--listen", &listen, "--data-dir", &dir, "--tmux-socket"]
             .iter()
             .map(|a| a.to_string())

@@ -65,10 +65,19 @@ fn inside(container: &str, args: &[&str]) -> (i32, String, String) {
     )
 }
 
-type Client = RunningService<RoleClient, ()>;
+pub type Client = RunningService<RoleClient, ()>;
 
 async fn mcp_inside(container: &str) -> Client {
+    mcp_inside_on(None, container).await
+}
+
+/// A real MCP client over `agent-hub mcp` in `container` on the engine `engine` (`None`: the
+/// local one).
+pub async fn mcp_inside_on(engine: Option<&str>, container: &str) -> Client {
     let mut cmd = tokio::process::Command::new("docker");
+    if let Some(engine) = engine {
+        cmd.args(["-H", engine]);
+    }
     cmd.args(["exec", "-i", container, "agent-hub", "mcp"]);
     let transport = TokioChildProcess::new(cmd).expect("docker exec -i agent-hub mcp");
     ().serve(transport)
@@ -76,7 +85,7 @@ async fn mcp_inside(container: &str) -> Client {
         .expect("initialize over stdio in the container")
 }
 
-async fn call(client: &Client, tool: &'static str, args: Value) -> (bool, Value) {
+pub async fn call(client: &Client, tool: &'static str, args: Value) -> (bool, Value) {
     let params = CallToolRequestParams::new(tool).with_arguments(args.as_object().unwrap().clone());
     let result = client.call_tool(params).await.expect("tools/call");
     let body = result

@@ -52,6 +52,8 @@ mod real_cli_opencode;
 mod real_cli_usage;
 mod recreate;
 mod redaction;
+mod remote_agents;
+mod remote_real_cli;
 mod resume;
 mod routing;
 mod scope;

@@ -88,7 +88,7 @@ impl Setup {
     }
 }
 
-async fn agent(hub: &HubProcess, id: &str) -> Value {
+pub async fn agent(hub: &HubProcess, id: &str) -> Value {
     hub.call(Method::GET, &format!("/v1/agents/{id}"), json!({}))
         .await["agent"]
         .clone()
@@ -96,7 +96,12 @@ async fn agent(hub: &HubProcess, id: &str) -> Value {
 
 /// Sends a prompt to the agent (starting it when stopped) and waits for the stand-in to get
 /// it; returns the bodies that carried it.
-async fn prompt(hub: &HubProcess, standin: &ModelStandIn, id: &str, words: &str) -> Vec<String> {
+pub async fn prompt(
+    hub: &HubProcess,
+    standin: &ModelStandIn,
+    id: &str,
+    words: &str,
+) -> Vec<String> {
     let (status, v) = hub
         .call_status(
             Method::POST,
@@ -119,7 +124,7 @@ async fn prompt(hub: &HubProcess, standin: &ModelStandIn, id: &str, words: &str)
 
 /// The CLI's own logs in the agent's home (Codex: `.codex/log/`, Claude Code: `.claude/debug/`),
 /// their last lines: why a CLI ended at once is there, not on a screen nobody saw.
-fn what_the_cli_logged(hub: &HubProcess, id: &str) -> String {
+pub fn what_the_cli_logged(hub: &HubProcess, id: &str) -> String {
     let home = hub.data_dir.join("agents").join(id).join("home");
     let mut out = String::new();
     for dir in [".codex/log", ".claude/debug"] {
@@ -138,7 +143,7 @@ fn what_the_cli_logged(hub: &HubProcess, id: &str) -> String {
 }
 
 /// `agent-hub ARGS` against the hub process; its JSON output (it must succeed).
-fn cli_json(hub: &HubProcess, args: &[&str]) -> Value {
+pub fn cli_json(hub: &HubProcess, args: &[&str]) -> Value {
     let out = std::process::Command::new(crate::cli::BIN)
         .args(args)
         .args(["--hub", &hub.base, "--token", &hub.owner_token])
@@ -153,7 +158,7 @@ fn cli_json(hub: &HubProcess, args: &[&str]) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: {e}: {text}"))
 }
 
-async fn wait_status(hub: &HubProcess, id: &str, want: &str, within: Duration) {
+pub async fn wait_status(hub: &HubProcess, id: &str, want: &str, within: Duration) {
     let reached = wait_until(within, || async { agent(hub, id).await["status"] == want }).await;
     assert!(
         reached,
@@ -163,7 +168,7 @@ async fn wait_status(hub: &HubProcess, id: &str, want: &str, within: Duration) {
 }
 
 /// Waits until the agent's answer is in its conversation file and it is idle again.
-async fn settle(hub: &HubProcess, id: &str) {
+pub async fn settle(hub: &HubProcess, id: &str) {
     let idle = wait_until(Duration::from_secs(30), || async {
         let v = hub
             .call(Method::GET, &format!("/v1/agents/{id}/state"), json!({}))
@@ -174,12 +179,12 @@ async fn settle(hub: &HubProcess, id: &str) {
     assert!(idle, "agent {id} did not settle");
 }
 
-fn carries(turns: &[String], earlier: &str) -> bool {
+pub fn carries(turns: &[String], earlier: &str) -> bool {
     turns.iter().any(|t| t.contains(earlier))
 }
 
 /// The user's words in each request (for failure messages: the bodies are long).
-fn users(turns: &[String]) -> Vec<Vec<String>> {
+pub fn users(turns: &[String]) -> Vec<Vec<String>> {
     turns
         .iter()
         .map(|t| {
@@ -450,7 +455,7 @@ async fn codex_resumes_its_session_when_the_hub_starts_it_again() {
 }
 
 /// The state of agent `id` (explained) once `ok` holds, within 30 s.
-async fn state_when(hub: &HubProcess, id: &str, ok: impl Fn(&Value) -> bool) -> Value {
+pub async fn state_when(hub: &HubProcess, id: &str, ok: impl Fn(&Value) -> bool) -> Value {
     let path = format!("/v1/agents/{id}/state?explain=true");
     let held = wait_until(Duration::from_secs(40), || async {
         ok(&hub.call(Method::GET, &path, json!({})).await)

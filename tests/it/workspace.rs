@@ -59,7 +59,7 @@ pub(crate) fn user_repo() -> tempfile::TempDir {
     dir
 }
 
-async fn session_of(hub: &TestHub, agent: &str) -> String {
+pub(crate) async fn session_of(hub: &TestHub, agent: &str) -> String {
     let (status, v) = hub
         .post(&format!("/v1/agents/{agent}/start"), serde_json::json!({}))
         .await;
@@ -67,7 +67,7 @@ async fn session_of(hub: &TestHub, agent: &str) -> String {
     v["agent"]["session_id"].as_str().unwrap().to_string()
 }
 
-async fn run(hub: &TestHub, sid: &str, command: &str) -> String {
+pub(crate) async fn run(hub: &TestHub, sid: &str, command: &str) -> String {
     let v = hub.talk(sid, command).await;
     assert_eq!(v["exit_code"], 0, "{command}: {v}");
     v["output"].as_str().unwrap().to_string()
@@ -82,7 +82,7 @@ fn agent_hub_cli(hub: &TestHub, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-fn names(list: &Value) -> Vec<(String, String)> {
+pub(crate) fn names(list: &Value) -> Vec<(String, String)> {
     list.as_array()
         .unwrap()
         .iter()

@@ -10,12 +10,12 @@
 use std::process::Command;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::docker_support::{hub_with_agents_on, test_image};
 use crate::require_docker;
 use crate::support::{wait_until, TestHub};
-use crate::workspace::{git, user_repo};
+use crate::workspace::{git, names, run, session_of, user_repo};
 
 /// The remote engine to test on, or `None` (the test is skipped; required in CI).
 fn remote_engine() -> Option<String> {
@@ -49,19 +49,6 @@ fn remote_engine() -> Option<String> {
     Some(engine)
 }
 
-async fn start(hub: &TestHub, id: &str) -> String {
-    let (status, v) = hub.post(&format!("/v1/agents/{id}/start"), json!({})).await;
-    assert_eq!(status, 200, "{id}: {v}");
-    v["agent"]["session_id"].as_str().unwrap().to_string()
-}
-
-/// Runs a shell line in the agent's terminal; its output (it must succeed).
-async fn run(hub: &TestHub, sid: &str, line: &str) -> String {
-    let v = hub.talk(sid, line).await;
-    assert_eq!(v["exit_code"], 0, "{line}: {v}");
-    v["output"].as_str().unwrap().to_string()
-}
-
 /// Runs a shell line that must fail; what it printed.
 async fn refused(hub: &TestHub, sid: &str, line: &str) -> String {
     let v = hub.talk(sid, line).await;
@@ -71,19 +58,6 @@ async fn refused(hub: &TestHub, sid: &str, line: &str) -> String {
 
 /// git in the agent's terminal with its own credential.
 const AS_AGENT: &str = "git -c \"http.extraHeader=Authorization: Bearer $AGENT_HUB_TOKEN\"";
-
-fn files(list: &Value) -> Vec<(String, String)> {
-    list.as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["path"].as_str().unwrap().into(),
-                f["status"].as_str().unwrap().into(),
-            )
-        })
-        .collect()
-}
 
 async fn audited(hub: &TestHub, code: &str, needle: &str) -> bool {
     wait_until(Duration::from_secs(10), || async {
@@ -117,7 +91,7 @@ async fn two_agents_on_a_remote_engine_clone_commit_and_push_their_own_branches(
     };
     let agents = format!("{}{}", agent("w1"), agent("w2"));
     let (hub, _guard) = hub_with_agents_on(listener, &engine, &agents).await;
-    let (s1, s2) = (start(&hub, "w1").await, start(&hub, "w2").await);
+    let (s1, s2) = (session_of(&hub, "w1").await, session_of(&hub, "w2").await);
 
     // Each has its branch cloned at its workdir, and commits there; the commit is on its
     // branch in the user's repository once its turn ends.
@@ -167,10 +141,10 @@ async fn two_agents_on_a_remote_engine_clone_commit_and_push_their_own_branches(
     let changes = &v["changes"];
     assert_eq!(changes["commits"][0]["subject"], "Add w1.txt", "{v}");
     assert_eq!(
-        files(&changes["committed"]),
+        names(&changes["committed"]),
         [("w1.txt".into(), "added".into())]
     );
-    let mut uncommitted = files(&changes["uncommitted"]);
+    let mut uncommitted = names(&changes["uncommitted"]);
     uncommitted.sort();
     assert_eq!(
         uncommitted,
