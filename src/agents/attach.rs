@@ -154,11 +154,23 @@ impl Agents {
         if let Some(ended) = sessions.take_ended_agent_session(id) {
             sessions.remove(&ended);
         }
+        let remote = super::engine_files::through_engine(def);
         if let Some(dir) = self.status_dir(def) {
+            if remote {
+                let every = super::engine_files::STATUS_EVERY;
+                self.mirror(def, container_id, &dir, every, session.closed());
+            }
             session.follow_status_file(StatusFiles::Container(dir));
         }
         if let Some(following) = self.usage_following(def) {
-            if let Err(why) = self.handles.ledger.follow(following, session.closed()) {
+            let until = match remote {
+                true => {
+                    let every = super::engine_files::USAGE_EVERY;
+                    self.mirror(def, container_id, &following.dir, every, session.closed())
+                }
+                false => session.closed(),
+            };
+            if let Err(why) = self.handles.ledger.follow(following, until) {
                 tracing::warn!(agent = %id, "its usage is not read: {why}");
             }
         }

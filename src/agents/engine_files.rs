@@ -11,6 +11,9 @@
 //! way when the engine sees the hub's files, with the same paths in the container.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
 
 use super::config_dir;
 use super::containers::Place;
@@ -54,6 +57,49 @@ impl Agents {
         }
         let home = self.home_in_container_now(def)?;
         Some(in_copy(&self.engine_copy(&def.id), &home))
+    }
+
+    /// Follows a directory of the running agent's container through its engine into the
+    /// hub's copy (`copy_dir`, a path of the copy), from now until `until`; `every` as the
+    /// [`Mirror`] says. Files of its earlier runs (older than its start) are left out. Returns
+    /// the token cancelled after its last read (`until` itself when there is nothing to
+    /// follow): what follows the copy follows it until then.
+    pub(super) fn mirror(
+        &self,
+        def: &AgentDef,
+        container: &str,
+        copy_dir: &Path,
+        every: Duration,
+        until: CancellationToken,
+    ) -> CancellationToken {
+        let copy = self.engine_copy(&def.id);
+        let Ok(rest) = copy_dir.strip_prefix(&copy) else {
+            return until;
+        };
+        let then = CancellationToken::new();
+        let since = self
+            .lock()
+            .get(&def.id)
+            .and_then(|rt| rt.started_at)
+            // (Less a little: the engine's clock may be behind the hub's.)
+            .map_or(0, |t| t.timestamp().max(0) as u64)
+            .saturating_sub(CLOCK_SLACK_S);
+        let read = match every == STATUS_EVERY {
+            true => Read::Contents(SMALL_FILE),
+            false => Read::Contents(RECORDS_FILE),
+        };
+        Mirror {
+            containers: self.handles.containers.clone(),
+            endpoint: def.endpoint().to_string(),
+            container: container.to_string(),
+            dir: format!("/{}", rest.display()),
+            copy_dir: copy_dir.to_path_buf(),
+            since,
+            every,
+            read,
+        }
+        .spawn(until, then.clone());
+        then
     }
 
     /// The paths in the container the hub's decisions read, and how much of each.
@@ -258,6 +304,91 @@ impl Agents {
 /// The read-only mount of the volume holding the hub's executable.
 fn binary_mount(volume: &str) -> String {
     format!("{volume}:{}:ro", hub_binary::DIR_IN_CONTAINER)
+}
+
+/// How often a running agent's status files are read through its engine.
+pub(super) const STATUS_EVERY: Duration = Duration::from_secs(1);
+/// How often a running agent's usage records are read through its engine.
+pub(super) const USAGE_EVERY: Duration = Duration::from_secs(3);
+/// How far behind the hub's clock the engine's may be for a file of this run.
+const CLOCK_SLACK_S: u64 = 2;
+/// The largest usage record file read through the engine.
+const RECORDS_FILE: usize = 64 << 20;
+
+/// Keeps a directory of the hub's copy of a running container (`copy_dir`, the container's
+/// `dir`) as the container has it, read through its engine every `every` until `until`:
+/// files that went are removed, files older than `since` (seconds since the epoch: an earlier
+/// run's) left out. What the hub follows there (status files, usage records) it then follows
+/// as it does in a kept home.
+pub(super) struct Mirror {
+    pub containers: std::sync::Arc<dyn super::containers::Containers>,
+    pub endpoint: String,
+    pub container: String,
+    pub dir: String,
+    pub copy_dir: PathBuf,
+    pub since: u64,
+    pub every: Duration,
+    pub read: Read,
+}
+
+impl Mirror {
+    /// Runs until `until` is cancelled, then reads once more (what the last moments wrote)
+    /// and cancels `then`: what follows the copy looks last after that.
+    pub(super) fn spawn(self, until: CancellationToken, then: CancellationToken) {
+        tokio::spawn(async move {
+            loop {
+                self.once().await;
+                tokio::select! {
+                    _ = until.cancelled() => break,
+                    _ = tokio::time::sleep(self.every) => {}
+                }
+            }
+            self.once().await;
+            then.cancel();
+        });
+    }
+
+    async fn once(&self) {
+        let at = Place {
+            endpoint: &self.endpoint,
+            container: &self.container,
+        };
+        let found = match self.containers.read_files(at, &self.dir, self.read).await {
+            Ok(found) => found.unwrap_or_default(),
+            Err(e) => {
+                tracing::debug!(dir = %self.dir, "not read through the engine: {e}");
+                return;
+            }
+        };
+        let fresh: Vec<Got> = found
+            .into_iter()
+            .filter(|g| g.is_dir || g.mtime >= self.since)
+            .collect();
+        let Some(parent) = self.copy_dir.parent() else {
+            return;
+        };
+        let keep: std::collections::HashSet<PathBuf> = fresh
+            .iter()
+            .filter(|g| !g.is_dir)
+            .map(|g| parent.join(&g.path))
+            .collect();
+        if let Err(e) = write_copy(parent, &fresh, self.read) {
+            tracing::debug!(dir = %self.dir, "not copied: {e}");
+        }
+        remove_others(&self.copy_dir, &keep);
+    }
+}
+
+/// Removes the files under `dir` that are not in `keep`.
+fn remove_others(dir: &Path, keep: &std::collections::HashSet<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            remove_others(&path, keep);
+        } else if !keep.contains(&path) {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
 }
 
 /// The entries of the agent's own directory for a start.

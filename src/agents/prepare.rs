@@ -190,12 +190,9 @@ impl Agents {
     }
 
     /// The directory of its CLI's status files on this machine (its profile's
-    /// `[signals.status_file]` in its config dir), when the hub sees it.
+    /// `[signals.status_file]` in its config dir), when the hub sees it (on a remote engine:
+    /// in the hub's copy, which [`Self::mirror`] keeps up while the agent runs).
     pub(super) fn status_dir(&self, def: &AgentDef) -> Option<PathBuf> {
-        if engine_files::through_engine(def) {
-            // The copy holds what a start read, not what the CLI writes as it runs.
-            return None;
-        }
         let profile = (self.handles.profiles)(def.cli_type.as_deref()).profile;
         let spec = profile.signals.status_file.as_ref()?;
         let config = self.config_dir_on_host(def, "its status file is not read")?;
@@ -221,11 +218,6 @@ impl Agents {
                 profile.name
             ));
         };
-        if def.docker_host.is_some() {
-            return Err(
-                "it runs on a remote engine: its CLI's records are not on this machine".into(),
-            );
-        }
         let place = match spec.under() {
             Under::ConfigDir => match self.config_dir(def) {
                 Some((_, dir)) => dir.on_host?,

@@ -145,6 +145,8 @@ pub struct Got {
     pub uid: u64,
     pub gid: u64,
     pub mode: u32,
+    /// Its modification time, in seconds since the epoch.
+    pub mtime: u64,
     pub bytes: Vec<u8>,
     /// Its bytes were not kept (names only, or larger than the limit).
     pub cut: bool,
@@ -206,6 +208,7 @@ pub fn read_tar(tar: impl std::io::Read, read: Read) -> std::io::Result<Files> {
             uid: header.uid().unwrap_or(0),
             gid: header.gid().unwrap_or(0),
             mode: header.mode().unwrap_or(0),
+            mtime: header.mtime().unwrap_or(0),
             bytes: Vec::new(),
             cut: !is_dir,
         };

@@ -204,8 +204,20 @@ async fn claude_code_on_a_remote_engine_resumes_and_reports_through_its_hooks() 
     assert_eq!(s["state"], "idle", "{s}\n{}", r.logs("rc"));
     three_resumes(&r, &standin, "rc", ".jsonl").await;
 
-    // The permission question: blocked, from the Notification hook.
+    // What its model calls used, from its transcripts read through the engine.
+    let usage = crate::support::wait_until(Duration::from_secs(30), || async {
+        agent_usage(hub, "rc").await["usage"]["calls"].as_u64() >= Some(4)
+    })
+    .await;
+    assert!(usage, "{}", agent_usage(hub, "rc").await);
+
+    // The permission question: blocked as it is drawn, from Claude Code's status file read
+    // through the engine, then from its Notification hook.
     prompt(hub, &standin, "rc", "please run a tool").await;
+    state_when(hub, "rc", |s| {
+        s["state"] == "blocked" && s["source"] == "status-file:waiting"
+    })
+    .await;
     let s = state_when(hub, "rc", |s| {
         s["state"] == "blocked" && s["source"] == "hook:Notification/permission_prompt"
     })
@@ -246,6 +258,11 @@ async fn codex_on_a_remote_engine_resumes_its_session_at_every_start() {
     let s: Value = state_when(hub, "rx", |s| s["source"] == "hook:agent-turn-complete").await;
     assert_eq!(s["state"], "idle", "{s}\n{}", r.logs("rx"));
     three_resumes(&r, &standin, "rx", "rollout-").await;
+}
+
+async fn agent_usage(hub: &crate::hub_process::HubProcess, id: &str) -> Value {
+    let path = format!("/v1/agents/{id}/usage");
+    hub.call(reqwest::Method::GET, &path, json!({})).await
 }
 
 /// A bash agent on the engine `endpoint` in `team` as `role`.
