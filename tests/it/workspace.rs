@@ -67,6 +67,13 @@ pub(crate) async fn session_of(hub: &TestHub, agent: &str) -> String {
     v["agent"]["session_id"].as_str().unwrap().to_string()
 }
 
+/// Has agent `me` commit `<me>.txt` (in its terminal, in its workspace).
+pub(crate) async fn commit_a_file(hub: &TestHub, sid: &str, me: &str) {
+    let line =
+        format!("echo from {me} > {me}.txt && git add {me}.txt && git commit -qm 'Add {me}.txt'");
+    run(hub, sid, &line).await;
+}
+
 pub(crate) async fn run(hub: &TestHub, sid: &str, command: &str) -> String {
     let v = hub.talk(sid, command).await;
     assert_eq!(v["exit_code"], 0, "{command}: {v}");
@@ -118,14 +125,7 @@ async fn two_agents_on_one_repository_commit_on_their_own_branches() {
     for (sid, me) in [(&s1, "w1"), (&s2, "w2")] {
         let status = run(&hub, sid, "cd /workspace && git status --short --branch").await;
         assert!(status.starts_with(&format!("## agent/{me}")), "{status}");
-        run(
-            &hub,
-            sid,
-            &format!(
-                "echo from {me} > {me}.txt && git add {me}.txt && git commit -qm 'Add {me}.txt'"
-            ),
-        )
-        .await;
+        commit_a_file(&hub, sid, me).await;
         let log = run(&hub, sid, "git --no-pager log --format=%s").await;
         assert_eq!(log, format!("Add {me}.txt\nStart\n"));
     }

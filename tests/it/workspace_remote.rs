@@ -7,7 +7,6 @@
 //! container); a push to `main`, a force push and a push with the other agent's credential are
 //! refused and on record.
 
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::json;
@@ -15,39 +14,7 @@ use serde_json::json;
 use crate::docker_support::{hub_with_agents_on, test_image};
 use crate::require_docker;
 use crate::support::{wait_until, TestHub};
-use crate::workspace::{git, names, run, session_of, user_repo};
-
-/// The remote engine to test on, or `None` (the test is skipped; required in CI).
-fn remote_engine() -> Option<String> {
-    let required = std::env::var("AGENT_HUB_DOCKER_TESTS").is_ok_and(|v| v == "required");
-    let engine = std::env::var("AGENT_HUB_REMOTE_ENGINE")
-        .or_else(|_| std::env::var("AGENT_HUB_DOCKER_TCP"))
-        .ok();
-    let Some(engine) = engine else {
-        if required {
-            panic!(
-                "AGENT_HUB_REMOTE_ENGINE or AGENT_HUB_DOCKER_TCP must name a remote engine in CI"
-            );
-        }
-        eprintln!(
-            "SKIPPED: set AGENT_HUB_REMOTE_ENGINE (or AGENT_HUB_DOCKER_TCP=tcp://127.0.0.1:2375)"
-        );
-        return None;
-    };
-    let has_image = Command::new("docker")
-        .args(["-H", &engine, "image", "inspect", &test_image()])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_image {
-        let why = format!("{engine} has no image {}", test_image());
-        if required {
-            panic!("Docker tests are required but {why}");
-        }
-        eprintln!("SKIPPED: {why}");
-        return None;
-    }
-    Some(engine)
-}
+use crate::workspace::{commit_a_file, git, names, run, session_of, user_repo};
 
 /// Runs a shell line that must fail; what it printed.
 async fn refused(hub: &TestHub, sid: &str, line: &str) -> String {
@@ -73,23 +40,25 @@ async fn audited(hub: &TestHub, code: &str, needle: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_agents_on_a_remote_engine_clone_commit_and_push_their_own_branches() {
     require_docker!();
-    let Some(engine) = remote_engine() else {
+    let Some(engine) = crate::remote_agents::remote_endpoint() else {
         return;
     };
     let repo = user_repo();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let hub_url = format!("http://{}", listener.local_addr().unwrap());
-    let agent = |id: &str| {
+    // w1's tmux is started by the hub, w2's by the image's entrypoint (which waits for the
+    // clone before it starts the program).
+    let agent = |id: &str, start_tmux: &str| {
         format!(
             "[[agents]]\nid = \"{id}\"\nimage = \"{}\"\ncommand = [\"bash\", \"--norc\", \"--noprofile\"]\n\
              cli_type = \"shell\"\nnetwork = \"host\"\nready_pattern = '[$#] *$'\nready_timeout = 30\n\
-             stop_grace = 2\nstart_tmux = \"hub\"\ndocker_host = \"{engine}\"\nhub_url = \"{hub_url}\"\n\
+             stop_grace = 2\nstart_tmux = \"{start_tmux}\"\ndocker_host = \"{engine}\"\nhub_url = \"{hub_url}\"\n\
              workspace = {{ repo = \"{}\", base = \"main\" }}\n",
             test_image(),
             repo.path().display()
         )
     };
-    let agents = format!("{}{}", agent("w1"), agent("w2"));
+    let agents = format!("{}{}", agent("w1", "hub"), agent("w2", "image"));
     let (hub, _guard) = hub_with_agents_on(listener, &engine, &agents).await;
     let (s1, s2) = (session_of(&hub, "w1").await, session_of(&hub, "w2").await);
 
@@ -101,14 +70,7 @@ async fn two_agents_on_a_remote_engine_clone_commit_and_push_their_own_branches(
             status.starts_with(&format!("## agent/{me}...origin/agent/{me}")),
             "{status}"
         );
-        run(
-            &hub,
-            sid,
-            &format!(
-                "echo from {me} > {me}.txt && git add {me}.txt && git commit -qm 'Add {me}.txt'"
-            ),
-        )
-        .await;
+        commit_a_file(&hub, sid, me).await;
         let branch = format!("agent/{me}");
         let pushed = wait_until(Duration::from_secs(20), || async {
             let log = git(repo.path(), &["log", "--format=%s", &branch]);
