@@ -56,6 +56,22 @@ impl Agents {
         ) {
             return Err(HubError::AgentRunning { id: id.into() });
         }
+        let def = self.def(id)?;
+        if def.clones_workspace() {
+            let engine = crate::docker::endpoint_name(def.endpoint());
+            let container = crate::docker::container_name(self.hub_id(), id);
+            let volume = super::cloned_workspace::volume_name(self.hub_id(), id);
+            return Err(HubError::Workspace {
+                code: "WORKSPACE_REMOTE",
+                message: format!(
+                    "agent '{id}''s workspace is a clone in the volume {volume} on its engine \
+                     {engine}, not a checkout here: remove it there (docker -H {engine} rm \
+                     {container}; docker -H {engine} volume rm {volume}); its branch {} stays",
+                    ws.branch
+                ),
+                files: Vec::new(),
+            });
+        }
         let removed = ws.clone();
         blocking(move || workspace::remove(&checkout(&ws), force)).await?;
         tracing::info!(agent = id, path = %removed.path, "workspace removed; branch {} kept", removed.branch);

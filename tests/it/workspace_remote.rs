@@ -158,7 +158,30 @@ async fn two_agents_on_a_remote_engine_clone_commit_and_push_their_own_branches(
             .any(|r| r["error_code"] == "WORKSPACE_NOT_YOURS" && r["actor_agent_id"] == "w2"),
         "{v}"
     );
-    for id in ["w1", "w2"] {
-        hub.post(&format!("/v1/agents/{id}/stop"), json!({})).await;
-    }
+
+    // A commit made just before a stop is on the branch when the stop returns; the credential
+    // the hub's git used is nowhere in the clone.
+    assert_eq!(
+        run(&hub, &s2, "grep -c Authorization .git/config || true").await,
+        "0\n"
+    );
+    run(
+        &hub,
+        &s2,
+        "echo last > last.txt && git add last.txt && git commit -qm Last",
+    )
+    .await;
+    let (status, v) = hub.post("/v1/agents/w2/stop", json!({})).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        git(repo.path(), &["log", "--format=%s", "agent/w2"]),
+        "Last\nAdd w2.txt\nStart\n"
+    );
+    let (status, v) = hub.delete("/v1/agents/w2/workspace?force=true").await;
+    assert_eq!(
+        (status, &v["error_code"]),
+        (409, &json!("WORKSPACE_REMOTE")),
+        "{v}"
+    );
+    hub.post("/v1/agents/w1/stop", json!({})).await;
 }
