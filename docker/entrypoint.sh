@@ -12,6 +12,10 @@
 #                            `--continue` resumes Claude Code's conversation); when the file
 #                            <it>-when lists globs (under $HOME, or absolute: a CLI config
 #                            dir elsewhere), only if one of them exists
+#   AGENT_HUB_WORKSPACE      "clone": the hub clones the agent's workspace into the workdir
+#                            once the container runs (a remote engine); the program starts
+#                            when the clone is complete (.git/agent-hub-cloned), waiting at
+#                            most AGENT_HUB_WORKSPACE_WAIT seconds (default 600)
 set -eu
 
 session=agent
@@ -81,6 +85,16 @@ if [ -s "$start_args" ] && start_args_apply; then
         i=$((i + 1))
     done
     set -- "$program" "$@"
+fi
+
+# A workspace the hub clones into the workdir (the current directory) after the container
+# starts: the program starts in its checkout, not in an empty directory.
+if [ "${AGENT_HUB_WORKSPACE:-}" = clone ] && [ ! -f .git/agent-hub-cloned ]; then
+    tenths=$((${AGENT_HUB_WORKSPACE_WAIT:-600} * 10))
+    while [ ! -f .git/agent-hub-cloned ] && [ "$tenths" -gt 0 ]; do
+        sleep 0.1
+        tenths=$((tenths - 1))
+    done
 fi
 
 # shellcheck disable=SC2317 # called by the trap

@@ -33,8 +33,14 @@ pub fn session_holder(session_id: &str) -> String {
     format!("session:{session_id}")
 }
 
-/// The live agent credentials of a hub, by holder: a container agent's id, or
-/// `session:<id>` for a host session given hub access.
+/// The holder of the credential the hub mints for one git command it runs in an agent's
+/// container (a clone or a push of its workspace), revoked when the command ends.
+pub fn git_holder(agent_id: &str) -> String {
+    format!("git:{agent_id}")
+}
+
+/// The live agent credentials of a hub, by holder: a container agent's id,
+/// `session:<id>` for a host session given hub access, or [`git_holder`].
 pub struct Credentials {
     by_agent: Mutex<BTreeMap<String, Stored>>,
     /// Where they are kept; `None`: in memory only.
@@ -65,8 +71,9 @@ impl Credentials {
             }),
             Err(_) => BTreeMap::new(),
         };
-        // A host session's credential lasts until the session is killed or the hub stops.
-        by_agent.retain(|holder, _| !holder.starts_with("session:"));
+        // A host session's credential lasts until the session is killed or the hub stops; a
+        // git command's, until it ends.
+        by_agent.retain(|holder, _| !holder.starts_with("session:") && !holder.starts_with("git:"));
         Credentials {
             by_agent: Mutex::new(by_agent),
             file: Some(file),

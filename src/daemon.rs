@@ -162,6 +162,8 @@ impl Daemon {
         let restored = hub.list().len();
         if parts.agent_sync {
             hub.agent_sync().start(&tracker, root.clone());
+            let agents = hub.agents().clone();
+            crate::agents::workspace_push::start(agents, hub.events(), &tracker, root.clone());
         }
         if parts.policy_runner {
             hub.policy_runner().start(&tracker, root.clone());
@@ -320,6 +322,10 @@ async fn check_workspace(def: &AgentDef, user: String) -> Result<(), DaemonError
     let Some(ws) = &def.workspace else {
         return Ok(());
     };
+    if def.clones_workspace() {
+        // Its container writes a clone of its own; the hub writes the repository.
+        return Ok(());
+    }
     let repo = std::path::PathBuf::from(ws.repo.get_ref());
     let image = def.image.get_ref().clone();
     let checked =

@@ -279,6 +279,7 @@ impl HubError {
             HubError::Ambiguous { .. } | HubError::AgentRunning { .. } => 409,
             HubError::Workspace { code, .. } => match *code {
                 "NO_WORKSPACE" | "WORKSPACE_MISSING" => 404,
+                "WORKSPACE_NOT_YOURS" | "WORKSPACE_PUSH_REFUSED" => 403,
                 "GIT_FAILED" => 500,
                 _ => 409,
             },

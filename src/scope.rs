@@ -32,6 +32,9 @@ pub enum AgentAccess {
     SendToAgent,
     /// Only the caller's own session or agent (an agent reporting its state through a hook).
     Own,
+    /// Any agent gets through; the handler admits only the agent itself and records every
+    /// refusal (its workspace over git, where a refused push must be on record).
+    OwnInHandler,
 }
 
 /// The session or agent an agent credential aims at.
@@ -69,7 +72,7 @@ pub fn decide(who: &AgentIdentity, access: AgentAccess, target: &Target) -> Verd
     let own = target.agent_id == Some(who.agent_id.as_str());
     let allowed = match access {
         AgentAccess::Never => return Verdict::Forbidden,
-        AgentAccess::Filtered => return Verdict::Allowed,
+        AgentAccess::Filtered | AgentAccess::OwnInHandler => return Verdict::Allowed,
         AgentAccess::Look => seen,
         AgentAccess::Type | AgentAccess::Control => seen && who.leader,
         AgentAccess::Own => own,

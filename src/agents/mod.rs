@@ -13,6 +13,7 @@
 //! above fakes of both (`tests.rs`).
 
 mod attach;
+pub mod cloned_workspace;
 pub mod config_dir;
 pub mod containers;
 mod engine_files;
@@ -31,6 +32,7 @@ pub mod team;
 #[cfg(test)]
 mod tests;
 mod workspace;
+pub mod workspace_push;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -489,6 +491,16 @@ impl Agents {
                 })?;
         }
         self.update(id, |rt| rt.started_at = Some(Utc::now()));
+        if def.clones_workspace() {
+            if let Err(e) = self.clone_workspace(&def, &container_id).await {
+                let at = Place {
+                    endpoint: &endpoint,
+                    container: &container_id,
+                };
+                let _ = containers.stop(at, def.stop_grace).await;
+                return Err(e);
+            }
+        }
         // Only the tmux session the hub starts gets the credential itself (the container's
         // own environment names the file, which every start rewrites).
         if let Some(token) = token {
@@ -642,6 +654,8 @@ impl Agents {
 
     async fn stop_locked(&self, id: &str) -> HubResult<()> {
         self.refuse_unreachable(id)?;
+        // Its work leaves with its container only if it is pushed (a failure is logged).
+        let _ = self.push_workspace(id, "before its stop").await;
         let containers = &self.handles.containers;
         let def = self.def(id)?.clone();
         let endpoint = def.endpoint().to_string();

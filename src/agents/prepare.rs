@@ -338,7 +338,9 @@ impl Agents {
     ) -> Option<crate::docker::Definition> {
         let mut def = def.clone();
         def.start_tmux = crate::docker::resolve_start_tmux(def.start_tmux, Some(&image.labels));
-        if let Some(ws) = self.workspace_info(&def) {
+        if def.clones_workspace() {
+            super::cloned_workspace::mount(&mut def, self.hub_id());
+        } else if let Some(ws) = self.workspace_info(&def) {
             let common_dir = super::workspace::common_dir_now(&def.id, ws.clone()).await?;
             super::workspace::mount_workspace(&mut def, Path::new(&ws.path), &common_dir);
         }

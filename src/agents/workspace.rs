@@ -9,11 +9,11 @@ use super::{home, AgentStatus, Agents};
 use crate::config::AgentDef;
 use crate::error::{HubError, HubResult};
 use crate::protocol::WorkspaceInfo;
-use crate::workspace::{self, AgentUser, Changes, Checkout, WorkspaceError};
+use crate::workspace::{self, AgentUser, Branch, Changes, Checkout, ServedRepo, WorkspaceError};
 
 impl Agents {
     /// The agent's workspace, or why it has none.
-    fn workspace_of(&self, id: &str) -> HubResult<WorkspaceInfo> {
+    pub fn workspace_of(&self, id: &str) -> HubResult<WorkspaceInfo> {
         let def = self.def(id)?;
         self.workspace_info(def).ok_or_else(|| HubError::Workspace {
             code: "NO_WORKSPACE",
@@ -28,8 +28,20 @@ impl Agents {
     /// What the agent changed against its base: committed and uncommitted apart, the full
     /// diffs when `full`.
     pub async fn changes(&self, id: &str, full: bool) -> HubResult<Changes> {
+        let def = self.def(id)?;
+        if def.clones_workspace() {
+            return self.cloned_changes(def, full).await;
+        }
         let ws = self.workspace_of(id)?;
         blocking(move || workspace::changes(&checkout(&ws), full)).await
+    }
+
+    /// The agent's workspace and the facts of its repository for serving it over git.
+    pub async fn served_workspace(&self, id: &str) -> HubResult<(WorkspaceInfo, ServedRepo)> {
+        let ws = self.workspace_of(id)?;
+        let of = ws.clone();
+        let repo = blocking(move || workspace::served_repo(&branch(&of))).await?;
+        Ok((ws, repo))
     }
 
     /// Deletes the agent's checkout and keeps its branch: refused while the agent runs, and
@@ -43,6 +55,22 @@ impl Agents {
             AgentStatus::Running | AgentStatus::Starting | AgentStatus::Stopping
         ) {
             return Err(HubError::AgentRunning { id: id.into() });
+        }
+        let def = self.def(id)?;
+        if def.clones_workspace() {
+            let engine = crate::docker::endpoint_name(def.endpoint());
+            let container = crate::docker::container_name(self.hub_id(), id);
+            let volume = super::cloned_workspace::volume_name(self.hub_id(), id);
+            return Err(HubError::Workspace {
+                code: "WORKSPACE_REMOTE",
+                message: format!(
+                    "agent '{id}''s workspace is a clone in the volume {volume} on its engine \
+                     {engine}, not a checkout here: remove it there (docker -H {engine} rm \
+                     {container}; docker -H {engine} volume rm {volume}); its branch {} stays",
+                    ws.branch
+                ),
+                files: Vec::new(),
+            });
         }
         let removed = ws.clone();
         blocking(move || workspace::remove(&checkout(&ws), force)).await?;
@@ -58,6 +86,9 @@ impl Agents {
         def: &mut AgentDef,
         image: &ImageInfo,
     ) -> HubResult<()> {
+        if def.clones_workspace() {
+            return self.prepare_cloned_workspace(def).await;
+        }
         let Some(ws) = self.workspace_info(def) else {
             return Ok(());
         };
@@ -76,14 +107,36 @@ impl Agents {
     /// The agent's workspace as clients see it.
     pub(super) fn workspace_info(&self, def: &AgentDef) -> Option<WorkspaceInfo> {
         let ws = def.workspace.as_ref()?;
-        let path = home::workspace_dir(&self.handles.access.agents_dir, &def.id);
+        let agents_dir = &self.handles.access.agents_dir;
+        let path = home::workspace_dir(agents_dir, &def.id);
+        let (path, exists) = match def.clones_workspace() {
+            // A volume on its engine, cloned at its first start.
+            true => (
+                format!(
+                    "{}:{}",
+                    super::cloned_workspace::volume_name(self.hub_id(), &def.id),
+                    super::cloned_workspace::workdir(def)
+                ),
+                home::started_mark(agents_dir, &def.id).exists(),
+            ),
+            false => (path.display().to_string(), path.join(".git").exists()),
+        };
         Some(WorkspaceInfo {
             repo: ws.repo.get_ref().clone(),
             base: def.workspace_base().unwrap_or_default(),
             branch: def.workspace_branch().unwrap_or_default(),
-            exists: path.join(".git").exists(),
-            path: path.display().to_string(),
+            exists,
+            path,
         })
+    }
+}
+
+/// The agent's branch in the user's repository.
+pub(super) fn branch(ws: &WorkspaceInfo) -> Branch<'_> {
+    Branch {
+        repo: Path::new(&ws.repo),
+        base: &ws.base,
+        branch: &ws.branch,
     }
 }
 

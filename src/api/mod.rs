@@ -11,6 +11,7 @@ mod budgets;
 pub mod error;
 mod events;
 mod external_sessions;
+mod git;
 pub mod metrics;
 mod notify;
 pub mod openapi;

@@ -7,8 +7,8 @@ use axum::http::Method;
 use axum::routing::{on, MethodFilter, MethodRouter};
 
 use super::{
-    access, agents, answer, bridge, budgets, events, external_sessions, openapi, owner_routing,
-    policies, previews, sessions, stream,
+    access, agents, answer, bridge, budgets, events, external_sessions, git, openapi,
+    owner_routing, policies, previews, sessions, stream,
 };
 use super::{notify, tasks, traffic, usage, web};
 use crate::actor::Role;
@@ -69,6 +69,7 @@ const TYPE: AgentAccess = AgentAccess::Type;
 const CONTROL: AgentAccess = AgentAccess::Control;
 const SEND_TO_AGENT: AgentAccess = AgentAccess::SendToAgent;
 const OWN: AgentAccess = AgentAccess::Own;
+const OWN_IN_HANDLER: AgentAccess = AgentAccess::OwnInHandler;
 
 /// The table. Reads need an observer, changes an operator; changing who owns what, the
 /// external sessions, policies and the audit log's storage need an admin.
@@ -154,6 +155,11 @@ pub static ROUTES: &[Route] = &[
     route!(DELETE "/v1/teams/{team}/budget", ADMIN, As("budget_reset"), NEVER, budgets::reset_team_budget),
     route!(POST "/v1/teams/{team}/budget/lift", ADMIN, As("budget_lift"), NEVER, budgets::lift_team_budget),
     route!(DELETE "/v1/agents/{id}/workspace", OPERATOR, As("workspace_remove"), NEVER, agents::remove_workspace),
+    // The agent's workspace over git's smart HTTP: its own credential fetches and pushes its
+    // branch, people fetch. The handlers admit and audit themselves (a pack is not a record).
+    route!(GET "/v1/agents/{id}/git/info/refs", OBSERVER, No, OWN_IN_HANDLER, git::info_refs),
+    route!(POST "/v1/agents/{id}/git/git-upload-pack", OBSERVER, No, OWN_IN_HANDLER, git::upload_pack),
+    route!(POST "/v1/agents/{id}/git/git-receive-pack", OPERATOR, No, OWN_IN_HANDLER, git::receive_pack),
     route!(GET "/v1/tasks", OBSERVER, No, NEVER, tasks::list_tasks),
     route!(POST "/v1/tasks", OPERATOR, As("task_create"), NEVER, tasks::create_task),
     route!(GET "/v1/tasks/{id}", OBSERVER, No, NEVER, tasks::get_task),

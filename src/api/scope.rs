@@ -28,7 +28,9 @@ pub fn check_route(
     };
     match access {
         AgentAccess::Never => return Err(forbidden()),
-        AgentAccess::Filtered | AgentAccess::SendToAgent => return Ok(()),
+        AgentAccess::Filtered | AgentAccess::SendToAgent | AgentAccess::OwnInHandler => {
+            return Ok(())
+        }
         _ => {}
     }
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();

@@ -374,6 +374,12 @@ impl AgentDef {
         }
     }
 
+    /// Whether its workspace is a clone in a volume on its engine, pushed back over the hub's
+    /// API (a remote engine), not a checkout on the hub's machine mounted into it.
+    pub fn clones_workspace(&self) -> bool {
+        self.workspace.is_some() && self.docker_host.is_some()
+    }
+
     /// The workspace's base (filled in at load when not written).
     pub fn workspace_base(&self) -> Option<String> {
         let ws = self.workspace.as_ref()?;

@@ -1,6 +1,7 @@
 //! The `workspace` of each agent, checked at load against the repositories themselves: a
 //! repository that is not one, a base that names no commit, a branch two agents would share,
-//! a workspace on a remote engine: each refused at `hub.toml:LINE:COL` with what to do.
+//! a workspace on a remote engine with no `hub_url` to clone it from: each refused at
+//! `hub.toml:LINE:COL` with what to do.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -18,6 +19,7 @@ pub(super) fn check(config: &mut HubConfig, text: &str, origin: &str) -> Result<
     for agent in &mut config.agents {
         let table = agent.span();
         let def = agent.get_mut();
+        let unreachable = def.clones_workspace() && def.hub_url.is_none();
         let Some(ws) = def.workspace.as_mut() else {
             continue;
         };
@@ -29,12 +31,12 @@ pub(super) fn check(config: &mut HubConfig, text: &str, origin: &str) -> Result<
             agent: &id,
         };
         let fail = |field, span, message| place.error(field, span, message);
-        if def.docker_host.is_some() {
+        if unreachable {
             return Err(fail(
                 "workspace",
                 None,
-                "a workspace is a checkout on the hub's machine: it needs the local engine \
-                 (remove docker_host, or the workspace)"
+                "an agent on a remote engine clones its workspace from the hub and pushes it \
+                 back over the hub's API: set hub_url (how its container reaches the hub)"
                     .into(),
             ));
         }

@@ -10,44 +10,113 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::git::{fields, Git};
 use super::repo::resolve_base;
-use super::{Changes, Checkout, Commit, Diffs, FileChange, WorkspaceError};
+use super::{Branch, Changes, Checkout, Commit, Diffs, FileChange, WorkspaceError};
 
 /// What the agent changed against its base; `full` adds the diffs.
 pub fn changes(c: &Checkout, full: bool) -> Result<Changes, WorkspaceError> {
     let path = checkout_dir(c.path)?;
-    let head = Git::new(&path)
-        .args(["rev-parse", "--verify", "HEAD"])
-        .text()?;
-    resolve_base(&path, c.base).map_err(|_| WorkspaceError::NoSuchBase {
-        repo: c.repo.to_path_buf(),
-        base: c.base.to_string(),
-    })?;
-    let merge_base = Git::new(&path)
-        .args(["merge-base", c.base, "HEAD"])
-        .text()?;
-    let committed = [merge_base.as_str(), "HEAD"];
+    let committed = Committed::read(&path, c.repo, c.base, "HEAD", full)?;
     let untracked = Untracked::list(&path)?;
     let index = TempIndex::with_intent_to_add(&path, &untracked.files)?;
     let index = index.as_ref();
-    let diff = if full {
-        Some(Diffs {
-            committed: diff_text(&path, None, &committed)?,
-            uncommitted: diff_text(&path, index, &["HEAD"])?,
-        })
-    } else {
-        None
+    let uncommitted_diff = match full {
+        true => Some(diff_text(&path, index, &["HEAD"])?),
+        false => None,
     };
-    Ok(Changes {
-        branch: c.branch.to_string(),
-        base: c.base.to_string(),
-        path: path.to_string_lossy().into_owned(),
-        commits: commits(&path, &merge_base)?,
-        committed: file_changes(&path, None, &committed)?,
-        uncommitted: untracked.relabel(file_changes(&path, index, &["HEAD"])?),
-        head,
-        merge_base,
-        diff,
-    })
+    let uncommitted = untracked.relabel(file_changes(&path, index, &["HEAD"])?);
+    Ok(committed.into_changes(c, &path.to_string_lossy(), uncommitted, uncommitted_diff))
+}
+
+/// What the agent pushed to its branch against its base, read in the user's repository (a
+/// workspace on another engine: its uncommitted files are in its container, and the caller
+/// adds them).
+pub fn committed_changes(b: &Branch, full: bool) -> Result<Changes, WorkspaceError> {
+    let repo = super::repo::locate(b.repo)?;
+    let tip = format!("refs/heads/{}", b.branch);
+    let committed = Committed::read(&repo.toplevel, b.repo, b.base, &tip, full)?;
+    let c = Checkout {
+        repo: b.repo,
+        base: b.base,
+        branch: b.branch,
+        path: Path::new(""),
+    };
+    Ok(committed.into_changes(&c, "", Vec::new(), full.then(String::new)))
+}
+
+/// The uncommitted files from the output of `git ls-files --others --exclude-standard -z`
+/// and of `git diff --numstat -z HEAD` and `git diff --name-status -z HEAD` run with the
+/// untracked files intended to be added (in a container, say).
+pub fn uncommitted_from(untracked: &[u8], numstat: &[u8], name_status: &[u8]) -> Vec<FileChange> {
+    Untracked::parse(untracked).relabel(combine(numstat, name_status))
+}
+
+/// The commits and files between the merge base with the base and a tip.
+struct Committed {
+    head: String,
+    merge_base: String,
+    commits: Vec<Commit>,
+    files: Vec<FileChange>,
+    diff: Option<String>,
+}
+
+impl Committed {
+    /// Read in `dir` (a work tree of the repository `repo`) from `base` to `tip`.
+    fn read(
+        dir: &Path,
+        repo: &Path,
+        base: &str,
+        tip: &str,
+        full: bool,
+    ) -> Result<Self, WorkspaceError> {
+        let head = Git::new(dir)
+            .args(["rev-parse", "--verify"])
+            .arg(tip)
+            .text()?;
+        resolve_base(dir, base).map_err(|_| WorkspaceError::NoSuchBase {
+            repo: repo.to_path_buf(),
+            base: base.to_string(),
+        })?;
+        let merge_base = Git::new(dir).args(["merge-base", base, &head]).text()?;
+        let range = [merge_base.as_str(), head.as_str()];
+        let diff = match full {
+            true => Some(diff_text(dir, None, &range)?),
+            false => None,
+        };
+        Ok(Committed {
+            commits: commits(dir, &merge_base, &head)?,
+            files: file_changes(dir, None, &range)?,
+            head,
+            merge_base,
+            diff,
+        })
+    }
+
+    fn into_changes(
+        self,
+        c: &Checkout,
+        path: &str,
+        uncommitted: Vec<FileChange>,
+        uncommitted_diff: Option<String>,
+    ) -> Changes {
+        let diff = match (self.diff, uncommitted_diff) {
+            (Some(committed), Some(uncommitted)) => Some(Diffs {
+                committed,
+                uncommitted,
+            }),
+            _ => None,
+        };
+        Changes {
+            branch: c.branch.to_string(),
+            base: c.base.to_string(),
+            path: path.to_string(),
+            head: self.head,
+            merge_base: self.merge_base,
+            commits: self.commits,
+            committed: self.files,
+            uncommitted,
+            diff,
+        }
+    }
 }
 
 /// The files with uncommitted changes, untracked ones included (`git status`).
@@ -72,11 +141,11 @@ fn checkout_dir(path: &Path) -> Result<PathBuf, WorkspaceError> {
     }
 }
 
-/// The commits `merge_base..HEAD`, newest first.
-fn commits(path: &Path, merge_base: &str) -> Result<Vec<Commit>, WorkspaceError> {
+/// The commits `merge_base..tip`, newest first.
+fn commits(path: &Path, merge_base: &str, tip: &str) -> Result<Vec<Commit>, WorkspaceError> {
     let out = Git::new(path)
         .args(["log", "-z", "--no-show-signature", "--format=%H %s"])
-        .arg(format!("{merge_base}..HEAD"))
+        .arg(format!("{merge_base}..{tip}"))
         .run()?;
     Ok(fields(&out)
         .into_iter()
@@ -123,8 +192,13 @@ fn file_changes(
     let statuses = diff(path, index, revs)
         .args(["--name-status", "-z", "--"])
         .run()?;
-    let mut counts = parse_numstat(&numstat);
-    Ok(parse_name_status(&statuses)
+    Ok(combine(&numstat, &statuses))
+}
+
+/// The changed files of `--name-status -z` with the line counts of `--numstat -z`.
+fn combine(numstat: &[u8], statuses: &[u8]) -> Vec<FileChange> {
+    let mut counts = parse_numstat(numstat);
+    parse_name_status(statuses)
         .into_iter()
         .map(|(status, path)| {
             let (added, removed) = counts.remove(&path).unwrap_or((None, None));
@@ -135,7 +209,7 @@ fn file_changes(
                 status: status.to_string(),
             }
         })
-        .collect())
+        .collect()
 }
 
 /// Line counts by (new) path from `--numstat -z`: `added\tremoved\tpath`, or for a rename
@@ -213,8 +287,13 @@ impl Untracked {
         let out = Git::new(path)
             .args(["ls-files", "--others", "--exclude-standard", "-z"])
             .run()?;
-        let (dirs, files) = fields(&out).into_iter().partition(|p| p.ends_with('/'));
-        Ok(Untracked { files, dirs })
+        Ok(Self::parse(&out))
+    }
+
+    /// From the output of `git ls-files --others --exclude-standard -z`.
+    fn parse(out: &[u8]) -> Self {
+        let (dirs, files) = fields(out).into_iter().partition(|p| p.ends_with('/'));
+        Untracked { files, dirs }
     }
 
     /// The uncommitted changes with the untracked files marked so, and the directories added.

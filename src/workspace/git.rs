@@ -49,6 +49,8 @@ pub(super) struct Git {
 /// A finished call.
 pub(super) struct Out {
     pub success: bool,
+    /// The exit code (`None`: killed by a signal).
+    pub code: Option<i32>,
     pub stdout: Vec<u8>,
     pub stderr: String,
 }
@@ -87,6 +89,11 @@ impl Git {
         self
     }
 
+    /// The command as built, to run some other way (streaming: [`super::http_backend`]).
+    pub(super) fn into_command(self) -> Command {
+        self.cmd
+    }
+
     /// Runs it, whatever its exit status.
     pub(super) fn output(mut self) -> Result<Out, WorkspaceError> {
         let out = self
@@ -95,6 +102,7 @@ impl Git {
             .map_err(WorkspaceError::io("could not run git (is it installed?)"))?;
         Ok(Out {
             success: out.status.success(),
+            code: out.status.code(),
             stdout: out.stdout,
             stderr: describe_failure(&out.stderr, out.status),
         })

@@ -20,7 +20,11 @@
 //! - The agent's container may run as another user than the repository's owner: it works where
 //!   the repository lets its group or everyone write, its checkout opened as far as the
 //!   repository is; elsewhere its start is refused before anything is made ([`mod@access`]).
-//! - Everything here is synchronous `git` processes: callers run it in `spawn_blocking`.
+//! - An agent on another engine has no checkout here: it clones its branch over the hub's API
+//!   into a volume on its engine and pushes back to it ([`remote`], [`http_backend`], with
+//!   the refs it may push decided by [`push_rule`]).
+//! - Everything here but [`http_backend`] is synchronous `git` processes: callers run it in
+//!   `spawn_blocking`.
 //!
 //! The operations: [`check`] (at load), [`prepare`] (before the agent starts: [`agent_access`],
 //! [`ensure`], [`open::open`]), [`changes`] (what the agent changed against its base),
@@ -34,8 +38,11 @@
 mod access;
 mod changes;
 mod git;
+pub mod http_backend;
 mod open;
 mod owner;
+pub mod push_rule;
+mod remote;
 mod repo;
 mod worktree;
 
@@ -45,7 +52,8 @@ mod tests;
 use std::path::{Path, PathBuf};
 
 pub use access::{agent_access, Access, AgentUser};
-pub use changes::{changes, dirty_files};
+pub use changes::{changes, committed_changes, dirty_files, uncommitted_from};
+pub use remote::{branch_tip, ensure_branch, is_ancestor, served_repo, ServedRepo};
 pub use repo::{check, current_branch, valid_branch_name};
 pub use worktree::{ensure, remove};
 
@@ -88,6 +96,17 @@ pub struct Checkout<'a> {
     pub branch: &'a str,
     /// Where the checkout lives (`<data_dir>/agents/<id>/workspace`).
     pub path: &'a Path,
+}
+
+/// One agent's branch, with no checkout on the hub's machine (a workspace on another engine).
+#[derive(Debug, Clone, Copy)]
+pub struct Branch<'a> {
+    /// The user's repository (any directory of its work tree).
+    pub repo: &'a Path,
+    /// What the branch starts from.
+    pub base: &'a str,
+    /// The agent's branch.
+    pub branch: &'a str,
 }
 
 /// What the agent changed against its base.

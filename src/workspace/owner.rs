@@ -20,21 +20,22 @@ pub(super) fn give_to_repo_owner(
     if !created_by_root(checkout)? {
         return Ok(());
     }
-    let meta = std::fs::metadata(&repo.common_dir).map_err(WorkspaceError::io(format!(
-        "could not inspect {}",
-        repo.common_dir.display()
-    )))?;
-    let owner = Owner {
-        uid: meta.uid(),
-        gid: meta.gid(),
-    };
+    let owner = Owner::of(repo)?;
     owner.take(checkout, &|_| true)?;
-    let common = &repo.common_dir;
     if let Some(admin) = admin_dir(checkout)? {
-        owner.take_with_parents(&admin, common)?;
+        owner.take_with_parents(&admin, &repo.common_dir)?;
     }
-    owner.take_with_parents(&common.join("refs/heads").join(branch), common)?;
-    owner.take_with_parents(&common.join("logs/refs/heads").join(branch), common)
+    owner.take_branch(repo, branch)
+}
+
+/// When the hub runs as root, gives the branch's new ref and reflog (and the directories made
+/// for them) to the owner of the repository's common dir (a branch made without a checkout:
+/// [`super::remote`]).
+pub(super) fn give_branch_to_repo_owner(repo: &Repo, branch: &str) -> Result<(), WorkspaceError> {
+    if !nix::unistd::geteuid().is_root() {
+        return Ok(());
+    }
+    Owner::of(repo)?.take_branch(repo, branch)
 }
 
 fn created_by_root(checkout: &Path) -> Result<bool, WorkspaceError> {
@@ -68,6 +69,25 @@ struct Owner {
 }
 
 impl Owner {
+    /// The owner of the repository's common dir.
+    fn of(repo: &Repo) -> Result<Self, WorkspaceError> {
+        let meta = std::fs::metadata(&repo.common_dir).map_err(WorkspaceError::io(format!(
+            "could not inspect {}",
+            repo.common_dir.display()
+        )))?;
+        Ok(Owner {
+            uid: meta.uid(),
+            gid: meta.gid(),
+        })
+    }
+
+    /// What root owns of the branch's ref and reflog.
+    fn take_branch(&self, repo: &Repo, branch: &str) -> Result<(), WorkspaceError> {
+        let common = &repo.common_dir;
+        self.take_with_parents(&common.join("refs/heads").join(branch), common)?;
+        self.take_with_parents(&common.join("logs/refs/heads").join(branch), common)
+    }
+
     /// `path` and everything under it that `which` selects (links themselves, not followed).
     fn take(
         &self,

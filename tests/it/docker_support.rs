@@ -104,29 +104,46 @@ pub struct ContainerGuard(pub String);
 
 impl Drop for ContainerGuard {
     fn drop(&mut self) {
-        let label = format!("label=agent-hub.hub={}", self.0);
-        let steps: [(&[&str], &[&str]); 2] = [
-            (&["ps", "-aq", "--filter"], &["rm", "-f"]),
-            (&["volume", "ls", "-q", "--filter"], &["volume", "rm", "-f"]),
-        ];
         // The rig too, unless a test has frozen it (that test thaws it before its hub's guard
         // runs, and no other test has containers there meanwhile).
         let rig = std::env::var("AGENT_HUB_REMOTE_ENGINE")
             .ok()
             .filter(|_| !rig_frozen());
         for host in std::iter::once(None).chain(rig.as_deref().map(Some)) {
-            for (list, remove) in steps {
-                let Ok(out) = docker_on(host).args(list).arg(&label).output() else {
-                    continue;
-                };
-                let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
-                    .split_whitespace()
-                    .map(String::from)
-                    .collect();
-                if !ids.is_empty() {
-                    let _ = docker_on(host).args(remove).args(&ids).output();
-                }
-            }
+            remove_hub_objects(&self.0, host);
+        }
+    }
+}
+
+/// [`ContainerGuard`] on another engine (`docker -H ENGINE`).
+pub struct EngineGuard {
+    pub hub_id: String,
+    pub engine: String,
+}
+
+impl Drop for EngineGuard {
+    fn drop(&mut self) {
+        remove_hub_objects(&self.hub_id, Some(&self.engine));
+    }
+}
+
+/// Removes every container of a hub id, then its volumes, on the local engine or `host`.
+fn remove_hub_objects(hub_id: &str, host: Option<&str>) {
+    let label = format!("label=agent-hub.hub={hub_id}");
+    let steps: [(&[&str], &[&str]); 2] = [
+        (&["ps", "-aq", "--filter"], &["rm", "-f"]),
+        (&["volume", "ls", "-q", "--filter"], &["volume", "rm", "-f"]),
+    ];
+    for (list, remove) in steps {
+        let Ok(out) = docker_on(host).args(list).arg(&label).output() else {
+            continue;
+        };
+        let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        if !ids.is_empty() {
+            let _ = docker_on(host).args(remove).args(&ids).output();
         }
     }
 }
@@ -187,6 +204,36 @@ pub async fn hub_with_started_agents(
             .await;
         assert_eq!(status, 200, "{id}: {v}");
     }
+    (hub, guard)
+}
+
+/// A hub like [`hub_with_agents`] serving on `listener`, whose agents are on `engine` (removed
+/// from there when the guard drops).
+pub async fn hub_with_agents_on(
+    listener: tokio::net::TcpListener,
+    engine: &str,
+    agents_toml: &str,
+) -> (TestHub, EngineGuard) {
+    let hub_id = unique_hub_id();
+    let guard = EngineGuard {
+        hub_id: hub_id.clone(),
+        engine: engine.to_string(),
+    };
+    let parsed = HubConfig::parse(
+        &format!("hub_id = \"{hub_id}\"\n{agents_toml}"),
+        "test.toml",
+    )
+    .expect("test config parses");
+    let components = Components {
+        audit: true,
+        agent_sync: true,
+        ..Default::default()
+    };
+    let hub = TestHub::start_components_on(listener, components, |c| {
+        c.hub_id = parsed.hub_id.clone();
+        c.agents = parsed.agents.clone();
+    })
+    .await;
     (hub, guard)
 }
 

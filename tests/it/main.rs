@@ -68,3 +68,5 @@ mod term_read;
 mod usage;
 mod words;
 mod workspace;
+mod workspace_git;
+mod workspace_remote;

@@ -43,6 +43,19 @@ impl TestHub {
         components: Components,
         adjust: impl FnOnce(&mut HubConfig),
     ) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        Self::start_components_on(listener, components, adjust).await
+    }
+
+    /// [`Self::start_components`] on a listener bound before (its address is known to the
+    /// config: an agent's `hub_url`).
+    pub async fn start_components_on(
+        listener: tokio::net::TcpListener,
+        components: Components,
+        adjust: impl FnOnce(&mut HubConfig),
+    ) -> Self {
         // AGENT_HUB_TEST_LOG=debug shows the hub's own log in a failing test's output.
         if let Ok(filter) = std::env::var("AGENT_HUB_TEST_LOG") {
             let _ = tracing_subscriber::fmt()
@@ -59,9 +72,6 @@ impl TestHub {
             ..HubConfig::default()
         };
         adjust(&mut config);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("addr"));
         let opts = DaemonOptions {
             listener: Some(listener),

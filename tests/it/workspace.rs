@@ -14,7 +14,7 @@ use crate::require_docker;
 use crate::support::TestHub;
 
 /// Runs git in `dir`, panicking on failure; returns stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -59,7 +59,7 @@ pub(crate) fn user_repo() -> tempfile::TempDir {
     dir
 }
 
-async fn session_of(hub: &TestHub, agent: &str) -> String {
+pub(crate) async fn session_of(hub: &TestHub, agent: &str) -> String {
     let (status, v) = hub
         .post(&format!("/v1/agents/{agent}/start"), serde_json::json!({}))
         .await;
@@ -67,7 +67,14 @@ async fn session_of(hub: &TestHub, agent: &str) -> String {
     v["agent"]["session_id"].as_str().unwrap().to_string()
 }
 
-async fn run(hub: &TestHub, sid: &str, command: &str) -> String {
+/// Has agent `me` commit `<me>.txt` (in its terminal, in its workspace).
+pub(crate) async fn commit_a_file(hub: &TestHub, sid: &str, me: &str) {
+    let line =
+        format!("echo from {me} > {me}.txt && git add {me}.txt && git commit -qm 'Add {me}.txt'");
+    run(hub, sid, &line).await;
+}
+
+pub(crate) async fn run(hub: &TestHub, sid: &str, command: &str) -> String {
     let v = hub.talk(sid, command).await;
     assert_eq!(v["exit_code"], 0, "{command}: {v}");
     v["output"].as_str().unwrap().to_string()
@@ -82,7 +89,7 @@ fn agent_hub_cli(hub: &TestHub, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-fn names(list: &Value) -> Vec<(String, String)> {
+pub(crate) fn names(list: &Value) -> Vec<(String, String)> {
     list.as_array()
         .unwrap()
         .iter()
@@ -118,14 +125,7 @@ async fn two_agents_on_one_repository_commit_on_their_own_branches() {
     for (sid, me) in [(&s1, "w1"), (&s2, "w2")] {
         let status = run(&hub, sid, "cd /workspace && git status --short --branch").await;
         assert!(status.starts_with(&format!("## agent/{me}")), "{status}");
-        run(
-            &hub,
-            sid,
-            &format!(
-                "echo from {me} > {me}.txt && git add {me}.txt && git commit -qm 'Add {me}.txt'"
-            ),
-        )
-        .await;
+        commit_a_file(&hub, sid, me).await;
         let log = run(&hub, sid, "git --no-pager log --format=%s").await;
         assert_eq!(log, format!("Add {me}.txt\nStart\n"));
     }
@@ -326,6 +326,18 @@ fn workspaces_that_cannot_work_are_refused_at_load_with_their_place() {
     let e = load_error(&both);
     assert!(e.starts_with("hub.toml:8:"), "{e}");
     assert!(e.contains("already agent 'a''s workspace"), "{e}");
+
+    // An agent on a remote engine clones its workspace over the hub's API: it needs hub_url.
+    let remote = |extra: &str| {
+        let ws = agent("a", &format!("{{ repo = \"{r}\" }}"));
+        format!("{ws}docker_host = \"tcp://10.0.0.9:2375\"\n{extra}")
+    };
+    let e = load_error(&remote(""));
+    assert!(
+        e.starts_with("hub.toml:") && e.contains("set hub_url"),
+        "{e}"
+    );
+    assert!(load(&remote("hub_url = \"http://10.0.0.1:8100\"\n")).is_ok());
 
     // A base not written is the branch the repository has checked out.
     let config = load(&agent("a", &format!("{{ repo = \"{r}\" }}"))).unwrap();

@@ -562,6 +562,47 @@ pub(super) fn agent_changes() {}
 
 #[utoipa::path(
     get,
+    path = "/v1/agents/{id}/git/info/refs",
+    operation_id = "git_info_refs",
+    summary = "git smart HTTP: the refs of the agent's workspace in view (its branch and its base). The agent's own credential (fetch and push), or a person's token (fetch); another agent's is refused with WORKSPACE_NOT_YOURS (audited).",
+    params(("id" = String, Path, description = "Agent id"), ("service" = String, Query, description = "`git-upload-pack` or `git-receive-pack`")),
+    responses(
+        (status = 200, body = Vec<u8>, content_type = "application/x-git-upload-pack-advertisement"),
+        (status = "default", body = ErrorBody, description = "Failed")
+    )
+)]
+pub(super) fn git_info_refs() {}
+
+#[utoipa::path(
+    post,
+    path = "/v1/agents/{id}/git/git-upload-pack",
+    operation_id = "git_upload_pack",
+    summary = "git smart HTTP: a fetch or clone of the agent's workspace (its branch and base only).",
+    params(("id" = String, Path, description = "Agent id")),
+    request_body(content = Vec<u8>, content_type = "application/x-git-upload-pack-request"),
+    responses(
+        (status = 200, body = Vec<u8>, content_type = "application/x-git-upload-pack-result"),
+        (status = "default", body = ErrorBody, description = "Failed")
+    )
+)]
+pub(super) fn git_upload_pack() {}
+
+#[utoipa::path(
+    post,
+    path = "/v1/agents/{id}/git/git-receive-pack",
+    operation_id = "git_receive_pack",
+    summary = "git smart HTTP: a push to the agent's branch, with its own credential only. A push of another ref or a deletion is refused in git's report (`[remote rejected]`), a force push by git; each push and each refusal is audited (`git_push`).",
+    params(("id" = String, Path, description = "Agent id")),
+    request_body(content = Vec<u8>, content_type = "application/x-git-receive-pack-request"),
+    responses(
+        (status = 200, body = Vec<u8>, content_type = "application/x-git-receive-pack-result"),
+        (status = "default", body = ErrorBody, description = "Failed")
+    )
+)]
+pub(super) fn git_receive_pack() {}
+
+#[utoipa::path(
+    get,
     path = "/v1/agents/{id}/usage",
     operation_id = "agent_usage",
     summary = "What the agent's model calls used (tokens by kind and model) and cost, read from its CLI's own records, for a period (all time by default); `usage` is null, with a `reason`, when the hub cannot read its CLI's records.",

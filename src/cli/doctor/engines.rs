@@ -150,7 +150,7 @@ async fn image(docker: &Docker, def: &AgentDef) -> Finding {
 /// Whether the user the agent's image runs as can work in its workspace's repository (the
 /// image itself is checked by [`image`]).
 async fn workspace(docker: &Docker, def: &AgentDef) -> Option<Finding> {
-    let ws = def.workspace.as_ref()?;
+    let ws = def.workspace.as_ref().filter(|_| !def.clones_workspace())?;
     let repo = ws.repo.get_ref().clone();
     let check = format!("workspace {repo} (agent {})", def.id);
     const WHY: &str = "the agent writes its checkout and commits into the repository as the user its image runs as";

@@ -1,0 +1,108 @@
+//! Pushing each remote agent's workspace when a turn ends: its state going idle (from its own
+//! hook or its screen) is the turn's end, and what it committed then reaches its branch in the
+//! user's repository without waiting for a stop. A push runs at a time per agent; a failure is
+//! logged and the next turn's end tries again.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::Agents;
+use crate::agent_state::State;
+use crate::event_bus::EventSink;
+use crate::protocol::EventKind;
+
+/// Whether the event is the end of a turn of agent `agent`: its state became idle.
+pub fn turn_ended(kind: &EventKind) -> Option<&str> {
+    match kind {
+        EventKind::SessionStateChanged {
+            agent_id: Some(agent),
+            state: State::Idle,
+            previous,
+            ..
+        } if *previous != State::Idle => Some(agent),
+        _ => None,
+    }
+}
+
+/// Follows the event bus and pushes a remote agent's workspace at the end of each turn, until
+/// `closing`.
+pub fn start(
+    agents: Arc<Agents>,
+    events: &EventSink,
+    tracker: &TaskTracker,
+    closing: CancellationToken,
+) {
+    if !agents.defs().any(|d| d.clones_workspace()) {
+        return;
+    }
+    let mut events = events.subscribe();
+    let one_at_a_time: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> = Arc::default();
+    let pushes = tracker.clone();
+    tracker.spawn(async move {
+        loop {
+            let event = tokio::select! {
+                _ = closing.cancelled() => return,
+                e = events.recv() => e,
+            };
+            let event = match event {
+                Ok(event) => event,
+                Err(RecvError::Lagged(_)) => continue,
+                Err(RecvError::Closed) => return,
+            };
+            let Some(agent) = turn_ended(&event.kind) else {
+                continue;
+            };
+            if !agents.def(agent).is_ok_and(|d| d.clones_workspace()) {
+                continue;
+            }
+            let lock = one_at_a_time
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(agent.to_string())
+                .or_default()
+                .clone();
+            let (agents, agent) = (agents.clone(), agent.to_string());
+            pushes.spawn(async move {
+                let _one = lock.lock().await;
+                let _ = agents.push_workspace(&agent, "its turn ended").await;
+            });
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn changed(agent: Option<&str>, state: State, previous: State) -> EventKind {
+        EventKind::SessionStateChanged {
+            session_id: "s".into(),
+            agent_id: agent.map(String::from),
+            state,
+            previous,
+            since: chrono::Utc::now(),
+            rule: "r".into(),
+            until: None,
+        }
+    }
+
+    #[test]
+    fn a_turn_ends_when_an_agent_becomes_idle() {
+        use State::*;
+        let table = [
+            (changed(Some("w1"), Idle, Working), Some("w1")),
+            (changed(Some("w1"), Idle, Blocked), Some("w1")),
+            (changed(Some("w1"), Idle, Unknown), Some("w1")),
+            (changed(Some("w1"), Working, Idle), None),
+            (changed(Some("w1"), Blocked, Working), None),
+            (changed(None, Idle, Working), None),
+        ];
+        for (event, want) in table {
+            assert_eq!(turn_ended(&event), want, "{event:?}");
+        }
+    }
+}
