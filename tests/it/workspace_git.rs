@@ -135,16 +135,22 @@ async fn an_agent_fetches_and_pushes_its_own_branch_only() {
         git(repo.path(), &["log", "--format=%s", "agent/w1"]),
         "Add w1.txt\nStart\n"
     );
-    let pushed = git_audit(&hub).await;
-    assert!(
-        pushed.iter().any(|r| r["success"] == true
-            && r["agent_id"] == "w1"
-            && r["command"]
-                .as_str()
-                .unwrap_or("")
-                .contains("refs/heads/agent/w1")),
-        "{pushed:?}"
-    );
+    // (The audit writes its records a moment after the answer.)
+    let on_record = |pushed: &[Value]| {
+        pushed.iter().any(|r| {
+            r["success"] == true
+                && r["agent_id"] == "w1"
+                && r["command"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("refs/heads/agent/w1")
+        })
+    };
+    let seen = wait_until(Duration::from_secs(5), || async {
+        on_record(&git_audit(&hub).await)
+    })
+    .await;
+    assert!(seen, "{:?}", git_audit(&hub).await);
 
     // Another branch: refused before git sees it, in git's words, and on record.
     let out = git_as(&t1, &clone, &["push", "origin", "HEAD:main"]);
