@@ -220,6 +220,11 @@ impl Agents {
         let dir = absolute(&home, &dir.in_container);
         let settings = super::hooks::settings_file(install);
         let local = in_copy(&self.engine_copy(&def.id), &format!("{dir}/{settings}"));
+        if unread_mark(&local).exists() {
+            let why = format!("its {settings} is larger than {SMALL_FILE} bytes and was not read");
+            tracing::warn!(agent = %def.id, "its CLI's hooks not written: {why}; left alone");
+            return Ok(());
+        }
         let Ok(bytes) = std::fs::read(&local) else {
             return Ok(());
         };
@@ -468,6 +473,9 @@ fn write_copy(dir: &Path, files: &[Got], read: Read) -> std::io::Result<()> {
             continue;
         }
         if got.cut && read != Read::Names {
+            // Too large to read: marked, so nothing writes over it from a copy without it.
+            std::fs::create_dir_all(path.parent().unwrap_or(dir))?;
+            std::fs::write(unread_mark(&path), b"")?;
             continue;
         }
         if let Some(parent) = path.parent() {
@@ -476,6 +484,13 @@ fn write_copy(dir: &Path, files: &[Got], read: Read) -> std::io::Result<()> {
         std::fs::write(&path, &got.bytes)?;
     }
     Ok(())
+}
+
+/// The mark beside a file of the copy that was too large to read.
+fn unread_mark(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".agent-hub-unread");
+    PathBuf::from(name)
 }
 
 /// The uid and gid of `name` in a passwd file.
@@ -525,6 +540,32 @@ mod tests {
             in_copy(Path::new("/d/c"), "/home/a"),
             Path::new("/d/c/home/a")
         );
+    }
+
+    #[test]
+    fn a_file_too_large_to_read_is_marked_not_copied_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let got = |path: &str, cut: bool| Got {
+            path: path.into(),
+            bytes: if cut { Vec::new() } else { b"{}".to_vec() },
+            cut,
+            ..Got::default()
+        };
+        let files = [
+            got(".claude/settings.json", true),
+            got(".claude/.claude.json", false),
+        ];
+        write_copy(dir.path(), &files, Read::Contents(10)).unwrap();
+        let settings = dir.path().join(".claude/settings.json");
+        assert!(!settings.exists());
+        assert!(unread_mark(&settings).exists());
+        assert_eq!(
+            std::fs::read(dir.path().join(".claude/.claude.json")).unwrap(),
+            b"{}"
+        );
+        // Names only: every file is there, empty.
+        write_copy(dir.path(), &files, Read::Names).unwrap();
+        assert_eq!(std::fs::read(&settings).unwrap(), b"");
     }
 
     #[test]

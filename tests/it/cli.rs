@@ -376,9 +376,13 @@ async fn attach_ends_when_the_session_exits_and_restores_the_terminal() {
     let mut term = attach(&hub, &id, THEN_EXIT_AND_STTY);
     assert!(attached(&hub, &id).await);
     term.type_bytes(b"exit 4\r");
+    // Until `stty -a` has printed its modes line (`icanon` or `-icanon`), not just its first
+    // line: under load the rest came after the first look.
     assert!(
         wait_until(Duration::from_secs(10), || async {
-            term.raw_text().contains("speed")
+            let raw = term.raw_text();
+            raw.find("ATTACH_EXIT")
+                .is_some_and(|at| raw[at..].contains("speed") && raw[at..].contains("icanon"))
         })
         .await,
         "{}",

@@ -97,6 +97,13 @@ async fn a_default_hub_refuses_every_route_and_websocket_without_a_credential() 
                     (401, Some("UNAUTHORIZED")),
                     "{method} {path} without a credential: {v}"
                 );
+            } else if path.ends_with("/git/git-receive-pack") {
+                // Only the agent's own credential pushes to its branch, the owner's neither.
+                assert_eq!(
+                    (status, v["error_code"].as_str()),
+                    (403, Some("WORKSPACE_PUSH_REFUSED")),
+                    "{method} {path} with the owner's token: {v}"
+                );
             } else {
                 assert!(
                     status != 401 && status != 403,

@@ -565,7 +565,7 @@ pub(super) fn agent_changes() {}
     path = "/v1/agents/{id}/git/info/refs",
     operation_id = "git_info_refs",
     summary = "git smart HTTP: the refs of the agent's workspace in view (its branch and its base). The agent's own credential (fetch and push), or a person's token (fetch); another agent's is refused with WORKSPACE_NOT_YOURS (audited).",
-    params(("id" = String, Path, description = "Agent id"), ("service" = String, Query, description = "`git-upload-pack` or `git-receive-pack`")),
+    params(("id" = String, Path, description = "Agent id"), ("service" = GitService, Query, description = "Which of git's services")),
     responses(
         (status = 200, body = Vec<u8>, content_type = "application/x-git-upload-pack-advertisement"),
         (status = "default", body = ErrorBody, description = "Failed")
@@ -956,3 +956,13 @@ pub(super) fn traffic_stream() {}
     responses((status = 200, body = EnginesReply), (status = "default", body = ErrorBody, description = "Failed"))
 )]
 pub(super) fn engines() {}
+
+/// git's smart HTTP services (`?service=` of `info/refs`).
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[allow(dead_code)]
+pub(super) enum GitService {
+    #[serde(rename = "git-upload-pack")]
+    UploadPack,
+    #[serde(rename = "git-receive-pack")]
+    ReceivePack,
+}
