@@ -39,6 +39,7 @@ mod access;
 mod changes;
 mod git;
 pub mod http_backend;
+mod merge_tree;
 mod open;
 mod owner;
 pub mod push_rule;
@@ -53,6 +54,7 @@ use std::path::{Path, PathBuf};
 
 pub use access::{agent_access, Access, AgentUser};
 pub use changes::{changes, committed_changes, dirty_files, uncommitted_from};
+pub use merge_tree::{merge_tree, Merged};
 pub use remote::{branch_tip, ensure_branch, is_ancestor, served_repo, ServedRepo};
 pub use repo::{check, current_branch, valid_branch_name};
 pub use worktree::{ensure, remove};

@@ -922,3 +922,36 @@ fn a_named_user_is_told_how_to_find_its_ids() {
         "{text}"
     );
 }
+
+/// `merge_tree` says whether a branch merges cleanly and names the conflicting files, and
+/// touches no ref, index or work tree.
+#[test]
+fn merge_tree_names_conflicts_without_touching_anything() {
+    let f = fixture();
+    git(&f.repo, &["switch", "-q", "-c", "clean"]);
+    write(&f.repo.join("NEW"), "new\n");
+    commit_all(&f.repo, "adds NEW");
+    git(&f.repo, &["switch", "-q", "-c", "clash", "main"]);
+    write(&f.repo.join("README"), "one\nTWO from clash\n");
+    commit_all(&f.repo, "README on clash");
+    git(&f.repo, &["switch", "-q", "main"]);
+    write(&f.repo.join("README"), "one\nTWO from main\n");
+    commit_all(&f.repo, "README on main");
+    let before = git(&f.repo, &["show-ref"]);
+    let status = git(&f.repo, &["status", "--porcelain"]);
+
+    let clean = merge_tree(&f.repo, "main", "clean").unwrap();
+    assert!(clean.is_clean(), "{clean:?}");
+    let files = git(&f.repo, &["ls-tree", "--name-only", &clean.tree]);
+    assert_eq!(files, "LICENSE\nNEW\nREADME");
+
+    let clash = merge_tree(&f.repo, "main", "clash").unwrap();
+    assert_eq!(clash.conflicts, vec!["README".to_string()]);
+    let merged = git(&f.repo, &["show", &format!("{}:README", clash.tree)]);
+    assert!(merged.contains("<<<<<<<") && merged.contains("TWO from clash"), "{merged}");
+
+    assert_eq!(git(&f.repo, &["show-ref"]), before);
+    assert_eq!(git(&f.repo, &["status", "--porcelain"]), status);
+    let bad = merge_tree(&f.repo, "main", "no-such-branch").unwrap_err();
+    assert_eq!(bad.code(), "GIT_FAILED");
+}
