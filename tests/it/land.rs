@@ -450,6 +450,16 @@ async fn a_leader_with_may_merge_lands_its_teams_work_through_mcp_and_not_anothe
     .await;
     assert_eq!(v["ok"], true, "{v}");
     assert_eq!(rig.main_log(), ["w1: one.txt", "Start"]);
+    // update and push reach their handlers for it too (the repository has no remote).
+    let v = k_agents(
+        &rig.hub,
+        &lead,
+        json!({"action": "update", "agent_id": "w1"}),
+    )
+    .await;
+    assert_eq!(v["ok"], true, "{v}");
+    let v = k_agents(&rig.hub, &lead, json!({"action": "push", "agent_id": "w1"})).await;
+    assert_eq!(v["error_code"], "NO_SUCH_REMOTE", "{v}");
 
     // Another team's worker is out of its sight.
     let refs = rig.refs();

@@ -368,3 +368,32 @@ fn push_puts_the_branch_on_the_remote_and_names_unknown_remotes() {
     );
     assert_eq!(push(&a.branch(), "gone").unwrap_err().code(), "PUSH_FAILED");
 }
+
+#[test]
+fn a_root_hub_lands_as_the_repository_owner_and_leaves_nothing_of_roots() {
+    let fx = fixture();
+    if fs::metadata(&fx.repo).unwrap().uid() != 0 {
+        eprintln!("skipped: not running as root");
+        return;
+    }
+    let a = agent(&fx, "a");
+    checkout_with_a_commit(&a);
+    main_commit(&fx, "MAIN", "m\n");
+    // The user's repository and checkout, as theirs; the directory above them open to them.
+    let top = fx.repo.parent().unwrap();
+    fs::set_permissions(top, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    for dir in [&fx.repo, &a.path] {
+        let status = Command::new("chown")
+            .args(["-R", "4242:4343"])
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    land(&a.branch(), LandMode::Squash, None).unwrap();
+    continue_from_base(&a.branch()).unwrap();
+    assert!(a.path.join("MAIN").exists());
+    for dir in [&fx.repo, &a.path] {
+        assert!(owned_by(dir, 0).is_empty(), "{:?}", owned_by(dir, 0));
+    }
+}
