@@ -6,7 +6,9 @@
 //! a bare repository as `origin`, and a leader with `may_merge` lands its team's work through
 //! MCP and is refused another team's. The agents are defined, never started: each checkout is
 //! made as a start makes it (a worktree on `agent/<id>` in the hub's data dir), and the fake
-//! agent runs in a host session the agent owns, where a prompt to the agent goes.
+//! agent runs in a host session the agent owns, where a prompt to the agent goes. One test runs
+//! a real container agent: its commit lands, and after `continue_from_base` it goes on working
+//! as its own user in the checkout the hub moved.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -477,4 +479,73 @@ async fn a_leader_with_may_merge_lands_its_teams_work_through_mcp_and_not_anothe
     let v = k_agents(&rig.hub, &lb, json!({"action": "push", "agent_id": "wb"})).await;
     assert_eq!(v["error_code"], "FORBIDDEN", "{v}");
     assert_eq!(rig.refs(), refs);
+}
+
+/// Gives the repository to the agents' user again after the host's git wrote in it as root
+/// (as a user's own repository is theirs).
+fn give_to_agent_user(dir: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    // Only where `user_repo` gave it to them (a root test run).
+    if std::fs::metadata(dir).unwrap().uid() != 1000 {
+        return;
+    }
+    let ok = Command::new("chown")
+        .args(["-R", "1000:1000"])
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_agents_work_lands_and_it_goes_on_from_the_new_base() {
+    crate::require_docker!();
+    let repo = crate::workspace::user_repo();
+    let ws = format!(
+        "workspace = {{ repo = \"{}\", base = \"main\" }}",
+        repo.path().display()
+    );
+    let (hub, _guard) =
+        crate::docker_support::hub_with_agents(&crate::docker_support::agent_toml("w1", &ws)).await;
+    let sid = crate::workspace::session_of(&hub, "w1").await;
+    crate::workspace::run(&hub, &sid, "cd /workspace").await;
+    crate::workspace::commit_a_file(&hub, &sid, "w1").await;
+    // The user moves main meanwhile, in their own work tree.
+    std::fs::write(repo.path().join("USER.md"), "from the user\n").unwrap();
+    git(repo.path(), &["add", "USER.md"]);
+    git(repo.path(), &["commit", "-qm", "User's change"]);
+    give_to_agent_user(repo.path());
+
+    let (status, v) = hub
+        .post(
+            "/v1/agents/w1/merge",
+            json!({"continue_from_base": true, "force": true}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["worktree"], "updated", "{v}");
+    let log = git(repo.path(), &["log", "--format=%s", "-1", "main"]);
+    assert_eq!(log, "Merge branch 'agent/w1'\n");
+    assert!(
+        repo.path().join("w1.txt").exists(),
+        "the user's work tree has the agent's file"
+    );
+
+    // The agent's checkout is at the new base, and the agent goes on working in it as its
+    // own user: the files and the index the hub wrote are its.
+    let seen = crate::workspace::run(
+        &hub,
+        &sid,
+        "cat USER.md && git --no-pager log --format=%s -1",
+    )
+    .await;
+    assert_eq!(seen, "from the user\nMerge branch 'agent/w1'\n");
+    crate::workspace::run(
+        &hub,
+        &sid,
+        "echo more >> USER.md && git commit -qam 'w1 goes on' && git status --short",
+    )
+    .await;
+    let log = git(repo.path(), &["log", "--format=%s", "-1", "agent/w1"]);
+    assert_eq!(log, "w1 goes on\n");
 }
