@@ -240,6 +240,17 @@ impl AgentDef {
                 ),
             );
         }
+        if self.may_merge && !self.is_leader() {
+            return err(
+                "may_merge",
+                None,
+                format!(
+                    "agent '{}' has may_merge = true but is no leader: only a leader \
+                     (owner_role = \"leader\") may land its team's work",
+                    self.id
+                ),
+            );
+        }
         if self.image.get_ref().trim().is_empty() {
             return err(
                 "image",
@@ -464,6 +475,7 @@ mod tests {
             ("mounts = [\"/only\"]", "mounts"),
             ("cols = 0", "cols"),
             ("ready_timeout = 0", "ready_timeout"),
+            ("may_merge = true", "may_merge"),
         ] {
             assert_eq!(
                 def(extra).unwrap().validate().unwrap_err().field,
@@ -471,6 +483,8 @@ mod tests {
                 "{extra}"
             );
         }
+        let leader = def("owner_role = \"leader\"\nmay_merge = true").unwrap();
+        assert!(leader.validate().is_ok() && leader.may_merge);
         let bad_id = toml::from_str::<AgentDef>("id = \"Bad Id\"\nimage = \"x\"").unwrap();
         assert_eq!(bad_id.validate().unwrap_err().field, "id");
         assert!(def("colour = 1").is_err(), "unknown fields are rejected");

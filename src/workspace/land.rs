@@ -79,7 +79,8 @@ pub struct Landed {
     pub worktree: Option<PathBuf>,
 }
 
-/// One repository operation: git in its top level, as its owner when the hub is root.
+/// One repository operation: git in its top level, as its owner when the hub is root (and the
+/// owner can reach it).
 pub(super) struct Op {
     pub dir: PathBuf,
     ids: Option<(u32, u32)>,
@@ -89,7 +90,7 @@ impl Op {
     pub(super) fn open(repo: &Path) -> Result<Self, WorkspaceError> {
         let repo = locate(repo)?;
         Ok(Op {
-            ids: owner::run_as(&repo)?,
+            ids: owner::run_as_reaching(&repo)?,
             dir: repo.toplevel,
         })
     }
@@ -208,7 +209,13 @@ impl Tips {
             .args(["rev-parse", "--verify", "--symbolic-full-name", b.base])
             .output()?;
         let base_ref = String::from_utf8_lossy(&full.stdout).trim().to_string();
-        if !full.success || !base_ref.starts_with("refs/heads/") {
+        if !full.success {
+            return Err(WorkspaceError::NoSuchBase {
+                repo: op.dir.clone(),
+                base: b.base.to_string(),
+            });
+        }
+        if !base_ref.starts_with("refs/heads/") {
             return Err(WorkspaceError::BaseNotABranch {
                 base: b.base.to_string(),
             });

@@ -164,7 +164,9 @@ def agents_toml(directory, image, shell):
     git(repo, "add", "README.md")
     git(repo, "-c", "user.name=Fixture", "-c", "user.email=fixture@example.com",
         "commit", "-qm", "Start")
-    # A bare repository as its `origin`, for `push_agent_branch`.
+    # A bare repository as its `origin`, for `push_agent_branch`: the hub's own, as the hub
+    # pushes (the repository is in a directory only root enters, so the hub runs git as
+    # itself there; git refuses to push into another user's repository on a local path).
     origin = os.path.join(directory, "origin.git")
     git(directory, "init", "-q", "--bare", origin)
     git(repo, "remote", "add", "origin", origin)
@@ -172,7 +174,7 @@ def agents_toml(directory, image, shell):
     # (the hub refuses a repository they cannot): a user's own repository, as on a machine
     # where the user is uid 1000.
     if os.getuid() == 0:
-        subprocess.run(["chown", "-R", "1000:1000", repo, origin], check=True)
+        subprocess.run(["chown", "-R", "1000:1000", repo], check=True)
     command = ["sh", SHELL_IN_CONTAINER]
     text = []
     for agent, what in AGENTS.items():

@@ -397,3 +397,26 @@ fn a_root_hub_lands_as_the_repository_owner_and_leaves_nothing_of_roots() {
         assert!(owned_by(dir, 0).is_empty(), "{:?}", owned_by(dir, 0));
     }
 }
+
+#[test]
+fn a_root_hub_lands_as_itself_where_the_owner_cannot_reach_the_repository() {
+    let fx = fixture();
+    if fs::metadata(&fx.repo).unwrap().uid() != 0 {
+        eprintln!("skipped: not running as root");
+        return;
+    }
+    let a = agent(&fx, "a");
+    let tip = checkout_with_a_commit(&a);
+    // Given to a user, inside a directory only root may enter.
+    let top = fx.repo.parent().unwrap();
+    fs::set_permissions(top, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let status = Command::new("chown")
+        .args(["-R", "4242:4343"])
+        .arg(&fx.repo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let landed = land(&a.branch(), LandMode::FfOnly, None).unwrap();
+    assert_eq!(landed.after, tip);
+    assert!(fx.repo.join("feature.txt").exists());
+}
