@@ -369,20 +369,24 @@ fn push_puts_the_branch_on_the_remote_and_names_unknown_remotes() {
     assert_eq!(push(&a.branch(), "gone").unwrap_err().code(), "PUSH_FAILED");
 }
 
-#[test]
-fn a_root_hub_lands_as_the_repository_owner_and_leaves_nothing_of_roots() {
+/// As root: the fixture with agent `a`'s commit and one on main, the directory above them
+/// opened to others with `top_mode`, and `dirs` given to uid 4242 (no such user here);
+/// `None` (the test skips) when not root.
+fn given_to_a_user(
+    top_mode: u32,
+    whose: impl Fn(&Fixture, &Agent) -> Vec<PathBuf>,
+) -> Option<(Fixture, Agent)> {
     let fx = fixture();
     if fs::metadata(&fx.repo).unwrap().uid() != 0 {
         eprintln!("skipped: not running as root");
-        return;
+        return None;
     }
     let a = agent(&fx, "a");
     checkout_with_a_commit(&a);
     main_commit(&fx, "MAIN", "m\n");
-    // The user's repository and checkout, as theirs; the directory above them open to them.
     let top = fx.repo.parent().unwrap();
-    fs::set_permissions(top, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    for dir in [&fx.repo, &a.path] {
+    fs::set_permissions(top, std::os::unix::fs::PermissionsExt::from_mode(top_mode)).unwrap();
+    for dir in whose(&fx, &a) {
         let status = Command::new("chown")
             .args(["-R", "4242:4343"])
             .arg(dir)
@@ -390,6 +394,16 @@ fn a_root_hub_lands_as_the_repository_owner_and_leaves_nothing_of_roots() {
             .unwrap();
         assert!(status.success());
     }
+    Some((fx, a))
+}
+
+#[test]
+fn a_root_hub_lands_as_the_repository_owner_and_leaves_nothing_of_roots() {
+    // The user's repository and checkout, as theirs; the directory above them open to them.
+    let Some((fx, a)) = given_to_a_user(0o755, |fx, a| vec![fx.repo.clone(), a.path.clone()])
+    else {
+        return;
+    };
     land(&a.branch(), LandMode::Squash, None).unwrap();
     continue_from_base(&a.branch()).unwrap();
     assert!(a.path.join("MAIN").exists());
@@ -400,23 +414,10 @@ fn a_root_hub_lands_as_the_repository_owner_and_leaves_nothing_of_roots() {
 
 #[test]
 fn a_root_hub_lands_as_itself_where_the_owner_cannot_reach_the_repository() {
-    let fx = fixture();
-    if fs::metadata(&fx.repo).unwrap().uid() != 0 {
-        eprintln!("skipped: not running as root");
-        return;
-    }
-    let a = agent(&fx, "a");
-    let tip = checkout_with_a_commit(&a);
     // Given to a user, inside a directory only root may enter.
-    let top = fx.repo.parent().unwrap();
-    fs::set_permissions(top, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
-    let status = Command::new("chown")
-        .args(["-R", "4242:4343"])
-        .arg(&fx.repo)
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let landed = land(&a.branch(), LandMode::FfOnly, None).unwrap();
-    assert_eq!(landed.after, tip);
+    let Some((fx, a)) = given_to_a_user(0o700, |fx, _| vec![fx.repo.clone()]) else {
+        return;
+    };
+    land(&a.branch(), LandMode::Merge, None).unwrap();
     assert!(fx.repo.join("feature.txt").exists());
 }
