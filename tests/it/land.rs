@@ -258,6 +258,15 @@ async fn a_dirty_base_and_a_conflict_change_nothing_and_the_conflict_reaches_the
     let rig = Rig::new().await;
     rig.agent_commits("w1", "README.md", "the app\nline two from w1\n");
 
+    // continue_from_base with uncommitted work in the agent's checkout: refused first.
+    std::fs::write(rig.checkout("w1").join("draft.txt"), "wip\n").unwrap();
+    let refs = rig.refs();
+    let (status, v) = rig.merge("w1", json!({"continue_from_base": true})).await;
+    refused(status, &v, 409, "WORKSPACE_DIRTY");
+    assert_eq!(v["files"], json!(["draft.txt"]), "{v}");
+    assert_eq!(rig.refs(), refs);
+    std::fs::remove_file(rig.checkout("w1").join("draft.txt")).unwrap();
+
     // The user's work tree on main has uncommitted changes: BASE_DIRTY naming them.
     std::fs::write(rig.repo.path().join("scratch.txt"), "mine\n").unwrap();
     let refs = rig.refs();
@@ -548,4 +557,38 @@ async fn a_container_agents_work_lands_and_it_goes_on_from_the_new_base() {
     .await;
     let log = git(repo.path(), &["log", "--format=%s", "-1", "agent/w1"]);
     assert_eq!(log, "w1 goes on\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_on_another_engine_lands_what_it_pushed_and_nothing_moves_its_branch() {
+    let repo = repo();
+    // Its branch, as it pushed it: a commit on agent/r1 in the user's repository.
+    git(repo.path(), &["switch", "-q", "-c", "agent/r1"]);
+    std::fs::write(repo.path().join("pushed.txt"), "p\n").unwrap();
+    git(repo.path(), &["add", "pushed.txt"]);
+    git(repo.path(), &["commit", "-qm", "r1: pushed.txt"]);
+    git(repo.path(), &["switch", "-q", "main"]);
+    let agents = format!(
+        "[[agents]]\nid = \"r1\"\nimage = \"img\"\ndocker_host = \"tcp://127.0.0.1:9\"\n\
+         hub_url = \"http://127.0.0.1:9\"\nworkspace = {{ repo = \"{}\", base = \"main\" }}\n",
+        repo.path().display()
+    );
+    let parsed = agent_hub::config::HubConfig::parse(&agents, "test.toml").expect("parses");
+    let hub = TestHub::start_with(|c| c.agents = parsed.agents.clone()).await;
+    let tip = git(repo.path(), &["rev-parse", "agent/r1"]);
+
+    for (path, body) in [
+        ("merge", json!({"continue_from_base": true})),
+        ("update", json!({})),
+    ] {
+        let (status, v) = hub.post(&format!("/v1/agents/r1/{path}"), body).await;
+        refused(status, &v, 409, "WORKSPACE_REMOTE");
+    }
+    assert_eq!(git(repo.path(), &["rev-parse", "agent/r1"]), tip);
+    let (status, v) = hub.post("/v1/agents/r1/merge", json!({})).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        git(repo.path(), &["log", "--format=%s", "-1", "main"]),
+        "r1: pushed.txt\n"
+    );
 }
