@@ -383,6 +383,19 @@ async fn update_brings_main_in_and_a_rebase_conflict_leaves_the_branch_as_it_was
         readme
     );
     assert_eq!(git(&rig.checkout("w1"), &["status", "--porcelain"]), "");
+
+    // A merge update's conflict, sent to the agent.
+    let sid = rig.fake_agent_of("w1").await;
+    let (status, v) = rig
+        .hub
+        .post("/v1/agents/w1/update", json!({"to_agent": true}))
+        .await;
+    refused(status, &v, 409, "MERGE_CONFLICT");
+    assert_eq!(v["delivered"], "submitted", "{v}");
+    rig.hub
+        .wait_output(&sid, "echo: Your branch agent/w1 conflicts with main", T)
+        .await;
+    assert_eq!(git(rig.repo.path(), &["rev-parse", "agent/w1"]), tip);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
