@@ -37,8 +37,11 @@ pub fn merge_tree(dir: &Path, ours: &str, theirs: &str) -> Result<Merged, Worksp
     ]);
     let args = git.shown_args();
     let out = git.output()?;
+    // 1 is a merge with conflicts, and also what it answers for a name that is no commit
+    // (with nothing on standard output).
+    let merged = parse(&out.stdout);
     match out.code {
-        Some(0) | Some(1) => Ok(parse(&out.stdout)),
+        Some(0 | 1) if !merged.tree.is_empty() => Ok(merged),
         _ => Err(WorkspaceError::Git {
             args,
             stderr: out.stderr,
