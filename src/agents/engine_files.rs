@@ -44,9 +44,8 @@ pub(super) struct StartFiles<'a> {
     /// The hub's executable in the container, from its engine's volume (linked at
     /// `/usr/local/bin/agent-hub`).
     pub executable: Option<&'a str>,
-    /// Whether the entrypoint waits for the workspace's `setup` ([`home::SETUP_PENDING`];
-    /// `None`: left as it is).
-    pub setup_pending: Option<bool>,
+    /// Whether the entrypoint waits for the workspace's `setup` ([`home::SETUP_PENDING`]).
+    pub setup_pending: bool,
 }
 
 impl Agents {
@@ -418,9 +417,8 @@ fn agent_dir_entries(files: &StartFiles) -> Vec<Entry> {
         entries.push(Entry::file("start-args", lines(&plan.args)));
         entries.push(Entry::file("start-args-when", lines(when)));
     }
-    if let Some(pending) = files.setup_pending {
-        let text = if pending { "setup\n" } else { "" };
-        entries.push(Entry::file(home::SETUP_PENDING, text));
+    if files.setup_pending {
+        entries.push(Entry::file(home::SETUP_PENDING, "setup\n"));
     }
     entries
 }
@@ -595,7 +593,7 @@ mod tests {
             args: Some(&plan),
             user: "agent",
             executable: None,
-            setup_pending: None,
+            setup_pending: false,
         };
         let got: Vec<(String, Vec<u8>)> = agent_dir_entries(&files)
             .into_iter()
@@ -618,7 +616,7 @@ mod tests {
         let fresh = resume::Plan::fresh("x");
         let files = StartFiles {
             args: Some(&fresh),
-            setup_pending: Some(true),
+            setup_pending: true,
             ..Default::default()
         };
         let names: Vec<(String, usize)> = agent_dir_entries(&files)

@@ -476,7 +476,7 @@ impl Agents {
                 args: (!running && via == prepare::ArgsVia::File).then_some(&plan),
                 user: &image_info.user,
                 executable: executable.as_deref(),
-                setup_pending: (!running).then(|| !def.workspace_setup().is_empty()),
+                setup_pending: !running && !def.workspace_setup().is_empty(),
             };
             self.put_start_files(&def, &container_id, files).await?;
         }

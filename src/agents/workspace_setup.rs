@@ -12,7 +12,8 @@
 //! - **Through the engine**: each command is `docker exec`, so a remote engine works the same.
 //! - **Its output**: the hub's log (`agent=<id>`), `<data_dir>/agents/<id>/setup.log` (the
 //!   last run), and on a failure the start's error, `WORKSPACE_SETUP_FAILED` with the command
-//!   and its last [`TAIL_LINES`] lines; the container is stopped as after any failed start.
+//!   and its last [`TAIL_LINES`] lines; the container is stopped as after any failed start
+//!   (and its wait file emptied: archives can be put into a stopped container).
 
 use std::time::Duration;
 
@@ -121,7 +122,10 @@ impl Agents {
                 tracing::warn!(agent = %def.id, "cannot write {}: {e}", log_file.display());
             }
             if let Err(e) = ran {
+                // Stopped first, so the program never starts; then the wait file emptied,
+                // so a start after `setup` is taken out of the definition does not wait.
                 let _ = self.handles.containers.stop(at, def.stop_grace).await;
+                let _ = self.release_after_setup(def, at).await;
                 return Err(e);
             }
             std::fs::write(&mark, record(&commands)).map_err(|e| HubError::Internal {

@@ -141,7 +141,56 @@ async fn a_failing_setup_fails_the_start_with_its_last_lines_and_runs_again_at_t
         );
         let (_, info) = hub.get("/v1/agents/bad").await;
         assert_eq!(info["agent"]["status"], "failed", "{info}");
+        let pending = hub.data_dir().join("agents/bad/setup-pending");
+        assert_eq!(
+            std::fs::read_to_string(pending).unwrap(),
+            "",
+            "the entrypoint's wait is over once the container is stopped"
+        );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_remote_engine_the_setup_runs_in_the_clone_once_before_the_program() {
+    require_docker!();
+    let Some(rig) = crate::docker_support::remote_engine() else {
+        return;
+    };
+    let dir = project();
+    let repo = dir.path().join("app");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hub_url = format!("http://{}", listener.local_addr().unwrap());
+    let setup = r#"echo "$(id -u) $(date +%s%N)" >> .setup-runs; sleep 1"#;
+    let toml = agent("r1", &repo, &format!("setup = ['{setup}']")).replace(
+        "network = \"none\"",
+        &format!(
+            "network = \"host\"\ndocker_host = \"{}\"\nhub_url = \"{hub_url}\"",
+            rig.endpoint
+        ),
+    );
+    let (hub, _guard) =
+        crate::docker_support::hub_with_agents_on(listener, &rig.endpoint, &toml).await;
+    // The clone is on the engine: read through the agent's terminal.
+    let read = |sid: String, file: &'static str| {
+        let hub = &hub;
+        async move { crate::workspace::run(hub, &sid, &format!("cat /workspace/{file}")).await }
+    };
+    let sid = crate::workspace::session_of(&hub, "r1").await;
+    let runs = read(sid.clone(), ".setup-runs").await;
+    let (uid, setup_at) = runs.trim().split_once(' ').unwrap();
+    assert_eq!(uid, "1000", "{runs}");
+    let program_at = read(sid, ".program-started").await;
+    let ns = |s: &str| s.trim().parse::<u128>().unwrap();
+    assert!(
+        ns(setup_at) + 1_000_000_000 <= ns(&program_at),
+        "the program started after the setup ended: {setup_at} {program_at}"
+    );
+
+    let (status, v) = hub.post("/v1/agents/r1/stop", serde_json::json!({})).await;
+    assert_eq!(status, 200, "{v}");
+    let sid = crate::workspace::session_of(&hub, "r1").await;
+    assert_eq!(read(sid.clone(), ".setup-runs").await.lines().count(), 1);
+    assert!(ns(&read(sid, ".program-started").await) > ns(&program_at));
 }
 
 fn load_error(toml: &str) -> String {
