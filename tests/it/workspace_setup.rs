@@ -69,14 +69,31 @@ async fn a_new_checkout_has_its_files_and_submodules_and_its_setup_ran_once_befo
     let dir = project();
     let repo = dir.path().join("app");
     // The setup sees the files and the submodule, records its user and when it ran, and takes
-    // a moment: a program started before it ended would have written its time first.
+    // a moment: a program started before it ended would have written its time first. s1's
+    // program is started by the image's entrypoint, s2's by the hub.
     let setup = r#"echo "$(id -u) $(date +%s%N)" >> .setup-runs; test -f .env && test -f secret.key && test -f lib/lib.txt && echo setup saw the checkout; sleep 1"#;
     let ws = format!("include = [\".env\", \"config/local.*\"], setup = ['{setup}']");
-    let (hub, _guard) = hub_with_agents(&agent("s1", &repo, &ws)).await;
-    let (status, v) = hub.post("/v1/agents/s1/start", serde_json::json!({})).await;
+    let agents = format!(
+        "{}{}",
+        agent("s1", &repo, &ws),
+        agent("s2", &repo, &ws)
+            .replace("stop_grace = 2\n", "stop_grace = 2\nstart_tmux = \"hub\"\n")
+    );
+    let (hub, _guard) = hub_with_agents(&agents).await;
+    for id in ["s1", "s2"] {
+        set_up_once_before_the_program(&hub, id).await;
+    }
+}
+
+/// Starts `id` twice: its checkout has the files and the submodule, its setup ran at the first
+/// start only, as uid 1000, before its program.
+async fn set_up_once_before_the_program(hub: &crate::support::TestHub, id: &str) {
+    let (status, v) = hub
+        .post(&format!("/v1/agents/{id}/start"), serde_json::json!({}))
+        .await;
     assert_eq!(status, 200, "{v}");
 
-    let checkout = hub.data_dir().join("agents/s1/workspace");
+    let checkout = hub.data_dir().join(format!("agents/{id}/workspace"));
     let read = |name: &str| std::fs::read_to_string(checkout.join(name)).unwrap_or_default();
     assert_eq!(read(".env"), "TOKEN=1\n");
     assert_eq!(read("config/local.toml"), "debug = true\n");
@@ -84,27 +101,32 @@ async fn a_new_checkout_has_its_files_and_submodules_and_its_setup_ran_once_befo
     assert_eq!(read("lib/lib.txt"), "the library\n", "the submodule");
 
     let runs = lines(&checkout.join(".setup-runs"));
-    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs.len(), 1, "{id}: {runs:?}");
     let (uid, setup_at) = runs[0].split_once(' ').unwrap();
     assert_eq!(uid, "1000", "as the image's user");
     let program_at = read(".program-started");
     let ns = |s: &str| s.trim().parse::<u128>().unwrap();
     assert!(
         ns(setup_at) + 1_000_000_000 <= ns(&program_at),
-        "the program started after the setup ended: {setup_at} {program_at}"
+        "{id}: the program started after the setup ended: {setup_at} {program_at}"
     );
-    let log = std::fs::read_to_string(hub.data_dir().join("agents/s1/setup.log")).unwrap();
+    let log = hub.data_dir().join(format!("agents/{id}/setup.log"));
+    let log = std::fs::read_to_string(log).unwrap();
     assert!(log.contains("setup saw the checkout"), "{log}");
 
     // The next start does not run it again.
-    let (status, v) = hub.post("/v1/agents/s1/stop", serde_json::json!({})).await;
+    let (status, v) = hub
+        .post(&format!("/v1/agents/{id}/stop"), serde_json::json!({}))
+        .await;
     assert_eq!(status, 200, "{v}");
-    let (status, v) = hub.post("/v1/agents/s1/start", serde_json::json!({})).await;
+    let (status, v) = hub
+        .post(&format!("/v1/agents/{id}/start"), serde_json::json!({}))
+        .await;
     assert_eq!(status, 200, "{v}");
     assert_eq!(lines(&checkout.join(".setup-runs")).len(), 1);
     assert!(
         ns(&read(".program-started")) > ns(&program_at),
-        "the program ran again"
+        "{id}: the program ran again"
     );
 }
 
