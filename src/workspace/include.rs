@@ -81,7 +81,12 @@ fn copy_one(from: &Path, to: &Path) -> Result<bool, WorkspaceError> {
     }
     let meta = std::fs::symlink_metadata(from).map_err(io("could not inspect", from))?;
     if let Some(parent) = to.parent() {
-        std::fs::create_dir_all(parent).map_err(io("could not create", parent))?;
+        match std::fs::create_dir_all(parent) {
+            // A file of the checkout where the user has a directory (`config` tracked as a
+            // file on the branch): the checkout's stays.
+            Err(e) if parent_is_taken(&e) => return Ok(false),
+            other => other.map_err(io("could not create", parent))?,
+        }
     }
     if meta.file_type().is_symlink() {
         let target = std::fs::read_link(from).map_err(io("could not read", from))?;
@@ -93,4 +98,12 @@ fn copy_one(from: &Path, to: &Path) -> Result<bool, WorkspaceError> {
         return Ok(false);
     }
     Ok(true)
+}
+
+/// Whether a directory could not be made because a file of that name is on its way.
+fn parent_is_taken(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::NotADirectory | std::io::ErrorKind::AlreadyExists
+    )
 }

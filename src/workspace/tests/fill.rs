@@ -27,11 +27,18 @@ fn a_new_checkout_gets_the_untracked_files_its_patterns_name_and_keeps_its_own()
     );
     // Tracked on the agent's branch (made below): the user's untracked copy must not win.
     write(&r.join("keep/local.conf"), "from the branch\n");
+    write(&r.join("env"), "a file on the branch\n");
     commit_all(r, "ignore local files");
     git(r, &["branch", "agent/inc"]);
     git(r, &["rm", "-q", "--cached", "keep/local.conf"]);
-    git(r, &["commit", "-q", "-m", "untrack keep/local.conf"]);
+    git(r, &["rm", "-q", "env"]);
+    git(
+        r,
+        &["commit", "-q", "-m", "untrack keep/local.conf, remove env"],
+    );
     write(&r.join("keep/local.conf"), "the user's\n");
+    // A directory where the branch has a file.
+    write(&r.join("env/.env"), "IN_A_DIRECTORY=1\n");
     write(&r.join(".env"), "TOKEN=1\n");
     fs::set_permissions(r.join(".env"), fs::Permissions::from_mode(0o600)).unwrap();
     write(&r.join("api/.env"), "NESTED=1\n");
@@ -71,6 +78,7 @@ fn a_new_checkout_gets_the_untracked_files_its_patterns_name_and_keeps_its_own()
         "from the branch\n",
         "a file the checkout has is not overwritten"
     );
+    assert_eq!(read(&p.join("env")), "a file on the branch\n");
     // The copies are ignored there as in the user's work tree: nothing new to commit but the
     // link (which the repository does not ignore).
     assert_eq!(git(p, &["status", "--porcelain"]), "?? local-link");
