@@ -99,6 +99,19 @@ async fn set_up_once_before_the_program(hub: &crate::support::TestHub, id: &str)
     assert_eq!(read("config/local.toml"), "debug = true\n");
     assert_eq!(read("secret.key"), "k\n", "named by .worktreeinclude");
     assert_eq!(read("lib/lib.txt"), "the library\n", "the submodule");
+    // The copies belong to the repository's owner, as the rest of the checkout.
+    use std::os::unix::fs::MetadataExt;
+    let uid = |path: &Path| std::fs::symlink_metadata(path).unwrap().uid();
+    let owner = uid(&checkout.join("README.md"));
+    for copied in [
+        ".env",
+        "config",
+        "config/local.toml",
+        "secret.key",
+        "lib/lib.txt",
+    ] {
+        assert_eq!(uid(&checkout.join(copied)), owner, "{copied}");
+    }
 
     let runs = lines(&checkout.join(".setup-runs"));
     assert_eq!(runs.len(), 1, "{id}: {runs:?}");
