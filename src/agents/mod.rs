@@ -33,6 +33,7 @@ pub mod team;
 mod tests;
 mod workspace;
 pub mod workspace_push;
+pub mod workspace_setup;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -462,6 +463,9 @@ impl Agents {
             }
             let plan = self.resume_plan(&def, fresh);
             self.apply_resume(&mut def, &plan, via)?;
+            if !engine_files::through_engine(&def) {
+                self.hold_for_setup(&def)?;
+            }
             self.install_hooks(&def);
             self.clear_status_files(&def);
             plan
@@ -472,6 +476,7 @@ impl Agents {
                 args: (!running && via == prepare::ArgsVia::File).then_some(&plan),
                 user: &image_info.user,
                 executable: executable.as_deref(),
+                setup_pending: !running && !def.workspace_setup().is_empty(),
             };
             self.put_start_files(&def, &container_id, files).await?;
         }
@@ -501,6 +506,7 @@ impl Agents {
                 return Err(e);
             }
         }
+        self.run_setup(&def, &container_id).await?;
         // Only the tmux session the hub starts gets the credential itself (the container's
         // own environment names the file, which every start rewrites).
         if let Some(token) = token {

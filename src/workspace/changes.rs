@@ -39,6 +39,7 @@ pub fn committed_changes(b: &Branch, full: bool) -> Result<Changes, WorkspaceErr
         base: b.base,
         branch: b.branch,
         path: Path::new(""),
+        include: &[],
     };
     Ok(committed.into_changes(&c, "", Vec::new(), full.then(String::new)))
 }

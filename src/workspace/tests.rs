@@ -87,6 +87,7 @@ impl Agent {
             base: "main",
             branch: &self.branch,
             path: &self.path,
+            include: &[],
         }
     }
 }
@@ -846,7 +847,7 @@ fn a_repository_open_to_all_gives_a_checkout_open_to_all() {
     let fx = fixture();
     chmod(&fx.repo, "a+rwX");
     let a = agent(&fx, "a");
-    let repo = prepare(&a.checkout(), &another_user(&fx), "img").unwrap();
+    let (repo, _) = prepare(&a.checkout(), &another_user(&fx), "img").unwrap();
     assert_eq!(
         repo.common_dir,
         fx.repo.join(".git").canonicalize().unwrap()
@@ -958,3 +959,5 @@ fn merge_tree_names_conflicts_without_touching_anything() {
     let bad = merge_tree(&f.repo, "main", "no-such-branch").unwrap_err();
     assert_eq!(bad.code(), "GIT_FAILED");
 }
+
+mod fill;

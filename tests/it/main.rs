@@ -70,3 +70,4 @@ mod words;
 mod workspace;
 mod workspace_git;
 mod workspace_remote;
+mod workspace_setup;
