@@ -626,7 +626,7 @@ export function workEl(w) {
   const title = `${w.ahead} commits ahead of its base, ${w.behind} behind; ${files} changed ` +
     `(as of ${new Date(w.checked_at).toLocaleTimeString()})`;
   return h("span.work", { "data-ahead": w.ahead, "data-clean": w.merges_cleanly, title },
-    `${w.ahead} ahead · ${files} · `, merge);
+    h("span.count", {}, `${w.ahead} ahead · ${files}`), h("span.sep", {}, " · "), merge);
 }
 
 /** A limited agent's badge title: when its limit ends, if the screen says. */
