@@ -9,6 +9,7 @@
 //! push at its turn's end (`workspace_push` computes it then).
 
 use std::collections::HashSet;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
@@ -47,7 +48,7 @@ pub fn refresh_for(kind: &EventKind) -> Option<(&str, Refresh)> {
 
 impl Agents {
     /// Computes the agent's work now and keeps it: `None` while there is nothing to read (its
-    /// checkout is not made yet). `NO_WORKSPACE` for an agent without a workspace.
+    /// checkout, or for a workspace on another engine its branch, is not made yet). `NO_WORKSPACE` for an agent without a workspace.
     pub async fn refresh_work(&self, id: &str) -> HubResult<Option<WorkSummary>> {
         let lock = self.work_lock(id)?;
         let _one = lock.lock().await;
@@ -73,10 +74,7 @@ impl Agents {
     async fn compute_work(&self, id: &str) -> HubResult<Option<WorkSummary>> {
         let clones = self.def(id)?.clones_workspace();
         let ws = self.workspace_of(id)?;
-        let work = match ws.exists {
-            true => Some(blocking(move || summary_of(&ws, clones)).await?),
-            false => None,
-        };
+        let work = blocking(move || summary_of(&ws, clones)).await?;
         self.keep_work(id, work.clone());
         Ok(work)
     }
@@ -101,11 +99,19 @@ impl Agents {
     }
 }
 
-/// The summary of the workspace `ws`: its checkout here, or its pushed branch (`clones`).
-fn summary_of(ws: &WorkspaceInfo, clones: bool) -> Result<WorkSummary, WorkspaceError> {
+/// The summary of the workspace `ws`: its checkout here, or its pushed branch (`clones`);
+/// `None` while there is neither.
+fn summary_of(ws: &WorkspaceInfo, clones: bool) -> Result<Option<WorkSummary>, WorkspaceError> {
+    let there = match clones {
+        true => workspace::branch_tip(Path::new(&ws.repo), &ws.branch).is_some(),
+        false => ws.exists,
+    };
+    if !there {
+        return Ok(None);
+    }
     match clones {
-        true => workspace::summary(Work::Pushed(&branch(ws))),
-        false => workspace::summary(Work::Checkout(&checkout(ws))),
+        true => workspace::summary(Work::Pushed(&branch(ws))).map(Some),
+        false => workspace::summary(Work::Checkout(&checkout(ws))).map(Some),
     }
 }
 
