@@ -1,8 +1,12 @@
 //! The agents' work summaries ([`super::super::work`]) on a real repository under the fake
 //! container runtime: kept between computations, published only when they change, `null`
-//! without a checkout.
+//! without a checkout; computed by the bus follower at the hub's start and at a turn's end.
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::*;
+use crate::workspace::WorkSummary;
 
 /// Runs git in `dir` as the tests' user.
 fn git(dir: &std::path::Path, args: &[&str]) {
@@ -87,4 +91,58 @@ async fn an_agent_without_a_workspace_has_no_work_to_compute() {
     assert_eq!(err.code(), "NO_WORKSPACE");
     let err = f.agents.refresh_work("nobody").await.unwrap_err();
     assert_eq!(err.code(), "AGENT_NOT_FOUND");
+}
+
+/// Waits (at most 10 s) until `a1`'s work is as `wanted` says.
+async fn wait_work(agents: &Agents, wanted: impl Fn(Option<&WorkSummary>) -> bool) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !wanted(agents.info("a1").unwrap().work.as_ref()) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}",
+            agents.info("a1").unwrap().work
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_follower_computes_every_checkout_at_its_start_and_again_when_a_turn_ends() {
+    let repo = user_repo();
+    let toml = format!(
+        "workspace = {{ repo = \"{}\", base = \"main\" }}\n",
+        repo.path().display()
+    );
+    let f = fixture(&toml, FakeContainers::with_image("img"));
+    f.agents.start("a1", false).await.unwrap();
+    let checkout = f.data.path().join("agents/a1/workspace");
+    std::fs::write(checkout.join("a.txt"), "a\n").unwrap();
+    git(&checkout, &["add", "a.txt"]);
+    git(&checkout, &["commit", "-qm", "a"]);
+    assert!(f.agents.info("a1").unwrap().work.is_none());
+
+    // At the hub's start, every agent with a workspace is computed once.
+    let agents = Arc::new(f.agents);
+    let events = agents.handles.events.clone();
+    let (tracker, closing) = (TaskTracker::new(), CancellationToken::new());
+    super::super::work::start(agents.clone(), &events, &tracker, closing.clone());
+    wait_work(&agents, |w| w.is_some_and(|w| w.ahead == 1)).await;
+
+    // A turn's end (its state going idle) computes it again.
+    std::fs::write(checkout.join("b.txt"), "b\n").unwrap();
+    git(&checkout, &["add", "b.txt"]);
+    git(&checkout, &["commit", "-qm", "b"]);
+    events.emit(EventKind::SessionStateChanged {
+        session_id: "s".into(),
+        agent_id: Some("a1".into()),
+        state: crate::agent_state::State::Idle,
+        previous: crate::agent_state::State::Working,
+        since: chrono::Utc::now(),
+        rule: "hook".into(),
+        until: None,
+    });
+    wait_work(&agents, |w| w.is_some_and(|w| w.ahead == 2)).await;
+    closing.cancel();
+    tracker.close();
+    tracker.wait().await;
 }
