@@ -31,6 +31,7 @@ pub mod sync;
 pub mod team;
 #[cfg(test)]
 mod tests;
+pub mod work;
 mod workspace;
 pub mod workspace_push;
 pub mod workspace_setup;
@@ -107,6 +108,8 @@ struct Runtime {
     /// Its running container was made otherwise than a start would make it now, and how (found
     /// when the hub attached to it: a start or a re-attach); a restart applies the definition.
     outdated: Option<recreate::Change>,
+    /// Its work against its base, as last computed ([`work`]).
+    work: Option<crate::workspace::WorkSummary>,
 }
 
 /// What the agents work with.
@@ -136,6 +139,8 @@ pub struct Agents {
     defs: BTreeMap<String, AgentDef>,
     runtime: Mutex<BTreeMap<String, Runtime>>,
     op_locks: BTreeMap<String, Arc<tokio::sync::Mutex<()>>>,
+    /// One work summary at a time per agent ([`work`]), apart from its operations.
+    work_locks: BTreeMap<String, Arc<tokio::sync::Mutex<()>>>,
     /// How many starts of an engine do their Docker work at once.
     start_slots: start_slots::StartSlots,
     handles: Handles,
@@ -157,6 +162,7 @@ impl Agents {
                     .collect(),
             ),
             op_locks: defs.keys().map(|k| (k.clone(), Arc::default())).collect(),
+            work_locks: defs.keys().map(|k| (k.clone(), Arc::default())).collect(),
             start_slots: start_slots::StartSlots::new(config.agent_start_concurrency),
             defs,
             handles,
@@ -289,6 +295,7 @@ impl Agents {
             resume_reason: plan.reason,
             home: self.host_home(def).map(|h| h.display().to_string()),
             workspace: self.workspace_info(def),
+            work: rt.work,
             outdated: outdated.is_some(),
             changed: outdated.map(|c| c.parts()).unwrap_or_default(),
         })

@@ -74,6 +74,8 @@ impl Agents {
         }
         let removed = ws.clone();
         blocking(move || workspace::remove(&checkout(&ws), force)).await?;
+        self.refresh_work_logged(id, "its checkout was removed")
+            .await;
         tracing::info!(agent = id, path = %removed.path, "workspace removed; branch {} kept", removed.branch);
         Ok(removed)
     }

@@ -32,7 +32,8 @@
 //!
 //! The operations: [`check`] (at load), [`prepare`] (before the agent starts: [`agent_access`],
 //! [`ensure`], [`open::open`]), [`changes`] (what the agent changed against its base),
-//! [`dirty_files`] and [`remove`].
+//! [`dirty_files`], [`summary`] (the agent's work at a glance: ahead, behind, files, whether it
+//! merges cleanly) and [`remove`].
 //!
 //! Workspace code elsewhere only calls these: `config/workspace.rs` checks each definition at
 //! load, `agents/workspace.rs` makes and mounts an agent's checkout at its start and answers
@@ -51,6 +52,7 @@ pub mod push_rule;
 mod remote;
 mod repo;
 mod submodules;
+mod summary;
 mod worktree;
 
 #[cfg(test)]
@@ -64,6 +66,7 @@ pub use include::{pattern_problem, INCLUDE_FILE};
 pub use merge_tree::{merge_tree, Merged};
 pub use remote::{branch_tip, ensure_branch, is_ancestor, served_repo, ServedRepo};
 pub use repo::{check, current_branch, valid_branch_name};
+pub use summary::{summary, Work, WorkSummary};
 pub use worktree::{ensure, remove};
 
 /// The agent's checkout before its start: the repository checked, the start refused when the

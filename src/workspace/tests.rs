@@ -9,6 +9,8 @@ use super::changes::{parse_name_status, parse_numstat, parse_status};
 use super::worktree::{parse_list, Worktree};
 use super::*;
 
+mod summary;
+
 /// Runs git in `dir` (as the tests' own user, not through the module); its trimmed output.
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")

@@ -67,6 +67,7 @@ mod tasks;
 mod term_read;
 mod usage;
 mod words;
+mod work_summary;
 mod workspace;
 mod workspace_git;
 mod workspace_remote;
