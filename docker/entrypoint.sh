@@ -16,6 +16,9 @@
 #                            once the container runs (a remote engine); the program starts
 #                            when the clone is complete (.git/agent-hub-cloned), waiting at
 #                            most AGENT_HUB_WORKSPACE_WAIT seconds (default 600)
+#   AGENT_HUB_SETUP_FILE     while this file is not empty, the hub is running the workspace's
+#                            setup commands and the program does not start yet (default
+#                            /run/agent-hub-agent/setup-pending; no file: no wait)
 set -eu
 
 session=agent
@@ -96,6 +99,13 @@ if [ "${AGENT_HUB_WORKSPACE:-}" = clone ] && [ ! -f .git/agent-hub-cloned ]; the
         tenths=$((tenths - 1))
     done
 fi
+
+# The workspace's setup commands, which the hub runs through the engine once the container
+# runs (and its clone is made): the program starts after them, in a ready checkout.
+setup_file=${AGENT_HUB_SETUP_FILE:-/run/agent-hub-agent/setup-pending}
+while [ -s "$setup_file" ]; do
+    sleep 0.1
+done
 
 # shellcheck disable=SC2317 # called by the trap
 stop() {

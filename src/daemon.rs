@@ -163,6 +163,7 @@ impl Daemon {
         if parts.agent_sync {
             hub.agent_sync().start(&tracker, root.clone());
             let agents = hub.agents().clone();
+            crate::agents::work::start(agents.clone(), hub.events(), &tracker, root.clone());
             crate::agents::workspace_push::start(agents, hub.events(), &tracker, root.clone());
         }
         if parts.policy_runner {

@@ -6,6 +6,9 @@
 use std::sync::Arc;
 
 use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::protocol::{EventKind, HubEvent};
 use crate::redact::Redactor;
@@ -46,6 +49,31 @@ impl EventSink {
     /// Every event published from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<HubEvent> {
         self.sender.subscribe()
+    }
+
+    /// Calls `on_event` with every event published from now on, in order, on a task of
+    /// `tracker`, until `closing` (events missed by falling behind are skipped): a component's
+    /// follower of the bus.
+    pub fn follow(
+        &self,
+        tracker: &TaskTracker,
+        closing: CancellationToken,
+        mut on_event: impl FnMut(HubEvent) + Send + 'static,
+    ) {
+        let mut events = self.subscribe();
+        tracker.spawn(async move {
+            loop {
+                let event = tokio::select! {
+                    _ = closing.cancelled() => return,
+                    e = events.recv() => e,
+                };
+                match event {
+                    Ok(event) => on_event(event),
+                    Err(RecvError::Lagged(_)) => continue,
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        });
     }
 }
 

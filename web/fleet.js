@@ -9,6 +9,11 @@
 // is polled but what agents spent today (`/v1/usage?period=today`, every 15 s: it changes
 // with no event); a 1 s timer only re-renders the relative times.
 //
+// A container agent with a workspace shows its work (`work` of `GET /v1/agents`, kept live by
+// `work_changed` events): commits ahead of its base, files changed, and whether its branch
+// merges cleanly. The "work" header sorts each team's rows by commits ahead (a second click
+// goes back to names).
+//
 // On a narrow screen (a phone) the fleet is one column of cards instead of the table: blocked
 // agents first (the one thing a person away from the desk comes to do is answer them), each
 // card with its question and a large button per answer; a tap on a card opens its terminal.
@@ -56,6 +61,8 @@ export class Fleet {
     /** The agent whose stop is waiting for a confirmation. */
     this.confirming = "";
     this.filter = { text: "", state: "", team: "" };
+    /** The rows' order in a team: "" by name, "ahead" by commits ahead (most first). */
+    this.sortBy = "";
     this.loaded = false;
     this.scheduleReload = debounce(() => this.reload(), 150);
     this.scheduleCheck = debounce(() => this.reloadChecks(), 300);
@@ -134,6 +141,13 @@ export class Fleet {
         this.loadQuestion(s.id, true);
       }
       if (e.state === "limited") this.loadQuestion(s.id);
+      return;
+    }
+    if (e.type === "work_changed") {
+      const a = this.agents.get(e.agentId);
+      if (!a) return this.scheduleReload();
+      a.work = e.work;
+      this.scheduleRender();
       return;
     }
     if (e.type.startsWith("task_") || e.type === "audit_event") return;
@@ -271,11 +285,12 @@ export class Fleet {
       teams.get(u.team).push(u);
     }
     const frag = document.createDocumentFragment();
+    const order = (a, b) => this.compareUnits(a, b);
     for (const [team, leaders] of [...teams].sort(([a], [b]) => a.localeCompare(b))) {
       const rows = [];
-      for (const u of leaders.sort((a, b) => a.name.localeCompare(b.name))) {
+      for (const u of leaders.sort(order)) {
         rows.push(this.keptUnit(u, now, "row", kept));
-        for (const w of workers.get(u.session?.id) || []) rows.push(this.keptUnit(w, now, "worker", kept));
+        for (const w of (workers.get(u.session?.id) || []).sort(order)) rows.push(this.keptUnit(w, now, "worker", kept));
       }
       frag.append(
         h("section.team", { "data-team": team },
@@ -283,10 +298,32 @@ export class Fleet {
           h("table.units", {},
             h("thead", {}, h("tr", {},
               ["", "agent / session", "state", "in state", "last activity", "runs in",
-                "policy", "today", ""].map((t) => h("th", {}, t)))),
+                "policy", "today"].map((t) => h("th", {}, t)), this.workHeader(), h("th"))),
             h("tbody", {}, rows))));
     }
     return frag;
+  }
+
+  /** The order of rows in a team: by name, or by commits ahead (most first; rows without a
+   * work summary last), then by name. */
+  compareUnits(a, b) {
+    if (this.sortBy === "ahead") {
+      const ahead = (u) => u.agent?.work?.ahead ?? -1;
+      const by = ahead(b) - ahead(a);
+      if (by) return by;
+    }
+    return a.name.localeCompare(b.name);
+  }
+
+  /** The "work" column's header: a click sorts by commits ahead, a second by name again. */
+  workHeader() {
+    const on = this.sortBy === "ahead";
+    return h("th", { "aria-sort": on ? "descending" : "none" },
+      h("button.sort", {
+        type: "button", "data-sort": "ahead",
+        title: on ? "sorted by commits ahead: click to sort by name" : "sort by commits ahead",
+        onclick: () => { this.sortBy = on ? "" : "ahead"; this.render(); },
+      }, on ? "work ▼" : "work"));
   }
 
   /** The rows on the page, in order. */
@@ -326,7 +363,7 @@ export class Fleet {
       s && this.receipts.get(s.id),
       s && [s.id, s.label, s.cli_type, s.alive, s.backend, s.source, s.policy, s.last_activity_at, this.ticked.has(s.id)],
       u.agent && [u.agent.status, u.agent.policy, u.agent.last_activity_at, u.agent.outdated, u.agent.changed,
-        this.confirming === u.agent.id],
+        this.confirming === u.agent.id, u.agent.work],
       st && [st.question, st.choices], JSON.stringify(this.spend.get(u.key) || null),
       c && c.idle_deadline_in_ms != null && [c.idle_deadline_in_ms, c.policy, c.dry_run, this.checkedAt]]);
     let row = this.rowCache.get(u.key);
@@ -381,11 +418,12 @@ export class Fleet {
       h("td", {}, container),
       h("td", {}, s?.policy || u.agent?.policy || "", this.countdown(u, now)),
       h("td.spend", {}, u.agent ? spendEl(this.spend.get(u.key)) : ""),
+      h("td.work", {}, u.agent?.workspace ? workEl(u.agent.work) : ""),
       h("td.controls", {}, controls));
     const question = this.questionEl(u);
     if (!question) return main;
     return [main, h("tr.question", { "data-question-for": u.key },
-      h("td"), h("td", { colspan: 8 }, question))];
+      h("td"), h("td", { colspan: 9 }, question))];
   }
 
   /** The live preview of session `id`'s last lines (kept to be updated in place). */
@@ -424,7 +462,8 @@ export class Fleet {
       h("div.card-meta", {},
         u.team ? `team ${u.team} · ` : "",
         h("span", { "data-since": u.since }, ago(u.since, now)),
-        u.agent ? [" · ", spendEl(this.spend.get(u.key))] : ""),
+        u.agent ? [" · ", spendEl(this.spend.get(u.key))] : "",
+        u.agent?.work ? [" · ", workEl(u.agent.work)] : ""),
       this.questionEl(u),
       this.receiptEl(id),
       preview,
@@ -572,6 +611,22 @@ export function spendEl(a) {
     `${t.cache_write} cache write tokens` + (u.cost_complete ? "" : "; models without a price left out of the cost");
   return h("span", { "data-cost": u.cost_usd.toFixed(2), title },
     `$${u.cost_usd.toFixed(2)}${u.cost_complete ? "" : "+"} · ${tokens(all)} tok`);
+}
+
+/** An agent's work against its base, `3 ahead · 5 files` and whether its branch merges
+ * cleanly (`conflicts: 2 files`, naming them in the tooltip); a dash until it is computed. */
+export function workEl(w) {
+  if (!w) return h("span.dim", { title: "not computed yet: at its next start or turn's end" }, "—");
+  const files = w.files === 1 ? "1 file" : `${w.files} files`;
+  const conflicts = w.conflicts || [];
+  const merge = w.merges_cleanly
+    ? h("span.clean", { title: "its branch merges into its base with no conflict" }, "merges cleanly")
+    : h("span.conflict", { title: `conflicts with its base: ${conflicts.join(", ")}` },
+      `conflicts: ${conflicts.length === 1 ? "1 file" : `${conflicts.length} files`}`);
+  const title = `${w.ahead} commits ahead of its base, ${w.behind} behind; ${files} changed ` +
+    `(as of ${new Date(w.checked_at).toLocaleTimeString()})`;
+  return h("span.work", { "data-ahead": w.ahead, "data-clean": w.merges_cleanly, title },
+    h("span.count", {}, `${w.ahead} ahead · ${files}`), h("span.sep", {}, " · "), merge);
 }
 
 /** A limited agent's badge title: when its limit ends, if the screen says. */

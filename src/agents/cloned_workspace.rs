@@ -49,7 +49,8 @@ pub(super) fn mount(def: &mut AgentDef, hub_id: &str) {
 }
 
 /// Clones the agent's branch into the workdir unless a complete clone is there (a partial one
-/// is cleared first), with an identity for commits when the container has none.
+/// is cleared first), with an identity for commits when the container has none; says
+/// `cloned` when it made one.
 const CLONE: &str = r#"set -eu
 cd "$1"
 if [ -f .git/agent-hub-cloned ]; then exit 0; fi
@@ -58,6 +59,7 @@ git clone --quiet --branch "$3" -- "$2" .
 git config --get user.name >/dev/null || git config user.name "$4"
 git config --get user.email >/dev/null || git config user.email "$5"
 : > .git/agent-hub-cloned
+echo cloned
 "#;
 
 /// Pushes the branch to the hub (a clone not complete has nothing to push).
@@ -116,7 +118,7 @@ impl Agents {
         Ok(())
     }
 
-    /// Once its container runs: the clone, unless it is there.
+    /// Once its container runs: the clone, unless it is there (a new one's setup is to run).
     pub(super) async fn clone_workspace(&self, def: &AgentDef, container: &str) -> HubResult<()> {
         let (Some(ws), Some(hub_url)) = (self.workspace_info(def), def.hub_url.as_deref()) else {
             return Ok(());
@@ -135,6 +137,9 @@ impl Agents {
                 ),
                 screen: None,
             });
+        }
+        if out.stdout_text().trim_end().ends_with("cloned") {
+            self.forget_setup(&def.id);
         }
         Ok(())
     }

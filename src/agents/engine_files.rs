@@ -44,6 +44,8 @@ pub(super) struct StartFiles<'a> {
     /// The hub's executable in the container, from its engine's volume (linked at
     /// `/usr/local/bin/agent-hub`).
     pub executable: Option<&'a str>,
+    /// Whether the entrypoint waits for the workspace's `setup` ([`home::SETUP_PENDING`]).
+    pub setup_pending: bool,
 }
 
 impl Agents {
@@ -415,6 +417,9 @@ fn agent_dir_entries(files: &StartFiles) -> Vec<Entry> {
         entries.push(Entry::file("start-args", lines(&plan.args)));
         entries.push(Entry::file("start-args-when", lines(when)));
     }
+    if files.setup_pending {
+        entries.push(Entry::file(home::SETUP_PENDING, "setup\n"));
+    }
     entries
 }
 
@@ -588,6 +593,7 @@ mod tests {
             args: Some(&plan),
             user: "agent",
             executable: None,
+            setup_pending: false,
         };
         let got: Vec<(String, Vec<u8>)> = agent_dir_entries(&files)
             .into_iter()
@@ -610,6 +616,7 @@ mod tests {
         let fresh = resume::Plan::fresh("x");
         let files = StartFiles {
             args: Some(&fresh),
+            setup_pending: true,
             ..Default::default()
         };
         let names: Vec<(String, usize)> = agent_dir_entries(&files)
@@ -621,7 +628,11 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            vec![("start-args".into(), 0), ("start-args-when".into(), 0)]
+            vec![
+                ("start-args".into(), 0),
+                ("start-args-when".into(), 0),
+                ("setup-pending".into(), 6)
+            ]
         );
     }
 }

@@ -59,6 +59,26 @@ pub fn started_mark(agents_dir: &Path, agent_id: &str) -> PathBuf {
     agent_dir(agents_dir, agent_id).join("started")
 }
 
+/// The mark that the workspace's `setup` succeeded in its checkout: the commands run, one a
+/// line (removed when the checkout is made anew).
+pub fn setup_mark(agents_dir: &Path, agent_id: &str) -> PathBuf {
+    agent_dir(agents_dir, agent_id).join("setup-done")
+}
+
+/// The output of the workspace's last `setup` run.
+pub fn setup_log(agents_dir: &Path, agent_id: &str) -> PathBuf {
+    agent_dir(agents_dir, agent_id).join("setup.log")
+}
+
+/// The file the entrypoint waits on before it starts the agent's program while it is not
+/// empty: the hub has a `setup` to run first.
+pub fn setup_pending_file(agents_dir: &Path, agent_id: &str) -> PathBuf {
+    agent_dir(agents_dir, agent_id).join(SETUP_PENDING)
+}
+
+/// The name of [`setup_pending_file`] (in the agent's directory in its container too).
+pub const SETUP_PENDING: &str = "setup-pending";
+
 /// The file of globs under the home of which one must exist for the start arguments to apply.
 pub fn start_args_when_file(args_file: &Path) -> PathBuf {
     let mut name = args_file.as_os_str().to_owned();

@@ -32,8 +32,10 @@ pub mod sync;
 pub mod team;
 #[cfg(test)]
 mod tests;
+pub mod work;
 mod workspace;
 pub mod workspace_push;
+pub mod workspace_setup;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -107,6 +109,8 @@ struct Runtime {
     /// Its running container was made otherwise than a start would make it now, and how (found
     /// when the hub attached to it: a start or a re-attach); a restart applies the definition.
     outdated: Option<recreate::Change>,
+    /// Its work against its base, as last computed ([`work`]).
+    work: Option<crate::workspace::WorkSummary>,
 }
 
 /// What the agents work with.
@@ -136,6 +140,8 @@ pub struct Agents {
     defs: BTreeMap<String, AgentDef>,
     runtime: Mutex<BTreeMap<String, Runtime>>,
     op_locks: BTreeMap<String, Arc<tokio::sync::Mutex<()>>>,
+    /// One work summary at a time per agent ([`work`]), apart from its operations.
+    work_locks: BTreeMap<String, Arc<tokio::sync::Mutex<()>>>,
     /// How many starts of an engine do their Docker work at once.
     start_slots: start_slots::StartSlots,
     handles: Handles,
@@ -157,6 +163,7 @@ impl Agents {
                     .collect(),
             ),
             op_locks: defs.keys().map(|k| (k.clone(), Arc::default())).collect(),
+            work_locks: defs.keys().map(|k| (k.clone(), Arc::default())).collect(),
             start_slots: start_slots::StartSlots::new(config.agent_start_concurrency),
             defs,
             handles,
@@ -289,6 +296,7 @@ impl Agents {
             resume_reason: plan.reason,
             home: self.host_home(def).map(|h| h.display().to_string()),
             workspace: self.workspace_info(def),
+            work: rt.work,
             outdated: outdated.is_some(),
             changed: outdated.map(|c| c.parts()).unwrap_or_default(),
         })
@@ -463,6 +471,9 @@ impl Agents {
             }
             let plan = self.resume_plan(&def, fresh);
             self.apply_resume(&mut def, &plan, via)?;
+            if !engine_files::through_engine(&def) {
+                self.hold_for_setup(&def)?;
+            }
             self.install_hooks(&def);
             self.clear_status_files(&def);
             plan
@@ -473,6 +484,7 @@ impl Agents {
                 args: (!running && via == prepare::ArgsVia::File).then_some(&plan),
                 user: &image_info.user,
                 executable: executable.as_deref(),
+                setup_pending: !running && !def.workspace_setup().is_empty(),
             };
             self.put_start_files(&def, &container_id, files).await?;
         }
@@ -502,6 +514,7 @@ impl Agents {
                 return Err(e);
             }
         }
+        self.run_setup(&def, &container_id).await?;
         // Only the tmux session the hub starts gets the credential itself (the container's
         // own environment names the file, which every start rewrites).
         if let Some(token) = token {

@@ -20,6 +20,8 @@ use crate::registry::{NewSession, Origin, SessionRegistry};
 use crate::session::input::TermSignal;
 use crate::session::{Owner, Session};
 
+mod work;
+
 // ---- a fake session registry ----
 
 #[derive(Default)]

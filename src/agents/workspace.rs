@@ -74,11 +74,14 @@ impl Agents {
         }
         let removed = ws.clone();
         blocking(move || workspace::remove(&checkout(&ws), force)).await?;
+        self.refresh_work_logged(id, "its checkout was removed")
+            .await;
         tracing::info!(agent = id, path = %removed.path, "workspace removed; branch {} kept", removed.branch);
         Ok(removed)
     }
 
-    /// Makes sure the agent's checkout exists, writable by the image's user (refused when the
+    /// Makes sure the agent's checkout exists (a new one with its `include` files and
+    /// submodules, and its setup to run), writable by the image's user (refused when the
     /// repository does not let that user write it), and mounts it at the workdir, with the
     /// repository's git directory at its own path (the checkout's `.git` names it).
     pub(super) async fn add_workspace(
@@ -95,12 +98,19 @@ impl Agents {
         let path = PathBuf::from(&ws.path);
         let user = AgentUser::parse(&image.user);
         let image = def.image.get_ref().clone();
-        let common_dir = blocking(move || {
-            let checkout = checkout(&ws);
-            Ok(workspace::prepare(&checkout, &user, &image)?.common_dir)
+        let include = def.workspace_include();
+        let (repo, created) = blocking(move || {
+            let checkout = Checkout {
+                include: &include,
+                ..checkout(&ws)
+            };
+            workspace::prepare(&checkout, &user, &image)
         })
         .await?;
-        mount_workspace(def, &path, &common_dir);
+        if created {
+            self.forget_setup(&def.id);
+        }
+        mount_workspace(def, &path, &repo.common_dir);
         Ok(())
     }
 
@@ -146,6 +156,7 @@ pub(super) fn checkout(ws: &WorkspaceInfo) -> Checkout<'_> {
         base: &ws.base,
         branch: &ws.branch,
         path: Path::new(&ws.path),
+        include: &[],
     }
 }
 

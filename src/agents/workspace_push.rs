@@ -1,12 +1,12 @@
 //! Pushing each remote agent's workspace when a turn ends: its state going idle (from its own
 //! hook or its screen) is the turn's end, and what it committed then reaches its branch in the
 //! user's repository without waiting for a stop. A push runs at a time per agent; a failure is
-//! logged and the next turn's end tries again.
+//! logged and the next turn's end tries again. After the push, the agent's work summary is
+//! computed again from its branch (`work`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -39,38 +39,27 @@ pub fn start(
     if !agents.defs().any(|d| d.clones_workspace()) {
         return;
     }
-    let mut events = events.subscribe();
     let one_at_a_time: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> = Arc::default();
     let pushes = tracker.clone();
-    tracker.spawn(async move {
-        loop {
-            let event = tokio::select! {
-                _ = closing.cancelled() => return,
-                e = events.recv() => e,
-            };
-            let event = match event {
-                Ok(event) => event,
-                Err(RecvError::Lagged(_)) => continue,
-                Err(RecvError::Closed) => return,
-            };
-            let Some(agent) = turn_ended(&event.kind) else {
-                continue;
-            };
-            if !agents.def(agent).is_ok_and(|d| d.clones_workspace()) {
-                continue;
-            }
-            let lock = one_at_a_time
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .entry(agent.to_string())
-                .or_default()
-                .clone();
-            let (agents, agent) = (agents.clone(), agent.to_string());
-            pushes.spawn(async move {
-                let _one = lock.lock().await;
-                let _ = agents.push_workspace(&agent, "its turn ended").await;
-            });
+    events.follow(tracker, closing, move |event| {
+        let Some(agent) = turn_ended(&event.kind) else {
+            return;
+        };
+        if !agents.def(agent).is_ok_and(|d| d.clones_workspace()) {
+            return;
         }
+        let lock = one_at_a_time
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(agent.to_string())
+            .or_default()
+            .clone();
+        let (agents, agent) = (agents.clone(), agent.to_string());
+        pushes.spawn(async move {
+            let _one = lock.lock().await;
+            let _ = agents.push_workspace(&agent, "its turn ended").await;
+            agents.refresh_work_logged(&agent, "its turn ended").await;
+        });
     });
 }
 

@@ -1,5 +1,5 @@
 //! REST handlers for `/v1/agents`: list, get, start, stop, restart, and the agent's workspace
-//! (its changes, removing its checkout).
+//! (its changes, its work summary, removing its checkout).
 
 use axum::extract::{Path, State};
 use axum::Json;
@@ -8,8 +8,8 @@ use super::error::{ApiQuery, ApiResult};
 use crate::agents;
 use crate::hub::Hub;
 use crate::protocol::{
-    AgentChangesReply, AgentListReply, AgentReply, AgentStartReply, ChangesQuery, StartQuery,
-    WorkspaceRemoveQuery, WorkspaceRemoveReply,
+    AgentChangesReply, AgentListReply, AgentReply, AgentStartReply, AgentWorkReply, ChangesQuery,
+    StartQuery, WorkspaceRemoveQuery, WorkspaceRemoveReply,
 };
 
 pub async fn list_agents(
@@ -88,6 +88,20 @@ pub async fn agent_changes(
         ok: true,
         agent_id: id,
         changes,
+    }))
+}
+
+/// `GET /v1/agents/{id}/work`: the agent's work summary computed now (and kept: the agents'
+/// list shows it from then on).
+pub async fn agent_work(
+    State(hub): State<Hub>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<AgentWorkReply>> {
+    let work = hub.agents().refresh_work(&id).await?;
+    Ok(Json(AgentWorkReply {
+        ok: true,
+        agent_id: id,
+        work,
     }))
 }
 

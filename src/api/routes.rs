@@ -141,6 +141,7 @@ pub static ROUTES: &[Route] = &[
     route!(POST "/v1/agents/{id}/stop", OPERATOR, As("agent_stop"), CONTROL, agents::stop_agent),
     route!(POST "/v1/agents/{id}/restart", OPERATOR, As("agent_restart"), CONTROL, agents::restart_agent),
     route!(GET "/v1/agents/{id}/changes", OBSERVER, No, LOOK, agents::agent_changes),
+    route!(GET "/v1/agents/{id}/work", OBSERVER, No, LOOK, agents::agent_work),
     route!(GET "/v1/agents/{id}/usage", OBSERVER, No, LOOK, usage::agent_usage),
     route!(GET "/v1/usage", OBSERVER, No, ANY, usage::usage),
     // Webhooks: their names and counts for observers; a test message is the admin's.

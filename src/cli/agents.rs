@@ -8,6 +8,7 @@ use std::time::Instant;
 use super::ClientOpts;
 use crate::agents::recreate::REBUILT;
 use crate::protocol::AgentStatus;
+use crate::workspace::WorkSummary;
 use clap::Args;
 
 #[derive(Debug, Args)]
@@ -66,6 +67,9 @@ pub async fn list(args: AgentsArgs) -> i32 {
                 }
                 if a.outdated {
                     println!("  outdated: {}", outdated_note(&a.changed));
+                }
+                if let Some(work) = &a.work {
+                    println!("  work: {}", work_note(work));
                 }
             }
             0
@@ -166,6 +170,24 @@ fn op_note(already_running: bool, recreated: bool, changed: &[String]) -> String
 }
 
 /// What the listing says under a running agent whose container is outdated.
+/// An agent's work summary in a line: `2 ahead, 1 behind · 3 files · merges cleanly`, or
+/// `· conflicts: a.rs, b.rs` (as of its last turn's end, start or stop).
+fn work_note(w: &WorkSummary) -> String {
+    let behind = match w.behind {
+        0 => String::new(),
+        n => format!(", {n} behind"),
+    };
+    let files = match w.files {
+        1 => "1 file".to_string(),
+        n => format!("{n} files"),
+    };
+    let merge = match w.merges_cleanly {
+        true => "merges cleanly".to_string(),
+        false => format!("conflicts: {}", w.conflicts.join(", ")),
+    };
+    format!("{} ahead{behind} · {files} · {merge}", w.ahead)
+}
+
 fn outdated_note(changed: &[String]) -> String {
     let what = what_changed(changed, "its container records");
     format!("{what}; `agent-hub restart` applies its definition")
@@ -197,7 +219,32 @@ fn indent(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{op_note, outdated_note};
+    use super::{op_note, outdated_note, work_note};
+    use crate::workspace::WorkSummary;
+
+    #[test]
+    fn a_work_line_says_ahead_behind_files_and_the_merge() {
+        let w = WorkSummary {
+            ahead: 3,
+            behind: 0,
+            files: 1,
+            merges_cleanly: true,
+            conflicts: Vec::new(),
+            checked_at: chrono::Utc::now(),
+        };
+        assert_eq!(work_note(&w), "3 ahead · 1 file · merges cleanly");
+        let w = WorkSummary {
+            behind: 2,
+            files: 5,
+            merges_cleanly: false,
+            conflicts: vec!["a.rs".into(), "b.rs".into()],
+            ..w
+        };
+        assert_eq!(
+            work_note(&w),
+            "3 ahead, 2 behind · 5 files · conflicts: a.rs, b.rs"
+        );
+    }
 
     #[test]
     fn a_start_line_says_when_the_container_was_made_again_and_why() {

@@ -53,6 +53,15 @@ pub struct WorkspaceDef {
     pub base: Option<Spanned<String>>,
     /// The agent's branch; default `agent/<id>`.
     pub branch: Option<Spanned<String>>,
+    /// Files of the user's work tree that git does not track (`.env`, `config/local.*`),
+    /// copied into a new checkout: patterns as in `.gitignore`, relative to the repository's
+    /// root (with those of its `.worktreeinclude`).
+    #[serde(default)]
+    pub include: Vec<Spanned<String>>,
+    /// Commands (`sh -c`) run in the agent's container, in its checkout, as its user, at the
+    /// checkout's first start, before the agent's program starts.
+    #[serde(default)]
+    pub setup: Vec<Spanned<String>>,
 }
 
 /// The team of an agent with no `team`.
@@ -412,6 +421,20 @@ impl AgentDef {
         Some(match &ws.branch {
             Some(b) => b.get_ref().clone(),
             None => format!("agent/{}", self.id),
+        })
+    }
+
+    /// The workspace's `include` patterns.
+    pub fn workspace_include(&self) -> Vec<String> {
+        self.workspace.as_ref().map_or_else(Vec::new, |ws| {
+            ws.include.iter().map(|p| p.get_ref().clone()).collect()
+        })
+    }
+
+    /// The workspace's `setup` commands.
+    pub fn workspace_setup(&self) -> Vec<String> {
+        self.workspace.as_ref().map_or_else(Vec::new, |ws| {
+            ws.setup.iter().map(|c| c.get_ref().clone()).collect()
         })
     }
 

@@ -1,6 +1,7 @@
 //! The `workspace` of each agent, checked at load against the repositories themselves: a
 //! repository that is not one, a base that names no commit, a branch two agents would share,
-//! a workspace on a remote engine with no `hub_url` to clone it from: each refused at
+//! a workspace on a remote engine with no `hub_url` to clone it from, an `include` pattern
+//! that cannot work (or any on a remote engine), an empty `setup` command: each refused at
 //! `hub.toml:LINE:COL` with what to do.
 
 use std::collections::HashMap;
@@ -30,7 +31,9 @@ pub(super) fn check(config: &mut HubConfig, text: &str, origin: &str) -> Result<
             table,
             agent: &id,
         };
-        let fail = |field, span, message| place.error(field, span, message);
+        let fail = |field: &'static str, span: Option<Range<usize>>, message: String| {
+            place.error(field, span, message)
+        };
         if unreachable {
             return Err(fail(
                 "workspace",
@@ -40,6 +43,7 @@ pub(super) fn check(config: &mut HubConfig, text: &str, origin: &str) -> Result<
                     .into(),
             ));
         }
+        check_include_and_setup(ws, def.docker_host.is_some(), &fail)?;
         let repo_path = Path::new(ws.repo.get_ref());
         if !repo_path.is_absolute() {
             return Err(fail(
@@ -85,6 +89,44 @@ pub(super) fn check(config: &mut HubConfig, text: &str, origin: &str) -> Result<
         }
         if ws.base.is_none() {
             ws.base = Some(Spanned::new(0..0, base));
+        }
+    }
+    Ok(())
+}
+
+/// The `include` patterns (refused on a remote engine, where the checkout is a clone made
+/// there) and the `setup` commands (none empty).
+fn check_include_and_setup(
+    ws: &crate::config::WorkspaceDef,
+    remote: bool,
+    fail: &dyn Fn(&'static str, Option<Range<usize>>, String) -> ConfigError,
+) -> Result<(), ConfigError> {
+    for pattern in &ws.include {
+        if remote {
+            return Err(fail(
+                "workspace.include",
+                Some(pattern.span()),
+                "include is not available on a remote engine: the checkout is a clone made in \
+                 its container, which cannot read the untracked files of the repository here; \
+                 put the files there in a setup command, or run the agent on the hub's engine"
+                    .into(),
+            ));
+        }
+        if let Some(problem) = workspace::pattern_problem(pattern.get_ref()) {
+            return Err(fail(
+                "workspace.include",
+                Some(pattern.span()),
+                format!("'{}' is not a usable pattern: {problem}", pattern.get_ref()),
+            ));
+        }
+    }
+    for command in &ws.setup {
+        if command.get_ref().trim().is_empty() {
+            return Err(fail(
+                "workspace.setup",
+                Some(command.span()),
+                "a setup command is empty; write the command (run with sh -c)".into(),
+            ));
         }
     }
     Ok(())

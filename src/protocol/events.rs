@@ -95,6 +95,12 @@ pub enum EventKind {
     /// A running container was found again (after a hub restart) and re-attached.
     AgentAttached(AgentEvent),
     AgentAttachFailed(AgentEvent),
+    /// An agent's work summary changed (computed at a turn's end, a start, a stop, or on
+    /// request); `work` is what `GET /v1/agents` now shows for it (null: its checkout is gone).
+    WorkChanged {
+        agent_id: String,
+        work: Option<crate::workspace::WorkSummary>,
+    },
     PolicyWarned(PolicyEvent),
     PolicyStopped(PolicyEvent),
     PolicyRestarted(PolicyEvent),
@@ -282,6 +288,7 @@ impl EventKind {
             AgentExited(_) => "agent_exited",
             AgentAttached(_) => "agent_attached",
             AgentAttachFailed(_) => "agent_attach_failed",
+            WorkChanged { .. } => "work_changed",
             PolicyWarned(_) => "policy_warned",
             PolicyStopped(_) => "policy_stopped",
             PolicyRestarted(_) => "policy_restarted",
@@ -335,7 +342,7 @@ impl EventKind {
             }
             PolicyWarned(p) | PolicyStopped(p) | PolicyRestarted(p) | PolicyNotified(p)
             | PolicyInterrupted(p) | PolicyContinued(p) => p.agent_id.as_deref(),
-            PolicyStarted { agent_id, .. } => Some(agent_id),
+            PolicyStarted { agent_id, .. } | WorkChanged { agent_id, .. } => Some(agent_id),
             BudgetWarned(b) | BudgetExhausted(b) => b.agent_id.as_deref(),
             NotifyGaveUp { agent_id, .. } => agent_id.as_deref(),
             _ => None,

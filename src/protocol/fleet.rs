@@ -228,6 +228,11 @@ pub struct AgentInfo {
     /// The agent's git checkout, when its definition names a `workspace`.
     #[serde(default)]
     pub workspace: Option<WorkspaceInfo>,
+    /// Its work against its base (commits ahead and behind, files changed, whether its branch
+    /// merges cleanly), as of its last turn's end, start or stop, or a client's
+    /// `GET /v1/agents/{id}/work`; null when it has no workspace or none was computed yet.
+    #[serde(default)]
+    pub work: Option<crate::workspace::WorkSummary>,
     /// The agent runs in a container made otherwise than a start would make it now: its
     /// definition changed in `hub.toml` since (the hub read it again when it restarted), its
     /// image was rebuilt under the same name, or the container records no definition (made by
@@ -293,6 +298,15 @@ pub struct AgentChangesReply {
     pub ok: bool,
     pub agent_id: String,
     pub changes: crate::workspace::Changes,
+}
+
+/// `GET /v1/agents/{id}/work`
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AgentWorkReply {
+    pub ok: bool,
+    pub agent_id: String,
+    /// Computed now; null while there is nothing to read (a checkout not made yet).
+    pub work: Option<crate::workspace::WorkSummary>,
 }
 
 /// `DELETE /v1/agents/{id}/workspace`

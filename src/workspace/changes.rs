@@ -39,6 +39,7 @@ pub fn committed_changes(b: &Branch, full: bool) -> Result<Changes, WorkspaceErr
         base: b.base,
         branch: b.branch,
         path: Path::new(""),
+        include: &[],
     };
     Ok(committed.into_changes(&c, "", Vec::new(), full.then(String::new)))
 }
@@ -129,7 +130,7 @@ pub fn dirty_files(path: &Path) -> Result<Vec<String>, WorkspaceError> {
 }
 
 /// The checkout's absolute path; it must be a work tree.
-fn checkout_dir(path: &Path) -> Result<PathBuf, WorkspaceError> {
+pub(super) fn checkout_dir(path: &Path) -> Result<PathBuf, WorkspaceError> {
     let path = std::path::absolute(path).map_err(WorkspaceError::io(format!(
         "could not resolve {}",
         path.display()

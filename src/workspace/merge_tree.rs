@@ -43,9 +43,11 @@ pub(super) fn merge_in(git: Git, revs: &[&str]) -> Result<Merged, WorkspaceError
         .args(revs);
     let args = git.shown_args();
     let out = git.output()?;
-    // Exit 1 is a conflict, and also what a revision that names nothing gives (with no tree).
+    // 1 is a merge with conflicts, and also what it answers for a name that is no commit
+    // (with nothing on standard output).
+    let merged = parse(&out.stdout);
     match out.code {
-        Some(0) | Some(1) if !out.stdout.is_empty() => Ok(parse(&out.stdout)),
+        Some(0 | 1) if !merged.tree.is_empty() => Ok(merged),
         _ => Err(WorkspaceError::Git {
             args,
             stderr: out.stderr,

@@ -26,9 +26,14 @@
 //! - Everything here but [`http_backend`] is synchronous `git` processes: callers run it in
 //!   `spawn_blocking`.
 //!
+//! - A new checkout gets what a project needs besides its tracked files: the untracked files
+//!   the agent's `include` and the repository's `.worktreeinclude` name ([`include`]), and its
+//!   submodules ([`submodules`]).
+//!
 //! The operations: [`check`] (at load), [`prepare`] (before the agent starts: [`agent_access`],
 //! [`ensure`], [`open::open`]), [`changes`] (what the agent changed against its base),
-//! [`dirty_files`] and [`remove`]; landing the work: [`preview`] and [`land`] (merge, squash,
+//! [`dirty_files`], [`summary`] (the agent's work at a glance: ahead, behind, files, whether it
+//! merges cleanly) and [`remove`]; landing the work: [`preview`] and [`land`] (merge, squash,
 //! rebase, ff-only into the base), [`update`] (the base into the branch),
 //! [`continue_from_base`] and [`push`].
 //!
@@ -43,6 +48,7 @@ mod changes;
 mod conflicts;
 mod git;
 pub mod http_backend;
+mod include;
 mod land;
 mod merge_tree;
 mod open;
@@ -52,6 +58,8 @@ pub mod push_rule;
 mod remote;
 mod replay;
 mod repo;
+mod submodules;
+mod summary;
 mod worktree;
 
 #[cfg(test)]
@@ -62,6 +70,7 @@ use std::path::{Path, PathBuf};
 pub use access::{agent_access, Access, AgentUser};
 pub use changes::{changes, committed_changes, dirty_files, uncommitted_from};
 pub use conflicts::{prompt as conflict_prompt, Conflict};
+pub use include::{pattern_problem, INCLUDE_FILE};
 pub use land::{
     check_branch_clean, continue_from_base, land, preview, update, LandMode, Landed, Preview,
     Updated,
@@ -70,19 +79,25 @@ pub use merge_tree::{merge_tree, Merged};
 pub use push::{push, Pushed};
 pub use remote::{branch_tip, ensure_branch, is_ancestor, served_repo, ServedRepo};
 pub use repo::{check, current_branch, valid_branch_name};
+pub use summary::{summary, Work, WorkSummary};
 pub use worktree::{ensure, remove};
 
 /// The agent's checkout before its start: the repository checked, the start refused when the
 /// agent's user (`user`, of image `image`) could not write it, the checkout made or kept, and
-/// opened to that user when it writes as the repository's group or anyone. The repository.
-pub fn prepare(c: &Checkout, user: &AgentUser, image: &str) -> Result<Repo, WorkspaceError> {
+/// opened to that user when it writes as the repository's group or anyone. The repository,
+/// and whether the checkout was made now.
+pub fn prepare(
+    c: &Checkout,
+    user: &AgentUser,
+    image: &str,
+) -> Result<(Repo, bool), WorkspaceError> {
     let repo = check(c.repo, c.base)?;
     let access = agent_access(&repo, user, image)?;
-    ensure(c)?;
+    let created = ensure(c)?;
     if let Access::Open(bits) = access {
         open::open(&repo, c, bits)?;
     }
-    Ok(repo)
+    Ok((repo, created))
 }
 
 /// [`agent_access`] to the repository `repo` is in: at load (the daemon's preflight, doctor).
@@ -111,6 +126,8 @@ pub struct Checkout<'a> {
     pub branch: &'a str,
     /// Where the checkout lives (`<data_dir>/agents/<id>/workspace`).
     pub path: &'a Path,
+    /// Patterns of untracked files copied into a new checkout ([`include`]).
+    pub include: &'a [String],
 }
 
 /// One agent's branch, with no checkout on the hub's machine (a workspace on another engine).

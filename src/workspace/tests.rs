@@ -9,6 +9,8 @@ use super::changes::{parse_name_status, parse_numstat, parse_status};
 use super::worktree::{parse_list, Worktree};
 use super::*;
 
+mod summary;
+
 /// Runs git in `dir` (as the tests' own user, not through the module); its trimmed output.
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
@@ -87,6 +89,7 @@ impl Agent {
             base: "main",
             branch: &self.branch,
             path: &self.path,
+            include: &[],
         }
     }
 }
@@ -846,7 +849,7 @@ fn a_repository_open_to_all_gives_a_checkout_open_to_all() {
     let fx = fixture();
     chmod(&fx.repo, "a+rwX");
     let a = agent(&fx, "a");
-    let repo = prepare(&a.checkout(), &another_user(&fx), "img").unwrap();
+    let (repo, _) = prepare(&a.checkout(), &another_user(&fx), "img").unwrap();
     assert_eq!(
         repo.common_dir,
         fx.repo.join(".git").canonicalize().unwrap()
@@ -959,4 +962,5 @@ fn merge_tree_names_conflicts_without_touching_anything() {
     assert_eq!(bad.code(), "GIT_FAILED");
 }
 
+mod fill;
 mod land;

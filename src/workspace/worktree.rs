@@ -6,15 +6,18 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use super::git::Git;
 use super::repo::{has_branch, locate, resolve_base};
-use super::{changes::dirty_files, owner, Checkout, Repo, WorkspaceError};
+use super::{changes::dirty_files, include, owner, submodules, Checkout, Repo, WorkspaceError};
 
 /// Makes sure the checkout exists on its branch; whether it was created now.
 ///
 /// The branch is created from the base when it does not exist, else checked out. An existing
 /// worktree at the path is kept as it is (its uncommitted files untouched), on the branch or
 /// detached (mid-rebase, say); on another branch it is refused, as is a branch checked out
-/// elsewhere. An empty directory at the path is used; anything else there is refused. When
-/// the hub runs as root, what it creates is given to the repository's owner ([`owner`]).
+/// elsewhere. An empty directory at the path is used; anything else there is refused. A new
+/// checkout gets the untracked files `c.include` and the repository's `.worktreeinclude` name
+/// ([`include`]) and its submodules ([`submodules`]); when that fails it is removed again, so
+/// the next start makes it anew. When the hub runs as root, what it creates is given to the
+/// repository's owner ([`owner`]).
 pub fn ensure(c: &Checkout) -> Result<bool, WorkspaceError> {
     let repo = locate(c.repo)?;
     let path = absolute(c.path)?;
@@ -42,9 +45,26 @@ pub fn ensure(c: &Checkout) -> Result<bool, WorkspaceError> {
     }
     make_room(&path)?;
     add(&repo, c, &path)?;
+    if let Err(e) = fill(&repo, c, &path) {
+        let _ = Git::new(&repo.toplevel)
+            .args(["worktree", "remove", "--force", "--force"])
+            .arg(&path)
+            .run();
+        return Err(e);
+    }
     lock(&repo.toplevel, &path)?;
     owner::give_to_repo_owner(&repo, &path, c.branch)?;
     Ok(true)
+}
+
+/// What a new checkout gets besides its tracked files: the included files, then its
+/// submodules.
+fn fill(repo: &Repo, c: &Checkout, path: &Path) -> Result<(), WorkspaceError> {
+    let copied = include::copy_into(repo, c.include, path)?;
+    if !copied.is_empty() {
+        tracing::info!(checkout = %path.display(), "copied into it: {}", copied.join(", "));
+    }
+    submodules::init(path, c.base)
 }
 
 /// The lock that makes the hub's changes to `repo`'s worktrees one at a time: git writes a new

@@ -68,6 +68,8 @@ mod tasks;
 mod term_read;
 mod usage;
 mod words;
+mod work_summary;
 mod workspace;
 mod workspace_git;
 mod workspace_remote;
+mod workspace_setup;

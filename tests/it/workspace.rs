@@ -47,16 +47,22 @@ pub(crate) fn user_repo() -> tempfile::TempDir {
     git(dir.path(), &["commit", "-qm", "Start"]);
     git(dir.path(), &["config", "user.name", "Agent"]);
     git(dir.path(), &["config", "user.email", "agent@example.com"]);
+    give_to_the_image_user(dir.path());
+    dir
+}
+
+/// When the tests run as root: gives `dir` and all in it to uid 1000 (the test image's user),
+/// as a user's own files are on a machine where they are uid 1000.
+pub(crate) fn give_to_the_image_user(dir: &Path) {
     use std::os::unix::fs::MetadataExt;
-    if std::fs::metadata(dir.path()).unwrap().uid() == 0 {
+    if std::fs::metadata(dir).unwrap().uid() == 0 {
         let ok = Command::new("chown")
             .args(["-R", "1000:1000"])
-            .arg(dir.path())
+            .arg(dir)
             .status()
             .unwrap();
         assert!(ok.success());
     }
-    dir
 }
 
 pub(crate) async fn session_of(hub: &TestHub, agent: &str) -> String {

@@ -83,6 +83,13 @@ async fn two_agents_on_a_remote_engine_clone_commit_and_push_their_own_branches(
             "{me}: {}",
             git(repo.path(), &["log", "--format=%s", &branch])
         );
+        // Its work summary is read from the pushed branch, after the push.
+        let path = format!("/v1/agents/{me}");
+        let counted = wait_until(Duration::from_secs(20), || async {
+            hub.get(&path).await.1["agent"]["work"]["ahead"] == 1
+        })
+        .await;
+        assert!(counted, "{me}: {}", hub.get(&path).await.1);
     }
     assert_eq!(git(repo.path(), &["log", "--format=%s", "main"]), "Start\n");
 

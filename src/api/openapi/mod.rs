@@ -75,6 +75,7 @@ use crate::protocol::*;
         stop_agent,
         restart_agent,
         agent_changes,
+        agent_work,
         agent_usage,
         usage,
         budgets,

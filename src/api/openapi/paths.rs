@@ -562,6 +562,16 @@ pub(super) fn agent_changes() {}
 
 #[utoipa::path(
     get,
+    path = "/v1/agents/{id}/work",
+    operation_id = "agent_work",
+    summary = "The agent's work summary computed now: commits ahead of and behind its base, files changed, whether its branch merges cleanly (and the conflicting files). Kept, so `GET /v1/agents` shows it from then on; `work_changed` is published when it changed.",
+    params(("id" = String, Path, description = "Agent id")),
+    responses((status = 200, body = AgentWorkReply), (status = "default", body = ErrorBody, description = "Failed"))
+)]
+pub(super) fn agent_work() {}
+
+#[utoipa::path(
+    get,
     path = "/v1/agents/{id}/git/info/refs",
     operation_id = "git_info_refs",
     summary = "git smart HTTP: the refs of the agent's workspace in view (its branch and its base). The agent's own credential (fetch and push), or a person's token (fetch); another agent's is refused with WORKSPACE_NOT_YOURS (audited).",
