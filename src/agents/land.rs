@@ -1,7 +1,8 @@
 //! Landing an agent's work as the agents see it: its branch merged (squashed, rebased,
 //! fast-forwarded) into its base, the base brought into its branch, its branch pushed. The git
 //! work is [`crate::workspace`]'s; this picks the agent's workspace, keeps one operation on an
-//! agent at a time, and refuses what a workspace on another engine cannot do.
+//! agent at a time, refuses what a workspace on another engine cannot do, and computes the
+//! agent's work summary again after its branch or base moved.
 
 use super::workspace::{blocking, branch};
 use super::Agents;
@@ -70,6 +71,8 @@ impl Agents {
             ws.base,
             landed.after
         );
+        drop(_op);
+        self.refresh_work_logged(id, "merged").await;
         Ok(Merged {
             workspace: ws,
             landed,
@@ -90,6 +93,8 @@ impl Agents {
         self.refuse_remote(id, &ws, "update")?;
         let of = ws.clone();
         let updated = blocking(move || workspace::update(&branch(&of), rebase)).await?;
+        drop(_op);
+        self.refresh_work_logged(id, "updated").await;
         Ok((ws, updated))
     }
 

@@ -229,6 +229,14 @@ async fn ff_only_squash_and_rebase_each_land_the_agents_commits_on_main() {
     let main = git(rig.repo.path(), &["rev-parse", "main"]);
     assert_eq!(v["continued_at"].as_str().unwrap(), main.trim(), "{v}");
     assert_eq!(git(&rig.checkout("w2"), &["rev-parse", "HEAD"]), main);
+    // Its work summary was computed again: nothing ahead, nothing behind.
+    let (_, agent) = rig.hub.get("/v1/agents/w2").await;
+    let work = &agent["agent"]["work"];
+    assert_eq!(
+        (work["ahead"].clone(), work["behind"].clone()),
+        (json!(0), json!(0)),
+        "{agent}"
+    );
     assert!(
         rig.checkout("w2").join("user.txt").exists(),
         "its checkout is at the new base"
