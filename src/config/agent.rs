@@ -101,6 +101,10 @@ pub struct AgentDef {
     pub cpus: Option<f64>,
     pub owner_agent_id: Option<String>,
     pub owner_role: Option<String>,
+    /// A leader may merge, update and push its team's agents' branches through its
+    /// credential (`POST /v1/agents/{id}/merge`, MCP `merge`); default false. Only a leader's.
+    #[serde(default)]
+    pub may_merge: bool,
     pub label: Option<String>,
     pub cli_type: Option<String>,
     /// Regex on the rendered screen that means "ready for input".
@@ -241,6 +245,17 @@ impl AgentDef {
                 None,
                 format!(
                     "agent id '{}' must be 1-64 characters of a-z, 0-9, '_', '-', '.'",
+                    self.id
+                ),
+            );
+        }
+        if self.may_merge && !self.is_leader() {
+            return err(
+                "may_merge",
+                None,
+                format!(
+                    "agent '{}' has may_merge = true but is no leader: only a leader \
+                     (owner_role = \"leader\") may land its team's work",
                     self.id
                 ),
             );
@@ -483,6 +498,7 @@ mod tests {
             ("mounts = [\"/only\"]", "mounts"),
             ("cols = 0", "cols"),
             ("ready_timeout = 0", "ready_timeout"),
+            ("may_merge = true", "may_merge"),
         ] {
             assert_eq!(
                 def(extra).unwrap().validate().unwrap_err().field,
@@ -490,6 +506,8 @@ mod tests {
                 "{extra}"
             );
         }
+        let leader = def("owner_role = \"leader\"\nmay_merge = true").unwrap();
+        assert!(leader.validate().is_ok() && leader.may_merge);
         let bad_id = toml::from_str::<AgentDef>("id = \"Bad Id\"\nimage = \"x\"").unwrap();
         assert_eq!(bad_id.validate().unwrap_err().field, "id");
         assert!(def("colour = 1").is_err(), "unknown fields are rejected");

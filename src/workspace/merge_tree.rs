@@ -26,15 +26,21 @@ impl Merged {
 /// Merges the commits `ours` and `theirs` (any revisions) of the repository at `dir`, writing
 /// only objects.
 pub fn merge_tree(dir: &Path, ours: &str, theirs: &str) -> Result<Merged, WorkspaceError> {
-    let git = Git::new(dir).args([
-        "merge-tree",
-        "--write-tree",
-        "--name-only",
-        "--no-messages",
-        "-z",
-        ours,
-        theirs,
-    ]);
+    merge_in(Git::new(dir), &[ours, theirs])
+}
+
+/// `git merge-tree --write-tree` of `revs` (`ours theirs`, or `--merge-base B ours theirs` to
+/// apply one commit, as a cherry-pick does) through the call `git` (run as whom it says).
+pub(super) fn merge_in(git: Git, revs: &[&str]) -> Result<Merged, WorkspaceError> {
+    let git = git
+        .args([
+            "merge-tree",
+            "--write-tree",
+            "--name-only",
+            "--no-messages",
+            "-z",
+        ])
+        .args(revs);
     let args = git.shown_args();
     let out = git.output()?;
     // 1 is a merge with conflicts, and also what it answers for a name that is no commit

@@ -963,3 +963,4 @@ fn merge_tree_names_conflicts_without_touching_anything() {
 }
 
 mod fill;
+mod land;

@@ -153,6 +153,9 @@ async fn agent_credentials_are_scoped_to_their_team() {
         ("GET /v1/pty/sessions/{w2}/state", "", 404, "PTY_SESSION_NOT_FOUND"),
         ("GET /v1/pty/sessions/{w2}/state?wait=idle&timeout_ms=100", "", 404, "PTY_SESSION_NOT_FOUND"),
         ("POST /v1/agents/w1/restart", "", 403, "FORBIDDEN"),
+        ("POST /v1/agents/w1/merge", "{}", 403, "FORBIDDEN"),
+        ("POST /v1/agents/w1/push", "{}", 403, "FORBIDDEN"),
+        ("POST /v1/agents/w2/update", "{}", 404, "AGENT_NOT_FOUND"),
     ];
     for (route, body, status, want) in w1_no {
         let (got, v) = f.call(&f.w1, route, body).await;
@@ -187,6 +190,11 @@ async fn agent_credentials_are_scoped_to_their_team() {
         ("GET /v1/pty/sessions/{wb}/state?wait=idle&timeout_ms=100", "", 404, "PTY_SESSION_NOT_FOUND"),
         ("POST /v1/agents/wb/start", "", 404, "AGENT_NOT_FOUND"),
         ("POST /v1/agents/wb/restart", "", 404, "AGENT_NOT_FOUND"),
+        ("POST /v1/agents/wb/merge", "{}", 404, "AGENT_NOT_FOUND"),
+        // Its own team's work only with may_merge (tests/it/land.rs has a leader with it).
+        ("POST /v1/agents/w1/merge", "{}", 403, "FORBIDDEN"),
+        ("POST /v1/agents/w1/update", "{}", 403, "FORBIDDEN"),
+        ("POST /v1/agents/w1/push", "{}", 403, "FORBIDDEN"),
     ];
     for (route, body, status, want) in lead_no {
         let (got, v) = f.call(&f.lead, route, body).await;

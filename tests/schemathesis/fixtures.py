@@ -164,6 +164,12 @@ def agents_toml(directory, image, shell):
     git(repo, "add", "README.md")
     git(repo, "-c", "user.name=Fixture", "-c", "user.email=fixture@example.com",
         "commit", "-qm", "Start")
+    # A bare repository as its `origin`, for `push_agent_branch`: the hub's own, as the hub
+    # pushes (the repository is in a directory only root enters, so the hub runs git as
+    # itself there; git refuses to push into another user's repository on a local path).
+    origin = os.path.join(directory, "origin.git")
+    git(directory, "init", "-q", "--bare", origin)
+    git(repo, "remote", "add", "origin", origin)
     # The agents run as uid 1000 in the test image and must be able to write their checkout
     # (the hub refuses a repository they cannot): a user's own repository, as on a machine
     # where the user is uid 1000.
