@@ -16,6 +16,7 @@ mod mcp;
 mod notify;
 mod ops;
 mod policy;
+mod review;
 mod run;
 mod serve;
 mod token;
@@ -115,6 +116,10 @@ pub enum Command {
     Diff(workspace::DiffArgs),
     /// An agent's workspace: `remove` deletes its checkout and keeps its branch.
     Workspace(workspace::WorkspaceArgs),
+    /// Send a review note to an agent about its branch, on a file and line with --file and
+    /// --line: it gets the note with the diff hunk of that line as a prompt (queued while it
+    /// works).
+    Review(review::ReviewArgs),
     /// What agents spent (tokens by kind, dollars by the price table), read from their CLIs'
     /// own records: one AGENT by model, or every agent with team and fleet totals; --period
     /// today|week, --since/--until, --team, --json.
@@ -187,6 +192,7 @@ pub fn run(cli: Cli) -> i32 {
             Command::Restart(args) => agents::run_op(args.op, "restart", args.fresh).await,
             Command::Diff(args) => workspace::diff(args).await,
             Command::Workspace(args) => workspace::run(args).await,
+            Command::Review(args) => review::run(args).await,
             Command::Usage(args) => usage::run(args).await,
             Command::Budget(args) => budget::run(args).await,
             Command::Engines(args) => engines::run(args).await,

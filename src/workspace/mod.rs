@@ -45,6 +45,7 @@ mod owner;
 pub mod push_rule;
 mod remote;
 mod repo;
+pub mod review;
 mod worktree;
 
 #[cfg(test)]

@@ -57,6 +57,7 @@ mod remote_agents;
 mod remote_engine;
 mod remote_real_cli;
 mod resume;
+mod review;
 mod routing;
 mod scope;
 mod secure_default;

@@ -73,6 +73,7 @@ use crate::protocol::*;
         stop_agent,
         restart_agent,
         agent_changes,
+        review_agent,
         agent_usage,
         usage,
         budgets,
@@ -443,6 +444,17 @@ mod tests {
         check("wait", &wait, &samples, &|s| {
             crate::agent_state::wait::Wanted::parse(s).is_ok()
         });
+
+        for field in ["note", "file"] {
+            let pattern = re(&schemas["ReviewNote"]["properties"][field]["pattern"]);
+            let samples = around(&["", "fix it", "a\0b", "\0", "src/lib.rs"]);
+            check(
+                field,
+                &pattern,
+                &samples,
+                &crate::workspace::review::is_text,
+            );
+        }
 
         let cmd = regex::Regex::new(&schema::not_blank()).unwrap();
         let samples = around(&["", "ls", "a\0b", "\0", "x y"]);
