@@ -25,6 +25,7 @@ mod dashboard;
 mod dashboard_fleet;
 mod dashboard_phone;
 mod dashboard_restart;
+mod dashboard_review;
 mod dashboard_stopped;
 mod dashboard_usage;
 mod docker;
