@@ -23,6 +23,9 @@ pub struct AgentIdentity {
     pub team: String,
     /// `owner_role = "leader"` in its definition.
     pub leader: bool,
+    /// A leader's `may_merge = true`: it may merge, update and push its team's branches.
+    #[serde(default)]
+    pub may_merge: bool,
 }
 
 /// Who made a request.

@@ -257,6 +257,37 @@ impl HubClient {
             .await
     }
 
+    /// `POST /v1/agents/{id}/merge`: lands the agent's branch on its base (or, `dry_run`, says
+    /// what would land).
+    pub async fn merge_agent(
+        &self,
+        id: &str,
+        req: &crate::protocol::MergeRequest,
+    ) -> Result<crate::protocol::MergeReply, ClientError> {
+        self.post(&format!("/v1/agents/{}/merge", encode(id)), req)
+            .await
+    }
+
+    /// `POST /v1/agents/{id}/update`: brings the base into the agent's branch.
+    pub async fn update_agent_branch(
+        &self,
+        id: &str,
+        req: &crate::protocol::UpdateRequest,
+    ) -> Result<crate::protocol::UpdateReply, ClientError> {
+        self.post(&format!("/v1/agents/{}/update", encode(id)), req)
+            .await
+    }
+
+    /// `POST /v1/agents/{id}/push`: pushes the agent's branch to a remote of its repository.
+    pub async fn push_agent_branch(
+        &self,
+        id: &str,
+        req: &crate::protocol::PushRequest,
+    ) -> Result<crate::protocol::PushReply, ClientError> {
+        self.post(&format!("/v1/agents/{}/push", encode(id)), req)
+            .await
+    }
+
     /// What the agent spent in the period `q` names.
     pub async fn agent_usage(
         &self,

@@ -155,6 +155,7 @@ mod tests {
             agent_id: id.into(),
             team: "t".into(),
             leader: false,
+            may_merge: false,
         }
     }
 

@@ -186,8 +186,17 @@ pub enum HubError {
     Workspace {
         code: &'static str,
         message: String,
-        /// The uncommitted files, for `WORKSPACE_DIRTY`.
+        /// The uncommitted files, for `WORKSPACE_DIRTY` and `BASE_DIRTY`.
         files: Vec<String>,
+    },
+    /// A merge (or an update of an agent's branch) conflicts; nothing was changed.
+    #[error("{message}")]
+    MergeConflict {
+        message: String,
+        /// `[{path, hunks}]`: each conflicting file and its conflicted regions.
+        conflicts: serde_json::Value,
+        /// The receipt of the prompt that asked the agent to resolve them (`to_agent`).
+        delivered: Option<String>,
     },
 }
 
@@ -241,6 +250,7 @@ impl HubError {
             HubError::Internal { .. } => "INTERNAL",
             HubError::AgentRunning { .. } => "AGENT_RUNNING",
             HubError::Workspace { code, .. } => code,
+            HubError::MergeConflict { .. } => "MERGE_CONFLICT",
         }
     }
 
@@ -276,10 +286,14 @@ impl HubError {
             HubError::AuditRecordNotFound { .. } => 404,
             HubError::Unauthorized { .. } => 401,
             HubError::RouteNotMatched { .. } => 404,
-            HubError::Ambiguous { .. } | HubError::AgentRunning { .. } => 409,
+            HubError::Ambiguous { .. }
+            | HubError::AgentRunning { .. }
+            | HubError::MergeConflict { .. } => 409,
             HubError::Workspace { code, .. } => match *code {
                 "NO_WORKSPACE" | "WORKSPACE_MISSING" => 404,
                 "WORKSPACE_NOT_YOURS" | "WORKSPACE_PUSH_REFUSED" => 403,
+                "NO_SUCH_REMOTE" | "NO_BRANCH" => 404,
+                "PUSH_FAILED" => 502,
                 "GIT_FAILED" => 500,
                 _ => 409,
             },

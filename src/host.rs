@@ -270,6 +270,7 @@ impl HostSessions {
             leader: def.map_or(owner.owner_role.as_deref() == Some("leader"), |d| {
                 d.is_leader()
             }),
+            may_merge: def.is_some_and(|d| d.is_leader() && d.may_merge),
         };
         let token = self
             .credentials

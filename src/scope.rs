@@ -5,7 +5,8 @@
 //!   agent, and `send_line_to_agent` to its team's leader(s); nothing else;
 //! - a **leader** may in addition look at, type into (send_line, keys, talk, resize),
 //!   `send_line_to_agent` to, start, stop and restart the sessions and agents of its own team,
-//!   and lists show it its team only;
+//!   and lists show it its team only; with `may_merge = true` in its definition it may also
+//!   merge, update and push its team's agents' branches;
 //! - no agent credential may register, unregister, reset, change ownership, reload policies,
 //!   read the audit log, kill, signal, run tasks, use the bridge API or follow the event bus.
 //!
@@ -30,6 +31,9 @@ pub enum AgentAccess {
     Control,
     /// `send_line_to_agent`: the resolved target is checked with [`decide`].
     SendToAgent,
+    /// Landing an agent's work (merge, update, push): a leader with `may_merge`, for its
+    /// team's agents.
+    Merge,
     /// Only the caller's own session or agent (an agent reporting its state through a hook).
     Own,
     /// Any agent gets through; the handler admits only the agent itself and records every
@@ -75,6 +79,7 @@ pub fn decide(who: &AgentIdentity, access: AgentAccess, target: &Target) -> Verd
         AgentAccess::Filtered | AgentAccess::OwnInHandler => return Verdict::Allowed,
         AgentAccess::Look => seen,
         AgentAccess::Type | AgentAccess::Control => seen && who.leader,
+        AgentAccess::Merge => seen && who.leader && who.may_merge,
         AgentAccess::Own => own,
         AgentAccess::SendToAgent => {
             let to_leader = team && target.leader && !own;
@@ -100,6 +105,7 @@ mod tests {
             agent_id: id.into(),
             team: team.into(),
             leader,
+            may_merge: false,
         }
     }
 
@@ -116,7 +122,15 @@ mod tests {
     #[test]
     fn the_team_rules() {
         let lead = who("lead", "a", true);
+        let merger = AgentIdentity {
+            may_merge: true,
+            ..who("lead", "a", true)
+        };
         let w1 = who("w1", "a", false);
+        let w1_may_merge = AgentIdentity {
+            may_merge: true,
+            ..who("w1", "a", false)
+        };
         let (t_lead, t_w1, t_w2) = (
             at("lead", "a", true),
             at("w1", "a", false),
@@ -162,6 +176,16 @@ mod tests {
             (&lead, Own, t_lead, Allowed),
             (&lead, Own, t_w1, Forbidden),
             (&lead, Own, t_wb, Hidden),
+            // Landing work: a leader with may_merge, its team only; no worker.
+            (&merger, Merge, t_w1, Allowed),
+            (&merger, Merge, t_lead, Allowed),
+            (&merger, Merge, t_wb, Hidden),
+            (&merger, Merge, t_lb, Hidden),
+            (&lead, Merge, t_w1, Forbidden),
+            (&lead, Merge, t_wb, Hidden),
+            (&w1, Merge, t_w1, Forbidden),
+            (&w1_may_merge, Merge, t_w1, Forbidden),
+            (&w1_may_merge, Merge, t_w2, Hidden),
         ];
         for (caller, access, target, want) in table {
             assert_eq!(

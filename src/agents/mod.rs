@@ -21,6 +21,7 @@ mod engines;
 pub mod home;
 pub mod hooks;
 pub mod hub_access;
+pub mod land;
 pub mod placement;
 mod prepare;
 pub mod reconcile;

@@ -32,6 +32,7 @@ impl Agents {
             agent_id: def.id.clone(),
             team: def.team().to_string(),
             leader: def.is_leader(),
+            may_merge: def.is_leader() && def.may_merge,
         })
     }
 

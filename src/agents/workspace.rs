@@ -152,7 +152,16 @@ pub(super) fn checkout(ws: &WorkspaceInfo) -> Checkout<'_> {
 /// A workspace error as the hub says it.
 fn workspace_error(e: WorkspaceError) -> HubError {
     let files = match &e {
-        WorkspaceError::Dirty { files, .. } => files.clone(),
+        WorkspaceError::Dirty { files, .. } | WorkspaceError::BaseDirty { files, .. } => {
+            files.clone()
+        }
+        WorkspaceError::Conflicts { conflicts, .. } => {
+            return HubError::MergeConflict {
+                message: e.to_string(),
+                conflicts: serde_json::to_value(conflicts).unwrap_or_default(),
+                delivered: None,
+            }
+        }
         _ => Vec::new(),
     };
     HubError::Workspace {

@@ -64,6 +64,16 @@ impl IntoResponse for ApiError {
             HubError::Workspace { files, .. } if !files.is_empty() => {
                 d.insert("files".into(), json!(files));
             }
+            HubError::MergeConflict {
+                conflicts,
+                delivered,
+                ..
+            } => {
+                d.insert("conflicts".into(), conflicts.clone());
+                if let Some(receipt) = delivered {
+                    d.insert("delivered".into(), json!(receipt));
+                }
+            }
             HubError::AgentBlocked { evidence } => {
                 d.insert("receipt".into(), json!("blocked"));
                 d.insert("evidence".into(), json!(evidence));

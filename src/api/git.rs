@@ -448,6 +448,7 @@ mod tests {
             agent_id: id.into(),
             team: "t".into(),
             leader: true,
+            may_merge: false,
         })
     }
 

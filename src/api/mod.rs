@@ -12,6 +12,7 @@ pub mod error;
 mod events;
 mod external_sessions;
 mod git;
+mod land;
 pub mod metrics;
 mod notify;
 pub mod openapi;

@@ -7,7 +7,7 @@ use axum::http::Method;
 use axum::routing::{on, MethodFilter, MethodRouter};
 
 use super::{
-    access, agents, answer, bridge, budgets, events, external_sessions, git, openapi,
+    access, agents, answer, bridge, budgets, events, external_sessions, git, land, openapi,
     owner_routing, policies, previews, sessions, stream,
 };
 use super::{notify, review, tasks, traffic, usage, web};
@@ -70,6 +70,7 @@ const CONTROL: AgentAccess = AgentAccess::Control;
 const SEND_TO_AGENT: AgentAccess = AgentAccess::SendToAgent;
 const OWN: AgentAccess = AgentAccess::Own;
 const OWN_IN_HANDLER: AgentAccess = AgentAccess::OwnInHandler;
+const MERGE: AgentAccess = AgentAccess::Merge;
 
 /// The table. Reads need an observer, changes an operator; changing who owns what, the
 /// external sessions, policies and the audit log's storage need an admin.
@@ -155,6 +156,10 @@ pub static ROUTES: &[Route] = &[
     route!(PUT "/v1/teams/{team}/budget", ADMIN, As("budget_set"), NEVER, budgets::set_team_budget),
     route!(DELETE "/v1/teams/{team}/budget", ADMIN, As("budget_reset"), NEVER, budgets::reset_team_budget),
     route!(POST "/v1/teams/{team}/budget/lift", ADMIN, As("budget_lift"), NEVER, budgets::lift_team_budget),
+    // Landing an agent's work: a person, or a leader with `may_merge` for its team's agents.
+    route!(POST "/v1/agents/{id}/merge", OPERATOR, As("agent_merge"), MERGE, land::merge),
+    route!(POST "/v1/agents/{id}/update", OPERATOR, As("agent_update"), MERGE, land::update),
+    route!(POST "/v1/agents/{id}/push", OPERATOR, As("agent_push"), MERGE, land::push),
     route!(DELETE "/v1/agents/{id}/workspace", OPERATOR, As("workspace_remove"), NEVER, agents::remove_workspace),
     // The agent's workspace over git's smart HTTP: its own credential fetches and pushes its
     // branch, people fetch. The handlers admit and audit themselves (a pack is not a record).

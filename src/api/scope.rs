@@ -54,7 +54,9 @@ pub fn check_route(
             message: format!(
                 "agent '{}' may not do this to {path}: {}",
                 who.agent_id,
-                if who.leader {
+                if who.leader && access == AgentAccess::Merge {
+                    "a leader lands its team's work only with may_merge = true in its definition"
+                } else if who.leader {
                     "not allowed for agent credentials"
                 } else {
                     "a worker may only look at its own session and message its leader"

@@ -11,6 +11,7 @@ mod doctor;
 mod engines;
 mod external_sessions;
 mod hook;
+mod land;
 pub mod logging;
 mod mcp;
 mod notify;
@@ -120,6 +121,16 @@ pub enum Command {
     /// --line: it gets the note with the diff hunk of that line as a prompt (queued while it
     /// works).
     Review(review::ReviewArgs),
+    /// Land an agent's branch on its base: merge (default), --squash, --rebase or --ff-only;
+    /// --dry-run shows what would land. Refused while the base is checked out with uncommitted
+    /// changes (BASE_DIRTY), on a conflict (MERGE_CONFLICT, nothing changed; --to-agent sends
+    /// the conflicts to the agent) and while the agent is working unless --force.
+    Merge(land::MergeArgs),
+    /// Bring an agent's base into its branch (merged, or --rebase), its checkout updated.
+    Update(land::UpdateArgs),
+    /// Push an agent's branch to a remote of its repository (default origin) with your own git
+    /// credentials; prints the branch and the remote's URL, for a pull request.
+    Push(land::PushArgs),
     /// What agents spent (tokens by kind, dollars by the price table), read from their CLIs'
     /// own records: one AGENT by model, or every agent with team and fleet totals; --period
     /// today|week, --since/--until, --team, --json.
@@ -193,6 +204,9 @@ pub fn run(cli: Cli) -> i32 {
             Command::Diff(args) => workspace::diff(args).await,
             Command::Workspace(args) => workspace::run(args).await,
             Command::Review(args) => review::run(args).await,
+            Command::Merge(args) => land::merge(args).await,
+            Command::Update(args) => land::update(args).await,
+            Command::Push(args) => land::push(args).await,
             Command::Usage(args) => usage::run(args).await,
             Command::Budget(args) => budget::run(args).await,
             Command::Engines(args) => engines::run(args).await,

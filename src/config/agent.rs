@@ -92,6 +92,10 @@ pub struct AgentDef {
     pub cpus: Option<f64>,
     pub owner_agent_id: Option<String>,
     pub owner_role: Option<String>,
+    /// A leader may merge, update and push its team's agents' branches through its
+    /// credential (`POST /v1/agents/{id}/merge`, MCP `merge`); default false. Only a leader's.
+    #[serde(default)]
+    pub may_merge: bool,
     pub label: Option<String>,
     pub cli_type: Option<String>,
     /// Regex on the rendered screen that means "ready for input".

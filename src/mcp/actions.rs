@@ -346,6 +346,25 @@ pub static ACTIONS: &[Action] = &[
         query("team", Kind::Str, "Only this team's agents."),
     ], rest("GET", "/v1/usage")),
     action(Tool::Agents, "budgets", "The budgets in force you may see (a leader: its team's agents' and its team's): each one's caps (usd, tokens per hour, day, week or total), what was spent in the period, when it renews, its action (hold, stop, notify) and whether it refuses deliveries now (BUDGET_EXHAUSTED).", &[], rest("GET", "/v1/budgets")),
+    action(Tool::Agents, "merge", "Land the agent's branch on its base (a person, or a leader with may_merge for its team): mode merge (default), squash, rebase or ff-only; dry_run says what would land. Refused with BASE_DIRTY (the base checked out with uncommitted changes), MERGE_CONFLICT (files and hunks, nothing changed; to_agent sends them to the agent), AGENT_WORKING unless force, NOTHING_TO_MERGE, NOT_FAST_FORWARD.", &[
+        AGENT,
+        body("mode", Kind::Str, "merge, squash, rebase or ff-only (default merge)."),
+        body("message", Kind::Str, "The merge or squash commit's message."),
+        body("force", Kind::Bool, "Even while the agent is working."),
+        body("to_agent", Kind::Bool, "On a conflict, send the files and hunks to the agent to resolve."),
+        body("continue_from_base", Kind::Bool, "Afterwards, move the agent's branch to the new base."),
+        body("dry_run", Kind::Bool, "Change nothing; say what would land."),
+    ], rest("POST", "/v1/agents/{agent_id}/merge")),
+    action(Tool::Agents, "update", "Bring the agent's base into its branch (merged, or rebase: its commits replayed on the base), its checkout updated; refused while it is working unless force, with uncommitted changes (WORKSPACE_DIRTY), and on a conflict (MERGE_CONFLICT, nothing changed).", &[
+        AGENT,
+        body("rebase", Kind::Bool, "Replay the agent's commits on the base instead of merging."),
+        body("force", Kind::Bool, "Even while the agent is working."),
+        body("to_agent", Kind::Bool, "On a conflict, send the files and hunks to the agent to resolve."),
+    ], rest("POST", "/v1/agents/{agent_id}/update")),
+    action(Tool::Agents, "push", "Push the agent's branch to a remote of its repository (default origin) with the user's git credentials: remote, url, branch, sha.", &[
+        AGENT,
+        body("remote", Kind::Str, "The remote (default origin)."),
+    ], rest("POST", "/v1/agents/{agent_id}/push")),
     action(Tool::Agents, "state", "The agent's state: working, idle, blocked, limited (a usage or rate limit; until when), exited (also when stopped) or unknown, and stuck.", &[AGENT, EXPLAIN], rest("GET", "/v1/agents/{agent_id}/state")),
     action(Tool::Agents, "wait_state", "Wait until the agent's state is one of states (reached: true), or the timeout (reached: false); a stopped agent is waited for until it starts.", &[AGENT, STATES, WAIT_TIMEOUT, EXPLAIN], rest("GET", "/v1/agents/{agent_id}/state")),
     action(Tool::Agents, "run", "Run a shell command as a task: in its own PTY (default; answers at once with taskId and sessionId) or with pipes (pty: false; answers when it ends with stdout, stderr, exitCode). Passes the command guard.", &[

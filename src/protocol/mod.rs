@@ -8,6 +8,7 @@
 mod engines;
 mod events;
 mod fleet;
+mod land;
 mod notify;
 mod policy;
 mod replies;
@@ -49,6 +50,7 @@ use crate::session::Owner;
 pub use engines::*;
 pub use events::*;
 pub use fleet::*;
+pub use land::*;
 pub use notify::*;
 pub use policy::*;
 pub use replies::*;

@@ -142,7 +142,11 @@ fn checkout_dir(path: &Path) -> Result<PathBuf, WorkspaceError> {
 }
 
 /// The commits `merge_base..tip`, newest first.
-fn commits(path: &Path, merge_base: &str, tip: &str) -> Result<Vec<Commit>, WorkspaceError> {
+pub(super) fn commits(
+    path: &Path,
+    merge_base: &str,
+    tip: &str,
+) -> Result<Vec<Commit>, WorkspaceError> {
     let out = Git::new(path)
         .args(["log", "-z", "--no-show-signature", "--format=%H %s"])
         .arg(format!("{merge_base}..{tip}"))
@@ -157,6 +161,15 @@ fn commits(path: &Path, merge_base: &str, tip: &str) -> Result<Vec<Commit>, Work
             }
         })
         .collect())
+}
+
+/// The files changed from commit `from` to commit `to`, with line counts.
+pub(super) fn files_between(
+    dir: &Path,
+    from: &str,
+    to: &str,
+) -> Result<Vec<FileChange>, WorkspaceError> {
+    file_changes(dir, None, &[from, to])
 }
 
 /// `git diff` with the options every diff here uses, against the temporary index if any.

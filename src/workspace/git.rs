@@ -89,6 +89,24 @@ impl Git {
         self
     }
 
+    /// Runs as the user and group `ids` with that user's home (the repository's owner, when
+    /// the hub is root: what git writes is theirs, and their own configuration is read);
+    /// `None`: as the hub.
+    pub(super) fn run_as_user(mut self, ids: Option<(u32, u32)>) -> Self {
+        use std::os::unix::process::CommandExt;
+        if let Some((uid, gid)) = ids {
+            // Their own configuration, never the hub's.
+            let user = nix::unistd::User::from_uid(uid.into()).ok().flatten();
+            let home = user.map_or("/nonexistent".into(), |u| u.dir);
+            self.cmd
+                .uid(uid)
+                .gid(gid)
+                .env("HOME", home)
+                .env_remove("XDG_CONFIG_HOME");
+        }
+        self
+    }
+
     /// The command as built, to run some other way (streaming: [`super::http_backend`]).
     pub(super) fn into_command(self) -> Command {
         self.cmd

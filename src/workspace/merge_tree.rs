@@ -26,19 +26,26 @@ impl Merged {
 /// Merges the commits `ours` and `theirs` (any revisions) of the repository at `dir`, writing
 /// only objects.
 pub fn merge_tree(dir: &Path, ours: &str, theirs: &str) -> Result<Merged, WorkspaceError> {
-    let git = Git::new(dir).args([
-        "merge-tree",
-        "--write-tree",
-        "--name-only",
-        "--no-messages",
-        "-z",
-        ours,
-        theirs,
-    ]);
+    merge_in(Git::new(dir), &[ours, theirs])
+}
+
+/// `git merge-tree --write-tree` of `revs` (`ours theirs`, or `--merge-base B ours theirs` to
+/// apply one commit, as a cherry-pick does) through the call `git` (run as whom it says).
+pub(super) fn merge_in(git: Git, revs: &[&str]) -> Result<Merged, WorkspaceError> {
+    let git = git
+        .args([
+            "merge-tree",
+            "--write-tree",
+            "--name-only",
+            "--no-messages",
+            "-z",
+        ])
+        .args(revs);
     let args = git.shown_args();
     let out = git.output()?;
+    // Exit 1 is a conflict, and also what a revision that names nothing gives (with no tree).
     match out.code {
-        Some(0) | Some(1) => Ok(parse(&out.stdout)),
+        Some(0) | Some(1) if !out.stdout.is_empty() => Ok(parse(&out.stdout)),
         _ => Err(WorkspaceError::Git {
             args,
             stderr: out.stderr,

@@ -28,7 +28,9 @@
 //!
 //! The operations: [`check`] (at load), [`prepare`] (before the agent starts: [`agent_access`],
 //! [`ensure`], [`open::open`]), [`changes`] (what the agent changed against its base),
-//! [`dirty_files`] and [`remove`].
+//! [`dirty_files`] and [`remove`]; landing the work: [`preview`] and [`land`] (merge, squash,
+//! rebase, ff-only into the base), [`update`] (the base into the branch),
+//! [`continue_from_base`] and [`push`].
 //!
 //! Workspace code elsewhere only calls these: `config/workspace.rs` checks each definition at
 //! load, `agents/workspace.rs` makes and mounts an agent's checkout at its start and answers
@@ -36,14 +38,19 @@
 //! those.
 
 mod access;
+mod branch_move;
 mod changes;
+mod conflicts;
 mod git;
 pub mod http_backend;
+mod land;
 mod merge_tree;
 mod open;
 mod owner;
+mod push;
 pub mod push_rule;
 mod remote;
+mod replay;
 mod repo;
 pub mod review;
 mod worktree;
@@ -55,7 +62,13 @@ use std::path::{Path, PathBuf};
 
 pub use access::{agent_access, Access, AgentUser};
 pub use changes::{changes, committed_changes, dirty_files, uncommitted_from};
+pub use conflicts::{prompt as conflict_prompt, Conflict};
+pub use land::{
+    check_branch_clean, continue_from_base, land, preview, update, LandMode, Landed, Preview,
+    Updated,
+};
 pub use merge_tree::{merge_tree, Merged};
+pub use push::{push, Pushed};
 pub use remote::{branch_tip, ensure_branch, is_ancestor, served_repo, ServedRepo};
 pub use repo::{check, current_branch, valid_branch_name};
 pub use worktree::{ensure, remove};
@@ -215,6 +228,49 @@ pub enum WorkspaceError {
         /// The ways out.
         fix: String,
     },
+    /// The base is checked out with uncommitted changes: a merge into it is refused.
+    #[error(
+        "the base is checked out at {} with uncommitted changes ({}); commit or stash them \
+         there first, then merge again",
+        path.display(),
+        list_files(files)
+    )]
+    BaseDirty { path: PathBuf, files: Vec<String> },
+    /// Merging one branch into another conflicts; nothing was changed.
+    #[error(
+        "merging {branch} into {into} conflicts in {}; nothing was changed: resolve them on \
+         the agent's branch (merge {into} into it) and merge again",
+        list_files(&conflicts.iter().map(|c| c.path.clone()).collect::<Vec<_>>())
+    )]
+    Conflicts {
+        branch: String,
+        into: String,
+        conflicts: Vec<conflicts::Conflict>,
+    },
+    /// The branch has no commits its base lacks.
+    #[error("branch {branch} has no commits that {base} lacks: there is nothing to merge")]
+    NothingToMerge { branch: String, base: String },
+    /// A fast-forward only merge of a base that is not an ancestor of the branch.
+    #[error(
+        "{base} is not an ancestor of {branch}, so it cannot be fast-forwarded; merge, \
+         squash or rebase instead, or update the branch first"
+    )]
+    NotFastForward { branch: String, base: String },
+    /// The base is a tag or a commit, which a merge cannot move.
+    #[error("the base {base:?} is not a branch; only a branch can be merged into")]
+    BaseNotABranch { base: String },
+    /// The agent's branch does not exist (yet).
+    #[error("there is no branch {branch:?}; it is made at the agent's first start")]
+    NoBranch { branch: String },
+    /// A branch moved while it was being changed; nothing was changed.
+    #[error("{branch} moved meanwhile ({detail}); nothing was changed: try again")]
+    BranchMoved { branch: String, detail: String },
+    /// The repository has no such remote.
+    #[error("the repository has no remote {remote:?} (see `git remote -v`)")]
+    NoSuchRemote { remote: String },
+    /// `git push` failed.
+    #[error("git push to {remote} failed: {detail}")]
+    PushFailed { remote: String, detail: String },
     /// A git command failed.
     #[error("`git {args}` failed: {stderr}")]
     Git { args: String, stderr: String },
@@ -238,6 +294,15 @@ impl WorkspaceError {
             Self::WorkspaceMissing { .. } => "WORKSPACE_MISSING",
             Self::PathInUse { .. } => "WORKSPACE_PATH_IN_USE",
             Self::NotWritable { .. } => "WORKSPACE_NOT_WRITABLE",
+            Self::BaseDirty { .. } => "BASE_DIRTY",
+            Self::Conflicts { .. } => "MERGE_CONFLICT",
+            Self::NothingToMerge { .. } => "NOTHING_TO_MERGE",
+            Self::NotFastForward { .. } => "NOT_FAST_FORWARD",
+            Self::BaseNotABranch { .. } => "BASE_NOT_A_BRANCH",
+            Self::NoBranch { .. } => "NO_BRANCH",
+            Self::BranchMoved { .. } => "BRANCH_MOVED",
+            Self::NoSuchRemote { .. } => "NO_SUCH_REMOTE",
+            Self::PushFailed { .. } => "PUSH_FAILED",
             Self::Git { .. } | Self::Io { .. } => "GIT_FAILED",
         }
     }

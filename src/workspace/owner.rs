@@ -38,6 +38,39 @@ pub(super) fn give_branch_to_repo_owner(repo: &Repo, branch: &str) -> Result<(),
     Owner::of(repo)?.take_branch(repo, branch)
 }
 
+/// The user and group git should run as on the repository: its owner when the hub is root
+/// and the repository is someone else's (what git writes is then theirs); `None`: the hub.
+pub(super) fn run_as(repo: &Repo) -> Result<Option<(u32, u32)>, WorkspaceError> {
+    let owner = Owner::of(repo)?;
+    let hub_is_root = nix::unistd::geteuid().is_root();
+    Ok((hub_is_root && owner.uid != 0).then_some((owner.uid, owner.gid)))
+}
+
+/// When the hub runs as root, gives what updating the work tree `worktree` as root created or
+/// rewrote to the owner of the work tree: the files `paths` (relative to it) with the
+/// directories made for them, and its index `index`.
+pub(super) fn give_updated_files(
+    worktree: &Path,
+    paths: &[String],
+    index: &Path,
+) -> Result<(), WorkspaceError> {
+    if !nix::unistd::geteuid().is_root() {
+        return Ok(());
+    }
+    let meta = std::fs::metadata(worktree).map_err(io_at(worktree))?;
+    if meta.uid() == 0 {
+        return Ok(());
+    }
+    let owner = Owner {
+        uid: meta.uid(),
+        gid: meta.gid(),
+    };
+    for path in paths {
+        owner.take_with_parents(&worktree.join(path), worktree)?;
+    }
+    owner.take(index, &|meta| meta.uid() == 0)
+}
+
 fn created_by_root(checkout: &Path) -> Result<bool, WorkspaceError> {
     let file = checkout.join(".git");
     let meta = std::fs::symlink_metadata(&file).map_err(WorkspaceError::io(format!(

@@ -3,7 +3,6 @@
 //! engine and pushes back to it ([`super::http_backend`]); what it pushed is on the branch, as
 //! a local agent's commits are.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::git::Git;
@@ -44,15 +43,10 @@ pub fn served_repo(b: &Branch) -> Result<ServedRepo, WorkspaceError> {
         .arg(b.base)
         .output()?;
     let base_ref = String::from_utf8_lossy(&full.stdout).trim().to_string();
-    let meta = std::fs::metadata(&repo.common_dir).map_err(WorkspaceError::io(format!(
-        "could not inspect {}",
-        repo.common_dir.display()
-    )))?;
-    let hub_is_root = nix::unistd::geteuid().is_root();
     Ok(ServedRepo {
+        run_as: owner::run_as(&repo)?,
         git_dir: repo.common_dir,
         base_ref: (full.success && base_ref.starts_with("refs/")).then_some(base_ref),
-        run_as: (hub_is_root && meta.uid() != 0).then_some((meta.uid(), meta.gid())),
     })
 }
 

@@ -948,10 +948,15 @@ fn merge_tree_names_conflicts_without_touching_anything() {
     let clash = merge_tree(&f.repo, "main", "clash").unwrap();
     assert_eq!(clash.conflicts, vec!["README".to_string()]);
     let merged = git(&f.repo, &["show", &format!("{}:README", clash.tree)]);
-    assert!(merged.contains("<<<<<<<") && merged.contains("TWO from clash"), "{merged}");
+    assert!(
+        merged.contains("<<<<<<<") && merged.contains("TWO from clash"),
+        "{merged}"
+    );
 
     assert_eq!(git(&f.repo, &["show-ref"]), before);
     assert_eq!(git(&f.repo, &["status", "--porcelain"]), status);
     let bad = merge_tree(&f.repo, "main", "no-such-branch").unwrap_err();
     assert_eq!(bad.code(), "GIT_FAILED");
 }
+
+mod land;

@@ -140,7 +140,7 @@ pub(super) fn parse_list(text: &str) -> Vec<Worktree> {
     worktrees
 }
 
-fn list(repo: &Path) -> Result<Vec<Worktree>, WorkspaceError> {
+pub(super) fn list(repo: &Path) -> Result<Vec<Worktree>, WorkspaceError> {
     let out = Git::new(repo)
         .args(["worktree", "list", "--porcelain"])
         .run()?;

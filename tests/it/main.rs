@@ -33,6 +33,7 @@ mod engines;
 mod fleet_start;
 mod guard;
 mod hub_image;
+mod land;
 mod layering;
 mod leader;
 mod limit_queue;

@@ -64,6 +64,7 @@ fn credential(hub: &TestHub, id: &str) -> String {
         agent_id: id.into(),
         team: "default".into(),
         leader: false,
+        may_merge: false,
     };
     hub.hub.credentials().mint(id, who)
 }

@@ -164,11 +164,15 @@ def agents_toml(directory, image, shell):
     git(repo, "add", "README.md")
     git(repo, "-c", "user.name=Fixture", "-c", "user.email=fixture@example.com",
         "commit", "-qm", "Start")
+    # A bare repository as its `origin`, for `push_agent_branch`.
+    origin = os.path.join(directory, "origin.git")
+    git(directory, "init", "-q", "--bare", origin)
+    git(repo, "remote", "add", "origin", origin)
     # The agents run as uid 1000 in the test image and must be able to write their checkout
     # (the hub refuses a repository they cannot): a user's own repository, as on a machine
     # where the user is uid 1000.
     if os.getuid() == 0:
-        subprocess.run(["chown", "-R", "1000:1000", repo], check=True)
+        subprocess.run(["chown", "-R", "1000:1000", repo, origin], check=True)
     command = ["sh", SHELL_IN_CONTAINER]
     text = []
     for agent, what in AGENTS.items():

@@ -4,12 +4,14 @@
 //! when a route of the router is missing here.
 
 mod bounds;
+mod land_paths;
 mod paths;
 
 use axum::Json;
 use utoipa::OpenApi;
 
 use bounds::Bounds;
+use land_paths::*;
 use paths::*;
 
 use crate::protocol::*;
@@ -88,6 +90,9 @@ use crate::protocol::*;
         notify_status,
         notify_test,
         remove_workspace,
+        merge_agent,
+        update_agent_branch,
+        push_agent_branch,
         git_info_refs,
         git_upload_pack,
         git_receive_pack,
