@@ -44,12 +44,14 @@ export class Merge {
     const commits = plan.commits ?? [];
     const files = plan.files ?? [];
     const conflicts = plan.conflicts ?? [];
-    const clean = plan.clean !== false && !conflicts.length;
-    const title = clean
-      ? `${mode} ${commits.length} commit${commits.length === 1 ? "" : "s"} of ${plan.branch} into ${plan.base}?`
-      : `${plan.branch} does not merge cleanly into ${plan.base}: ${conflicts.length} conflicting file${conflicts.length === 1 ? "" : "s"}`;
+    const clean = plan.clean !== false && !conflicts.length && commits.length > 0;
+    const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+    const title = clean ? `${mode} ${plural(commits.length, "commit")} of ${plan.branch} into ${plan.base}?`
+      : conflicts.length ? `${plan.branch} does not merge cleanly into ${plan.base}: ${plural(conflicts.length, "conflicting file")}`
+        : !commits.length ? `nothing to merge: ${plan.branch} has no commits that ${plan.base} lacks`
+          : `${plan.branch} cannot land on ${plan.base} as ${mode} (try another mode)`;
     const cancel = h("button.merge-cancel", { type: "button", onclick: () => this.close() }, "Cancel");
-    this.confirm.replaceChildren(
+    this.confirm.replaceChildren(h("div", {},
       h("div.merge-title", {}, title),
       clean
         ? [h("ul.merge-commits", {}, commits.map((c) => h("li", { "data-sha": c.sha }, h("code", {}, c.sha.slice(0, 8)), " ", c.subject))),
@@ -59,7 +61,7 @@ export class Merge {
         : h("ul.merge-conflicts", {}, conflicts.map((p) => h("li", { "data-file": p }, p))),
       h("div.merge-actions", {},
         clean ? h("button.merge-confirm-button", { type: "button", onclick: () => this.land(mode) }, "Confirm") : "",
-        cancel));
+        cancel)));
     this.confirm.hidden = false;
   }
 
@@ -83,7 +85,8 @@ export class Merge {
   }
 
   fail(e) {
-    const files = e.body?.files ?? e.body?.conflicts ?? [];
+    // BASE_DIRTY names files; MERGE_CONFLICT its conflicts, each with its path.
+    const files = (e.body?.files ?? e.body?.conflicts ?? []).map((f) => f?.path ?? f);
     const list = files.length ? `: ${files.join(", ")}` : "";
     this.say(`not merged: ${e.code ? `${e.code}: ` : ""}${e.message}${list}`, "error");
   }

@@ -2,7 +2,9 @@
 //! fake agent TUI) with a workspace whose branch has a commit; in its changes panel a click on
 //! a diff line opens a note box for that file and line, notes collect in a list (one is
 //! removed), "Send 2 notes" sends them as one review, the page shows the receipt, and the
-//! agent's pane shows the prompt with both notes. No CSP violation on the way.
+//! agent's pane shows the prompt with both notes. No CSP violation on the way. And the merge
+//! button: its confirmation lists what would land (Cancel lands nothing), a dirty base is
+//! refused with the file named, and Confirm lands the agent's commit on `main` (git on the host).
 
 use serde_json::json;
 
@@ -14,7 +16,7 @@ use crate::real_cli_docker::start_synced;
 use crate::require_docker;
 use crate::review::{commit_in_checkout, fake_agent_toml, output};
 use crate::support::wait_until;
-use crate::workspace::user_repo;
+use crate::workspace::{git, user_repo};
 
 /// The line `line` of `file` in the agent panel's diff.
 fn diff_line(file: &str, line: u32) -> String {
@@ -138,4 +140,112 @@ async fn a_note_on_a_diff_line_is_sent_from_the_page_and_the_agent_gets_it() {
     assert_eq!(audit["total"], 1, "{audit}");
     let violations = b.js("return window.cspViolations", json!([])).await;
     assert_eq!(violations, json!([]));
+}
+
+/// The text of the merge control's result once it has one (`data-outcome` set).
+async fn merge_outcome(b: &crate::browser_support::Browser) -> serde_json::Value {
+    b.wait_js(
+        "the merge's outcome",
+        "const r = document.querySelector('.term-info .merge-result'); return r.dataset.outcome && [r.dataset.outcome, r.textContent]",
+        T,
+    )
+    .await
+}
+
+/// Asks for the merge in `mode` and waits for the confirmation; its title, commits and files.
+async fn ask_merge(b: &crate::browser_support::Browser, mode: &str) -> serde_json::Value {
+    b.js(
+        &format!("document.querySelector('.term-info .merge-mode').value = '{mode}'; return 1"),
+        json!([]),
+    )
+    .await;
+    b.click(".term-info .merge-button").await;
+    b.wait_js(
+        "the merge's confirmation",
+        "const c = document.querySelector('.term-info .merge-confirm'); return !c.hidden && [c.querySelector('.merge-title').textContent, [...c.querySelectorAll('.merge-commits li')].map(l => l.textContent), [...c.querySelectorAll('.merge-files li')].map(l => l.dataset.file)]",
+        T,
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_merge_button_shows_what_lands_and_lands_it_after_confirming() {
+    require_docker!();
+    let b = browser!();
+    let repo = user_repo();
+    let hub_id = unique_hub_id();
+    let _guard = ContainerGuard(hub_id.clone());
+    let dir = policies_dir();
+    let hub = hub_with_policies(&dir, &fake_agent_toml(&hub_id, "rm", repo.path())).await;
+    let (_sid, _session) = start_synced(&hub, "rm").await;
+    commit_in_checkout(&hub, "rm", "app.txt", "one\ntwo\nthree\n").await;
+    let main_before = git(repo.path(), &["rev-parse", "main"]);
+
+    b.sign_in(&hub.base, &hub.owner_token).await;
+    open_fleet(&b, &hub).await;
+    b.click("tr[data-unit=\"rm\"] td.name").await;
+    let button = b
+        .wait_js(
+            "the merge button",
+            "return document.querySelector('.term-info .merge-button')?.textContent",
+            T,
+        )
+        .await;
+    assert_eq!(button, json!("Merge into main"));
+
+    // The confirmation shows what would land; Cancel lands nothing.
+    let plan = ask_merge(&b, "squash").await;
+    assert_eq!(plan[0], json!("squash 1 commit of agent/rm into main?"));
+    assert!(
+        plan[1][0].as_str().unwrap().ends_with(" Add app.txt"),
+        "{plan}"
+    );
+    assert_eq!(plan[2], json!(["app.txt"]));
+    b.screenshot("merge-confirm").await;
+    b.click(".term-info .merge-cancel").await;
+    assert_eq!(git(repo.path(), &["rev-parse", "main"]), main_before);
+
+    // A dirty base: refused with the file named, nothing changed.
+    std::fs::write(repo.path().join("README.md"), "changed by hand\n").unwrap();
+    ask_merge(&b, "squash").await;
+    b.click(".term-info .merge-confirm-button").await;
+    let refused = merge_outcome(&b).await;
+    assert_eq!(refused[0], json!("error"), "{refused}");
+    let text = refused[1].as_str().unwrap();
+    assert!(
+        text.starts_with("not merged: BASE_DIRTY: ") && text.ends_with("README.md"),
+        "{text}"
+    );
+    assert_eq!(git(repo.path(), &["rev-parse", "main"]), main_before);
+
+    // Clean again: Confirm lands the work on main, and the user's checkout has it.
+    git(repo.path(), &["checkout", "--", "README.md"]);
+    ask_merge(&b, "squash").await;
+    b.click(".term-info .merge-confirm-button").await;
+    let landed = b
+        .wait_js(
+            "the merge landed",
+            "const r = document.querySelector('.term-info .merge-result'); return r.dataset.outcome === 'merged' && r.textContent",
+            T,
+        )
+        .await;
+    assert!(
+        landed
+            .as_str()
+            .unwrap()
+            .starts_with("squash: 1 commit of agent/rm landed on main ("),
+        "{landed}"
+    );
+    b.screenshot("merge-landed").await;
+    assert_ne!(git(repo.path(), &["rev-parse", "main"]), main_before);
+    assert_eq!(
+        git(repo.path(), &["show", "main:app.txt"]),
+        "one\ntwo\nthree\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("app.txt")).unwrap(),
+        "one\ntwo\nthree\n"
+    );
+    let (_, audit) = hub.get("/v1/pty-traffic/events?action=agent_merge").await;
+    assert!(audit["total"].as_u64() >= Some(3), "{audit}");
 }

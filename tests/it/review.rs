@@ -139,13 +139,28 @@ pub(crate) fn fake_agent_toml(hub_id: &str, id: &str, repo: &std::path::Path) ->
     )
 }
 
-/// Commits `file` with `text` on the agent's branch, in its checkout (host git).
+/// Commits `file` with `text` on the agent's branch, in its checkout (host git), leaving what
+/// git wrote to the repository's owner (the agents' user, as `user_repo` makes it).
 pub(crate) async fn commit_in_checkout(hub: &TestHub, agent: &str, file: &str, text: &str) {
     let (_, v) = hub.get(&format!("/v1/agents/{agent}")).await;
     let checkout = std::path::PathBuf::from(v["agent"]["workspace"]["path"].as_str().unwrap());
     std::fs::write(checkout.join(file), text).unwrap();
     git(&checkout, &["add", file]);
     git(&checkout, &["commit", "-qm", &format!("Add {file}")]);
+    let common = git(
+        &checkout,
+        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    );
+    let owner = std::fs::metadata(v["agent"]["workspace"]["repo"].as_str().unwrap()).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    let who = format!("{}:{}", owner.uid(), owner.gid());
+    for dir in [common.trim(), checkout.to_str().unwrap()] {
+        let chowned = Command::new("chown")
+            .args(["-R", &who, dir])
+            .status()
+            .unwrap();
+        assert!(chowned.success(), "chown {dir}");
+    }
 }
 
 pub(crate) async fn output(hub: &TestHub, sid: &str) -> String {
