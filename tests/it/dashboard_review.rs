@@ -38,26 +38,46 @@ async fn note_on(b: &crate::browser_support::Browser, file: &str, line: u32, not
     b.click(".note-box button.add").await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_note_on_a_diff_line_is_sent_from_the_page_and_the_agent_gets_it() {
-    require_docker!();
-    let b = browser!();
+/// A started container agent running the fake agent TUI on a workspace whose branch has
+/// `app.txt` committed, and the page signed in, counting CSP violations, on its panel.
+struct Agent {
+    hub: crate::support::TestHub,
+    sid: String,
+    repo: tempfile::TempDir,
+    _guard: ContainerGuard,
+    _policies: tempfile::TempDir,
+}
+
+async fn agent_with_a_commit(b: &crate::browser_support::Browser, id: &str) -> Agent {
     let repo = user_repo();
     let hub_id = unique_hub_id();
-    let _guard = ContainerGuard(hub_id.clone());
-    let dir = policies_dir();
-    let hub = hub_with_policies(&dir, &fake_agent_toml(&hub_id, "rw", repo.path())).await;
-    let (sid, _session) = start_synced(&hub, "rw").await;
-    commit_in_checkout(&hub, "rw", "app.txt", "one\ntwo\nthree\n").await;
-
+    let guard = ContainerGuard(hub_id.clone());
+    let policies = policies_dir();
+    let hub = hub_with_policies(&policies, &fake_agent_toml(&hub_id, id, repo.path())).await;
+    let (sid, _) = start_synced(&hub, id).await;
+    commit_in_checkout(&hub, id, "app.txt", "one\ntwo\nthree\n").await;
     b.sign_in(&hub.base, &hub.owner_token).await;
-    open_fleet(&b, &hub).await;
+    open_fleet(b, &hub).await;
     b.js(
         "window.cspViolations = []; document.addEventListener('securitypolicyviolation', e => window.cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`)); return 1",
         json!([]),
     )
     .await;
-    b.click("tr[data-unit=\"rw\"] td.name").await;
+    b.click(&format!("tr[data-unit=\"{id}\"] td.name")).await;
+    Agent {
+        hub,
+        sid,
+        repo,
+        _guard: guard,
+        _policies: policies,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_note_on_a_diff_line_is_sent_from_the_page_and_the_agent_gets_it() {
+    require_docker!();
+    let b = browser!();
+    let Agent { hub, sid, .. } = &agent_with_a_commit(&b, "rw").await;
     b.wait_js(
         "the committed file in the agent's panel",
         "return document.querySelector('.term-info .changes [data-file=\"app.txt\"]')",
@@ -120,12 +140,12 @@ async fn a_note_on_a_diff_line_is_sent_from_the_page_and_the_agent_gets_it() {
     // The agent got one prompt with both notes, each with its line's hunk.
     let echoed = "echo: Review notes on your branch agent/rw (against main), 2 notes.";
     let got = wait_until(T, || async {
-        let out = output(&hub, &sid).await;
+        let out = output(hub, sid).await;
         out.find(echoed)
             .is_some_and(|at| out[at..].contains("Note: three is fine"))
     });
-    assert!(got.await, "{}", output(&hub, &sid).await);
-    let out = output(&hub, &sid).await;
+    assert!(got.await, "{}", output(hub, sid).await);
+    let out = output(hub, sid).await;
     let out = &out[out.find(echoed).unwrap()..];
     for words in [
         "1. File app.txt, line 2, in this hunk of your committed changes:",
@@ -172,18 +192,8 @@ async fn ask_merge(b: &crate::browser_support::Browser, mode: &str) -> serde_jso
 async fn the_merge_button_shows_what_lands_and_lands_it_after_confirming() {
     require_docker!();
     let b = browser!();
-    let repo = user_repo();
-    let hub_id = unique_hub_id();
-    let _guard = ContainerGuard(hub_id.clone());
-    let dir = policies_dir();
-    let hub = hub_with_policies(&dir, &fake_agent_toml(&hub_id, "rm", repo.path())).await;
-    let (_sid, _session) = start_synced(&hub, "rm").await;
-    commit_in_checkout(&hub, "rm", "app.txt", "one\ntwo\nthree\n").await;
+    let Agent { hub, repo, .. } = &agent_with_a_commit(&b, "rm").await;
     let main_before = git(repo.path(), &["rev-parse", "main"]);
-
-    b.sign_in(&hub.base, &hub.owner_token).await;
-    open_fleet(&b, &hub).await;
-    b.click("tr[data-unit=\"rm\"] td.name").await;
     let button = b
         .wait_js(
             "the merge button",
