@@ -73,7 +73,7 @@ export class Review {
     const part = (title, text) => text
       ? [h("div.diff-title", {}, title), ...diffLines(text).map((l) => this.lineEl(l))]
       : [];
-    const hint = this.canReview ? h("div.diff-hint", {}, "click a line to write a review note on it") : "";
+    const hint = this.canReview ? h("div.diff-hint", {}, "click or tap a line to write a review note on it") : "";
     this.diff.replaceChildren(hint, ...part("committed", diffs?.committed), ...part("uncommitted", diffs?.uncommitted));
     this.diff.hidden = false;
     this.drawNotes();

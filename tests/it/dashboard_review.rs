@@ -5,6 +5,8 @@
 //! agent's pane shows the prompt with both notes. No CSP violation on the way. And the merge
 //! button: its confirmation lists what would land (Cancel lands nothing), a dirty base is
 //! refused with the file named, and Confirm lands the agent's commit on `main` (git on the host).
+//! On a phone (390 px, touch): a note tapped in and sent, its buttons 44 px tall, the page no
+//! wider than the phone.
 
 use serde_json::json;
 
@@ -49,6 +51,13 @@ struct Agent {
 }
 
 async fn agent_with_a_commit(b: &crate::browser_support::Browser, id: &str) -> Agent {
+    let agent = agent_with_a_commit_signed_in(b, id).await;
+    b.click(&format!("tr[data-unit=\"{id}\"] td.name")).await;
+    agent
+}
+
+/// [`agent_with_a_commit`] before the click that opens its panel.
+async fn agent_with_a_commit_signed_in(b: &crate::browser_support::Browser, id: &str) -> Agent {
     let repo = user_repo();
     let hub_id = unique_hub_id();
     let guard = ContainerGuard(hub_id.clone());
@@ -63,7 +72,6 @@ async fn agent_with_a_commit(b: &crate::browser_support::Browser, id: &str) -> A
         json!([]),
     )
     .await;
-    b.click(&format!("tr[data-unit=\"{id}\"] td.name")).await;
     Agent {
         hub,
         sid,
@@ -258,4 +266,64 @@ async fn the_merge_button_shows_what_lands_and_lands_it_after_confirming() {
     );
     let (_, audit) = hub.get("/v1/pty-traffic/events?action=agent_merge").await;
     assert!(audit["total"].as_u64() >= Some(3), "{audit}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_phone_a_note_is_tapped_in_and_sent() {
+    require_docker!();
+    let b = browser!();
+    crate::dashboard_phone::phone(&b).await;
+    let Agent { hub, sid, .. } = &agent_with_a_commit_signed_in(&b, "rp").await;
+    let tap = |css: String| {
+        let b = &b;
+        async move { crate::dashboard_phone::tap(b, &css).await }
+    };
+    tap(".card[data-unit=\"rp\"] .card-head .name".into()).await;
+    b.wait_js(
+        "the diff button on the phone",
+        "return document.querySelector('.term-info .changes button.diff-button')",
+        T,
+    )
+    .await;
+    tap(".term-info .changes button.diff-button".into()).await;
+    let line = diff_line("app.txt", 2);
+    b.wait_js(
+        "the diff's lines",
+        &format!("return document.querySelector('{line}')"),
+        T,
+    )
+    .await;
+    tap(line).await;
+    b.wait_js(
+        "the note box",
+        "return document.querySelector('.note-box textarea')",
+        T,
+    )
+    .await;
+    b.type_into(".note-box textarea", "tapped on a phone").await;
+    tap(".note-box button.add".into()).await;
+    // Big enough to tap, and nothing wider than the phone (the diff scrolls in its box).
+    let sizes = b
+        .js(
+            "const h = (s) => document.querySelector(s).getBoundingClientRect().height;
+             return [h('.review-send'), h('ul.review-notes .remove'), document.documentElement.scrollWidth]",
+            json!([]),
+        )
+        .await;
+    assert!(
+        sizes[0].as_f64() >= Some(44.0) && sizes[1].as_f64() >= Some(44.0),
+        "{sizes}"
+    );
+    assert!(sizes[2].as_f64() <= Some(390.0), "the page is {sizes} wide");
+    b.screenshot("phone-review").await;
+    tap(".review-send".into()).await;
+    let receipt = b
+        .wait_js(
+            "the review's receipt",
+            "const r = document.querySelector('.review-receipt'); return r.dataset.receipt && r.textContent",
+            T,
+        )
+        .await;
+    assert_eq!(receipt, json!("1 note sent to rp: submitted"));
+    hub.wait_output(sid, "Note: tapped on a phone", T).await;
 }
