@@ -20,9 +20,16 @@ pub async fn review_agent(
 ) -> ApiResult<Json<ReviewReply>> {
     review::check_notes(&req.notes).map_err(|e| HubError::bad_request(e.to_string()))?;
     let ws = hub.agents().workspace_of(&id)?;
-    let changes = hub.agents().changes(&id, true).await?;
+    // An agent never started has no checkout yet, so nothing changed (a start on the message
+    // makes it).
+    let changes = match hub.agents().changes(&id, true).await {
+        Err(HubError::Workspace {
+            code: "WORKSPACE_MISSING",
+            ..
+        }) => None,
+        other => other?.diff,
+    };
     let (committed, uncommitted) = changes
-        .diff
         .as_ref()
         .map_or(("", ""), |d| (d.committed.as_str(), d.uncommitted.as_str()));
     let prompt = review::compose(

@@ -125,13 +125,14 @@ async fn bad_notes_are_refused_and_a_leader_reviews_its_own_team_only() {
     assert_eq!(code(&v), "NO_WORKSPACE", "{v}");
 }
 
-/// A container agent `id` running the fake agent TUI with a workspace on `repo`.
+/// A container agent `id` running the fake agent TUI with a workspace on `repo`, under the
+/// policy `wake` (`start_on_message`).
 pub(crate) fn fake_agent_toml(hub_id: &str, id: &str, repo: &std::path::Path) -> String {
     format!(
         "hub_id = \"{hub_id}\"\n[[agents]]\nid = \"{id}\"\nimage = \"{}\"\n\
          command = [\"bash\", \"/fixtures/fake-agent.sh\"]\n\
          mounts = [\"{}/tests/fixtures:/fixtures:ro\"]\nnetwork = \"none\"\ncli_type = \"fake\"\n\
-         ready_pattern = 'fake> '\nready_timeout = 30\nstop_grace = 1\n\
+         ready_pattern = 'fake> '\nready_timeout = 30\nstop_grace = 1\npolicy = \"wake\"\n\
          workspace = {{ repo = \"{}\", base = \"main\" }}\n",
         test_image(),
         env!("CARGO_MANIFEST_DIR"),
@@ -266,6 +267,28 @@ async fn a_review_sent_while_the_agent_works_is_typed_once_it_is_idle() {
     );
     assert_eq!(text.trim(), "1 review note on agent/rv to rv: submitted");
     hub.wait_output(&sid, "Note: three is odd", T).await;
+
+    // Stopped, its policy starts it for the notes (its checkout kept, so the hunk is there).
+    let (status, v) = hub.post("/v1/agents/rv/stop", json!({})).await;
+    assert_eq!(status, 200, "{v}");
+    let body = json!({"notes": [{"note": "after a stop", "file": "app.txt", "line": 1}]});
+    let (status, v) = hub.post("/v1/agents/rv/review", body).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        (v["started"].as_bool(), v["receipt"].as_str()),
+        (Some(true), Some("submitted")),
+        "{v}"
+    );
+    assert!(
+        v["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("+one\n+two\n+three\n```\nNote: after a stop"),
+        "{v}"
+    );
+    let new_sid = v["resolved_session_id"].as_str().unwrap();
+    assert_ne!(new_sid, sid);
+    hub.wait_output(new_sid, "Note: after a stop", T).await;
 }
 
 /// The text of every content block of the user messages of a model request body, with
