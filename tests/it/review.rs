@@ -125,6 +125,23 @@ async fn bad_notes_are_refused_and_a_leader_reviews_its_own_team_only() {
     assert_eq!(code(&v), "NO_WORKSPACE", "{v}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_never_started_has_no_checkout_and_no_session_to_review() {
+    let repo = user_repo();
+    let toml = format!(
+        "[[agents]]\nid = \"fresh\"\nimage = \"none\"\n\
+         workspace = {{ repo = \"{}\", base = \"main\" }}\n",
+        repo.path().display()
+    );
+    let parsed = agent_hub::config::HubConfig::parse(&toml, "test.toml").unwrap();
+    let hub = TestHub::start_with(|c| c.agents = parsed.agents.clone()).await;
+    let body = json!({"notes": [{"note": "x", "file": "a.rs", "line": 2}]});
+    // Past the changes (none yet, no checkout), refused where the prompt would go: it runs
+    // nowhere and its policy does not start it on a message.
+    let (status, v) = hub.post("/v1/agents/fresh/review", body).await;
+    assert_eq!((status, code(&v)), (404, "NOT_FOUND"), "{v}");
+}
+
 /// A container agent `id` running the fake agent TUI with a workspace on `repo`, under the
 /// policy `wake` (`start_on_message`).
 pub(crate) fn fake_agent_toml(hub_id: &str, id: &str, repo: &std::path::Path) -> String {
