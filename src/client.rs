@@ -361,6 +361,16 @@ impl HubClient {
             .await
     }
 
+    /// Sends review notes to the agent as one prompt.
+    pub async fn review_agent(
+        &self,
+        id: &str,
+        req: &crate::protocol::ReviewRequest,
+    ) -> Result<crate::protocol::ReviewReply, ClientError> {
+        let path = format!("/v1/agents/{}/review", encode(id));
+        self.call(reqwest::Method::POST, &path, Some(req)).await
+    }
+
     /// Starts a task. A PTY task answers at once (`taskId`, `sessionId`); a piped one
     /// (`pty: false`) when it ends (`stdout`, `stderr`, `exitCode`).
     pub async fn create_task(&self, req: &CreateTask) -> Result<TaskCreatedReply, ClientError> {

@@ -35,7 +35,9 @@ pub enum Receipt {
     /// The screen did not change after two Enters.
     Stalled,
     /// Nothing was typed: the agent is `limited` (a usage or rate limit) and its policy waits
-    /// it out; the prompt is delivered once the limit is over (`queued_until` when known).
+    /// it out; the prompt is delivered once the limit is over (`queued_until` when known). Or
+    /// the agent was `working` and the sender asked not to type into its work
+    /// ([`Options::queue_while_working`]): delivered once it is `idle`.
     Queued,
 }
 
@@ -62,6 +64,9 @@ pub struct Options {
     pub force: bool,
     pub pause: Duration,
     pub confirm_within: Duration,
+    /// Queue the prompt while the agent is `working` (or has prompts queued already), to be
+    /// delivered in order once it is `idle`, instead of typing it into its work.
+    pub queue_while_working: bool,
 }
 
 /// Who a prompt is from.
@@ -80,6 +85,7 @@ impl Default for Options {
             force: false,
             pause: SUBMIT_PAUSE,
             confirm_within: CONFIRM_WITHIN,
+            queue_while_working: false,
         }
     }
 }

@@ -17,6 +17,7 @@ export class ApiError extends Error {
     super(body?.message || `HTTP ${status}`);
     this.status = status;
     this.code = body?.error_code;
+    this.body = body;
   }
 }
 

@@ -302,7 +302,7 @@ function describe(panel) {
   }
   showAgentSpend(panel, u);
   if (u.agent?.workspace?.exists && !panel.changes) {
-    panel.changes = new Changes(u.agent.id);
+    panel.changes = new Changes(u.agent.id, { canReview: canOperate() });
     panel.info.append(panel.changes.el);
     panel.changes.load();
   }

@@ -5,6 +5,8 @@
 
 import { api, follow } from "./api.js";
 import { h, ago, span } from "./util.js";
+import { Merge } from "./merge.js";
+import { Review } from "./review.js";
 
 const AUDIT_ROWS = 50;
 /** How often the engines are asked again (Docker takes a second for its stats). */
@@ -220,12 +222,15 @@ export function screenlessPanel(title, onClose) {
 
 /**
  * An agent's workspace changes (`GET /v1/agents/{id}/changes`): the files changed, committed
- * and not, with lines added and removed; the full diff on request (`?full=true`).
+ * and not, with lines added and removed; the full diff on request (`?full=true`), whose lines
+ * take review notes (`review.js`); the merge into the base with a confirmation (`merge.js`).
  */
 export class Changes {
-  constructor(agentId) {
+  constructor(agentId, { canReview = true } = {}) {
     this.agentId = agentId;
     this.el = h("div.changes", { "data-changes-for": agentId });
+    this.canReview = canReview;
+    this.review = new Review(agentId, { canReview });
   }
 
   async load() {
@@ -237,20 +242,26 @@ export class Changes {
       const list = files.map((f) => h("li", { "data-file": f.path },
         h("span.fstatus", {}, f.status), " ", f.path, " ",
         f.added == null ? h("span.dim", {}, "binary") : [h("span.added", {}, `+${f.added}`), " ", h("span.removed", {}, `−${f.removed}`)]));
-      const diff = h("pre.diff", { hidden: true });
+      const review = this.review;
       this.el.replaceChildren(
         h("div", {}, h("b", {}, "changes"), ` on ${changes.branch}: ${files.length} file${files.length === 1 ? "" : "s"}, `,
           h("span.added", {}, `+${sum("added")}`), " ", h("span.removed", {}, `−${sum("removed")}`), " ",
           files.length ? h("button.diff-button", { type: "button", onclick: async (e) => {
-            if (!diff.hidden) { diff.hidden = true; e.target.textContent = "diff"; return; }
+            if (!review.diff.hidden) { review.hide(); e.target.textContent = "diff"; return; }
             const full = await api("GET", `${path}?full=true`);
-            diff.textContent = [full.changes.diff?.uncommitted, full.changes.diff?.committed].filter(Boolean).join("\n");
-            diff.hidden = false;
+            review.show(full.changes.diff);
             e.target.textContent = "hide diff";
           } }, "diff") : ""),
-        h("ul.files", {}, list), diff);
+        h("ul.files", {}, list), review.el, this.mergeEl(changes));
     } catch (e) {
       this.el.replaceChildren(h("span.dim", {}, `changes: ${e.message}`));
     }
+  }
+
+  /** The merge control (`merge.js`), for operators, once the branch has commits. */
+  mergeEl(changes) {
+    if (!this.canReview || !changes.commits.length) return "";
+    this.merge ??= new Merge(this.agentId, changes.base, { onMerged: () => this.load() });
+    return this.merge.el;
   }
 }

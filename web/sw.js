@@ -9,7 +9,7 @@ const CACHE = "agent-hub-shell-v1";
 const SHELL = [
   "/",
   "/web/app.js", "/web/api.js", "/web/csp.js", "/web/fleet.js", "/web/panels.js",
-  "/web/terminal.js", "/web/util.js", "/web/app.css", "/web/favicon.svg",
+  "/web/review.js", "/web/merge.js", "/web/terminal.js", "/web/util.js", "/web/app.css", "/web/favicon.svg",
   "/web/manifest.webmanifest", "/web/icon-192.png", "/web/icon-512.png",
   "/web/vendor/xterm.mjs", "/web/vendor/xterm.css", "/web/vendor/addon-fit.mjs",
   "/web/vendor/addon-search.mjs", "/web/vendor/addon-web-links.mjs",

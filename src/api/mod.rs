@@ -20,6 +20,7 @@ mod owner_routing;
 mod policies;
 mod previews;
 pub mod redaction;
+mod review;
 pub mod routes;
 mod scope;
 mod sessions;

@@ -10,7 +10,7 @@ use super::{
     access, agents, answer, bridge, budgets, events, external_sessions, git, land, openapi,
     owner_routing, policies, previews, sessions, stream,
 };
-use super::{notify, tasks, traffic, usage, web};
+use super::{notify, review, tasks, traffic, usage, web};
 use crate::actor::Role;
 use crate::hub::Hub;
 use crate::scope::AgentAccess;
@@ -142,6 +142,7 @@ pub static ROUTES: &[Route] = &[
     route!(POST "/v1/agents/{id}/restart", OPERATOR, As("agent_restart"), CONTROL, agents::restart_agent),
     route!(GET "/v1/agents/{id}/changes", OBSERVER, No, LOOK, agents::agent_changes),
     route!(GET "/v1/agents/{id}/work", OBSERVER, No, LOOK, agents::agent_work),
+    route!(POST "/v1/agents/{id}/review", OPERATOR, As("agent_review"), TYPE, review::review_agent),
     route!(GET "/v1/agents/{id}/usage", OBSERVER, No, LOOK, usage::agent_usage),
     route!(GET "/v1/usage", OBSERVER, No, ANY, usage::usage),
     // Webhooks: their names and counts for observers; a test message is the admin's.

@@ -49,6 +49,8 @@ static ASSETS: &[Asset] = &[
     asset!("fleet.js", JS),
     asset!("terminal.js", JS),
     asset!("panels.js", JS),
+    asset!("review.js", JS),
+    asset!("merge.js", JS),
     asset!("util.js", JS),
     asset!("app.css", CSS),
     asset!("favicon.svg", "image/svg+xml"),

@@ -17,6 +17,7 @@ mod mcp;
 mod notify;
 mod ops;
 mod policy;
+mod review;
 mod run;
 mod serve;
 mod token;
@@ -116,6 +117,10 @@ pub enum Command {
     Diff(workspace::DiffArgs),
     /// An agent's workspace: `remove` deletes its checkout and keeps its branch.
     Workspace(workspace::WorkspaceArgs),
+    /// Send a review note to an agent about its branch, on a file and line with --file and
+    /// --line: it gets the note with the diff hunk of that line as a prompt (queued while it
+    /// works).
+    Review(review::ReviewArgs),
     /// Land an agent's branch on its base: merge (default), --squash, --rebase or --ff-only;
     /// --dry-run shows what would land. Refused while the base is checked out with uncommitted
     /// changes (BASE_DIRTY), on a conflict (MERGE_CONFLICT, nothing changed; --to-agent sends
@@ -198,6 +203,7 @@ pub fn run(cli: Cli) -> i32 {
             Command::Restart(args) => agents::run_op(args.op, "restart", args.fresh).await,
             Command::Diff(args) => workspace::diff(args).await,
             Command::Workspace(args) => workspace::run(args).await,
+            Command::Review(args) => review::run(args).await,
             Command::Merge(args) => land::merge(args).await,
             Command::Update(args) => land::update(args).await,
             Command::Push(args) => land::push(args).await,

@@ -41,6 +41,8 @@ pub enum Kind {
     Bool,
     StrList,
     StrMap,
+    /// Review notes: `[{note, file?, line?}]`.
+    Notes,
 }
 
 impl Kind {
@@ -56,6 +58,21 @@ impl Kind {
             Kind::StrMap => {
                 json!({"type": "object", "additionalProperties": {"type": "string"}})
             }
+            Kind::Notes => json!({
+                "type": "array",
+                "minItems": 1,
+                "maxItems": crate::workspace::review::MAX_NOTES,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "note": {"type": "string", "description": "What the reviewer says."},
+                        "file": {"type": "string", "description": "The file, as the diff names it."},
+                        "line": {"type": "integer", "minimum": 1, "description": "The line in the branch's file (needs file)."}
+                    },
+                    "required": ["note"],
+                    "additionalProperties": false
+                }
+            }),
         }
     }
 }
@@ -317,6 +334,11 @@ pub static ACTIONS: &[Action] = &[
         AGENT,
         query("full", Kind::Bool, "Include the full diffs (default false)."),
     ], rest("GET", "/v1/agents/{agent_id}/changes")),
+    action(Tool::Agents, "review", "Send review notes on the agent's branch as one prompt: each note with its file, its line and the diff hunk that holds that line (a leader: its team's agents). Queued while the agent is working, typed once it is idle (receipt queued).", &[
+        AGENT,
+        body("notes", Kind::Notes, "The notes (1 to 50): [{note, file?, line?}]; line needs file.").required(),
+        body("force", Kind::Bool, "Send even when the agent is blocked on a question."),
+    ], rest("POST", "/v1/agents/{agent_id}/review")),
     action(Tool::Agents, "usage", "What the agents you may see spent (a leader: its team's), read from their CLIs' own records: each agent's calls, tokens (input, output, cache_read, cache_write) and cost_usd by the hub's price table (null for an unpriced model; usage null with a reason when its CLI keeps no records the hub reads), with each team's and the total; for a period (all time by default).", &[
         query("period", Kind::Str, "today or week (from 00:00 UTC today, from Monday 00:00 UTC)."),
         query("since", Kind::Str, "From this time on (RFC 3339); with period, the later start."),

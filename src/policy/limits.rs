@@ -20,7 +20,7 @@ use super::runner::PolicyRunner;
 use super::{OnLimit, Policy};
 use crate::actor::Actor;
 use crate::agent_state::{State, StateReport};
-use crate::delivery::{By, DeliveryReport, Options, Receipt};
+use crate::delivery::{By, DeliveryReport, Options};
 use crate::protocol::{EventKind, PolicyAction, PolicyEvent, PolicyTrigger};
 use crate::session::Session;
 
@@ -111,22 +111,8 @@ impl PolicyRunner {
         if !waits || report.state != State::Limited {
             return None;
         }
-        self.engine.queues.push(
-            &key_of(session),
-            Queued {
-                text: text.to_string(),
-                actor: actor.clone(),
-                force: opts.force,
-            },
-        );
-        Some(DeliveryReport {
-            receipt: Receipt::Queued,
-            bracketed_paste: false,
-            enters: 0,
-            bytes_written: 0,
-            state_before: State::Limited,
-            queued_until: report.until,
-        })
+        let key = key_of(session);
+        Some(self.queue(&key, actor, text, opts, State::Limited, report.until))
     }
 
     /// One look at a unit under `on_limit = "wait"`: the continue line when due, the first
@@ -178,23 +164,7 @@ impl PolicyRunner {
                     }
                 });
             }
-            Step::Deliver => {
-                let Some(q) = self.engine.queues.take(key) else {
-                    return;
-                };
-                let (session, runner, key) = (session.clone(), self.clone(), key.to_string());
-                actions.spawn(async move {
-                    let opts = Options {
-                        force: q.force,
-                        ..Options::default()
-                    };
-                    let by = By::Caller(&q.actor);
-                    if let Err(e) = crate::delivery::submit(&session, by, &q.text, opts).await {
-                        tracing::warn!(session = session.id(), "queued prompt not delivered: {e}");
-                    }
-                    runner.engine.queues.typed(&key);
-                });
-            }
+            Step::Deliver => self.deliver_first_queued(key, session, actions),
         }
     }
 }

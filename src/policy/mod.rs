@@ -9,6 +9,7 @@
 
 pub mod budget_check;
 pub mod budgets;
+pub mod busy_queue;
 pub mod evaluate;
 pub mod limit_queue;
 pub mod limits;

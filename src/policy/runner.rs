@@ -136,6 +136,8 @@ impl PolicyRunner {
         let units = self.units();
         self.engine
             .retain_memory(&units.iter().map(|u| u.key.clone()).collect());
+        // Prompts waiting for rest go to any session, under a policy or not.
+        self.deliver_queued(actions);
         for unit in units {
             let mut memory = self.engine.memory(&unit.key);
             let limit_before = memory.limit;

@@ -72,7 +72,9 @@ impl PolicyRunner {
             }
         }
         self.check_delivery_budget(&session)?;
-        if let Some(report) = self.queue_if_limited(&session, actor, text, opts) {
+        let queued = self.queue_if_limited(&session, actor, text, opts);
+        if let Some(report) = queued.or_else(|| self.queue_if_working(&session, actor, text, opts))
+        {
             return Ok(AgentDelivery {
                 started,
                 session,

@@ -320,6 +320,40 @@ pub struct WorkspaceRemoveReply {
     pub branch: String,
 }
 
+/// `POST /v1/agents/{id}/review`
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewRequest {
+    /// The notes, sent as one prompt (1 to 50).
+    #[schema(min_items = 1, max_items = 50)]
+    pub notes: Vec<crate::workspace::review::ReviewNote>,
+    /// Send even when the agent is blocked on a question.
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// `POST /v1/agents/{id}/review`
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ReviewReply {
+    pub ok: bool,
+    pub agent_id: String,
+    /// The agent's branch the notes are on.
+    pub branch: String,
+    /// How many notes went.
+    pub notes: usize,
+    /// The prompt as the agent gets it.
+    pub prompt: String,
+    /// The agent was stopped and its policy started it for these notes.
+    pub started: bool,
+    /// `submitted`, `stalled`, or `queued` (the agent was working or limited: delivered once
+    /// it is idle).
+    pub receipt: String,
+    pub resolved_session_id: String,
+    /// What the delivery did (see `send_line_to_agent`).
+    #[schema(value_type = Object)]
+    pub delivery: Value,
+}
+
 /// `POST /v1/tasks`
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

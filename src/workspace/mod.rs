@@ -60,6 +60,7 @@ mod replay;
 mod repo;
 mod submodules;
 mod summary;
+pub mod review;
 mod worktree;
 
 #[cfg(test)]

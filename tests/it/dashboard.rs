@@ -456,7 +456,7 @@ async fn start_and_stop_from_the_page_drive_the_container() {
     let diff = b
         .wait_js(
             "the diff",
-            "const d = document.querySelector('.term-info pre.diff'); return !d.hidden && d.textContent",
+            "const d = document.querySelector('.term-info div.diff'); return !d.hidden && d.textContent",
             T,
         )
         .await;

@@ -24,7 +24,7 @@ use crate::support::{wait_until, TestHub};
 
 /// Makes the tab a phone: 390 × 844 CSS pixels at 3× (an iPhone 14's screen), a mobile
 /// viewport, and touch input.
-async fn phone(b: &Browser) {
+pub(crate) async fn phone(b: &Browser) {
     b.cdp(
         "Emulation.setDeviceMetricsOverride",
         json!({ "width": 390, "height": 844, "deviceScaleFactor": 3, "mobile": true }),
@@ -39,7 +39,7 @@ async fn phone(b: &Browser) {
 
 /// A real tap (touch start and end, through Chromium's input pipeline) on the centre of the
 /// element `css` selects, scrolled into view first.
-async fn tap(b: &Browser, css: &str) {
+pub(crate) async fn tap(b: &Browser, css: &str) {
     let at = b
         .js(
             "const el = document.querySelector(arguments[0]);

@@ -91,7 +91,7 @@ pub async fn ok(client: &Client, tool: &'static str, args: Value) -> Value {
     body
 }
 
-async fn refused(client: &Client, tool: &'static str, args: Value, code: &str) -> Value {
+pub async fn refused(client: &Client, tool: &'static str, args: Value, code: &str) -> Value {
     let (is_error, body) = call(client, tool, args.clone()).await;
     assert!(is_error, "{tool} {args} should fail: {body}");
     assert_eq!(

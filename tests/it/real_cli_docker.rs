@@ -54,6 +54,32 @@ pub fn toml_table(env: &serde_json::Value) -> String {
     pairs.join(", ")
 }
 
+/// An `[[agents]]` entry `cc` of the hub `hub_id` running the mounted Claude Code against
+/// `standin` on the host's network, its config dir `files/claude` at `/cfg`; `more_mounts`
+/// (`, "a:b"`) and `extra` lines added.
+pub fn claude_agent(
+    hub_id: &str,
+    files: &std::path::Path,
+    standin: &ModelStandIn,
+    more_mounts: &str,
+    extra: &str,
+) -> String {
+    let modules = format!(
+        "{}/tests/agent-clis/node_modules",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let env = toml_table(&claude_env(standin, "/cfg"));
+    format!(
+        "hub_id = \"{hub_id}\"\n[[agents]]\nid = \"cc\"\nimage = \"{image}\"\n\
+         command = [\"/clis/.bin/claude\"]\n\
+         mounts = [\"{modules}:/clis:ro\", \"{files}/claude:/cfg\"{more_mounts}]\n\
+         network = \"host\"\nenv = {{ {env} }}\ncli_type = \"claude\"\n\
+         ready_pattern = '\\? for shortcuts'\nready_timeout = 60\nstop_grace = 2\ncols = 100\nrows = 30\n{extra}",
+        image = test_image(),
+        files = files.display(),
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_in_a_container_answers_goes_idle_and_its_policy_stops_it() {
     require_docker!();
@@ -63,23 +89,11 @@ async fn claude_code_in_a_container_answers_goes_idle_and_its_policy_stops_it() 
     write_claude_config(&files.path().join("claude"), "/work", false);
     std::fs::create_dir_all(files.path().join("work")).unwrap();
     open_up(files.path());
-    let modules = format!(
-        "{}/tests/agent-clis/node_modules",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let env = toml_table(&claude_env(&standin, "/cfg"));
     let hub_id = unique_hub_id();
     let _guard = ContainerGuard(hub_id.clone());
-    let agent = format!(
-        "hub_id = \"{hub_id}\"\n[[agents]]\nid = \"cc\"\nimage = \"{image}\"\n\
-         command = [\"/clis/.bin/claude\"]\n\
-         mounts = [\"{modules}:/clis:ro\", \"{files}/claude:/cfg\", \"{files}/work:/work\"]\n\
-         workdir = \"/work\"\nnetwork = \"host\"\nenv = {{ {env} }}\n\
-         cli_type = \"claude\"\npolicy = \"fast-idle\"\n\
-         ready_pattern = '\\? for shortcuts'\nready_timeout = 60\nstop_grace = 2\ncols = 100\nrows = 30\n",
-        image = test_image(),
-        files = files.path().display(),
-    );
+    let work = format!(", \"{}/work:/work\"", files.path().display());
+    let extra = "workdir = \"/work\"\npolicy = \"fast-idle\"\n";
+    let agent = claude_agent(&hub_id, files.path(), &standin, &work, extra);
     let dir = policies_dir();
     let hub = hub_with_policies(&dir, &agent).await;
     let (_, session) = start_synced(&hub, "cc").await;

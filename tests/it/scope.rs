@@ -67,7 +67,7 @@ pub(crate) async fn fleet() -> Fleet {
 impl Fleet {
     /// `route` is "METHOD /path" with `{agent}` standing for that agent's session id; `body`
     /// is JSON text ("" for none).
-    async fn call(&self, token: &str, route: &str, body: &str) -> (u16, Value) {
+    pub(crate) async fn call(&self, token: &str, route: &str, body: &str) -> (u16, Value) {
         let (method, path) = route.split_once(' ').unwrap();
         let mut path = path.to_string();
         for (agent, sid) in &self.sessions {

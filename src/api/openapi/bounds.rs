@@ -1,7 +1,7 @@
 //! The bounds of request schemas that `utoipa`'s derive cannot state, added to the generated
 //! document (a [`Modify`]): rules between fields (at least one routing key, `timeout_ms` only
 //! with `wait`, base64 `data` with `encoding: base64`, `hub_access` with an owner agent, a
-//! budget's cap),
+//! budget's cap, a review note's line with its file),
 //! and requests that take a flattened struct and refuse unknown fields, which `utoipa` writes
 //! as an `allOf` that cannot say "no other fields"; and the bridge's talk, whose fields are
 //! talk's. Each rule here is one the hub checks.
@@ -77,6 +77,22 @@ impl Modify for Bounds {
             object(schemas, "StateQuery"),
             "dependentRequired",
             json!({ "timeout_ms": ["wait"] }),
+        );
+        // A review note's text and file are not blank (`workspace::review::is_text`).
+        for field in ["note", "file"] {
+            let properties = &mut object(schemas, "ReviewNote").properties;
+            let mut property = serde_json::to_value(&properties[field]).expect("a schema");
+            property["pattern"] = json!(crate::protocol::schema::not_blank());
+            properties.insert(field.to_string(), schema(property));
+        }
+        // A review note's line is on its file (`workspace::review::check_notes`).
+        add(
+            object(schemas, "ReviewNote"),
+            "anyOf",
+            json!([
+                { "properties": { "line": { "type": "null" } } },
+                { "required": ["file"], "properties": { "file": { "type": "string" } } },
+            ]),
         );
         add(
             object(schemas, "BridgeWriteRequest"),

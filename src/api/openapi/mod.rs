@@ -76,6 +76,7 @@ use crate::protocol::*;
         restart_agent,
         agent_changes,
         agent_work,
+        review_agent,
         agent_usage,
         usage,
         budgets,
@@ -449,6 +450,17 @@ mod tests {
         check("wait", &wait, &samples, &|s| {
             crate::agent_state::wait::Wanted::parse(s).is_ok()
         });
+
+        for field in ["note", "file"] {
+            let pattern = re(&schemas["ReviewNote"]["properties"][field]["pattern"]);
+            let samples = around(&["", "fix it", "a\0b", "\0", "src/lib.rs"]);
+            check(
+                field,
+                &pattern,
+                &samples,
+                &crate::workspace::review::is_text,
+            );
+        }
 
         let cmd = regex::Regex::new(&schema::not_blank()).unwrap();
         let samples = around(&["", "ls", "a\0b", "\0", "x y"]);

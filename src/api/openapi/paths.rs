@@ -561,6 +561,17 @@ pub(super) fn restart_agent() {}
 pub(super) fn agent_changes() {}
 
 #[utoipa::path(
+    post,
+    path = "/v1/agents/{id}/review",
+    operation_id = "review_agent",
+    summary = "Send review notes to the agent as one prompt: each note with its file, its line and the hunk of the agent's diff (committed, else uncommitted) that holds that line. Delivered like send_line_to_agent (guard, audit as agent_review, receipt); queued while the agent is working and typed once it is idle (receipt `queued`). A file the branch did not change is allowed (the prompt says so). Errors: BAD_REQUEST (no notes, more than 50, a blank note, a line without file), NO_WORKSPACE.",
+    params(("id" = String, Path, description = "Agent id")),
+    request_body = ReviewRequest,
+    responses((status = 200, body = ReviewReply), (status = "default", body = ErrorBody, description = "Failed"))
+)]
+pub(super) fn review_agent() {}
+
+#[utoipa::path(
     get,
     path = "/v1/agents/{id}/work",
     operation_id = "agent_work",
