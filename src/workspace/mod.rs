@@ -58,9 +58,9 @@ pub mod push_rule;
 mod remote;
 mod replay;
 mod repo;
+pub mod review;
 mod submodules;
 mod summary;
-pub mod review;
 mod worktree;
 
 #[cfg(test)]
