@@ -450,7 +450,8 @@ async fn push_sends_the_branch_to_origin_and_the_cli_names_branch_and_url() {
 }
 
 /// Calls k_agents `action` with `args` as `token`; the JSON body.
-async fn k_agents(hub: &TestHub, token: &str, args: Value) -> Value {
+/// One `k_agents` call over MCP with `token`; its structured answer.
+pub(crate) async fn k_agents(hub: &TestHub, token: &str, args: Value) -> Value {
     let client = crate::mcp::http_client(hub, token).await;
     let params =
         CallToolRequestParams::new("k_agents").with_arguments(args.as_object().unwrap().clone());

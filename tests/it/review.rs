@@ -200,7 +200,13 @@ async fn a_review_sent_while_the_agent_works_is_typed_once_it_is_idle() {
     let hub_id = unique_hub_id();
     let _guard = ContainerGuard(hub_id.clone());
     let dir = policies_dir();
-    let hub = hub_with_policies(&dir, &fake_agent_toml(&hub_id, "rv", repo.path())).await;
+    // Its team's leader (never started: its credential is enough to review through MCP).
+    let leader = format!(
+        "[[agents]]\nid = \"lead\"\nimage = \"{}\"\nowner_role = \"leader\"\n",
+        test_image()
+    );
+    let toml = fake_agent_toml(&hub_id, "rv", repo.path()) + &leader;
+    let hub = hub_with_policies(&dir, &toml).await;
     let (sid, _session) = start_synced(&hub, "rv").await;
     commit_in_checkout(&hub, "rv", "app.txt", "one\ntwo\nthree\n").await;
 
@@ -284,6 +290,20 @@ async fn a_review_sent_while_the_agent_works_is_typed_once_it_is_idle() {
     );
     assert_eq!(text.trim(), "1 review note on agent/rv to rv: submitted");
     hub.wait_output(&sid, "Note: three is odd", T).await;
+
+    // Its leader reviews it through MCP's k_agents review: one prompt with the hunk, typed.
+    let who = hub.hub.agents().identity("lead").unwrap();
+    let lead = hub.hub.credentials().mint("lead", who);
+    let notes = json!([{"note": "from the leader", "file": "app.txt", "line": 1}]);
+    let args = json!({"action": "review", "agent_id": "rv", "notes": notes});
+    let v = crate::land::k_agents(&hub, &lead, args).await;
+    // Typed at once, or once the agent is done with the note before (it may still work on it).
+    let receipt = v["receipt"].as_str();
+    assert!(matches!(receipt, Some("submitted" | "queued")), "{v}");
+    assert_eq!(v["branch"], "agent/rv", "{v}");
+    hub.wait_output(&sid, "Note: from the leader", T).await;
+    let (_, audit) = hub.get("/v1/pty-traffic/events?action=agent_review").await;
+    assert_eq!(audit["total"], 3, "{audit}");
 
     // Stopped, its policy starts it for the notes (its checkout kept, so the hunk is there).
     let (status, v) = hub.post("/v1/agents/rv/stop", json!({})).await;
