@@ -142,6 +142,10 @@ pub struct Agents {
     op_locks: BTreeMap<String, Arc<tokio::sync::Mutex<()>>>,
     /// One work summary at a time per agent ([`work`]), apart from its operations.
     work_locks: BTreeMap<String, Arc<tokio::sync::Mutex<()>>>,
+    /// One push of a cloned workspace at a time per agent ([`Agents::push_workspace`]): the
+    /// push before a stop waits for a turn's end's push still running, so the stop never ends
+    /// the container under it.
+    push_locks: BTreeMap<String, Arc<tokio::sync::Mutex<()>>>,
     /// How many starts of an engine do their Docker work at once.
     start_slots: start_slots::StartSlots,
     handles: Handles,
@@ -164,6 +168,7 @@ impl Agents {
             ),
             op_locks: defs.keys().map(|k| (k.clone(), Arc::default())).collect(),
             work_locks: defs.keys().map(|k| (k.clone(), Arc::default())).collect(),
+            push_locks: defs.keys().map(|k| (k.clone(), Arc::default())).collect(),
             start_slots: start_slots::StartSlots::new(config.agent_start_concurrency),
             defs,
             handles,

@@ -1,11 +1,10 @@
 //! Pushing each remote agent's workspace when a turn ends: its state going idle (from its own
 //! hook or its screen) is the turn's end, and what it committed then reaches its branch in the
-//! user's repository without waiting for a stop. A push runs at a time per agent; a failure is
-//! logged and the next turn's end tries again. After the push, the agent's work summary is
-//! computed again from its branch (`work`).
+//! user's repository without waiting for a stop. A push runs at a time per agent, a stop's
+//! among them ([`Agents::push_workspace`]); a failure is logged and the next turn's end tries
+//! again. After the push, the agent's work summary is computed again from its branch (`work`).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -39,7 +38,6 @@ pub fn start(
     if !agents.defs().any(|d| d.clones_workspace()) {
         return;
     }
-    let one_at_a_time: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> = Arc::default();
     let pushes = tracker.clone();
     events.follow(tracker, closing, move |event| {
         let Some(agent) = turn_ended(&event.kind) else {
@@ -48,15 +46,8 @@ pub fn start(
         if !agents.def(agent).is_ok_and(|d| d.clones_workspace()) {
             return;
         }
-        let lock = one_at_a_time
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(agent.to_string())
-            .or_default()
-            .clone();
         let (agents, agent) = (agents.clone(), agent.to_string());
         pushes.spawn(async move {
-            let _one = lock.lock().await;
             let _ = agents.push_workspace(&agent, "its turn ended").await;
             agents.refresh_work_logged(&agent, "its turn ended").await;
         });
