@@ -148,7 +148,7 @@ impl Agents {
     /// log). Nothing for an agent whose workspace is not a clone, or that is not running.
     pub async fn push_workspace(&self, id: &str, why: &str) -> HubResult<()> {
         let def = self.def(id)?;
-        let lock = self.push_locks.get(id).cloned().unwrap_or_default();
+        let lock = self.push_locks.of(id)?;
         let _one = lock.lock().await;
         let Some(container) = self.running_clone(def) else {
             return Ok(());

@@ -22,6 +22,7 @@ pub mod home;
 pub mod hooks;
 pub mod hub_access;
 pub mod land;
+mod locks;
 pub mod placement;
 mod prepare;
 pub mod reconcile;
@@ -139,13 +140,13 @@ pub struct Agents {
     scrollback_bytes: usize,
     defs: BTreeMap<String, AgentDef>,
     runtime: Mutex<BTreeMap<String, Runtime>>,
-    op_locks: BTreeMap<String, Arc<tokio::sync::Mutex<()>>>,
+    op_locks: locks::AgentLocks,
     /// One work summary at a time per agent ([`work`]), apart from its operations.
-    work_locks: BTreeMap<String, Arc<tokio::sync::Mutex<()>>>,
+    work_locks: locks::AgentLocks,
     /// One push of a cloned workspace at a time per agent ([`Agents::push_workspace`]): the
     /// push before a stop waits for a turn's end's push still running, so the stop never ends
     /// the container under it.
-    push_locks: BTreeMap<String, Arc<tokio::sync::Mutex<()>>>,
+    push_locks: locks::AgentLocks,
     /// How many starts of an engine do their Docker work at once.
     start_slots: start_slots::StartSlots,
     handles: Handles,
@@ -166,9 +167,9 @@ impl Agents {
                     .map(|k| (k.clone(), Runtime::default()))
                     .collect(),
             ),
-            op_locks: defs.keys().map(|k| (k.clone(), Arc::default())).collect(),
-            work_locks: defs.keys().map(|k| (k.clone(), Arc::default())).collect(),
-            push_locks: defs.keys().map(|k| (k.clone(), Arc::default())).collect(),
+            op_locks: locks::AgentLocks::new(defs.keys()),
+            work_locks: locks::AgentLocks::new(defs.keys()),
+            push_locks: locks::AgentLocks::new(defs.keys()),
             start_slots: start_slots::StartSlots::new(config.agent_start_concurrency),
             defs,
             handles,
@@ -240,10 +241,7 @@ impl Agents {
     }
 
     fn op_lock(&self, id: &str) -> HubResult<Arc<tokio::sync::Mutex<()>>> {
-        self.op_locks
-            .get(id)
-            .cloned()
-            .ok_or_else(|| HubError::AgentNotFound { id: id.into() })
+        self.op_locks.of(id)
     }
 
     fn status(&self, id: &str) -> AgentStatus {

@@ -18,7 +18,7 @@ use tokio_util::task::TaskTracker;
 use super::workspace::{blocking, branch, checkout};
 use super::workspace_push::turn_ended;
 use super::Agents;
-use crate::error::{HubError, HubResult};
+use crate::error::HubResult;
 use crate::event_bus::EventSink;
 use crate::protocol::{EventKind, WorkspaceInfo};
 use crate::workspace::{self, Work, WorkSummary, WorkspaceError};
@@ -63,10 +63,7 @@ impl Agents {
     }
 
     fn work_lock(&self, id: &str) -> HubResult<Arc<tokio::sync::Mutex<()>>> {
-        self.work_locks
-            .get(id)
-            .cloned()
-            .ok_or_else(|| HubError::AgentNotFound { id: id.into() })
+        self.work_locks.of(id)
     }
 
     /// The work summary computed, kept and, when it changed, published. Under the agent's
@@ -184,15 +181,7 @@ mod tests {
     }
 
     fn state(state: State, previous: State) -> EventKind {
-        EventKind::SessionStateChanged {
-            session_id: "s".into(),
-            agent_id: Some("w1".into()),
-            state,
-            previous,
-            since: chrono::Utc::now(),
-            rule: "r".into(),
-            until: None,
-        }
+        crate::agents::workspace_push::tests::changed(Some("w1"), state, previous)
     }
 
     #[test]

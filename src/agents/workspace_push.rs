@@ -55,10 +55,15 @@ pub fn start(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn changed(agent: Option<&str>, state: State, previous: State) -> EventKind {
+    /// Agent `agent`'s session changed from `previous` to `state`.
+    pub(in crate::agents) fn changed(
+        agent: Option<&str>,
+        state: State,
+        previous: State,
+    ) -> EventKind {
         EventKind::SessionStateChanged {
             session_id: "s".into(),
             agent_id: agent.map(String::from),
