@@ -48,7 +48,7 @@ pub struct Endpoints {
 /// A readable name for an endpoint key.
 pub fn endpoint_name(endpoint: &str) -> String {
     if endpoint.is_empty() {
-        std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".into())
+        crate::platform::local_engine()
     } else {
         endpoint.to_string()
     }

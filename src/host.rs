@@ -88,8 +88,7 @@ impl HostSessions {
         self.config
             .default_shell
             .clone()
-            .or_else(|| std::env::var("SHELL").ok().filter(|s| !s.is_empty()))
-            .unwrap_or_else(|| "/bin/bash".into())
+            .unwrap_or_else(crate::platform::default_shell)
     }
 
     /// Starts a session for `actor`: its program and arguments are a command too
@@ -123,6 +122,11 @@ impl HostSessions {
             )));
         }
         check_spawn_text(&req)?;
+        if req.backend == BackendKind::Tmux {
+            if let Some(why) = crate::backend::tmux::HOST_SESSIONS_REFUSED {
+                return Err(HubError::bad_request(why));
+            }
+        }
         if let Some(name) = &req.tmux_session {
             let ok = crate::backend::tmux::control::is_safe_name(name)
                 && !name.starts_with(['%', '$', '@', '=']);

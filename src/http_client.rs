@@ -4,6 +4,7 @@
 //! bearer token, time limits) and turns every failure into one [`ClientError`]; what a reply
 //! means is for the typed clients above it (`client::HubClient`, `backend::external::client`).
 
+use std::path::Path;
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
@@ -154,13 +155,42 @@ fn reqwest_client(
 ) -> reqwest::Client {
     let mut builder = reqwest::Client::builder();
     if let Some(path) = unix {
-        builder = builder.unix_socket(path);
+        builder = with_unix_socket(builder, path);
     }
     if let Some(timeout) = connect_timeout {
         builder = builder.connect_timeout(timeout);
     }
     builder.build().unwrap_or_default()
 }
+
+#[cfg(unix)]
+fn with_unix_socket(builder: reqwest::ClientBuilder, path: &Path) -> reqwest::ClientBuilder {
+    builder.unix_socket(path)
+}
+
+/// No unix socket on Windows: [`HttpClient::send`] refuses a `unix://` address first.
+#[cfg(windows)]
+fn with_unix_socket(builder: reqwest::ClientBuilder, _path: &Path) -> reqwest::ClientBuilder {
+    builder
+}
+
+#[cfg(unix)]
+async fn connect_unix(path: &Path) -> std::io::Result<Box<dyn WsIo>> {
+    let stream = tokio::net::UnixStream::connect(path).await?;
+    Ok(Box::new(stream))
+}
+
+#[cfg(windows)]
+async fn connect_unix(_path: &Path) -> std::io::Result<Box<dyn WsIo>> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        NO_UNIX_SOCKETS,
+    ))
+}
+
+/// Why a `unix://` address cannot be reached here.
+const NO_UNIX_SOCKETS: &str =
+    "a hub has no unix socket on Windows: name its http:// address (--hub or AGENT_HUB_URL)";
 
 impl HttpClient {
     /// A client for the API at `base`: `http://127.0.0.1:8100`, or `unix:///path/api.sock` for
@@ -240,6 +270,9 @@ impl HttpClient {
         body: Option<&(impl Serialize + ?Sized)>,
         timeout: Option<Duration>,
     ) -> Result<T, ClientError> {
+        if self.unix.is_some() && !cfg!(unix) {
+            return Err(ClientError::unreachable(&self.base, NO_UNIX_SOCKETS.into()));
+        }
         let mut req = self.http.request(method, format!("{}{path}", self.base));
         if let Some(timeout) = timeout {
             req = req.timeout(timeout);
@@ -290,12 +323,7 @@ impl HttpClient {
     pub async fn ws_connect(&self, url: &str) -> Result<WsStream, WsError> {
         let request = self.ws_request(url)?;
         let (connected, to) = match &self.unix {
-            Some(path) => (
-                tokio::net::UnixStream::connect(path)
-                    .await
-                    .map(|s| Box::new(s) as Box<dyn WsIo>),
-                path.display().to_string(),
-            ),
+            Some(path) => (connect_unix(path).await, path.display().to_string()),
             None => {
                 let uri = request.uri();
                 let host = uri.host().unwrap_or("127.0.0.1");

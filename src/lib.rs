@@ -19,7 +19,8 @@
 //!   above all backends. [`scrollback`] is its pure byte ring; [`screen`] the rendered screen.
 //! - [`backend`]: backends only move bytes: host PTY (`pty`), tmux control mode (`tmux`), and
 //!   `external` terminals owned by another process and reached through its bridge API.
-//! - [`process`]: stopping every process of a terminal.
+//! - [`process`]: stopping every process of a terminal (process groups on Unix, job objects
+//!   on Windows). [`platform`]: file owners, modes and program look-up, Unix or Windows.
 //! - [`owner_routing`]: which session a leader means by agent id, owner session or label.
 //! - [`tasks`]: shell commands run to completion (in a PTY session or with pipes).
 //! - [`guard`]: the command guard every command-capable input passes, enforced inside the
@@ -83,6 +84,7 @@ pub mod notify;
 pub mod output;
 pub mod owner_routing;
 pub mod persist;
+pub mod platform;
 pub mod policy;
 pub mod process;
 pub mod protocol;

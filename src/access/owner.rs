@@ -66,8 +66,7 @@ pub fn write(file: &Path, token: &str) -> Result<(), AccessError> {
     let _ = std::fs::remove_file(&tmp);
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    crate::platform::private_file(&mut options);
     let mut out = options.open(&tmp).map_err(fail)?;
     out.write_all(format!("{token}\n").as_bytes())
         .and_then(|()| out.sync_all())
@@ -75,23 +74,20 @@ pub fn write(file: &Path, token: &str) -> Result<(), AccessError> {
     std::fs::rename(&tmp, file).map_err(fail)
 }
 
-#[cfg(unix)]
+/// Makes the token file the owner's alone if its mode lets others in (on Windows the profile's
+/// ACL protects it: see `platform`).
 fn make_private(file: &Path) {
-    use std::os::unix::fs::PermissionsExt;
     let Ok(meta) = std::fs::metadata(file) else {
         return;
     };
-    if meta.permissions().mode() & 0o077 != 0 {
+    if crate::platform::open_to_others(&meta) {
         tracing::warn!(
             "{} could be read by other users; made it private (mode 0600)",
             file.display()
         );
-        let _ = std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600));
+        let _ = crate::platform::set_mode(file, 0o600);
     }
 }
-
-#[cfg(not(unix))]
-fn make_private(_file: &Path) {}
 
 #[cfg(test)]
 mod tests {

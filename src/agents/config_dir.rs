@@ -121,8 +121,8 @@ fn as_the_entrypoint_reads(path: &Path, agent: AgentFiles) -> String {
     let home = own_home.map(String::as_str).or(agent.home);
     let under = home.and_then(|h| path.strip_prefix(h).ok());
     match under {
-        Some(rest) if !rest.as_os_str().is_empty() => rest.display().to_string(),
-        _ => path.display().to_string(),
+        Some(rest) if !rest.as_os_str().is_empty() => crate::platform::posix_path(rest),
+        _ => crate::platform::posix_path(path),
     }
 }
 

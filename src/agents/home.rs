@@ -106,11 +106,7 @@ fn write_lines(file: &Path, lines: &[String]) -> std::io::Result<()> {
     }
     let text: String = lines.iter().map(|a| format!("{a}\n")).collect();
     crate::persist::registry_file::write_atomic(file, text.as_bytes())?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o644))?;
-    }
+    crate::platform::set_mode(file, 0o644)?;
     Ok(())
 }
 

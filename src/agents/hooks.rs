@@ -233,12 +233,12 @@ pub fn install(
 /// Gives `paths` the owner of `like` (the hub may run as root; the agent's user must own its
 /// settings).
 fn own_like(like: &Path, paths: &[&Path]) {
-    use std::os::unix::fs::MetadataExt;
     let Ok(meta) = std::fs::metadata(like) else {
         return;
     };
+    let owner = crate::platform::owner(&meta);
     for path in paths {
-        let _ = std::os::unix::fs::chown(path, Some(meta.uid()), Some(meta.gid()));
+        let _ = crate::platform::chown(path, owner.uid, owner.gid);
     }
 }
 

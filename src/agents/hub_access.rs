@@ -129,11 +129,7 @@ impl HubAccess {
         }
         std::fs::create_dir_all(&dir)?;
         // The container's user reaches its FIFOs (the hub makes them; see PipeRoot).
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
-        }
+        crate::platform::set_mode(&dir, 0o755)?;
         self.add_pipe_mount(def);
         Ok(())
     }
@@ -151,11 +147,7 @@ impl HubAccess {
     fn make_agent_dir(&self, agent_id: &str) -> std::io::Result<PathBuf> {
         let dir = self.agent_dir(agent_id);
         std::fs::create_dir_all(&dir)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
-        }
+        crate::platform::set_mode(&dir, 0o755)?;
         Ok(dir)
     }
 
@@ -163,11 +155,7 @@ impl HubAccess {
     pub fn write_token(&self, agent_id: &str, token: &str) -> std::io::Result<()> {
         let file = self.make_agent_dir(agent_id)?.join("token");
         crate::persist::registry_file::write_atomic(&file, format!("{token}\n").as_bytes())?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644))?;
-        }
+        crate::platform::set_mode(&file, 0o644)?;
         Ok(())
     }
 

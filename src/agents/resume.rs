@@ -133,7 +133,7 @@ fn in_config_dir(dir: &ConfigDir, rest: &str) -> Target {
         Err(why) => Look::Unseen(why.clone()),
     };
     Target {
-        glob: in_container.join(rest).display().to_string(),
+        glob: crate::platform::posix_path(&in_container.join(rest)),
         look,
     }
 }
@@ -158,7 +158,7 @@ fn decide(args: Vec<String>, targets: Vec<Target>) -> Plan {
         .collect();
     let when: Vec<String> = targets.iter().map(|t| t.glob.clone()).collect();
     let (resumes, reason) = match (found, unreadable) {
-        (Some(path), _) => (true, format!("found {}", path.display())),
+        (Some(path), _) => (true, format!("found {}", crate::platform::posix_path(path))),
         (None, Some(dir)) => (
             true,
             format!(
@@ -372,6 +372,7 @@ mod tests {
         assert_eq!(plan(&d, None, past(home.path())).args, ["--resume-last"]);
     }
 
+    #[cfg(unix)] // a Unix symbolic link
     #[test]
     fn symbolic_links_are_not_followed() {
         let home = tempfile::tempdir().unwrap();

@@ -20,6 +20,7 @@ use crate::registry::{NewSession, Origin, SessionRegistry};
 use crate::session::input::TermSignal;
 use crate::session::{Owner, Session};
 
+#[cfg(unix)] // git in scratch repositories
 mod work;
 
 // ---- a fake session registry ----
@@ -343,6 +344,7 @@ struct Fixture {
     registry: Arc<FakeRegistry>,
     containers: FakeContainers,
     events: tokio::sync::broadcast::Receiver<HubEvent>,
+    #[cfg_attr(not(unix), allow(dead_code))] // read by a Unix-only test alone
     credentials: Arc<crate::credentials::Credentials>,
     data: tempfile::TempDir,
 }
@@ -391,6 +393,7 @@ fn event_types(rx: &mut tokio::sync::broadcast::Receiver<HubEvent>) -> Vec<Strin
         .collect()
 }
 
+#[cfg(unix)] // the local engine's bind mounts (on Windows every engine is reached as a remote one)
 #[tokio::test]
 async fn a_start_creates_the_container_and_registers_its_terminal_as_a_session() {
     let mut f = fixture("label = \"worker-1\"\n", FakeContainers::with_image("img"));
@@ -548,6 +551,7 @@ async fn a_restart_replaces_the_old_session_with_a_new_one() {
     assert!(f.registry.session(&new).is_some());
 }
 
+#[cfg(unix)] // the local engine's bind mounts (on Windows every engine is reached as a remote one)
 #[tokio::test]
 async fn a_running_container_found_by_reconcile_is_reattached_with_its_old_session_id() {
     let mut f = fixture("", FakeContainers::with_image("img"));
@@ -584,6 +588,7 @@ async fn a_running_container_found_by_reconcile_is_reattached_with_its_old_sessi
     assert_eq!(f.containers.count("create"), 0, "no new container");
 }
 
+#[cfg(unix)] // used by the Unix-only tests alone
 /// Registers the ended session `id` of agent `a1` with `screen` on it, as `persist` does for a
 /// stopped agent's session from before a restart, and remembers it for the agent.
 fn restored_ended_session(f: &Fixture, id: &str, screen: &str) {
@@ -618,6 +623,7 @@ fn restored_ended_session(f: &Fixture, id: &str, screen: &str) {
         .insert("a1".into(), id.into());
 }
 
+#[cfg(unix)] // the local engine's bind mounts (on Windows every engine is reached as a remote one)
 #[tokio::test]
 async fn a_stopped_agent_takes_back_its_ended_session_from_before_a_restart() {
     let containers = FakeContainers::with_image("img");
@@ -668,6 +674,7 @@ async fn a_container_that_dies_behind_the_hubs_back_marks_the_agent_exited() {
     assert!(event_types(&mut f.events).is_empty());
 }
 
+#[cfg(unix)] // the local engine's bind mounts (on Windows every engine is reached as a remote one)
 #[tokio::test]
 async fn reconcile_without_a_container_marks_a_running_agent_stopped() {
     let f = fixture("", FakeContainers::with_image("img"));
@@ -691,12 +698,14 @@ async fn an_unknown_agent_is_agent_not_found() {
     }
 }
 
+#[cfg(unix)] // used by the Unix-only tests alone
 fn first_def(toml: &str) -> AgentDef {
     let config = HubConfig::parse(toml, "test").unwrap();
     let def = config.agent_defs().next().unwrap().clone();
     def
 }
 
+#[cfg(unix)] // the local engine's bind mounts (on Windows every engine is reached as a remote one)
 #[tokio::test]
 async fn each_start_mints_a_credential_the_container_can_read_and_a_stop_revokes_it() {
     let f = fixture(
@@ -727,6 +736,7 @@ async fn each_start_mints_a_credential_the_container_can_read_and_a_stop_revokes
     assert!(!file.exists());
 }
 
+#[cfg(unix)] // the local engine's bind mounts (on Windows every engine is reached as a remote one)
 #[tokio::test]
 async fn a_container_gets_the_hubs_address_its_credential_file_and_the_executable() {
     let text = "hub_id = \"t\"\n[[agents]]\nid = \"a1\"\nimage = \"img\"\n";
@@ -767,6 +777,7 @@ async fn a_container_gets_the_hubs_address_its_credential_file_and_the_executabl
     assert!(def.mounts.is_empty(), "{:?}", def.mounts);
 }
 
+#[cfg(unix)] // Unix mode bits
 #[test]
 fn a_local_container_gets_a_fresh_pipe_directory_and_a_remote_one_none() {
     let data = tempfile::tempdir().unwrap();
@@ -793,6 +804,7 @@ fn a_local_container_gets_a_fresh_pipe_directory_and_a_remote_one_none() {
     assert!(!data.path().join("pipes/a3").exists());
 }
 
+#[cfg(unix)] // the local engine's bind mounts (on Windows every engine is reached as a remote one)
 #[tokio::test]
 async fn a_start_resumes_the_conversation_its_home_holds_unless_fresh() {
     let f = fixture(
@@ -865,6 +877,7 @@ async fn a_home_the_engine_cannot_bind_is_a_plain_volume() {
         .contains(&"agent-hub-t-a1-home:/home/agent".to_string()));
 }
 
+#[cfg(unix)] // used by the Unix-only tests alone
 /// The detail of the last `agent_started` event `rx` has.
 fn last_started_detail(rx: &mut tokio::sync::broadcast::Receiver<HubEvent>) -> String {
     std::iter::from_fn(|| rx.try_recv().ok())
@@ -876,6 +889,7 @@ fn last_started_detail(rx: &mut tokio::sync::broadcast::Receiver<HubEvent>) -> S
         .unwrap_or_default()
 }
 
+#[cfg(unix)] // the local engine's bind mounts (on Windows every engine is reached as a remote one)
 #[tokio::test]
 async fn a_start_after_the_definition_changed_makes_the_container_again_and_keeps_the_home() {
     let containers = FakeContainers::with_image("img");
@@ -995,6 +1009,7 @@ async fn the_removal_of_a_container_made_again_does_not_take_the_new_ones_id() {
     assert_eq!(f.agents.info("a1").unwrap().container_id, None);
 }
 
+#[cfg(unix)] // the local engine's bind mounts (on Windows every engine is reached as a remote one)
 #[tokio::test]
 async fn an_image_rebuilt_under_the_same_name_makes_a_stopped_container_again() {
     let containers = FakeContainers::with_image("img");
@@ -1036,6 +1051,7 @@ async fn an_image_rebuilt_under_the_same_name_makes_a_stopped_container_again() 
     assert!(containers.world.lock().unwrap().containers.len() == 1);
 }
 
+#[cfg(unix)] // git in a scratch repository
 /// A repository with one commit on `main`, owned by uid 1000 when the tests run as root (the
 /// fake image's user, `agent`, is taken for the owner of a repository root does not own).
 fn user_repo() -> tempfile::TempDir {
@@ -1066,6 +1082,7 @@ fn user_repo() -> tempfile::TempDir {
     dir
 }
 
+#[cfg(unix)] // used by the git test below
 /// A hub restarted on `f`'s data dir with the agent `a1` of `agent_toml`, its running
 /// container re-attached (as the Docker sync does when the hub starts).
 async fn restarted(f: Fixture, agent_toml: &str) -> Fixture {
@@ -1076,6 +1093,7 @@ async fn restarted(f: Fixture, agent_toml: &str) -> Fixture {
     again
 }
 
+#[cfg(unix)] // git in a scratch repository
 #[tokio::test]
 async fn a_running_container_of_another_definition_is_said_to_be_outdated_until_a_restart() {
     let repo = user_repo();
@@ -1128,6 +1146,7 @@ async fn a_running_container_of_another_definition_is_said_to_be_outdated_until_
     assert!(!f.agents.info("a1").unwrap().outdated);
 }
 
+#[cfg(unix)] // used by the Unix-only tests alone
 /// An agent running Claude Code with its config dir mounted from the user's own directory.
 fn claude_with_config_at(cfg: &std::path::Path) -> String {
     format!(
@@ -1137,6 +1156,7 @@ fn claude_with_config_at(cfg: &std::path::Path) -> String {
     )
 }
 
+#[cfg(unix)] // the local engine's bind mounts (on Windows every engine is reached as a remote one)
 #[tokio::test]
 async fn a_config_dir_mounted_from_the_host_resumes_and_gets_the_hooks_and_status_files() {
     let cfg = tempfile::tempdir().unwrap();
@@ -1179,6 +1199,7 @@ async fn a_config_dir_mounted_from_the_host_resumes_and_gets_the_hooks_and_statu
     assert!(sessions.join("7.json").exists());
 }
 
+#[cfg(unix)] // the local engine's bind mounts (on Windows every engine is reached as a remote one)
 #[tokio::test]
 async fn a_config_dir_the_hub_cannot_see_is_said_and_starts_anew() {
     let f = fixture(

@@ -35,8 +35,7 @@ struct State {
 fn append_to(path: &Path, truncate: bool) -> std::io::Result<File> {
     let mut options = std::fs::OpenOptions::new();
     options.create(true).write(true).truncate(false);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    crate::platform::private_file(&mut options);
     let mut file = options.open(path)?;
     if truncate {
         file.set_len(0)?;
@@ -135,7 +134,21 @@ impl Journal {
             file.write_all(line)?;
             len += line.len() as u64;
         }
-        std::fs::rename(&aside, &self.path)?;
+        if std::fs::rename(&aside, &self.path).is_err() {
+            // Windows cannot rename over a file that is open: this one is closed first (the
+            // new one holds the lock from now on).
+            state.file = file;
+            state.len = len;
+            if let Err(e) = std::fs::rename(&aside, &self.path) {
+                // Back to the file as it was, which still holds every open attempt.
+                state.file = append_to(&self.path, false)?;
+                locked(&state.file)?;
+                state.len = state.file.metadata()?.len();
+                let _ = std::fs::remove_file(&aside);
+                return Err(e);
+            }
+            return Ok(());
+        }
         state.file = file;
         state.len = len;
         Ok(())

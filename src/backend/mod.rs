@@ -4,6 +4,8 @@
 
 pub mod exited;
 pub mod external;
+#[cfg(unix)]
+pub mod pane_fifo;
 pub mod pane_reader;
 pub mod pty;
 pub mod read_buf;
@@ -18,7 +20,7 @@ use futures_util::future::BoxFuture;
 use crate::error::HubResult;
 use crate::screen::{TermRead, TermReadRequest};
 use crate::term::TalkResult;
-use crate::term::TermSignal;
+use crate::term::{Signals, TermSignal};
 
 /// What a backend offers beyond moving bytes. The session answers a missing one with its
 /// stable error code (`RESIZE_UNSUPPORTED`, `KILL_UNSUPPORTED`), so no caller needs to know
@@ -93,6 +95,11 @@ pub trait Backend: Send + Sync {
     fn resize(&self, size: TermSize) -> BoxFuture<'_, Result<(), BackendError>>;
     /// Sends `first` to every process of the terminal, then SIGKILL to whatever is left after
     /// a grace period; returns once nothing is left (or the grace for SIGKILL ran out).
+    /// Which signals the terminal takes (a Unix terminal's, unless a backend says otherwise).
+    fn signals(&self) -> Signals {
+        Signals::Unix
+    }
+
     fn terminate(&self, first: TermSignal) -> BoxFuture<'_, Result<(), BackendError>>;
     /// Host process id of the program, when there is one.
     fn pid(&self) -> Option<u32>;

@@ -284,6 +284,7 @@ mod tests {
     }
 
     /// The joined line, run by a real `sh`, gives the program exactly the words it was given.
+    #[cfg(unix)] // runs sh
     #[test]
     fn sh_receives_the_words_unchanged() {
         let words: Vec<String> = [

@@ -389,6 +389,24 @@ impl AgentDef {
         }
     }
 
+    /// For a hub whose local engine cannot see its files (Windows: Docker Desktop's engine is
+    /// in a VM; see `platform::ENGINE_SEES_HUB_FILES`): the agent runs as one on a remote
+    /// engine does. Its engine is named (`local_engine`, the local one's address), so nothing
+    /// of the hub's is bind-mounted; it reaches the hub over TCP with its own credential
+    /// (`hub_url`, default `http://host.docker.internal:<port>`, Docker Desktop's name for the
+    /// host); and the hub's executable is not mounted (it is not a Linux one) unless asked.
+    pub fn reach_from_afar(&mut self, local_engine: &str, port: u16) {
+        if self.docker_host.is_none() {
+            self.docker_host = Some(local_engine.to_string());
+        }
+        if self.hub_url.is_none() {
+            self.hub_url = Some(format!("http://host.docker.internal:{port}"));
+        }
+        if self.mount_hub_binary.is_none() {
+            self.mount_hub_binary = Some(false);
+        }
+    }
+
     /// The workdir in the container (`/workspace` for an agent with a workspace).
     pub fn workdir_or_default(&self) -> Option<String> {
         match (&self.workdir, &self.workspace) {

@@ -189,12 +189,10 @@ impl Default for HubConfig {
             scrollback_bytes: 256 * 1024,
             talk_timeout_ms: 30_000,
             tmux_socket: DEFAULT_TMUX_SOCKET.into(),
-            env_passthrough: [
-                "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
-                "TMPDIR",
-            ]
-            .map(String::from)
-            .to_vec(),
+            env_passthrough: crate::platform::SESSION_ENV
+                .iter()
+                .map(|name| name.to_string())
+                .collect(),
             max_body_bytes: 1 << 20,
             hub_id: None,
             task_retention_s: 3600,
@@ -253,16 +251,10 @@ impl AgentPlace<'_> {
 }
 
 /// The data dir when neither the config nor `--data-dir` / `AGENT_HUB_DATA_DIR` names one:
-/// `$XDG_DATA_HOME/agent-hub`, else `~/.local/share/agent-hub`. Client commands look for the
-/// owner's token there too.
+/// `$XDG_DATA_HOME/agent-hub`, else `~/.local/share/agent-hub` (Windows:
+/// `%LOCALAPPDATA%\\agent-hub`). Client commands look for the owner's token there too.
 pub fn default_data_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("XDG_DATA_HOME") {
-        return PathBuf::from(dir).join("agent-hub");
-    }
-    match std::env::var_os("HOME") {
-        Some(home) => PathBuf::from(home).join(".local/share/agent-hub"),
-        None => PathBuf::from(".agent-hub"),
-    }
+    crate::platform::default_data_dir()
 }
 
 impl HubConfig {
@@ -314,6 +306,9 @@ impl HubConfig {
                 .get(def.team())
                 .map(|t| t.get_ref().docker_hosts.clone());
             def.settle_engines(&team_hosts.unwrap_or_default());
+            if !crate::platform::ENGINE_SEES_HUB_FILES {
+                def.reach_from_afar(&crate::platform::local_engine(), config.listen.port());
+            }
         }
         workspace::check(&mut config, text, origin)?;
         config.price_table = crate::usage::price::PriceTable::with(&config.prices, text, origin)?;

@@ -5,9 +5,8 @@
 
 use std::path::Path;
 
-use nix::unistd::{access, AccessFlags};
-
 use crate::error::{HubError, HubResult};
+use crate::platform;
 
 /// `cwd` as a request names it: not empty, an existing directory the hub may enter. A relative
 /// path is taken from the hub's own working directory.
@@ -21,7 +20,7 @@ pub fn check_cwd(cwd: &Path) -> HubResult<()> {
     let shown = cwd.display();
     match std::fs::metadata(cwd) {
         Ok(meta) if !meta.is_dir() => Err(invalid_cwd(format!("cwd '{shown}' is not a directory"))),
-        Ok(_) if access(cwd, AccessFlags::X_OK).is_err() => Err(invalid_cwd(format!(
+        Ok(_) if !platform::may_enter(cwd) => Err(invalid_cwd(format!(
             "cwd '{shown}' cannot be entered (no search permission)"
         ))),
         Ok(_) => Ok(()),
@@ -37,12 +36,16 @@ pub fn check_cwd(cwd: &Path) -> HubResult<()> {
 /// directory of `path` (the session's `PATH`; relative entries, and an empty one, from `cwd`;
 /// no `PATH`, nowhere).
 pub fn check_program(program: &str, cwd: &Path, path: Option<&str>) -> HubResult<()> {
-    if program.contains('/') {
+    if platform::is_path_name(program) {
         return executable(&cwd.join(program))
             .map_err(|why| invalid_program(format!("program '{program}' {why}")));
     }
     let found = path.is_some_and(|path| {
-        std::env::split_paths(path).any(|dir| executable(&cwd.join(dir).join(program)).is_ok())
+        std::env::split_paths(path).any(|dir| {
+            platform::program_files(&cwd.join(dir), program)
+                .iter()
+                .any(|file| executable(file).is_ok())
+        })
     });
     if found {
         return Ok(());
@@ -57,7 +60,7 @@ fn executable(file: &Path) -> Result<(), &'static str> {
     match std::fs::metadata(file) {
         Err(_) => Err("does not exist"),
         Ok(meta) if meta.is_dir() => Err("is a directory"),
-        Ok(_) if access(file, AccessFlags::X_OK).is_err() => Err("is not executable"),
+        Ok(_) if !platform::may_run(file) => Err("is not executable"),
         Ok(_) => Ok(()),
     }
 }
@@ -70,7 +73,7 @@ fn invalid_program(message: String) -> HubError {
     HubError::InvalidProgram { message }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use std::os::unix::fs::PermissionsExt;
 

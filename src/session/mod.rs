@@ -150,7 +150,9 @@ impl Session {
     /// Delivers a signal: SIGINT and SIGQUIT as their control characters (runs nothing, so
     /// unchecked), the others by terminating the terminal's processes.
     pub async fn signal(&self, name: &str) -> HubResult<()> {
-        match input::signal_action(name).map_err(|e| HubError::bad_request(e.to_string()))? {
+        let action = input::signal_action_in(name, self.backend.signals())
+            .map_err(|e| HubError::bad_request(e.to_string()))?;
+        match action {
             SignalAction::Write(bytes) => self.send_unchecked(bytes.to_vec()).await,
             SignalAction::Terminate(sig) => self.terminate(sig).await,
         }

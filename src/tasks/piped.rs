@@ -70,11 +70,16 @@ impl Tasks {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
-            .process_group(0)
             .kill_on_drop(true);
+        crate::process::new_group(&mut command);
         let child = command.spawn().map_err(|e| HubError::SpawnFailed {
             reason: format!("cannot start 'sh': {e}"),
         })?;
+        if let Some(pid) = child.id() {
+            if let Err(e) = crate::process::contain(pid) {
+                tracing::warn!(pid, "the task's processes are not held together: {e}");
+            }
+        }
         let info = TaskInfo {
             id,
             name: plan.name,
@@ -125,10 +130,7 @@ impl Tasks {
 
 fn kill_group(pgid: Option<u32>) {
     if let Some(pgid) = pgid {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(pgid as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+        crate::process::kill_group(pgid);
     }
 }
 

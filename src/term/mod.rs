@@ -8,6 +8,8 @@ mod size;
 mod talk;
 
 pub use keys::{key_bytes, keys_bytes, UnknownKey};
-pub use signal::{signal_action, SignalAction, TermSignal, UnknownSignal};
+pub use signal::{
+    signal_action, signal_action_in, SignalAction, Signals, TermSignal, UnknownSignal,
+};
 pub use size::TermSize;
 pub use talk::TalkResult;

@@ -76,7 +76,7 @@ impl RecordFiles {
             let Ok(rel) = path.strip_prefix(&self.dir) else {
                 continue;
             };
-            let rel = rel.to_string_lossy().into_owned();
+            let rel = crate::platform::posix_path(rel);
             let Ok(len) = std::fs::metadata(&path).map(|m| m.len()) else {
                 continue;
             };
@@ -115,7 +115,7 @@ pub fn extent(dir: &Path, format: Format) -> HashMap<String, u64> {
         .into_iter()
         .filter_map(|path| {
             let len = std::fs::metadata(&path).ok()?.len();
-            let rel = path.strip_prefix(dir).ok()?.to_string_lossy().into_owned();
+            let rel = crate::platform::posix_path(path.strip_prefix(dir).ok()?);
             Some((rel, len))
         })
         .collect()

@@ -14,7 +14,6 @@
 //! `agent` is uid 1000, a single-user machine's first user).
 
 use std::fmt;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use super::{Repo, WorkspaceError};
@@ -130,10 +129,11 @@ pub fn agent_access(repo: &Repo, user: &AgentUser, image: &str) -> Result<Access
         "could not inspect {}",
         dir.display()
     )))?;
+    let found = crate::platform::owner(&meta);
     let mode = RepoMode {
-        uid: meta.uid(),
-        gid: meta.gid(),
-        mode: meta.mode() & 0o777,
+        uid: found.uid,
+        gid: found.gid,
+        mode: found.mode & 0o777,
     };
     decide(mode, user).ok_or_else(|| refusal(repo, mode, user, image))
 }

@@ -93,16 +93,11 @@ impl Git {
     /// the hub is root: what git writes is theirs, and their own configuration is read);
     /// `None`: as the hub.
     pub(super) fn run_as_user(mut self, ids: Option<(u32, u32)>) -> Self {
-        use std::os::unix::process::CommandExt;
         if let Some((uid, gid)) = ids {
             // Their own configuration, never the hub's.
-            let user = nix::unistd::User::from_uid(uid.into()).ok().flatten();
-            let home = user.map_or("/nonexistent".into(), |u| u.dir);
-            self.cmd
-                .uid(uid)
-                .gid(gid)
-                .env("HOME", home)
-                .env_remove("XDG_CONFIG_HOME");
+            let home = crate::platform::home_of(uid).unwrap_or_else(|| "/nonexistent".into());
+            crate::platform::run_as(&mut self.cmd, uid, gid);
+            self.cmd.env("HOME", home).env_remove("XDG_CONFIG_HOME");
         }
         self
     }

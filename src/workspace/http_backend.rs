@@ -115,11 +115,9 @@ pub async fn run(
         cmd.env("CONTENT_LENGTH", n.to_string());
     }
     if let Some((uid, gid)) = served.run_as {
-        use std::os::unix::process::CommandExt;
         // Another user's git must not read the hub's own configuration.
-        cmd.uid(uid)
-            .gid(gid)
-            .env("HOME", "/nonexistent")
+        crate::platform::run_as(&mut cmd, uid, gid);
+        cmd.env("HOME", "/nonexistent")
             .env_remove("XDG_CONFIG_HOME");
     }
     cmd.stdin(Stdio::piped())

@@ -90,7 +90,7 @@ fn copy_one(from: &Path, to: &Path) -> Result<bool, WorkspaceError> {
     }
     if meta.file_type().is_symlink() {
         let target = std::fs::read_link(from).map_err(io("could not read", from))?;
-        std::os::unix::fs::symlink(target, to).map_err(io("could not make", to))?;
+        crate::platform::symlink(&target, to).map_err(io("could not make", to))?;
     } else if meta.is_file() {
         // Copies the permission bits too.
         std::fs::copy(from, to).map_err(io("could not copy to", to))?;

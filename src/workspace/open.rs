@@ -5,7 +5,6 @@
 //! touched, and bits are only ever added.
 
 use std::fs::Metadata;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
 use super::owner::admin_dir;
@@ -81,11 +80,11 @@ fn open_one(path: &Path, meta: &Metadata, bits: u32) -> Result<(), WorkspaceErro
     if wanted == mode {
         return Ok(());
     }
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(wanted)).map_err(io_at(path))
+    crate::platform::set_mode(path, wanted).map_err(io_at(path))
 }
 
 fn mode_of(meta: &Metadata) -> u32 {
-    meta.mode() & 0o7777
+    crate::platform::owner(meta).mode
 }
 
 fn io_at(path: &Path) -> impl FnOnce(std::io::Error) -> WorkspaceError {

@@ -2,10 +2,10 @@
 //! directory in the common dir, and the branch's ref and reflog when they are new. In the
 //! common dir only what root owns is changed, so nothing of the user's is touched.
 
-use std::os::unix::fs::{lchown, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use super::{Repo, WorkspaceError};
+use crate::platform::{self, lchown};
 
 /// When the hub runs as root, gives the new checkout at `checkout` (on `branch`) and what git
 /// created for it to the owner of the repository's common dir.
@@ -17,7 +17,7 @@ pub(super) fn give_to_repo_owner(
     checkout: &Path,
     branch: &str,
 ) -> Result<(), WorkspaceError> {
-    if !created_by_root(checkout)? {
+    if !platform::is_root() || !created_by_root(checkout)? {
         return Ok(());
     }
     let owner = Owner::of(repo)?;
@@ -32,7 +32,7 @@ pub(super) fn give_to_repo_owner(
 /// for them) to the owner of the repository's common dir (a branch made without a checkout:
 /// [`super::remote`]).
 pub(super) fn give_branch_to_repo_owner(repo: &Repo, branch: &str) -> Result<(), WorkspaceError> {
-    if !nix::unistd::geteuid().is_root() {
+    if !platform::is_root() {
         return Ok(());
     }
     Owner::of(repo)?.take_branch(repo, branch)
@@ -42,7 +42,7 @@ pub(super) fn give_branch_to_repo_owner(repo: &Repo, branch: &str) -> Result<(),
 /// and the repository is someone else's (what git writes is then theirs); `None`: the hub.
 pub(super) fn run_as(repo: &Repo) -> Result<Option<(u32, u32)>, WorkspaceError> {
     let owner = Owner::of(repo)?;
-    let hub_is_root = nix::unistd::geteuid().is_root();
+    let hub_is_root = platform::is_root();
     Ok((hub_is_root && owner.uid != 0).then_some((owner.uid, owner.gid)))
 }
 
@@ -54,21 +54,22 @@ pub(super) fn give_updated_files(
     paths: &[String],
     index: &Path,
 ) -> Result<(), WorkspaceError> {
-    if !nix::unistd::geteuid().is_root() {
+    if !platform::is_root() {
         return Ok(());
     }
     let meta = std::fs::metadata(worktree).map_err(io_at(worktree))?;
-    if meta.uid() == 0 {
+    let found = platform::owner(&meta);
+    if found.uid == 0 {
         return Ok(());
     }
     let owner = Owner {
-        uid: meta.uid(),
-        gid: meta.gid(),
+        uid: found.uid,
+        gid: found.gid,
     };
     for path in paths {
         owner.take_with_parents(&worktree.join(path), worktree)?;
     }
-    owner.take(index, &|meta| meta.uid() == 0)
+    owner.take(index, &|meta| platform::owner(meta).uid == 0)
 }
 
 /// [`run_as`] for the hub's own git work in the repository (landing a branch): the owner
@@ -90,12 +91,13 @@ fn may_enter(dir: &Path, uid: u32, gid: u32) -> bool {
     let Ok(meta) = std::fs::metadata(dir) else {
         return false;
     };
-    let search = match (meta.uid() == uid, meta.gid() == gid) {
+    let found = platform::owner(&meta);
+    let search = match (found.uid == uid, found.gid == gid) {
         (true, _) => 0o100,
         (false, true) => 0o010,
         (false, false) => 0o001,
     };
-    meta.mode() & search != 0
+    found.mode & search != 0
 }
 
 fn created_by_root(checkout: &Path) -> Result<bool, WorkspaceError> {
@@ -104,7 +106,7 @@ fn created_by_root(checkout: &Path) -> Result<bool, WorkspaceError> {
         "could not inspect {}",
         file.display()
     )))?;
-    Ok(meta.uid() == 0)
+    Ok(platform::owner(&meta).uid == 0)
 }
 
 /// The checkout's administrative directory, named by its `.git` file (`gitdir: <path>`).
@@ -135,9 +137,10 @@ impl Owner {
             "could not inspect {}",
             repo.common_dir.display()
         )))?;
+        let found = platform::owner(&meta);
         Ok(Owner {
-            uid: meta.uid(),
-            gid: meta.gid(),
+            uid: found.uid,
+            gid: found.gid,
         })
     }
 
@@ -160,7 +163,7 @@ impl Owner {
             Err(e) => return Err(io_at(path)(e)),
         };
         if which(&meta) {
-            lchown(path, Some(self.uid), Some(self.gid)).map_err(io_at(path))?;
+            lchown(path, self.uid, self.gid).map_err(io_at(path))?;
         }
         if meta.is_dir() {
             for entry in std::fs::read_dir(path).map_err(io_at(path))? {
@@ -172,7 +175,7 @@ impl Owner {
 
     /// What root owns of `path` (recursively) and of its parents up to `top` (exclusive).
     fn take_with_parents(&self, path: &Path, top: &Path) -> Result<(), WorkspaceError> {
-        let root_owned = |meta: &std::fs::Metadata| meta.uid() == 0;
+        let root_owned = |meta: &std::fs::Metadata| platform::owner(meta).uid == 0;
         self.take(path, &root_owned)?;
         for parent in path
             .ancestors()
@@ -181,7 +184,7 @@ impl Owner {
         {
             let meta = std::fs::symlink_metadata(parent).map_err(io_at(parent))?;
             if root_owned(&meta) {
-                lchown(parent, Some(self.uid), Some(self.gid)).map_err(io_at(parent))?;
+                lchown(parent, self.uid, self.gid).map_err(io_at(parent))?;
             }
         }
         Ok(())

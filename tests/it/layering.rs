@@ -38,6 +38,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "redact",
             "guard",
             "process",
+            "platform",
             "agent_state",
             "config",
             "screen",
@@ -725,4 +726,81 @@ fn a_circle_of_four_files_is_found_and_one_of_three_is_not() {
     );
     assert!(shown.contains("  b -> c at m/b/inner.rs:1"), "{shown}");
     assert!(shown.contains("  d -> a at m/d.rs:3"), "{shown}");
+}
+
+/// Where what differs between Unix and Windows may be chosen with `#[cfg]`: the platform and
+/// process modules, the backends, and the edge (the API's listeners, the CLI, its client, the
+/// daemon). The core's and the components' logic carries none (issue #45).
+const PLATFORM_CHOICES: &[&str] = &[
+    "platform",
+    "process",
+    "backend",
+    "http_client",
+    "api",
+    "cli",
+    "client",
+    "daemon",
+];
+
+/// Whether `line` chooses by operating system.
+fn chooses_platform(line: &str) -> bool {
+    let code = code_of(line);
+    (code.contains("cfg(") || code.contains("cfg!("))
+        && ["unix", "windows", "target_os", "target_family"]
+            .iter()
+            .any(|word| code.contains(word))
+}
+
+/// The `file:line`s outside [`PLATFORM_CHOICES`] that choose by operating system, but in
+/// tests: a test file (`tests.rs`, under `tests/`), a `mod tests` (to the end of its file),
+/// or the line marking a test or a test helper as needing Unix (a `// ` reason after it).
+fn platform_choices_in_logic(src: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for (file, module) in module_files(src) {
+        let top = module.first().map(String::as_str).unwrap_or("");
+        let rel = file
+            .strip_prefix(src)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let test_file = rel.ends_with("tests.rs") || rel.contains("tests/");
+        if PLATFORM_CHOICES.contains(&top) || test_file {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("mod tests {") {
+                break;
+            }
+            let marks_a_test = line.contains("#[cfg(unix)] // ");
+            if chooses_platform(line) && !marks_a_test && !line.contains("cfg(all(test") {
+                found.push(format!("src/{rel}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn only_the_platform_the_backends_and_the_edge_choose_by_operating_system() {
+    let found = platform_choices_in_logic(&src_dir());
+    assert!(
+        found.is_empty(),
+        "choices by operating system in the core's or the components' logic (move them into \
+         src/platform, src/process or a backend):\n{}",
+        found.join("\n")
+    );
+    // The check finds one where there is one.
+    let made = made_up_src(&[
+        ("lib.rs", "pub mod config;\npub mod platform;"),
+        (
+            "config/mod.rs",
+            "#[cfg(unix)]\nfn a() {}\n#[cfg(test)]\nmod tests {\n#[cfg(unix)]\nfn t() {}\n}",
+        ),
+        ("platform/mod.rs", "#[cfg(windows)]\nmod windows;"),
+    ]);
+    assert_eq!(
+        platform_choices_in_logic(made.path()),
+        ["src/config/mod.rs:1: #[cfg(unix)]"]
+    );
 }

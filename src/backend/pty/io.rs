@@ -12,12 +12,19 @@
 use portable_pty::MasterPty;
 
 use super::PtyError;
+use crate::term::Signals;
 
 #[cfg(unix)]
 pub use unix::{Input, Source};
 
 #[cfg(not(unix))]
 pub use blocking::{Input, Source};
+
+/// Which signals the terminal takes: a Unix terminal's, or a Windows console's (ConPTY).
+#[cfg(unix)]
+pub const SIGNALS: Signals = Signals::Unix;
+#[cfg(not(unix))]
+pub const SIGNALS: Signals = Signals::Console;
 
 /// How a write to the terminal ended.
 pub type Written = Result<(), PtyError>;
@@ -47,7 +54,18 @@ mod blocking {
         requests: mpsc::UnboundedSender<Request>,
     }
 
-    pub struct Source(Box<dyn Read + Send>);
+    /// The output, and the input for answering ConPTY's first cursor query.
+    pub struct Source {
+        reader: Box<dyn Read + Send>,
+        answer: mpsc::UnboundedSender<Request>,
+    }
+
+    /// What ConPTY asks when it starts (it inherits the cursor): where the cursor is. It
+    /// waits for the answer before the program's output flows, so the first one is answered
+    /// here, whether or not a client is attached; later ones are the clients' to answer.
+    const CURSOR_QUERY: &[u8] = b"\x1b[6n";
+    /// The answer: the top-left corner.
+    const CURSOR_AT_HOME: &[u8] = b"\x1b[1;1R";
 
     pub fn split(master: &(dyn MasterPty + Send)) -> Result<(Input, Source), PtyError> {
         let reader = master
@@ -66,7 +84,8 @@ mod blocking {
                 let _ = done.send(result);
             }
         })?;
-        Ok((Input { requests }, Source(reader)))
+        let answer = requests.clone();
+        Ok((Input { requests }, Source { reader, answer }))
     }
 
     impl Input {
@@ -90,10 +109,19 @@ mod blocking {
         ) -> Result<(), PtyError> {
             super::super::spawn_thread("pty-reader", move || {
                 let mut buf = ReadBuf::new(buf_bytes);
+                let mut answered = false;
                 loop {
-                    match self.0.read(buf.space()) {
+                    match self.reader.read(buf.space()) {
                         Ok(0) => break,
-                        Ok(n) => sink(buf.filled(n)),
+                        Ok(n) => {
+                            let chunk = buf.filled(n);
+                            if !answered && chunk.windows(4).any(|w| w == CURSOR_QUERY) {
+                                answered = true;
+                                let (done, _) = oneshot::channel();
+                                let _ = self.answer.send((CURSOR_AT_HOME.to_vec(), done));
+                            }
+                            sink(chunk)
+                        }
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                         Err(_) => break,
                     }
@@ -156,12 +184,12 @@ mod unix {
             .map_err(PtyError::CopyDescriptor)?;
         let flags = fcntl(&fd, FcntlArg::F_GETFL).map_err(|source| PtyError::Fcntl {
             op: "F_GETFL",
-            source,
+            source: source.into(),
         })?;
         let flags = OFlag::from_bits_truncate(flags) | OFlag::O_NONBLOCK;
         fcntl(&fd, FcntlArg::F_SETFL(flags)).map_err(|source| PtyError::Fcntl {
             op: "F_SETFL",
-            source,
+            source: source.into(),
         })?;
         let master = File::from(fd);
         let source = Source(master.try_clone().map_err(PtyError::CopyDescriptor)?);
@@ -225,7 +253,7 @@ mod unix {
             let n = write_now(master, bytes)?;
             bytes = &bytes[n..];
             if !bytes.is_empty() {
-                wait_for_room(master).map_err(PtyError::WaitForRoom)?;
+                wait_for_room(master).map_err(|e| PtyError::WaitForRoom(e.into()))?;
             }
         }
         Ok(())

@@ -16,7 +16,7 @@ use portable_pty::{native_pty_system, CommandBuilder, MasterPty, PtySize};
 
 use super::{Backend, BackendError, SpawnSpec, TermSize};
 use crate::output::{ExitInfo, Output};
-use crate::term::TermSignal;
+use crate::term::{Signals, TermSignal};
 
 /// Largest read of the output; a PTY rarely hands over more than a few KiB at once.
 const READ_BUFFER_BYTES: usize = 64 * 1024;
@@ -51,7 +51,7 @@ pub enum PtyError {
     #[error("{op}: {source}")]
     Fcntl {
         op: &'static str,
-        source: nix::Error,
+        source: std::io::Error,
     },
     #[error("the PTY is read on a tokio runtime, and none is running")]
     NoRuntime,
@@ -66,7 +66,7 @@ pub enum PtyError {
     Write(#[source] std::io::Error),
     /// Waiting for room to write failed.
     #[error("{0}")]
-    WaitForRoom(#[source] nix::Error),
+    WaitForRoom(#[source] std::io::Error),
     #[error("the PTY writer has stopped")]
     WriterStopped,
     #[error("PTY lock poisoned")]
@@ -127,6 +127,12 @@ impl PtyBackend {
         // Without this the reader never sees EOF after the child exits.
         drop(pair.slave);
         let pid = child.process_id();
+        // On Windows its processes are held in a job, ended with the session.
+        if let Some(pid) = pid {
+            if let Err(e) = crate::process::contain(pid) {
+                tracing::warn!(pid, "the session's processes are not held together: {e}");
+            }
+        }
         let (reader_done_tx, reader_done_rx) = std::sync::mpsc::channel::<()>();
         let reader_output = output.clone();
         let input = io::split(&*pair.master).and_then(|(input, source)| {
@@ -152,6 +158,9 @@ impl PtyBackend {
         spawn_thread("pty-waiter", move || {
             let status = child.wait();
             let _ = reader_done_rx.recv_timeout(DRAIN_AFTER_EXIT);
+            if let Some(pid) = pid {
+                crate::process::release(pid);
+            }
             let (exit_code, reason) = match status {
                 Ok(s) => match s.signal() {
                     Some(sig) => (None, format!("killed by {sig}")),
@@ -221,6 +230,10 @@ impl Backend for PtyBackend {
 
     fn pid(&self) -> Option<u32> {
         self.pid
+    }
+
+    fn signals(&self) -> Signals {
+        io::SIGNALS
     }
 }
 

@@ -78,7 +78,13 @@ pub enum TmuxError {
     #[error("unexpected FIFO directory '{dir}'")]
     FifoDir { dir: String },
     #[error("cannot make a FIFO in {}: {source}", .path.display())]
-    MakeFifo { path: PathBuf, source: nix::Error },
+    MakeFifo {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Windows has no FIFOs: the pane's bytes come through a relay.
+    #[error("this system has no FIFOs (a relay carries the pane's bytes)")]
+    NoFifos,
     /// The pipe's directory or FIFO could not be opened to the container's user.
     #[error("{source}")]
     FifoMode {

@@ -9,6 +9,8 @@ mod acks;
 mod client;
 pub mod control;
 mod error;
+#[cfg_attr(windows, path = "no_fifo.rs")]
+mod fifo;
 mod pane;
 mod pipe;
 pub mod place;
@@ -21,6 +23,17 @@ use futures_util::FutureExt;
 use tokio::sync::{mpsc, oneshot};
 
 pub use error::TmuxError;
+
+/// Why the host's own tmux cannot run a session here (`None`: it can). tmux and the FIFOs its
+/// panes' bytes come through are Unix's; containers keep their tmux on every platform.
+pub const HOST_SESSIONS_REFUSED: Option<&str> = if cfg!(unix) {
+    None
+} else {
+    Some(
+        "tmux host sessions need a Unix host: on Windows use backend \"pty\" (a ConPTY console); \
+         container agents keep their tmux",
+    )
+};
 use place::TMUX_CALL_TIMEOUT;
 pub use place::{PipeRoot, TmuxPlace};
 

@@ -36,8 +36,9 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::fifo;
 use super::{TmuxError, TmuxPlace};
-use crate::backend::pane_reader::{Fifo, PaneReader};
+use crate::backend::pane_reader::PaneReader;
 use crate::backend::read_buf::ReadBuf;
 use crate::backend::read_pace::{Next, ReadPace};
 use crate::backend::tmux::place::PipeRoot;
@@ -68,26 +69,12 @@ pub(super) struct PanePipe {
 
 /// Whether `dir` is a directory name the reader script could have printed, safe to put in
 /// single quotes on a tmux command line.
-fn plain_path(dir: &str) -> bool {
+pub(super) fn plain_path(dir: &str) -> bool {
     dir.starts_with('/')
         && dir.len() < 256
         && dir
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-'))
-}
-
-/// A new directory `agent-hub-pipe.XXXXXXXX` in `root`, for its creator alone.
-fn private_dir(root: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
-    use rand::distr::{Alphanumeric, SampleString};
-    use std::os::unix::fs::DirBuilderExt;
-    loop {
-        let name = Alphanumeric.sample_string(&mut rand::rng(), 8);
-        let dir = root.join(format!("agent-hub-pipe.{name}"));
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            made => return made.map(|()| dir),
-        }
-    }
 }
 
 /// The control-mode command that starts the pipe into `dir`'s FIFO.
@@ -163,65 +150,15 @@ impl PanePipe {
 
     /// A FIFO in a private directory under `root`, opened for reading by the hub.
     fn direct(root: &PipeRoot) -> Result<Self, TmuxError> {
-        let local = private_dir(&root.local).map_err(|source| TmuxError::PipeDir {
-            path: root.local.clone(),
-            source,
-        })?;
-        let made = (|| {
-            let name = local
-                .file_name()
-                .and_then(|n| n.to_str())
-                .ok_or(TmuxError::PipeDirName)?;
-            let dir = format!("{}/{name}", root.for_tmux);
-            if !plain_path(&dir) {
-                return Err(TmuxError::FifoDir { dir });
-            }
-            let fifo = local.join("out");
-            nix::unistd::mkfifo(
-                &fifo,
-                nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR,
-            )
-            .map_err(|source| TmuxError::MakeFifo {
-                path: local.clone(),
-                source,
-            })?;
-            if root.other_user {
-                // The container's user reaches the FIFO (the directory is its agent's alone).
-                use std::os::unix::fs::PermissionsExt;
-                let set_mode = |path: &std::path::Path, m| {
-                    std::fs::set_permissions(path, std::fs::Permissions::from_mode(m)).map_err(
-                        |source| TmuxError::FifoMode {
-                            path: path.to_path_buf(),
-                            source,
-                        },
-                    )
-                };
-                set_mode(&local, 0o755)?;
-                set_mode(&fifo, 0o622)?;
-            }
-            // Opened now, without waiting for a writer.
-            let reader = tokio::net::unix::pipe::OpenOptions::new()
-                .open_receiver(&fifo)
-                .map_err(|source| TmuxError::OpenFifo {
-                    path: fifo.clone(),
-                    source,
-                })?;
-            Ok((reader, dir))
-        })();
-        match made {
-            Ok((reader, dir)) => Ok(PanePipe {
-                reader: PaneReader::Fifo(Fifo::Registered(reader)),
-                input: None,
-                _relay: None,
-                dir,
-                local_dir: Some(local),
-                needs_check: root.other_user,
-            }),
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&local);
-                Err(e)
-            }
-        }
+        let made = fifo::make(root)?;
+        Ok(PanePipe {
+            reader: made.reader,
+            input: None,
+            _relay: None,
+            dir: made.dir,
+            local_dir: Some(made.local),
+            needs_check: root.other_user,
+        })
     }
 
     /// Starts a relay beside the tmux server and waits for its FIFO.

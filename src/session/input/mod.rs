@@ -7,7 +7,10 @@
 mod lines;
 mod text;
 
-pub use crate::term::{key_bytes, keys_bytes, signal_action, SignalAction, TermSignal, UnknownKey};
+pub use crate::term::{
+    key_bytes, keys_bytes, signal_action, signal_action_in, SignalAction, Signals, TermSignal,
+    UnknownKey,
+};
 pub use lines::{decode_escapes, line_bytes};
 pub use text::{complete_utf8_len, plain_text};
 
