@@ -201,9 +201,8 @@ async fn pump(
             }
         }
     });
-    #[cfg(unix)]
-    let mut winch = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::window_change())
-        .map_err(|e| e.to_string())?;
+    let mut resizes = super::console::Resizes::new()?;
+    let _vt = super::console::VtConsole::enable();
     if follow_size {
         if let Some(frame) = resize_frame() {
             ws_tx.send(frame).await.map_err(|e| e.to_string())?;
@@ -211,10 +210,7 @@ async fn pump(
     }
     let mut stdout = std::io::stdout();
     loop {
-        #[cfg(unix)]
-        let resized = winch.recv();
-        #[cfg(not(unix))]
-        let resized = std::future::pending::<Option<()>>();
+        let resized = resizes.next();
         tokio::select! {
             message = ws_rx.next() => match message {
                 Some(Ok(Message::Binary(bytes))) => {

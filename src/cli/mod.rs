@@ -6,6 +6,7 @@ mod attach;
 mod audit;
 mod budget;
 mod completions;
+mod console;
 pub mod credential;
 mod doctor;
 mod engines;

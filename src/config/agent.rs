@@ -500,6 +500,34 @@ mod tests {
         toml::from_str::<AgentDef>(&text)
     }
 
+    /// What a Windows hub does to every agent (its engine cannot see the hub's files): the
+    /// engine named, the hub over TCP, no executable mounted; what the definition says wins.
+    #[test]
+    fn an_agent_reached_from_afar_names_its_engine_and_reaches_the_hub_over_tcp() {
+        let mut a = def("").unwrap();
+        assert!(a.mounts_hub_binary());
+        a.reach_from_afar("npipe:////./pipe/docker_engine", 8100);
+        assert_eq!(
+            a.docker_host.as_deref(),
+            Some("npipe:////./pipe/docker_engine")
+        );
+        assert_eq!(a.endpoint(), "npipe:////./pipe/docker_engine");
+        assert_eq!(
+            a.hub_url.as_deref(),
+            Some("http://host.docker.internal:8100")
+        );
+        assert!(!a.mounts_hub_binary());
+
+        let mut b = def(
+            "docker_host = \"tcp://10.0.0.2:2375\"\nhub_url = \"http://10.0.0.1:8100\"\nmount_hub_binary = true",
+        )
+        .unwrap();
+        b.reach_from_afar("npipe:////./pipe/docker_engine", 8100);
+        assert_eq!(b.docker_host.as_deref(), Some("tcp://10.0.0.2:2375"));
+        assert_eq!(b.hub_url.as_deref(), Some("http://10.0.0.1:8100"));
+        assert!(b.mounts_hub_binary());
+    }
+
     #[test]
     fn valid_definitions_pass_and_bad_fields_are_named() {
         assert!(def("").unwrap().validate().is_ok());

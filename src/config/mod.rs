@@ -252,7 +252,7 @@ impl AgentPlace<'_> {
 
 /// The data dir when neither the config nor `--data-dir` / `AGENT_HUB_DATA_DIR` names one:
 /// `$XDG_DATA_HOME/agent-hub`, else `~/.local/share/agent-hub` (Windows:
-/// `%LOCALAPPDATA%\\agent-hub`). Client commands look for the owner's token there too.
+/// `%LOCALAPPDATA%\agent-hub`). Client commands look for the owner's token there too.
 pub fn default_data_dir() -> PathBuf {
     crate::platform::default_data_dir()
 }

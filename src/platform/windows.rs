@@ -114,8 +114,8 @@ pub fn default_shell() -> String {
         .unwrap_or_else(|| "cmd.exe".into())
 }
 
-/// Where the hub keeps its data when nothing names a place: `%LOCALAPPDATA%\\agent-hub`, else
-/// `%USERPROFILE%\\AppData\\Local\\agent-hub`, else `.agent-hub`.
+/// Where the hub keeps its data when nothing names a place: `%LOCALAPPDATA%\agent-hub`, else
+/// `%USERPROFILE%\AppData\Local\agent-hub`, else `.agent-hub`.
 pub fn default_data_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("LOCALAPPDATA") {
         return PathBuf::from(dir).join("agent-hub");

@@ -78,8 +78,7 @@ impl HubProcess {
         base: &str,
         env: &[(&str, &str)],
     ) -> Self {
-        let echo = std::env::var("AGENT_HUB_TEST_LOG").is_ok();
-        let mut command = match wrapper.split_first() {
+        let command = match wrapper.split_first() {
             Some((program, wrapper_args)) => {
                 let mut c = std::process::Command::new(program);
                 c.args(wrapper_args).arg(crate::cli::BIN);
@@ -87,6 +86,32 @@ impl HubProcess {
             }
             None => std::process::Command::new(crate::cli::BIN),
         };
+        Self::spawn_command(command, !wrapper.is_empty(), args, base, env).await
+    }
+
+    /// `serve <args>` of another build of the hub: `program` is how it is run (`bash
+    /// tests/windows/wine-runner.sh agent-hub.exe`, the Windows build under Wine), the hub
+    /// itself (signals reach it).
+    pub async fn spawn_program(
+        program: &[&str],
+        args: &[&str],
+        base: &str,
+        env: &[(&str, &str)],
+    ) -> Self {
+        let (first, rest) = program.split_first().expect("a program");
+        let mut command = std::process::Command::new(first);
+        command.args(rest);
+        Self::spawn_command(command, false, args, base, env).await
+    }
+
+    async fn spawn_command(
+        mut command: std::process::Command,
+        wrapped: bool,
+        args: &[&str],
+        base: &str,
+        env: &[(&str, &str)],
+    ) -> Self {
+        let echo = std::env::var("AGENT_HUB_TEST_LOG").is_ok();
         let mut child = command
             .arg("serve")
             .args(args)
@@ -112,7 +137,7 @@ impl HubProcess {
             }
         });
         let url = format!("{base}/health");
-        let up = wait_until(Duration::from_secs(20), || async {
+        let up = wait_until(Duration::from_secs(60), || async {
             reqwest::get(&url).await.is_ok()
         })
         .await;
@@ -133,7 +158,7 @@ impl HubProcess {
             owner_token,
             data_dir,
             log,
-            wrapped: !wrapper.is_empty(),
+            wrapped,
         }
     }
 

@@ -69,6 +69,7 @@ mod stream;
 mod tasks;
 mod term_read;
 mod usage;
+mod windows_build;
 mod words;
 mod work_summary;
 mod workspace;

@@ -58,7 +58,7 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// The finding named `check` in `agent-hub doctor --json`'s report.
-fn doctor_finding(doctor: &Output, check: &str) -> Value {
+pub(crate) fn doctor_finding(doctor: &Output, check: &str) -> Value {
     let report: Value = serde_json::from_slice(&doctor.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", text(&doctor.stdout)));
     let found = report["findings"]

@@ -3,6 +3,8 @@
 //! thread (input the terminal has no room for at once, see [`io`]) and one waiter thread (exit
 //! status).
 
+#[cfg(all(test, windows))]
+mod conpty_tests;
 mod io;
 
 use std::path::PathBuf;
