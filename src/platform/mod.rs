@@ -66,6 +66,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_task_command_line_goes_to_the_systems_shell() {
+        let (shell, args) = command_shell("echo a  b");
+        assert_eq!(args.last().map(String::as_str), Some("echo a  b"));
+        if cfg!(unix) {
+            assert_eq!((shell.as_str(), args.len()), ("sh", 2));
+            assert_eq!(args[0], "-c");
+        } else {
+            assert!(shell.to_ascii_lowercase().ends_with("cmd.exe"), "{shell}");
+            assert_eq!(args[..3], ["/D", "/S", "/C"]);
+        }
+    }
+
+    #[test]
     fn a_path_reads_with_slashes_on_every_system() {
         let cases = [
             ("/cfg/projects", "/cfg/projects"),

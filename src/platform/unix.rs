@@ -94,6 +94,11 @@ pub fn default_shell() -> String {
         .unwrap_or_else(|| "/bin/bash".into())
 }
 
+/// The program and arguments that run the command line `cmd` (a task's): `sh -c CMD`.
+pub fn command_shell(cmd: &str) -> (String, Vec<String>) {
+    ("sh".into(), vec!["-c".into(), cmd.into()])
+}
+
 /// Where the hub keeps its data when nothing names a place: `$XDG_DATA_HOME/agent-hub`, else
 /// `~/.local/share/agent-hub`, else `.agent-hub`.
 pub fn default_data_dir() -> PathBuf {

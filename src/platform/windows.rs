@@ -114,6 +114,13 @@ pub fn default_shell() -> String {
         .unwrap_or_else(|| "cmd.exe".into())
 }
 
+/// The program and arguments that run the command line `cmd` (a task's): `%COMSPEC% /D /S /C
+/// CMD` (no AutoRun; the quotes the command line gets around CMD are taken off again).
+pub fn command_shell(cmd: &str) -> (String, Vec<String>) {
+    let args = ["/D", "/S", "/C", cmd].map(String::from).to_vec();
+    (default_shell(), args)
+}
+
 /// Where the hub keeps its data when nothing names a place: `%LOCALAPPDATA%\agent-hub`, else
 /// `%USERPROFILE%\AppData\Local\agent-hub`, else `.agent-hub`.
 pub fn default_data_dir() -> PathBuf {

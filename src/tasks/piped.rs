@@ -59,11 +59,11 @@ impl Tasks {
         let mut env = handles.host.child_env(&id, &extra);
         env.remove("AGENT_HUB_SESSION_ID");
         let path = env.get("PATH").map(String::as_str);
-        crate::host::spawn_check::check_program("sh", &cwd, path)?;
-        let mut command = tokio::process::Command::new("sh");
+        let (shell, args) = crate::platform::command_shell(&req.cmd);
+        crate::host::spawn_check::check_program(&shell, &cwd, path)?;
+        let mut command = tokio::process::Command::new(&shell);
         command
-            .arg("-c")
-            .arg(&req.cmd)
+            .args(&args)
             .env_clear()
             .envs(&env)
             .current_dir(&cwd)
@@ -73,7 +73,7 @@ impl Tasks {
             .kill_on_drop(true);
         crate::process::new_group(&mut command);
         let child = command.spawn().map_err(|e| HubError::SpawnFailed {
-            reason: format!("cannot start 'sh': {e}"),
+            reason: format!("cannot start '{shell}': {e}"),
         })?;
         if let Some(pid) = child.id() {
             if let Err(e) = crate::process::contain(pid) {

@@ -1,4 +1,4 @@
-//! PTY tasks: `sh -c CMD` in a PTY session of its own, followed to its end (output published,
+//! PTY tasks: `sh -c CMD` (Windows: `%COMSPEC% /D /S /C CMD`) in a PTY session of its own, followed to its end (output published,
 //! timeout enforced, killed on request, the end recorded).
 
 use super::*;
@@ -14,12 +14,13 @@ impl Tasks {
         let id = handles.host.sessions.new_id("task");
         let mut env = req.env;
         env.insert("AGENT_HUB_TASK_ID".into(), id.clone());
+        let (shell, args) = crate::platform::command_shell(&req.cmd);
         let session = handles
             .host
             .create(CreateSession {
                 backend: BackendKind::Pty,
-                shell: Some("sh".into()),
-                args: vec!["-c".into(), req.cmd.clone()],
+                shell: Some(shell),
+                args,
                 cwd: req.cwd.map(PathBuf::from),
                 env,
                 owner: Owner {
