@@ -65,11 +65,14 @@ impl Journal {
     /// Opens (creating) the journal at `path`, returning the attempts it still holds; call
     /// [`Journal::clear`] once they are in the database.
     pub fn open(path: &Path) -> std::io::Result<(Journal, Vec<Record>)> {
-        let left = match File::open(path) {
-            Ok(f) => read_lines(std::io::BufReader::new(f)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(e),
-        };
+        let mut left = read_file(path)?;
+        // A compaction cut short leaves its file: the open attempts again, or (where the old
+        // file could not be replaced and the new one was written to) later ones.
+        for record in read_file(&aside_of(path))? {
+            if !left.iter().any(|r| r.id == record.id) {
+                left.push(record);
+            }
+        }
         let file = append_to(path, false)?;
         locked(&file)?;
         let len = file.metadata()?.len();
@@ -115,18 +118,22 @@ impl Journal {
         }
     }
 
-    /// Empties the journal (the attempts [`Journal::open`] returned are in the database).
+    /// Empties the journal (the attempts [`Journal::open`] returned are in the database),
+    /// and removes what a compaction cut short left.
     pub fn clear(&self) -> std::io::Result<()> {
         let mut state = self.lock();
         empty(&mut state.file)?;
         state.len = 0;
-        Ok(())
+        match std::fs::remove_file(aside_of(&self.path)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// Replaces the file with one holding the open attempts only (written aside, then renamed
     /// over it, so a crash leaves one or the other whole).
     fn rewrite(&self, state: &mut State) -> std::io::Result<()> {
-        let aside = self.path.with_extension("attempts-new");
+        let aside = aside_of(&self.path);
         let mut file = append_to(&aside, true)?;
         locked(&file)?;
         let mut len = 0;
@@ -158,6 +165,20 @@ impl Journal {
     #[cfg(test)]
     fn len(&self) -> u64 {
         self.lock().len
+    }
+}
+
+/// Where a compaction writes the journal's next file before it replaces the journal.
+fn aside_of(path: &Path) -> std::path::PathBuf {
+    path.with_extension("attempts-new")
+}
+
+/// The attempts in the file at `path` (none when there is no file).
+fn read_file(path: &Path) -> std::io::Result<Vec<Record>> {
+    match File::open(path) {
+        Ok(f) => Ok(read_lines(std::io::BufReader::new(f))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
     }
 }
 
@@ -209,6 +230,32 @@ mod tests {
         assert_eq!(ids, [1, 2, 3]);
         assert_eq!(left[2].command.as_deref(), Some("line 3"));
         journal.clear().unwrap();
+        drop(journal);
+        assert!(Journal::open(&path).unwrap().1.is_empty());
+    }
+
+    /// A compaction cut short (a crash, or a journal that could not be replaced on Windows)
+    /// leaves the attempts it wrote aside: they are read back with the journal's, once each,
+    /// and the file aside goes once they are in the database.
+    #[test]
+    fn attempts_left_aside_by_a_compaction_are_read_back_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.attempts");
+        let lines = |ids: &[i64]| -> Vec<u8> {
+            ids.iter()
+                .flat_map(|id| {
+                    let mut line = serde_json::to_vec(&attempt(*id, "x")).unwrap();
+                    line.push(b'\n');
+                    line
+                })
+                .collect()
+        };
+        std::fs::write(&path, lines(&[1, 2])).unwrap();
+        std::fs::write(aside_of(&path), lines(&[2, 3])).unwrap();
+        let (journal, left) = Journal::open(&path).unwrap();
+        assert_eq!(left.iter().map(|r| r.id).collect::<Vec<_>>(), [1, 2, 3]);
+        journal.clear().unwrap();
+        assert!(!aside_of(&path).exists());
         drop(journal);
         assert!(Journal::open(&path).unwrap().1.is_empty());
     }

@@ -93,13 +93,13 @@ pub trait Backend: Send + Sync {
     fn write(&self, bytes: Vec<u8>) -> BoxFuture<'_, HubResult<()>>;
     /// Changes the terminal size the program sees.
     fn resize(&self, size: TermSize) -> BoxFuture<'_, Result<(), BackendError>>;
-    /// Sends `first` to every process of the terminal, then SIGKILL to whatever is left after
-    /// a grace period; returns once nothing is left (or the grace for SIGKILL ran out).
     /// Which signals the terminal takes (a Unix terminal's, unless a backend says otherwise).
     fn signals(&self) -> Signals {
         Signals::Unix
     }
-
+    /// Sends `first` to every process of the terminal, then SIGKILL to whatever is left after
+    /// a grace period; returns once nothing is left (or the grace for SIGKILL ran out). On
+    /// Windows every signal ends the terminal's job at once.
     fn terminate(&self, first: TermSignal) -> BoxFuture<'_, Result<(), BackendError>>;
     /// Host process id of the program, when there is one.
     fn pid(&self) -> Option<u32>;

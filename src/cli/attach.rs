@@ -3,7 +3,7 @@
 //! detach key returns you to your shell with the session still running. The terminal is
 //! restored on every way out (detach, session exit, error, panic).
 
-use std::io::{Read, Write};
+use std::io::Write;
 
 use clap::Args;
 use futures_util::{SinkExt, StreamExt};
@@ -192,17 +192,16 @@ async fn pump(
     // Stdin is read on a plain thread: a blocking read cannot be cancelled, and the process
     // exits right after attach returns anyway.
     let (keys_tx, mut keys) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+    let _vt = super::console::VtConsole::enable();
     std::thread::spawn(move || {
-        let mut stdin = std::io::stdin();
         let mut buf = [0u8; 4096];
-        while let Ok(n) = stdin.read(&mut buf) {
+        while let Ok(n) = super::console::read_keys(&mut buf) {
             if n == 0 || keys_tx.send(buf[..n].to_vec()).is_err() {
                 break;
             }
         }
     });
     let mut resizes = super::console::Resizes::new()?;
-    let _vt = super::console::VtConsole::enable();
     if follow_size {
         if let Some(frame) = resize_frame() {
             ws_tx.send(frame).await.map_err(|e| e.to_string())?;

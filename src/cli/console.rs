@@ -8,6 +8,9 @@
 pub struct VtConsole {
     #[cfg(windows)]
     restore: Vec<(windows_sys::Win32::Foundation::HANDLE, u32)>,
+    /// The input code page to put back, when it was changed to UTF-8.
+    #[cfg(windows)]
+    code_page: Option<u32>,
 }
 
 #[cfg(unix)]
@@ -19,11 +22,12 @@ impl VtConsole {
 
 #[cfg(windows)]
 impl VtConsole {
-    /// Keys as VT sequences on stdin, VT interpreted on stdout (each mode put back when
-    /// dropped); a handle that is not a console is left alone.
+    /// Keys as VT sequences on stdin, in UTF-8, VT interpreted on stdout (each mode put back
+    /// when dropped); a handle that is not a console is left alone.
     pub fn enable() -> Self {
         use windows_sys::Win32::System::Console::{
-            GetConsoleMode, GetStdHandle, SetConsoleMode, DISABLE_NEWLINE_AUTO_RETURN,
+            GetConsoleCP, GetConsoleMode, GetStdHandle, SetConsoleCP, SetConsoleMode,
+            DISABLE_NEWLINE_AUTO_RETURN,
             ENABLE_VIRTUAL_TERMINAL_INPUT, ENABLE_VIRTUAL_TERMINAL_PROCESSING, STD_INPUT_HANDLE,
             STD_OUTPUT_HANDLE,
         };
@@ -48,7 +52,14 @@ impl VtConsole {
                 }
             }
         }
-        VtConsole { restore }
+        // SAFETY: plain calls on the process's console.
+        let code_page = unsafe { GetConsoleCP() };
+        // SAFETY: likewise; 65001 is UTF-8.
+        let utf8 = code_page != 0 && unsafe { SetConsoleCP(65001) } != 0;
+        VtConsole {
+            restore,
+            code_page: utf8.then_some(code_page),
+        }
     }
 }
 
@@ -59,6 +70,41 @@ impl Drop for VtConsole {
             // SAFETY: the handles are the process's standard ones, still open.
             unsafe { windows_sys::Win32::System::Console::SetConsoleMode(*handle, *mode) };
         }
+        if let Some(code_page) = self.code_page {
+            // SAFETY: plain call on the process's console.
+            unsafe { windows_sys::Win32::System::Console::SetConsoleCP(code_page) };
+        }
+    }
+}
+
+/// Reads the keys typed (bytes, as the terminal sends them); 0 at the input's end.
+#[cfg(unix)]
+pub fn read_keys(buf: &mut [u8]) -> std::io::Result<usize> {
+    std::io::Read::read(&mut std::io::stdin(), buf)
+}
+
+/// Reads the keys typed, as the console sends them with VT input on (UTF-8, see
+/// [`VtConsole::enable`]); 0 at the input's end. Straight from the handle: std's console
+/// reader takes a Ctrl-Z (0x1a) for the input's end, and it is a key here.
+#[cfg(windows)]
+pub fn read_keys(buf: &mut [u8]) -> std::io::Result<usize> {
+    use windows_sys::Win32::Storage::FileSystem::ReadFile;
+    use windows_sys::Win32::System::Console::{GetStdHandle, STD_INPUT_HANDLE};
+    let mut read = 0u32;
+    let len = buf.len().min(u32::MAX as usize) as u32;
+    // SAFETY: the process's own stdin; `buf` and `read` outlive the call.
+    let ok = unsafe {
+        ReadFile(
+            GetStdHandle(STD_INPUT_HANDLE),
+            buf.as_mut_ptr(),
+            len,
+            &mut read,
+            std::ptr::null_mut(),
+        )
+    };
+    match ok {
+        0 => Err(std::io::Error::last_os_error()),
+        _ => Ok(read as usize),
     }
 }
 

@@ -51,7 +51,7 @@ fn build_config(args: &ServeArgs) -> Result<HubConfig, ConfigError> {
         None => HubConfig::default(),
     };
     if let Some(v) = args.listen {
-        config.listen = v;
+        config.listen_on(v);
     }
     if let Some(v) = &args.data_dir {
         config.data_dir = v.clone();

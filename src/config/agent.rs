@@ -166,6 +166,10 @@ pub struct AgentDef {
     /// Where `image` is written (`hub.toml:LINE:COL`), for errors found after loading.
     #[serde(skip)]
     pub image_location: String,
+    /// `hub_url` was filled in by [`AgentDef::reach_from_afar`] (a Windows hub's default), so
+    /// it follows the port the hub listens on.
+    #[serde(skip)]
+    pub hub_url_is_default: bool,
 }
 
 /// Which of its `docker_hosts` an agent is on: none until it is placed.
@@ -394,13 +398,15 @@ impl AgentDef {
     /// engine does. Its engine is named (`local_engine`, the local one's address), so nothing
     /// of the hub's is bind-mounted; it reaches the hub over TCP with its own credential
     /// (`hub_url`, default `http://host.docker.internal:<port>`, Docker Desktop's name for the
-    /// host); and the hub's executable is not mounted (it is not a Linux one) unless asked.
+    /// host, following the port through [`crate::config::HubConfig::listen_on`]); and the
+    /// hub's executable is not mounted (it is not a Linux one) unless asked.
     pub fn reach_from_afar(&mut self, local_engine: &str, port: u16) {
         if self.docker_host.is_none() {
             self.docker_host = Some(local_engine.to_string());
         }
-        if self.hub_url.is_none() {
+        if self.hub_url.is_none() || self.hub_url_is_default {
             self.hub_url = Some(format!("http://host.docker.internal:{port}"));
+            self.hub_url_is_default = true;
         }
         if self.mount_hub_binary.is_none() {
             self.mount_hub_binary = Some(false);
@@ -517,12 +523,19 @@ mod tests {
             Some("http://host.docker.internal:8100")
         );
         assert!(!a.mounts_hub_binary());
+        // Listening elsewhere (`serve --listen`), the default follows.
+        a.reach_from_afar("npipe:////./pipe/docker_engine", 9200);
+        assert_eq!(
+            a.hub_url.as_deref(),
+            Some("http://host.docker.internal:9200")
+        );
 
         let mut b = def(
             "docker_host = \"tcp://10.0.0.2:2375\"\nhub_url = \"http://10.0.0.1:8100\"\nmount_hub_binary = true",
         )
         .unwrap();
         b.reach_from_afar("npipe:////./pipe/docker_engine", 8100);
+        assert!(!b.hub_url_is_default);
         assert_eq!(b.docker_host.as_deref(), Some("tcp://10.0.0.2:2375"));
         assert_eq!(b.hub_url.as_deref(), Some("http://10.0.0.1:8100"));
         assert!(b.mounts_hub_binary());

@@ -320,6 +320,18 @@ impl HubConfig {
         Ok(config)
     }
 
+    /// Listens on `addr` instead of the file's address (`serve --listen`): the agents whose
+    /// `hub_url` is a Windows hub's default follow the port.
+    pub fn listen_on(&mut self, addr: SocketAddr) {
+        self.listen = addr;
+        if !crate::platform::ENGINE_SEES_HUB_FILES {
+            let engine = crate::platform::local_engine();
+            for agent in &mut self.agents {
+                agent.get_mut().reach_from_afar(&engine, addr.port());
+            }
+        }
+    }
+
     /// Where the dashboard is reached: `public_url`, else the listen address.
     pub fn dashboard_url(&self) -> String {
         match &self.public_url {

@@ -42,8 +42,14 @@ fn windows_exe() -> Option<PathBuf> {
     }
 }
 
-/// `agent-hub.exe serve --config <config>` under Wine, with the engine at `engine`.
-async fn serve_under_wine(exe: &Path, hub: &ConfiguredHub, engine: &str) -> HubProcess {
+/// `agent-hub.exe serve --config <config> --listen 127.0.0.1:<port>` under Wine (another
+/// port than the file's), with the engine at `engine`.
+async fn serve_under_wine(
+    exe: &Path,
+    hub: &ConfiguredHub,
+    port: u16,
+    engine: &str,
+) -> HubProcess {
     let runner = Path::new(env!("CARGO_MANIFEST_DIR")).join(WINE_RUNNER);
     let program = [
         "bash",
@@ -51,10 +57,11 @@ async fn serve_under_wine(exe: &Path, hub: &ConfiguredHub, engine: &str) -> HubP
         exe.to_str().expect("a UTF-8 path"),
     ];
     let config = hub.config.to_str().unwrap();
+    let listen = format!("127.0.0.1:{port}");
     HubProcess::spawn_program(
         &program,
-        &["--config", config],
-        &hub.base,
+        &["--config", config, "--listen", &listen],
+        &format!("http://{listen}"),
         &[("DOCKER_HOST", engine), ("RUST_LOG", "info")],
     )
     .await
@@ -124,8 +131,9 @@ async fn the_windows_build_drives_a_container_agent() {
     let Some(exe) = windows_exe() else { return };
     let files = ConfiguredHub::new();
     files.write_config(&agent_toml("win", "cli_type = \"shell\""));
-    let port = files.base.rsplit(':').next().unwrap().to_string();
-    let mut hub = serve_under_wine(&exe, &files, &engine).await;
+    // Listening on another port than the file's: the agents' default `hub_url` follows it.
+    let port = crate::hub_process::free_port();
+    let mut hub = serve_under_wine(&exe, &files, port, &engine).await;
 
     // On Windows the local engine is reached as a remote one: named, and the hub over TCP.
     let agent = hub.call(Method::GET, "/v1/agents/win", json!({})).await;
@@ -148,7 +156,7 @@ async fn the_windows_build_drives_a_container_agent() {
     assert!(text.contains("from-windows-42"), "{out}");
     assert!(
         text.contains(&format!("http://host.docker.internal:{port}")),
-        "the agent reaches the hub over TCP: {out}"
+        "the agent is given the hub's TCP address (the port it listens on): {out}"
     );
     let shown = screen(&hub, &sid).await;
     assert!(shown.contains("from-windows-42"), "{shown}");

@@ -54,18 +54,10 @@ mod blocking {
         requests: mpsc::UnboundedSender<Request>,
     }
 
-    /// The output, and the input for answering ConPTY's first cursor query.
-    pub struct Source {
-        reader: Box<dyn Read + Send>,
-        answer: mpsc::UnboundedSender<Request>,
-    }
-
-    /// What ConPTY asks when it starts (it inherits the cursor): where the cursor is. It
-    /// waits for the answer before the program's output flows, so the first one is answered
-    /// here, whether or not a client is attached; later ones are the clients' to answer.
-    const CURSOR_QUERY: &[u8] = b"\x1b[6n";
-    /// The answer: the top-left corner.
-    const CURSOR_AT_HOME: &[u8] = b"\x1b[1;1R";
+    /// ConPTY's output. (The cursor query ConPTY sends when it starts, and waits on, is
+    /// answered by the session's screen when no viewer's terminal is there to: see
+    /// `session::rendered`.)
+    pub struct Source(Box<dyn Read + Send>);
 
     pub fn split(master: &(dyn MasterPty + Send)) -> Result<(Input, Source), PtyError> {
         let reader = master
@@ -84,8 +76,7 @@ mod blocking {
                 let _ = done.send(result);
             }
         })?;
-        let answer = requests.clone();
-        Ok((Input { requests }, Source { reader, answer }))
+        Ok((Input { requests }, Source(reader)))
     }
 
     impl Input {
@@ -109,19 +100,10 @@ mod blocking {
         ) -> Result<(), PtyError> {
             super::super::spawn_thread("pty-reader", move || {
                 let mut buf = ReadBuf::new(buf_bytes);
-                let mut answered = false;
                 loop {
-                    match self.reader.read(buf.space()) {
+                    match self.0.read(buf.space()) {
                         Ok(0) => break,
-                        Ok(n) => {
-                            let chunk = buf.filled(n);
-                            if !answered && chunk.windows(4).any(|w| w == CURSOR_QUERY) {
-                                answered = true;
-                                let (done, _) = oneshot::channel();
-                                let _ = self.answer.send((CURSOR_AT_HOME.to_vec(), done));
-                            }
-                            sink(chunk)
-                        }
+                        Ok(n) => sink(buf.filled(n)),
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                         Err(_) => break,
                     }

@@ -153,6 +153,9 @@ impl PtyBackend {
                 // Nobody would read or wait for it.
                 let _ = child.kill();
                 let _ = child.wait();
+                if let Some(pid) = pid {
+                    crate::process::release(pid);
+                }
                 return Err(e);
             }
         };

@@ -105,7 +105,7 @@ fn load_config(args: &DoctorArgs) -> Result<HubConfig, Finding> {
         config.data_dir = dir.clone();
     }
     if let Some(listen) = args.listen {
-        config.listen = listen;
+        config.listen_on(listen);
     }
     Ok(config)
 }
