@@ -27,9 +27,8 @@ impl VtConsole {
     pub fn enable() -> Self {
         use windows_sys::Win32::System::Console::{
             GetConsoleCP, GetConsoleMode, GetStdHandle, SetConsoleCP, SetConsoleMode,
-            DISABLE_NEWLINE_AUTO_RETURN,
-            ENABLE_VIRTUAL_TERMINAL_INPUT, ENABLE_VIRTUAL_TERMINAL_PROCESSING, STD_INPUT_HANDLE,
-            STD_OUTPUT_HANDLE,
+            DISABLE_NEWLINE_AUTO_RETURN, ENABLE_VIRTUAL_TERMINAL_INPUT,
+            ENABLE_VIRTUAL_TERMINAL_PROCESSING, STD_INPUT_HANDLE, STD_OUTPUT_HANDLE,
         };
         let wanted = [
             (STD_INPUT_HANDLE, ENABLE_VIRTUAL_TERMINAL_INPUT),

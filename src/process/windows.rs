@@ -15,7 +15,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_void;
 use std::sync::{LazyLock, Mutex};
 
-use windows_sys::Win32::Foundation::{CloseHandle, GetLastError, ERROR_MORE_DATA, HANDLE, STILL_ACTIVE};
+use windows_sys::Win32::Foundation::{
+    CloseHandle, GetLastError, ERROR_MORE_DATA, HANDLE, STILL_ACTIVE,
+};
 use windows_sys::Win32::System::JobObjects::{
     AssignProcessToJobObject, CreateJobObjectW, JobObjectBasicProcessIdList,
     JobObjectExtendedLimitInformation, QueryInformationJobObject, SetInformationJobObject,

@@ -44,12 +44,7 @@ fn windows_exe() -> Option<PathBuf> {
 
 /// `agent-hub.exe serve --config <config> --listen 127.0.0.1:<port>` under Wine (another
 /// port than the file's), with the engine at `engine`.
-async fn serve_under_wine(
-    exe: &Path,
-    hub: &ConfiguredHub,
-    port: u16,
-    engine: &str,
-) -> HubProcess {
+async fn serve_under_wine(exe: &Path, hub: &ConfiguredHub, port: u16, engine: &str) -> HubProcess {
     let runner = Path::new(env!("CARGO_MANIFEST_DIR")).join(WINE_RUNNER);
     let program = [
         "bash",
