@@ -295,21 +295,20 @@ impl HostSessions {
     }
 }
 
-/// A session's environment with a `HOME`: its own, else the hub's, else `/`.
+/// A session's environment with a `HOME`: its own, else the hub's home ([`home_dir`]).
 fn with_home(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     let mut env = env.clone();
     if env.get("HOME").is_none_or(|h| h.is_empty()) {
-        let hub = std::env::var("HOME").unwrap_or_else(|_| "/".into());
+        let hub = home_dir().to_string_lossy().into_owned();
         env.insert("HOME".into(), hub);
     }
     env
 }
 
-/// The hub's home directory: where a session or task starts when the request names no `cwd`.
+/// The hub's home directory: where a session or task starts when the request names no `cwd`
+/// (`$HOME`, else `/`; on Windows `%USERPROFILE%`).
 pub fn home_dir() -> PathBuf {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/"))
+    crate::platform::home_dir()
 }
 
 /// What no program can be started with, refused as a bad request rather than failing the

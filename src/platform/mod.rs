@@ -114,6 +114,7 @@ mod tests {
             assert_eq!(owner.uid, 0);
         }
         assert!(may_enter(dir.path()));
+        assert!(home_dir().is_absolute(), "{}", home_dir().display());
         assert!(!is_path_name("git") && is_path_name("./git"));
     }
 }

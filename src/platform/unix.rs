@@ -99,6 +99,14 @@ pub fn command_shell(cmd: &str) -> (String, Vec<String>) {
     ("sh".into(), vec!["-c".into(), cmd.into()])
 }
 
+/// The hub's user's home: `$HOME`, else `/`.
+pub fn home_dir() -> PathBuf {
+    std::env::var_os("HOME")
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
 /// Where the hub keeps its data when nothing names a place: `$XDG_DATA_HOME/agent-hub`, else
 /// `~/.local/share/agent-hub`, else `.agent-hub`.
 pub fn default_data_dir() -> PathBuf {

@@ -121,6 +121,16 @@ pub fn command_shell(cmd: &str) -> (String, Vec<String>) {
     (default_shell(), args)
 }
 
+/// The hub's user's home: `%USERPROFILE%`, else `$HOME`, else `C:\`.
+pub fn home_dir() -> PathBuf {
+    ["USERPROFILE", "HOME"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .find(|home| !home.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(r"C:\"))
+}
+
 /// Where the hub keeps its data when nothing names a place: `%LOCALAPPDATA%\agent-hub`, else
 /// `%USERPROFILE%\AppData\Local\agent-hub`, else `.agent-hub`.
 pub fn default_data_dir() -> PathBuf {
