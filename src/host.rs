@@ -155,7 +155,7 @@ impl HostSessions {
                 check_cwd(&cwd)?;
                 cwd
             }
-            None => home_dir(),
+            None => crate::platform::home_dir(),
         };
         let mut env = self.child_env(&id, &req.env);
         if let Some(shell) = &req.shell {
@@ -295,20 +295,14 @@ impl HostSessions {
     }
 }
 
-/// A session's environment with a `HOME`: its own, else the hub's home ([`home_dir`]).
+/// A session's environment with a `HOME`: its own, else the hub's (`platform::home_dir`).
 fn with_home(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     let mut env = env.clone();
     if env.get("HOME").is_none_or(|h| h.is_empty()) {
-        let hub = home_dir().to_string_lossy().into_owned();
+        let hub = crate::platform::home_dir().to_string_lossy().into_owned();
         env.insert("HOME".into(), hub);
     }
     env
-}
-
-/// The hub's home directory: where a session or task starts when the request names no `cwd`
-/// (`$HOME`, else `/`; on Windows `%USERPROFILE%`).
-pub fn home_dir() -> PathBuf {
-    crate::platform::home_dir()
 }
 
 /// What no program can be started with, refused as a bad request rather than failing the

@@ -141,11 +141,12 @@ impl Journal {
             file.write_all(line)?;
             len += line.len() as u64;
         }
-        if std::fs::rename(&aside, &self.path).is_err() {
-            // Windows cannot rename over a file that is open: this one is closed first (the
-            // new one holds the lock from now on).
-            state.file = file;
-            state.len = len;
+        let renamed = std::fs::rename(&aside, &self.path);
+        // From here on the new file (which holds the lock) is written to; on Windows, which
+        // cannot rename over a file that is open, this also closes the old one for a retry.
+        state.file = file;
+        state.len = len;
+        if renamed.is_err() {
             if let Err(e) = std::fs::rename(&aside, &self.path) {
                 // Back to the file as it was, which still holds every open attempt.
                 state.file = append_to(&self.path, false)?;
@@ -154,10 +155,7 @@ impl Journal {
                 let _ = std::fs::remove_file(&aside);
                 return Err(e);
             }
-            return Ok(());
         }
-        state.file = file;
-        state.len = len;
         Ok(())
     }
 

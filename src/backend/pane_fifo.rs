@@ -35,13 +35,7 @@ impl Fifo {
             Ok(n) => Some(Ok(n)),
         }
     }
-}
 
-fn lost() -> io::Error {
-    io::Error::other("the pane's FIFO could not move into or out of the event loop")
-}
-
-impl Fifo {
     /// The receiver, registered with the runtime (registering it now if needed).
     fn registered(&mut self) -> io::Result<&mut Receiver> {
         if let Fifo::Plain(_) = self {
@@ -70,4 +64,8 @@ impl Fifo {
             _ => Err(lost()),
         }
     }
+}
+
+fn lost() -> io::Error {
+    io::Error::other("the pane's FIFO could not move into or out of the event loop")
 }

@@ -306,10 +306,9 @@ impl HubConfig {
                 .get(def.team())
                 .map(|t| t.get_ref().docker_hosts.clone());
             def.settle_engines(&team_hosts.unwrap_or_default());
-            if !crate::platform::ENGINE_SEES_HUB_FILES {
-                def.reach_from_afar(&crate::platform::local_engine(), config.listen.port());
-            }
         }
+        let listen = config.listen;
+        config.listen_on(listen);
         workspace::check(&mut config, text, origin)?;
         config.price_table = crate::usage::price::PriceTable::with(&config.prices, text, origin)?;
         notify::check(&config.notify, config.public_url.as_ref(), text, origin)?;
@@ -320,8 +319,9 @@ impl HubConfig {
         Ok(config)
     }
 
-    /// Listens on `addr` instead of the file's address (`serve --listen`): the agents whose
-    /// `hub_url` is a Windows hub's default follow the port.
+    /// Listens on `addr` (the file's address at load, `serve --listen`'s after): on a hub whose
+    /// engine cannot see its files (Windows) every agent is reached from afar, and a default
+    /// `hub_url` follows the port.
     pub fn listen_on(&mut self, addr: SocketAddr) {
         self.listen = addr;
         if !crate::platform::ENGINE_SEES_HUB_FILES {

@@ -99,7 +99,8 @@ pub fn command_shell(cmd: &str) -> (String, Vec<String>) {
     ("sh".into(), vec!["-c".into(), cmd.into()])
 }
 
-/// The hub's user's home: `$HOME`, else `/`.
+/// The hub's user's home, where a session or task starts when the request names no `cwd`:
+/// `$HOME`, else `/`.
 pub fn home_dir() -> PathBuf {
     std::env::var_os("HOME")
         .filter(|home| !home.is_empty())

@@ -40,7 +40,7 @@ impl Tasks {
                 crate::host::spawn_check::check_cwd(&cwd)?;
                 cwd
             }
-            None => crate::host::home_dir(),
+            None => crate::platform::home_dir(),
         };
         // The hub's home directory: not the caller's mistake.
         if !cwd.is_dir() {

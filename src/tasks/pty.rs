@@ -1,5 +1,6 @@
-//! PTY tasks: `sh -c CMD` (Windows: `%COMSPEC% /D /S /C CMD`) in a PTY session of its own, followed to its end (output published,
-//! timeout enforced, killed on request, the end recorded).
+//! PTY tasks: `sh -c CMD` (Windows: `%COMSPEC% /D /S /C CMD`) in a PTY session of its own,
+//! followed to its end (output published, timeout enforced, killed on request, the end
+//! recorded).
 
 use super::*;
 

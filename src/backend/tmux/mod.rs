@@ -23,6 +23,15 @@ use futures_util::FutureExt;
 use tokio::sync::{mpsc, oneshot};
 
 pub use error::TmuxError;
+use place::TMUX_CALL_TIMEOUT;
+pub use place::{PipeRoot, TmuxPlace};
+
+use super::{Backend, BackendError, SpawnSpec, TermSize};
+use crate::output::Output;
+use crate::term::TermSignal;
+use client::{start_control_client, Request};
+use control::{is_safe_name, send_bytes_commands};
+use pipe::{PanePipe, FIFO_SEEN};
 
 /// Why the host's own tmux cannot run a session here (`None`: it can). tmux and the FIFOs its
 /// panes' bytes come through are Unix's; containers keep their tmux on every platform.
@@ -34,15 +43,6 @@ pub const HOST_SESSIONS_REFUSED: Option<&str> = if cfg!(unix) {
          container agents keep their tmux",
     )
 };
-use place::TMUX_CALL_TIMEOUT;
-pub use place::{PipeRoot, TmuxPlace};
-
-use super::{Backend, BackendError, SpawnSpec, TermSize};
-use crate::output::Output;
-use crate::term::TermSignal;
-use client::{start_control_client, Request};
-use control::{is_safe_name, send_bytes_commands};
-use pipe::{PanePipe, FIFO_SEEN};
 
 /// Lines of pane history kept by tmux for sessions the hub creates.
 pub const TMUX_HISTORY_LIMIT: u32 = 50_000;
